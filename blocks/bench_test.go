@@ -1,0 +1,88 @@
+package blocks
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkLocations1000 resolves 1000 consecutive blocks (one large file's
+// GetBlockLocations) per op, from parallel goroutines, with one reused
+// destination slice per goroutine. Run with -cpu 1,2,... to see read
+// scaling; the "reports" variant adds a datanode re-reporting its replicas
+// (incremental reports, shard write locks) throughout.
+func BenchmarkLocations1000(b *testing.B) {
+	const nodes, nblocks, perCall = 10, 100_000, 1000
+	cfg := DefaultConfig() // the real clock: a fake one would serialize readers on its mutex
+	cfg.Seed = 1
+	m, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i <= nodes; i++ {
+		m.Register(Datanode{ID: dn(i), Addr: "10.0.0.1:9866", Capacity: 100 * gib})
+	}
+	for id := uint64(1); id <= nblocks; id++ {
+		m.SetExpected(id, 1, 100, 3, true)
+	}
+	for i := 0; i < nodes; i++ {
+		var rs []Replica
+		for id := uint64(1); id <= nblocks; id++ {
+			if int(id%nodes) == i || int((id+1)%nodes) == i || int((id+2)%nodes) == i {
+				rs = append(rs, rep(id))
+			}
+		}
+		m.FullReport(dn(i+1), rs)
+	}
+	// globalLock emulates a block map behind one exclusive lock, for a
+	// same-run baseline.
+	var globalLock sync.Mutex
+	for _, tc := range []struct {
+		name                string
+		withReports, global bool
+	}{{"idle", false, false}, {"reports", true, false}, {"baseline-global-mutex", false, true}} {
+		withReports := tc.withReports
+		b.Run(tc.name, func(b *testing.B) {
+			var stop atomic.Bool
+			done := make(chan struct{})
+			if withReports {
+				go func() {
+					defer close(done)
+					// dn1 re-reports replicas it holds (block ids 10k).
+					r, who := []Replica{rep(0)}, dn(1)
+					for id := uint64(nodes); !stop.Load(); id = id%nblocks + nodes {
+						r[0] = rep(id)
+						m.IncrementalReport(who, r, nil)
+					}
+				}()
+			} else {
+				close(done)
+			}
+			var next atomic.Uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				dst := make([]Datanode, 0, 4*perCall)
+				for pb.Next() {
+					base := next.Add(perCall) % (nblocks - perCall)
+					dst = dst[:0]
+					for id := base + 1; id <= base+perCall; id++ {
+						if tc.global {
+							globalLock.Lock()
+							dst = m.AppendLocations(dst, id)
+							globalLock.Unlock()
+						} else {
+							dst = m.AppendLocations(dst, id)
+						}
+					}
+					if len(dst) < 2*perCall {
+						b.Fatalf("resolved %d replicas for %d blocks", len(dst), perCall)
+					}
+				}
+			})
+			b.StopTimer()
+			stop.Store(true)
+			<-done
+		})
+	}
+}

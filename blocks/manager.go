@@ -1,0 +1,214 @@
+package blocks
+
+import (
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Manager is a namenode's block map, datanode registry, placement policy and
+// replication/invalidation queues. Create it with New; all methods are safe
+// for concurrent use.
+type Manager struct {
+	cfg    Config
+	shards [numShards]shard
+
+	regMu sync.Mutex // serializes registry replacement
+	reg   atomic.Pointer[registry]
+
+	randMu sync.Mutex // guards rng; a leaf lock
+	rng    *rand.Rand
+}
+
+// New returns an empty Manager, or an errs.Invalid error if cfg does not
+// validate. A nil cfg.Now means time.Now.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	m := &Manager{cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x5DEECE66D))}
+	for i := range m.shards {
+		m.shards[i].init()
+	}
+	m.reg.Store(&registry{byID: map[string]*node{}})
+	return m, nil
+}
+
+func (m *Manager) shard(id uint64) *shard { return &m.shards[shardIndex(id)] }
+
+func (m *Manager) lookup(id string) *node { return m.reg.Load().byID[id] }
+
+func (m *Manager) nodes() []*node { return m.reg.Load().sorted }
+
+// Register records datanode d (by d.ID) as live, with a heartbeat now,
+// replacing its addresses and usage. Re-registering a known datanode keeps
+// its replicas until its next full report. It returns an errs.Invalid error
+// if d.ID is empty. d.LastHeartbeat and d.State are ignored.
+func (m *Manager) Register(d Datanode) error {
+	if d.ID == "" {
+		return errs.New(errs.Invalid, "blocks.register", "", "empty datanode id")
+	}
+	d.State, d.LastHeartbeat = Live, m.cfg.Now()
+	n := m.lookup(d.ID)
+	if n == nil {
+		m.regMu.Lock()
+		old := m.reg.Load()
+		if n = old.byID[d.ID]; n == nil {
+			n = newNode(d)
+			r := &registry{byID: make(map[string]*node, len(old.byID)+1), sorted: make([]*node, 0, len(old.sorted)+1)}
+			for k, v := range old.byID {
+				r.byID[k] = v
+			}
+			r.byID[d.ID] = n
+			r.sorted = append(append(r.sorted, old.sorted...), n)
+			sort.Slice(r.sorted, func(i, j int) bool { return r.sorted[i].id < r.sorted[j].id })
+			m.reg.Store(r)
+		}
+		m.regMu.Unlock()
+	}
+	n.mu.Lock()
+	n.snap.Store(&d)
+	n.needFull = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Heartbeat records a heartbeat from datanode id with its current usage. It
+// returns false if id is not registered (the datanode should register). A
+// dead datanode becomes live again; its replicas count again after its next
+// full report (see WantsFullReport).
+func (m *Manager) Heartbeat(id string, capacity, used uint64, failed uint32) (known bool) {
+	n := m.lookup(id)
+	if n == nil {
+		return false
+	}
+	now := m.cfg.Now()
+	n.mu.Lock()
+	d := *n.snap.Load()
+	d.Capacity, d.Used, d.FailedVolumes, d.LastHeartbeat = capacity, used, failed, now
+	if d.State == Dead {
+		d.State = Live
+		n.needFull = true
+	}
+	n.snap.Store(&d)
+	n.mu.Unlock()
+	return true
+}
+
+// WantsFullReport reports whether live datanode id has registered or come
+// back from the dead since its last full report, so the namenode should ask
+// for one in its heartbeat reply. False for unknown and dead datanodes.
+func (m *Manager) WantsFullReport(id string) bool {
+	n := m.lookup(id)
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.needFull && n.snap.Load().State == Live
+}
+
+// CheckLiveness marks dead every live datanode whose last heartbeat is more
+// than DeadAfterMissed*HeartbeatInterval old. The replicas of a newly dead
+// datanode are dropped from the block map (so blocks left with too few good
+// replicas enter the under-replicated queue), and its queued commands and
+// scheduled deletes are discarded. Call it periodically (e.g. every
+// HeartbeatInterval) on every namenode.
+func (m *Manager) CheckLiveness() {
+	deadline := m.cfg.Now().Add(-m.cfg.deadAfter())
+	for _, n := range m.nodes() {
+		if d := n.snap.Load(); d.State == Live && d.LastHeartbeat.Before(deadline) {
+			m.markDead(n, deadline)
+		}
+	}
+}
+
+func (m *Manager) markDead(n *node, deadline time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := *n.snap.Load()
+	if d.State != Live || !d.LastHeartbeat.Before(deadline) {
+		return // a heartbeat won the race
+	}
+	d.State = Dead
+	n.snap.Store(&d)
+	n.needFull = true
+	held := make([]uint64, 0, len(n.blocks))
+	for id := range n.blocks {
+		held = append(held, id)
+	}
+	n.blocks = make(map[uint64]struct{})
+	forEachShard(m, len(held), func(i int) uint64 { return held[i] }, func(s *shard, i int) {
+		s.removeReplica(n, held[i])
+	})
+	n.qmu.Lock()
+	n.invalidate = make(map[uint64]Replica)
+	n.cmds = nil
+	n.qmu.Unlock()
+}
+
+// Datanodes returns snapshots of all registered datanodes, live and dead,
+// sorted by id.
+func (m *Manager) Datanodes() []Datanode {
+	ns := m.nodes()
+	out := make([]Datanode, len(ns))
+	for i, n := range ns {
+		out[i] = *n.snap.Load()
+	}
+	return out
+}
+
+// Datanode returns the snapshot of datanode id, and false if it is unknown.
+func (m *Manager) Datanode(id string) (Datanode, bool) {
+	if n := m.lookup(id); n != nil {
+		return *n.snap.Load(), true
+	}
+	return Datanode{}, false
+}
+
+// forEachShard calls fn(s, i) for i in [0,count) with s the shard of
+// key(i), locked, visiting each shard once (a counting sort by shard), so a
+// large report takes each shard lock once rather than once per block.
+func forEachShard(m *Manager, count int, key func(int) uint64, fn func(s *shard, i int)) {
+	if count == 0 {
+		return
+	}
+	var start [numShards + 1]int32
+	idx := make([]uint8, count)
+	for i := 0; i < count; i++ {
+		si := shardIndex(key(i))
+		idx[i] = uint8(si)
+		start[si+1]++
+	}
+	for si := 0; si < numShards; si++ {
+		start[si+1] += start[si]
+	}
+	order := make([]int32, count)
+	next := start
+	for i := 0; i < count; i++ {
+		order[next[idx[i]]] = int32(i)
+		next[idx[i]]++
+	}
+	for si := 0; si < numShards; si++ {
+		if start[si] == start[si+1] {
+			continue
+		}
+		s := &m.shards[si]
+		s.mu.Lock()
+		for _, i := range order[start[si]:start[si+1]] {
+			fn(s, int(i))
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,56 @@
+package blocks
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type collector struct {
+	m     *Manager
+	nodes *prometheus.Desc
+	gauge []gaugeDesc
+}
+
+type gaugeDesc struct {
+	desc *prometheus.Desc
+	val  func(*Stats) float64
+}
+
+// NewCollector returns a collector exporting m's Stats as gauges, computed at
+// scrape time: blockfs_blocks_datanodes{state}, capacity and used bytes,
+// blocks, replicas and the length of every queue. Register it with a
+// prometheus.Registerer; it holds no state of its own.
+func NewCollector(m *Manager) prometheus.Collector {
+	g := func(name, help string, val func(*Stats) float64) gaugeDesc {
+		return gaugeDesc{prometheus.NewDesc("blockfs_blocks_"+name, help, nil, nil), val}
+	}
+	return &collector{
+		m:     m,
+		nodes: prometheus.NewDesc("blockfs_blocks_datanodes", "Registered datanodes by state.", []string{"state"}, nil),
+		gauge: []gaugeDesc{
+			g("capacity_bytes", "Capacity of live datanodes.", func(s *Stats) float64 { return float64(s.Capacity) }),
+			g("used_bytes", "Bytes used on live datanodes.", func(s *Stats) float64 { return float64(s.Used) }),
+			g("expected", "Blocks the namespace expects.", func(s *Stats) float64 { return float64(s.Blocks) }),
+			g("replicas", "Good replicas of expected blocks on live datanodes.", func(s *Stats) float64 { return float64(s.Replicas) }),
+			g("under_replicated", "Blocks waiting to be scheduled for replication.", func(s *Stats) float64 { return float64(s.UnderReplicated) }),
+			g("over_replicated", "Blocks with more good replicas than expected.", func(s *Stats) float64 { return float64(s.OverReplicated) }),
+			g("pending_replication", "Replications scheduled and not yet completed.", func(s *Stats) float64 { return float64(s.PendingReplication) }),
+			g("pending_deletion", "Replica deletions not yet sent to datanodes.", func(s *Stats) float64 { return float64(s.PendingDeletion) }),
+			g("corrupt_replicas", "Corrupt or stale replicas not yet scheduled for deletion.", func(s *Stats) float64 { return float64(s.Corrupt) }),
+			g("unknown", "Reported blocks the namespace does not know.", func(s *Stats) float64 { return float64(s.Unknown) }),
+		},
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.nodes
+	for _, g := range c.gauge {
+		ch <- g.desc
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.m.Stats()
+	ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(st.Live), "live")
+	ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(st.Dead), "dead")
+	for _, g := range c.gauge {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.val(&st))
+	}
+}

@@ -1,0 +1,156 @@
+package blocks
+
+import "time"
+
+// FullReport replaces the set of replicas datanode id holds with rs: replicas
+// not in rs are dropped, new ones added, changed ones updated. It returns
+// false, ignoring the report, if id is unknown or dead (the datanode should
+// register again). Replicas of blocks the namespace does not expect are held
+// as unknown; replicas with another generation stamp than expected count as
+// corrupt.
+func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
+	n := m.lookup(id)
+	if n == nil {
+		return false
+	}
+	now := m.cfg.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.snap.Load().State != Live {
+		return false
+	}
+	held := make(map[uint64]struct{}, len(rs))
+	for i := range rs {
+		held[rs[i].BlockID] = struct{}{}
+	}
+	var gone []uint64
+	for b := range n.blocks {
+		if _, ok := held[b]; !ok {
+			gone = append(gone, b)
+		}
+	}
+	forEachShard(m, len(rs), func(i int) uint64 { return rs[i].BlockID }, func(s *shard, i int) {
+		s.addReplica(n, rs[i], now)
+	})
+	forEachShard(m, len(gone), func(i int) uint64 { return gone[i] }, func(s *shard, i int) {
+		s.removeReplica(n, gone[i])
+	})
+	n.blocks = held
+	n.needFull = false
+	n.qmu.Lock()
+	for b := range n.invalidate {
+		if _, ok := held[b]; !ok {
+			delete(n.invalidate, b) // already gone
+		}
+	}
+	n.qmu.Unlock()
+	return true
+}
+
+// IncrementalReport records that datanode id now holds received (new or
+// updated replicas) and no longer holds deleted (block ids). It returns
+// false, ignoring the report, if id is unknown or dead.
+func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uint64) (accepted bool) {
+	n := m.lookup(id)
+	if n == nil {
+		return false
+	}
+	now := m.cfg.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.snap.Load().State != Live {
+		return false
+	}
+	for _, r := range received {
+		n.blocks[r.BlockID] = struct{}{}
+		s := m.shard(r.BlockID)
+		s.mu.Lock()
+		s.addReplica(n, r, now)
+		s.mu.Unlock()
+	}
+	for _, b := range deleted {
+		if _, ok := n.blocks[b]; !ok {
+			continue
+		}
+		delete(n.blocks, b)
+		s := m.shard(b)
+		s.mu.Lock()
+		s.removeReplica(n, b)
+		s.mu.Unlock()
+	}
+	if len(deleted) > 0 {
+		n.qmu.Lock()
+		for _, b := range deleted {
+			delete(n.invalidate, b)
+		}
+		n.qmu.Unlock()
+	}
+	return true
+}
+
+// ReportCorrupt marks datanode datanodeID's replica of blockID corrupt: it is
+// no longer served or counted, the block is queued for replication if that
+// leaves it short, and ComputeWork deletes the corrupt replica once the block
+// has enough good ones. It returns false if that replica is not in the map.
+func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) {
+	n := m.lookup(datanodeID)
+	if n == nil {
+		return false
+	}
+	s := m.shard(blockID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.blocks[blockID]
+	if b == nil {
+		return false
+	}
+	i := b.find(n)
+	if i < 0 {
+		return false
+	}
+	before := b.tally()
+	b.locs[i].corrupt = true
+	s.settle(blockID, b, before)
+	return true
+}
+
+// SetExpected records what the namespace says about block blockID: its
+// current generation stamp, its file, its target replication and whether it
+// is complete. Call it whenever any of these change (allocation, pipeline
+// recovery, completion, setReplication), on every namenode as it applies the
+// log. Replicas already reported stop being unknown. Under- and
+// over-replication apply only to complete blocks.
+func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint32, complete bool) {
+	s := m.shard(blockID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.blocks[blockID]
+	if b == nil {
+		b = newBlockInfo(time.Time{})
+		s.blocks[blockID] = b
+	}
+	before := b.tally()
+	b.expected, b.forgotten = true, false
+	b.genStamp, b.inode, b.replication, b.complete = genStamp, inode, replication, complete
+	s.settle(blockID, b, before)
+}
+
+// Forget records that the namespace no longer has these blocks (file
+// deleted, block abandoned): every replica is scheduled for deletion on its
+// datanode and the blocks leave the replication queues. Replicas reported
+// later are scheduled for deletion too. Unknown ids are ignored.
+func (m *Manager) Forget(blockIDs ...uint64) {
+	for _, id := range blockIDs {
+		s := m.shard(id)
+		s.mu.Lock()
+		if b := s.blocks[id]; b != nil {
+			before := b.tally()
+			b.expected, b.forgotten = false, true
+			for i := range b.locs {
+				b.invalidate(id, &b.locs[i])
+			}
+			s.settle(id, b, before)
+		}
+		s.mu.Unlock()
+	}
+}

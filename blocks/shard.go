@@ -1,0 +1,254 @@
+package blocks
+
+import (
+	"sync"
+	"time"
+)
+
+// numShards is the number of block-map shards (a power of two).
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+)
+
+// shardIndex spreads sequential block ids evenly (Fibonacci hashing).
+func shardIndex(id uint64) int {
+	return int((id * 0x9E3779B97F4A7C15) >> (64 - shardBits))
+}
+
+// loc is one datanode's replica of a block.
+type loc struct {
+	n        *node
+	genStamp uint64
+	length   uint64
+	// corrupt: reported corrupt by a client or datanode.
+	corrupt bool
+	// invalidating: a delete was scheduled; uncounted and unserved until
+	// the datanode reports the replica gone.
+	invalidating bool
+}
+
+// blockInfo is everything this namenode knows about one block.
+type blockInfo struct {
+	expected    bool // the namespace says the block exists
+	forgotten   bool // the namespace deleted it (or unknown past grace): delete every replica
+	complete    bool
+	replication uint32
+	genStamp    uint64
+	inode       uint64
+	firstSeen   time.Time // first reported while unknown
+	locs        []loc     // starts as inline[:0]: usually no separate allocation
+	inline      [3]loc
+}
+
+func newBlockInfo(firstSeen time.Time) *blockInfo {
+	b := &blockInfo{firstSeen: firstSeen}
+	b.locs = b.inline[:0]
+	return b
+}
+
+func (b *blockInfo) isGood(l *loc) bool {
+	return b.expected && !l.invalidating && !l.corrupt && l.genStamp == b.genStamp
+}
+
+// isBad: corrupt or stale, delete not yet scheduled.
+func (b *blockInfo) isBad(l *loc) bool {
+	return b.expected && !l.invalidating && (l.corrupt || l.genStamp != b.genStamp)
+}
+
+func (b *blockInfo) find(n *node) int {
+	for i := range b.locs {
+		if b.locs[i].n == n {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *blockInfo) replica(id uint64, l *loc) Replica {
+	return Replica{BlockID: id, GenStamp: l.genStamp, Length: l.length, Inode: b.inode}
+}
+
+// tally is a block's contribution to its shard's counters.
+type tally struct{ blocks, good, bad int }
+
+func (b *blockInfo) tally() tally {
+	if !b.expected {
+		return tally{}
+	}
+	t := tally{blocks: 1}
+	for i := range b.locs {
+		l := &b.locs[i]
+		switch {
+		case b.isGood(l):
+			t.good++
+		case b.isBad(l):
+			t.bad++
+		}
+	}
+	return t
+}
+
+// pending is a scheduled replication.
+type pending struct {
+	expiry  time.Time
+	source  *node
+	targets []*node
+}
+
+// outstanding counts targets that are live and do not yet hold a good replica.
+func (p *pending) outstanding(b *blockInfo) int {
+	k := 0
+	for _, t := range p.targets {
+		if t.snap.Load().State != Live {
+			continue
+		}
+		if i := b.find(t); i >= 0 && b.isGood(&b.locs[i]) {
+			continue
+		}
+		k++
+	}
+	return k
+}
+
+// shard is one slice of the block map with its work queues. Every field is
+// guarded by mu.
+type shard struct {
+	mu      sync.RWMutex
+	blocks  map[uint64]*blockInfo
+	under   map[uint64]struct{} // complete, good+in-flight < expected, unscheduled
+	over    map[uint64]struct{} // complete, good > expected
+	corrupt map[uint64]struct{} // has bad (corrupt or stale) replicas
+	unknown map[uint64]struct{} // reported, not expected, not forgotten
+	pending map[uint64]*pending
+	// counters, kept by settle
+	nBlocks, nGood, nBad int
+	_                    [64]byte // keep shards' locks on separate cache lines
+}
+
+func (s *shard) init() {
+	s.blocks = make(map[uint64]*blockInfo)
+	s.under = make(map[uint64]struct{})
+	s.over = make(map[uint64]struct{})
+	s.corrupt = make(map[uint64]struct{})
+	s.unknown = make(map[uint64]struct{})
+	s.pending = make(map[uint64]*pending)
+}
+
+func (s *shard) dropPending(id uint64, p *pending) {
+	delete(s.pending, id)
+	p.source.streams.Add(-1)
+}
+
+// settle brings the counters and queues in line with b after a mutation;
+// before is b.tally() taken before it. It deletes b from the map once b is
+// neither expected nor held anywhere. Caller holds s.mu.
+func (s *shard) settle(id uint64, b *blockInfo, before tally) {
+	after := b.tally()
+	s.nBlocks += after.blocks - before.blocks
+	s.nGood += after.good - before.good
+	s.nBad += after.bad - before.bad
+
+	if after.bad > 0 {
+		s.corrupt[id] = struct{}{}
+	} else {
+		delete(s.corrupt, id)
+	}
+	if !b.expected || !b.complete {
+		delete(s.under, id)
+		delete(s.over, id)
+		if p := s.pending[id]; p != nil {
+			s.dropPending(id, p)
+		}
+		if b.expected {
+			delete(s.unknown, id)
+			return
+		}
+		if len(b.locs) == 0 {
+			delete(s.blocks, id)
+			delete(s.unknown, id)
+		} else if b.forgotten {
+			delete(s.unknown, id)
+		} else {
+			s.unknown[id] = struct{}{}
+		}
+		return
+	}
+	delete(s.unknown, id)
+	need := int(b.replication)
+	inflight := 0
+	if p := s.pending[id]; p != nil {
+		if inflight = p.outstanding(b); inflight == 0 {
+			s.dropPending(id, p)
+		}
+	}
+	if after.good+inflight < need {
+		s.under[id] = struct{}{}
+	} else {
+		delete(s.under, id)
+	}
+	if after.good > need {
+		s.over[id] = struct{}{}
+	} else {
+		delete(s.over, id)
+	}
+}
+
+// addReplica records that n holds r. Caller holds n.mu and s.mu.
+func (s *shard) addReplica(n *node, r Replica, now time.Time) {
+	id := r.BlockID
+	b := s.blocks[id]
+	if b == nil {
+		b = newBlockInfo(now)
+		s.blocks[id] = b
+	}
+	before := b.tally()
+	i := b.find(n)
+	if i < 0 {
+		b.locs = append(b.locs, loc{n: n, genStamp: r.GenStamp, length: r.Length})
+		i = len(b.locs) - 1
+	} else {
+		l := &b.locs[i]
+		if l.genStamp != r.GenStamp {
+			l.corrupt = false // a different replica than the one reported corrupt
+		}
+		l.genStamp, l.length = r.GenStamp, r.Length
+	}
+	l := &b.locs[i]
+	if b.forgotten {
+		l.invalidating = true
+	}
+	if l.invalidating {
+		// (Re)queue: the delete may have been lost, or not yet sent.
+		n.queueInvalidate(b.replica(id, l))
+	}
+	s.settle(id, b, before)
+}
+
+// removeReplica records that n no longer holds block id. Caller holds n.mu
+// and s.mu.
+func (s *shard) removeReplica(n *node, id uint64) {
+	b := s.blocks[id]
+	if b == nil {
+		return
+	}
+	i := b.find(n)
+	if i < 0 {
+		return
+	}
+	before := b.tally()
+	last := len(b.locs) - 1
+	b.locs[i] = b.locs[last]
+	b.locs[last] = loc{}
+	b.locs = b.locs[:last]
+	s.settle(id, b, before)
+}
+
+// invalidate schedules the deletion of l. Caller holds s.mu.
+func (b *blockInfo) invalidate(id uint64, l *loc) {
+	if l.invalidating {
+		return
+	}
+	l.invalidating = true
+	l.n.queueInvalidate(b.replica(id, l))
+}

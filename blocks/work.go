@@ -1,0 +1,232 @@
+package blocks
+
+import (
+	"sort"
+	"time"
+)
+
+// ComputeWork turns the queues into commands for datanodes. Only the leader
+// calls it, periodically (e.g. every HeartbeatInterval):
+//
+//   - scheduled replications older than ReplicationTimeout, or whose
+//     targets all died, are forgotten, so their blocks are scheduled again;
+//   - replicas of blocks unknown for longer than UnknownReplicaGrace are
+//     scheduled for deletion;
+//   - corrupt and stale replicas of complete blocks that have enough good
+//     replicas are scheduled for deletion;
+//   - over-replicated blocks lose their excess replicas, from the fullest
+//     holders first;
+//   - under-replicated blocks, fewest good replicas first, get a Replicate
+//     command on a live good holder with fewer than MaxReplicationStreams
+//     replications in flight, to targets from ChooseTargets that exclude
+//     every current holder; the block is then pending until its targets
+//     report it or ReplicationTimeout passes, and is not scheduled again
+//     meanwhile;
+//   - each datanode's scheduled deletes become one Delete command (at most
+//     MaxBlocksPerDelete replicas) if none is already waiting.
+//
+// Commands wait for PendingCommands.
+func (m *Manager) ComputeWork() {
+	now := m.cfg.Now()
+	type job struct {
+		id   uint64
+		good int
+	}
+	var todo []job
+	for si := range m.shards {
+		s := &m.shards[si]
+		s.mu.Lock()
+		for id, p := range s.pending {
+			if !now.Before(p.expiry) {
+				s.dropPending(id, p)
+			}
+			// settle also drops a replication whose targets all died.
+			b := s.blocks[id]
+			s.settle(id, b, b.tally())
+		}
+		for id := range s.unknown {
+			b := s.blocks[id]
+			if now.Sub(b.firstSeen) < m.cfg.UnknownReplicaGrace {
+				continue
+			}
+			before := b.tally()
+			b.forgotten = true
+			for i := range b.locs {
+				b.invalidate(id, &b.locs[i])
+			}
+			s.settle(id, b, before)
+		}
+		for id := range s.corrupt {
+			b := s.blocks[id]
+			before := b.tally()
+			if !b.complete || before.good < int(b.replication) {
+				continue
+			}
+			for i := range b.locs {
+				if b.isBad(&b.locs[i]) {
+					b.invalidate(id, &b.locs[i])
+				}
+			}
+			s.settle(id, b, before)
+		}
+		for id := range s.over {
+			b := s.blocks[id]
+			before := b.tally()
+			for excess := before.good - int(b.replication); excess > 0; excess-- {
+				if f := fullestGood(b); f != nil {
+					b.invalidate(id, f)
+				}
+			}
+			s.settle(id, b, before)
+		}
+		for id := range s.under {
+			if s.pending[id] != nil {
+				continue
+			}
+			if good := s.blocks[id].tally().good; good > 0 {
+				todo = append(todo, job{id, good})
+			}
+		}
+		s.mu.Unlock()
+	}
+
+	if len(todo) > 0 {
+		sort.Slice(todo, func(i, j int) bool {
+			if todo[i].good != todo[j].good {
+				return todo[i].good < todo[j].good
+			}
+			return todo[i].id < todo[j].id
+		})
+		free := 0 // replication streams left across live datanodes
+		for _, n := range m.nodes() {
+			if n.snap.Load().State == Live {
+				free += max(0, m.cfg.MaxReplicationStreams-int(n.streams.Load()))
+			}
+		}
+		for _, j := range todo {
+			if free <= 0 {
+				break
+			}
+			if m.scheduleReplication(j.id, now) {
+				free--
+			}
+		}
+	}
+
+	for _, n := range m.nodes() {
+		if n.snap.Load().State == Live {
+			n.flushInvalidates(m.cfg.MaxBlocksPerDelete)
+		}
+	}
+}
+
+// fullestGood returns the good replica on the datanode with the least free
+// space (ties: highest id), or nil.
+func fullestGood(b *blockInfo) *loc {
+	var f *loc
+	var fd *Datanode
+	for i := range b.locs {
+		l := &b.locs[i]
+		if !b.isGood(l) {
+			continue
+		}
+		d := l.n.snap.Load()
+		if f == nil || d.free() < fd.free() || (d.free() == fd.free() && d.ID > fd.ID) {
+			f, fd = l, d
+		}
+	}
+	return f
+}
+
+// scheduleReplication schedules one replication of block id if it is still
+// under-replicated and unscheduled, and reports whether it did.
+func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
+	s := m.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.blocks[id]
+	if b == nil || s.pending[id] != nil {
+		return false
+	}
+	if _, ok := s.under[id]; !ok {
+		return false
+	}
+	before := b.tally()
+	need := int(b.replication) - before.good
+	if need <= 0 {
+		return false
+	}
+	// Source: a live good holder with a free stream, the least busy one.
+	var src *loc
+	for i := range b.locs {
+		l := &b.locs[i]
+		if !b.isGood(l) || l.n.snap.Load().State != Live ||
+			int(l.n.streams.Load()) >= m.cfg.MaxReplicationStreams {
+			continue
+		}
+		if src == nil || l.n.streams.Load() < src.n.streams.Load() {
+			src = l
+		}
+	}
+	if src == nil {
+		return false
+	}
+	picked := m.choose(need, src.length, func(x *node) bool { return b.find(x) >= 0 })
+	if len(picked) == 0 {
+		return false
+	}
+	p := &pending{expiry: now.Add(m.cfg.ReplicationTimeout), source: src.n, targets: make([]*node, len(picked))}
+	c := Command{Kind: Replicate, Block: b.replica(id, src), Targets: make([]Datanode, len(picked))}
+	for i, t := range picked {
+		p.targets[i] = t.n
+		c.Targets[i] = *t.d
+	}
+	s.pending[id] = p
+	src.n.streams.Add(1)
+	src.n.queueCommand(c)
+	s.settle(id, b, before)
+	return true
+}
+
+// PendingCommands hands out (and forgets) up to MaxCommandsPerHeartbeat of
+// the commands queued for datanode id, oldest first, for the reply to its
+// heartbeat. Replicate commands for blocks the namespace has since forgotten
+// are dropped. Nil if there are none or id is unknown.
+func (m *Manager) PendingCommands(id string) []Command {
+	n := m.lookup(id)
+	if n == nil {
+		return nil
+	}
+	n.qmu.Lock()
+	k := min(len(n.cmds), m.cfg.MaxCommandsPerHeartbeat)
+	if k == 0 {
+		n.qmu.Unlock()
+		return nil
+	}
+	out := make([]Command, k)
+	copy(out, n.cmds)
+	rest := copy(n.cmds, n.cmds[k:])
+	clear(n.cmds[rest:])
+	n.cmds = n.cmds[:rest]
+	n.qmu.Unlock()
+
+	kept := out[:0]
+	for _, c := range out {
+		if c.Kind == Replicate && !m.expected(c.Block.BlockID) {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+func (m *Manager) expected(id uint64) bool {
+	s := m.shard(id)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	b := s.blocks[id]
+	return b != nil && b.expected
+}

@@ -1,0 +1,212 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os/user"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Metadata keys of simple authentication (see namenode.UserKey).
+const (
+	userKey   = "blockfs-user"
+	groupsKey = "blockfs-groups"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Namenodes are the gRPC addresses of the namenodes (any subset).
+	Namenodes []string
+	// User and Groups are the identity sent under simple authentication;
+	// User defaults to the OS user.
+	User   string
+	Groups []string
+	// Consistency of namespace reads; the zero value is linearizable.
+	Consistency api.ReadConsistency
+	// MinBackoff and MaxBackoff bound the retry backoff.
+	MinBackoff, MaxBackoff time.Duration
+	// DialOptions are added to every connection (TLS credentials, say).
+	DialOptions []grpc.DialOption
+	// ChunkSize is the size of WriteBlock/ReadBlock stream messages.
+	ChunkSize int
+}
+
+// DefaultConfig returns the defaults for the given namenodes.
+func DefaultConfig(namenodes ...string) Config {
+	c := Config{Namenodes: namenodes, MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Second, ChunkSize: 256 << 10}
+	if u, err := user.Current(); err == nil {
+		c.User = u.Username
+	}
+	return c
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Namenodes) == 0:
+		return errs.New(errs.Invalid, "client config", "", "at least one namenode address is required")
+	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
+		return errs.New(errs.Invalid, "client config", "", "backoff bounds must be positive and ordered")
+	case c.ChunkSize <= 0:
+		return errs.New(errs.Invalid, "client config", "", "chunk size must be positive")
+	}
+	return nil
+}
+
+// Client talks to a blockfs cluster. It is safe for concurrent use.
+type Client struct {
+	cfg      Config
+	mu       sync.Mutex
+	conns    map[string]*grpc.ClientConn
+	current  atomic.Value // string: the namenode believed to lead
+	lastSeen atomic.Uint64
+}
+
+// New returns a client; connections are made lazily.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
+	c.current.Store(cfg.Namenodes[0])
+	return c, nil
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first error
+	for a, conn := range c.conns {
+		if err := conn.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(c.conns, a)
+	}
+	return first
+}
+
+func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[addr]; ok {
+		return conn, nil
+	}
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.cfg.DialOptions...)
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, "dial", addr, err)
+	}
+	c.conns[addr] = conn
+	return conn, nil
+}
+
+func (c *Client) outgoing(ctx context.Context) context.Context {
+	kv := []string{userKey, c.cfg.User}
+	for _, g := range c.cfg.Groups {
+		kv = append(kv, groupsKey, g)
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
+}
+
+// call runs fn against the namenode believed to lead, following leader
+// hints and rotating through the namenodes on Unavailable, with jittered
+// exponential backoff, until it succeeds, fails for good, or ctx ends.
+func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Context, nn api.ClientServiceClient) error) error {
+	backoff := c.cfg.MinBackoff
+	next := 0
+	ctx = c.outgoing(ctx)
+	for attempt := 0; ; attempt++ {
+		addr := c.current.Load().(string)
+		conn, err := c.conn(addr)
+		if err == nil {
+			var trailer metadata.MD
+			err = fn(ctxWithTrailer(ctx, &trailer), api.NewClientServiceClient(conn))
+			if err == nil {
+				return nil
+			}
+			err = errs.FromStatus(err, trailer)
+		}
+		if !retryable(err) {
+			return withOp(err, op)
+		}
+		if hint := errs.LeaderHint(err); hint != "" && hint != addr {
+			c.current.Store(hint)
+			continue // a hint is worth trying at once
+		}
+		next = (next + 1) % len(c.cfg.Namenodes)
+		c.current.Store(c.cfg.Namenodes[next])
+		sleep := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-ctx.Done():
+			return &errs.Error{Kind: errs.Timeout, Op: op, Msg: "gave up retrying", Err: err}
+		case <-time.After(sleep):
+		}
+		backoff = min(2*backoff, c.cfg.MaxBackoff)
+	}
+}
+
+type trailerKey struct{}
+
+func ctxWithTrailer(ctx context.Context, md *metadata.MD) context.Context {
+	return context.WithValue(ctx, trailerKey{}, md)
+}
+
+// trailerOpt returns the grpc.Trailer option bound to ctx's trailer slot.
+func trailerOpt(ctx context.Context) grpc.CallOption {
+	if md, ok := ctx.Value(trailerKey{}).(*metadata.MD); ok {
+		return grpc.Trailer(md)
+	}
+	return grpc.EmptyCallOption{}
+}
+
+func retryable(err error) bool {
+	switch errs.KindOf(err) {
+	case errs.Unavailable, errs.NotLeader:
+		return true
+	}
+	return false
+}
+
+func withOp(err error, op string) error {
+	var e *errs.Error
+	if errors.As(err, &e) && e.Op == "" {
+		e.Op = op
+	}
+	return err
+}
+
+// Code returns the gRPC code of an error returned by the client.
+func Code(err error) codes.Code {
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		return s.Code()
+	}
+	return errs.Code(errs.KindOf(err))
+}
+
+func (c *Client) readOpts() *api.ReadOptions {
+	return &api.ReadOptions{Consistency: c.cfg.Consistency, MinAppliedIndex: c.lastSeen.Load()}
+}
+
+// saw records the highest applied index seen, for read-your-writes.
+func (c *Client) saw(h *api.ResponseHeader) {
+	idx := h.GetAppliedIndex()
+	for {
+		cur := c.lastSeen.Load()
+		if idx <= cur || c.lastSeen.CompareAndSwap(cur, idx) {
+			return
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package client
+
+import (
+	"context"
+	"iter"
+
+	"github.com/blockfs/blockfs/api"
+)
+
+// Mkdirs creates a directory; with parents, like mkdir -p.
+func (c *Client) Mkdirs(ctx context.Context, p string, perm uint32, parents bool) error {
+	return c.call(ctx, "mkdirs", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Mkdirs(ctx, &api.MkdirsRequest{Path: p, Mode: perm, Parents: parents}, trailerOpt(ctx))
+		c.saw(r.GetHeader())
+		return err
+	})
+}
+
+// Stat returns a path's status.
+func (c *Client) Stat(ctx context.Context, p string) (*api.FileStatus, error) {
+	var out *api.FileStatus
+	err := c.call(ctx, "stat", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: p, Read: c.readOpts()}, trailerOpt(ctx))
+		out = r.GetStatus()
+		return err
+	})
+	return out, err
+}
+
+// List yields a directory's entries in name order, fetching pages as it
+// goes. A listing error is yielded once, last.
+func (c *Client) List(ctx context.Context, p string) iter.Seq2[*api.FileStatus, error] {
+	return func(yield func(*api.FileStatus, error) bool) {
+		after := ""
+		for {
+			var page *api.ListStatusResponse
+			err := c.call(ctx, "list", func(ctx context.Context, nn api.ClientServiceClient) error {
+				r, err := nn.ListStatus(ctx, &api.ListStatusRequest{Path: p, StartAfter: after, Read: c.readOpts()}, trailerOpt(ctx))
+				page = r
+				return err
+			})
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, e := range page.Entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if !page.HasMore || len(page.Entries) == 0 {
+				return
+			}
+			after = baseName(page.Entries[len(page.Entries)-1].Path)
+		}
+	}
+}
+
+// Delete removes a path; a non-empty directory needs recursive.
+func (c *Client) Delete(ctx context.Context, p string, recursive bool) error {
+	return c.call(ctx, "delete", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Delete(ctx, &api.DeleteRequest{Path: p, Recursive: recursive}, trailerOpt(ctx))
+		c.saw(r.GetHeader())
+		return err
+	})
+}
+
+// Rename moves src to dst with HDFS's rules (into dst if it is a directory).
+func (c *Client) Rename(ctx context.Context, src, dst string) error {
+	return c.call(ctx, "rename", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Rename(ctx, &api.RenameRequest{Src: src, Dst: dst}, trailerOpt(ctx))
+		c.saw(r.GetHeader())
+		return err
+	})
+}
+
+// GetBlockLocations returns the blocks of p overlapping [off, off+n) (n = 0:
+// to the end) and where their replicas are.
+func (c *Client) GetBlockLocations(ctx context.Context, p string, off, n uint64) (*api.GetBlockLocationsResponse, error) {
+	var out *api.GetBlockLocationsResponse
+	err := c.call(ctx, "get block locations", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: p, Offset: off, Length: n, Read: c.readOpts()}, trailerOpt(ctx))
+		out = r
+		return err
+	})
+	return out, err
+}
+
+// ClusterStatus returns the namenodes' view of the cluster.
+func (c *Client) ClusterStatus(ctx context.Context) (*api.ClusterStatusResponse, error) {
+	var out *api.ClusterStatusResponse
+	err := c.call(ctx, "cluster status", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.ClusterStatus(ctx, &api.ClusterStatusRequest{}, trailerOpt(ctx))
+		out = r
+		return err
+	})
+	return out, err
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

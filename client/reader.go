@@ -1,0 +1,176 @@
+package client
+
+import (
+	"context"
+	"io"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Reader reads a file. ReadAt is safe for concurrent use; Read and Seek
+// are not.
+type Reader struct {
+	c    *Client
+	ctx  context.Context
+	path string
+	locs *api.GetBlockLocationsResponse
+	pos  int64
+}
+
+// Open fetches p's block locations and returns a Reader. ctx bounds every
+// call the Reader makes.
+func (c *Client) Open(ctx context.Context, p string) (*Reader, error) {
+	locs, err := c.GetBlockLocations(ctx, p, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{c: c, ctx: ctx, path: p, locs: locs}, nil
+}
+
+// Size returns the file's length when it was opened.
+func (r *Reader) Size() int64 { return int64(r.locs.FileLength) }
+
+// Locations returns the block locations the Reader uses.
+func (r *Reader) Locations() *api.GetBlockLocationsResponse { return r.locs }
+
+// Read reads from the current position.
+func (r *Reader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.pos)
+	r.pos += int64(n)
+	return n, err
+}
+
+// Seek sets the position for Read.
+func (r *Reader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		off += r.pos
+	case io.SeekEnd:
+		off += r.Size()
+	}
+	if off < 0 {
+		return r.pos, errs.New(errs.Invalid, "seek", r.path, "negative position")
+	}
+	r.pos = off
+	return off, nil
+}
+
+// ReadAt reads len(p) bytes at off, from one replica per block, failing
+// over to the next replica when one is down or corrupt (and reporting a
+// corrupt one to the namenode).
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errs.New(errs.Invalid, "read", r.path, "negative offset")
+	}
+	size := r.Size()
+	if off >= size {
+		return 0, io.EOF
+	}
+	want := min(int64(len(p)), size-off)
+	n := 0
+	for _, lb := range r.locs.Blocks {
+		bStart, bLen := int64(lb.Offset), int64(lb.Block.Length)
+		if bStart+bLen <= off+int64(n) || bStart >= off+want {
+			continue
+		}
+		from := off + int64(n) - bStart
+		take := min(bLen-from, want-int64(n))
+		got, err := r.c.readBlock(r.ctx, r.locs, lb, uint64(from), p[n:n+int(take)])
+		n += got
+		if err != nil {
+			return n, err
+		}
+	}
+	if int64(n) < int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readBlock fills dst from one replica of lb starting at from.
+func (c *Client) readBlock(ctx context.Context, locs *api.GetBlockLocationsResponse, lb *api.LocatedBlock, from uint64, dst []byte) (int, error) {
+	token := lb.Token
+	if len(token) == 0 {
+		token = locs.Token
+	}
+	var lastErr error = errs.Newf(errs.Unavailable, "read block", "", "block %d has no live replica", lb.Block.Id)
+	for _, d := range lb.Locations {
+		n, err := c.readReplica(ctx, d, lb.Block, locs.InodeId, token, from, dst)
+		if err == nil {
+			return n, nil
+		}
+		lastErr = err
+		if errs.Is(err, errs.Corrupt) {
+			c.reportBad(ctx, lb.Block, d.Id)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return 0, lastErr
+}
+
+func (c *Client) readReplica(ctx context.Context, d *api.DatanodeInfo, b *api.Block, inode uint64, token []byte, from uint64, dst []byte) (int, error) {
+	conn, err := c.conn(d.Addr)
+	if err != nil {
+		return 0, err
+	}
+	stream, err := api.NewDataServiceClient(conn).ReadBlock(ctx, &api.ReadBlockRequest{
+		Block: b, InodeId: inode, Offset: from, Length: uint64(len(dst)), Token: token,
+	})
+	if err != nil {
+		return 0, errs.FromStatus(err, nil)
+	}
+	n := 0
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, errs.FromStatus(err, stream.Trailer())
+		}
+		if n+len(m.Chunk) > len(dst) {
+			return 0, errs.Newf(errs.Corrupt, "read block", "", "datanode %s sent more than asked", d.Id)
+		}
+		n += copy(dst[n:], m.Chunk)
+	}
+	if n != len(dst) {
+		return 0, errs.Newf(errs.Unavailable, "read block", "", "datanode %s sent %d of %d bytes", d.Id, n, len(dst))
+	}
+	return n, nil
+}
+
+func (c *Client) reportBad(ctx context.Context, b *api.Block, datanode string) {
+	_ = c.call(ctx, "report bad blocks", func(ctx context.Context, nn api.ClientServiceClient) error {
+		_, err := nn.ReportBadBlocks(ctx, &api.ReportBadBlocksRequest{Blocks: []*api.Block{b}, DatanodeId: datanode}, trailerOpt(ctx))
+		return err
+	})
+}
+
+// WriteFile creates p with data in one call.
+func (c *Client) WriteFile(ctx context.Context, p string, data []byte, o CreateOptions) error {
+	w, err := c.Create(ctx, p, o)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// ReadFile reads the whole of p.
+func (c *Client) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	r, err := c.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, r.Size())
+	if _, err := r.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
+}

@@ -1,0 +1,208 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+	"io"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// BadNodeKey is the trailer key in which a datanode names the pipeline
+// member that failed a write, so the client can exclude it next time.
+const BadNodeKey = "blockfs-bad-node"
+
+// CreateOptions are the options of Create; zero values take the
+// namenode's defaults.
+type CreateOptions struct {
+	Perm         uint32
+	Overwrite    bool
+	CreateParent bool
+	Replication  uint32
+	BlockSize    uint64
+}
+
+// Writer writes a new file block by block. It is not safe for concurrent
+// use. Close completes the file; a file whose Writer was not closed stays
+// under construction.
+type Writer struct {
+	c         *Client
+	ctx       context.Context
+	path      string
+	inode     uint64
+	blockSize uint64
+	buf       []byte
+	blocks    []*api.Block
+	err       error
+	closed    bool
+}
+
+// Create creates p and returns a Writer for it. ctx bounds every call the
+// Writer makes.
+func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer, error) {
+	var st *api.FileStatus
+	err := c.call(ctx, "create", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Create(ctx, &api.CreateRequest{
+			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: o.CreateParent,
+			Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
+		}, trailerOpt(ctx))
+		st = r.GetStatus()
+		c.saw(r.GetHeader())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize}, nil
+}
+
+// Write buffers p and writes every full block through the pipeline.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.closed {
+		return 0, errs.New(errs.Precondition, "write", w.path, "writer is closed")
+	}
+	n := len(p)
+	for len(p) > 0 {
+		room := int(w.blockSize) - len(w.buf)
+		take := min(room, len(p))
+		w.buf = append(w.buf, p[:take]...)
+		p = p[take:]
+		if uint64(len(w.buf)) == w.blockSize {
+			if err := w.flushBlock(); err != nil {
+				w.err = err
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// Close writes the last partial block and completes the file.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) > 0 {
+		if err := w.flushBlock(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	w.err = w.c.call(w.ctx, "complete", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks}, trailerOpt(ctx))
+		w.c.saw(r.GetHeader())
+		return err
+	})
+	return w.err
+}
+
+// maxPipelineAttempts bounds how often a block is re-placed after a
+// pipeline failure.
+const maxPipelineAttempts = 4
+
+func (w *Writer) flushBlock() error {
+	data := w.buf
+	var exclude []string
+	var lastErr error
+	for range maxPipelineAttempts {
+		resp, err := w.addBlock(exclude)
+		if err != nil {
+			return err
+		}
+		bad, err := w.c.writePipeline(w.ctx, resp, w.inode, data)
+		if err == nil {
+			b := resp.Block.Block
+			b.Length = uint64(len(data))
+			w.blocks = append(w.blocks, b)
+			w.buf = w.buf[:0]
+			return nil
+		}
+		lastErr = err
+		// Give the block back and try a pipeline without the bad node.
+		_ = w.c.call(w.ctx, "abandon block", func(ctx context.Context, nn api.ClientServiceClient) error {
+			_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: resp.Block.Block}, trailerOpt(ctx))
+			return err
+		})
+		if bad == "" && len(resp.Block.Locations) > 0 {
+			bad = resp.Block.Locations[0].Id
+		}
+		exclude = append(exclude, bad)
+	}
+	return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "every pipeline failed", Err: lastErr}
+}
+
+func (w *Writer) addBlock(exclude []string) (*api.AddBlockResponse, error) {
+	var prev *api.Block
+	if len(w.blocks) > 0 {
+		prev = w.blocks[len(w.blocks)-1]
+	}
+	var out *api.AddBlockResponse
+	err := w.c.call(w.ctx, "add block", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.AddBlock(ctx, &api.AddBlockRequest{Path: w.path, InodeId: w.inode, Previous: prev, ExcludeNodes: exclude}, trailerOpt(ctx))
+		out = r
+		w.c.saw(r.GetHeader())
+		return err
+	})
+	if err == nil && len(out.GetBlock().GetLocations()) == 0 {
+		err = errs.New(errs.Unavailable, "add block", w.path, "namenode returned an empty pipeline")
+	}
+	return out, err
+}
+
+// writePipeline streams one block to the first datanode of the pipeline,
+// which forwards it down the rest. It returns the id of a datanode the
+// pipeline blamed, if any.
+func (c *Client) writePipeline(ctx context.Context, ab *api.AddBlockResponse, inode uint64, data []byte) (string, error) {
+	lb := ab.Block
+	first := lb.Locations[0]
+	conn, err := c.conn(first.Addr)
+	if err != nil {
+		return first.Id, err
+	}
+	var trailer metadata.MD
+	stream, err := api.NewDataServiceClient(conn).WriteBlock(ctx)
+	if err != nil {
+		return first.Id, errs.FromStatus(err, nil)
+	}
+	hdr := &api.WriteBlockHeader{
+		Block:    &api.Block{Id: lb.Block.Id, GenStamp: lb.Block.GenStamp, Length: uint64(len(data))},
+		InodeId:  inode,
+		Token:    ab.Token,
+		Pipeline: lb.Locations[1:],
+	}
+	if err := stream.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: hdr}}); err != nil && !errors.Is(err, io.EOF) {
+		return first.Id, errs.FromStatus(err, nil)
+	}
+	for off := 0; off < len(data); off += c.cfg.ChunkSize {
+		end := min(off+c.cfg.ChunkSize, len(data))
+		if err := stream.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Chunk{Chunk: data[off:end]}}); err != nil {
+			break // the real error comes from CloseAndRecv
+		}
+	}
+	resp, err := stream.CloseAndRecv()
+	trailer = stream.Trailer()
+	if err != nil {
+		bad := ""
+		if v := trailer.Get(BadNodeKey); len(v) > 0 {
+			bad = v[0]
+		}
+		return bad, errs.FromStatus(err, trailer)
+	}
+	if resp.Crc32C != crc32.Checksum(data, castagnoli) || resp.Length != uint64(len(data)) {
+		return first.Id, errs.New(errs.Corrupt, "write block", "", "datanode acknowledged different bytes than were sent")
+	}
+	return "", nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

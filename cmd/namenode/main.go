@@ -1,0 +1,88 @@
+// Command namenode runs one blockfs namenode: a Raft peer holding the
+// namespace, serving ClientService, DatanodeProtocol and Admin over gRPC and
+// Prometheus metrics over HTTP.
+//
+// A three-node cluster by hand (see README.md):
+//
+//	namenode --id nn1 --data-dir /tmp/nn1 --grpc-addr 127.0.0.1:9001 --raft-addr 127.0.0.1:7001 --http-addr 127.0.0.1:9101 --bootstrap
+//	namenode --id nn2 --data-dir /tmp/nn2 --grpc-addr 127.0.0.1:9002 --raft-addr 127.0.0.1:7002 --http-addr 127.0.0.1:9102 --join 127.0.0.1:9001
+//	namenode --id nn3 --data-dir /tmp/nn3 --grpc-addr 127.0.0.1:9003 --raft-addr 127.0.0.1:7003 --http-addr 127.0.0.1:9103 --join 127.0.0.1:9001
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"os/user"
+	"syscall"
+
+	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/namenode"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "namenode:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cfg := namenode.DefaultConfig()
+	if u, err := user.Current(); err == nil {
+		cfg.Superuser = u.Username
+	}
+	fs := flag.NewFlagSet("namenode", flag.ContinueOnError)
+	f := cliflag.New(fs, "BLOCKFS_NN_")
+	var peers, logLevel string
+	f.String(&cfg.ID, "id", "", "this namenode's Raft server id (required)")
+	f.String(&cfg.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
+	f.String(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address")
+	f.String(&cfg.AdvertiseGRPC, "advertise-grpc", "", "gRPC address peers and clients use (default: the bound address)")
+	f.String(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft TCP transport address")
+	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics and /healthz (empty disables)")
+	f.Bool(&cfg.Bootstrap, "bootstrap", false, "bootstrap a new cluster if this node has no Raft state (with --peers: all peers as voters)")
+	f.String(&peers, "peers", "", "initial cluster for --bootstrap: id=raft_addr/grpc_addr,... (every peer may pass the same list)")
+	f.String(&cfg.Join, "join", "", "gRPC address of a running namenode to join through, if this node has no Raft state")
+	f.String(&cfg.Superuser, "superuser", cfg.Superuser, "user with all permissions (default: the user running the namenode)")
+	f.String(&cfg.SuperGroup, "supergroup", cfg.SuperGroup, "group of the superuser, owner group of /")
+	var repl int
+	f.Int(&repl, "default-replication", int(cfg.DefaultRepl), "replication of files created without one")
+	f.Uint64(&cfg.DefaultBlock, "default-block-size", cfg.DefaultBlock, "block size in bytes of files created without one")
+	f.Uint64(&cfg.SnapshotEvery, "snapshot-threshold", cfg.SnapshotEvery, "Raft log entries between snapshots")
+	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")
+	f.Int(&cfg.Blocks.DeadAfterMissed, "dead-after-missed", cfg.Blocks.DeadAfterMissed, "missed heartbeats after which a datanode is dead")
+	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if err := f.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	cfg.DefaultRepl = uint32(repl)
+	if peers != "" {
+		p, err := namenode.ParsePeers(peers)
+		if err != nil {
+			return err
+		}
+		cfg.Peers = p
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	n, err := namenode.Start(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	cfg.Logger.Info("shutting down")
+	return n.Close()
+}

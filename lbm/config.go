@@ -1,0 +1,99 @@
+package lbm
+
+import (
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Config configures a Store. Start from DefaultConfig.
+type Config struct {
+	// Dirs are the data directories; containers are spread across them.
+	Dirs []string
+	// FS does all file I/O; nil means the OS file system.
+	FS FS
+	// MaxContainerSize: a container whose data file reaches this many bytes
+	// is full (soft limit, like Kudu's log_container_max_size).
+	MaxContainerSize int64
+	// MaxBlocksPerContainer: a container that has held this many blocks is
+	// full; <= 0 means unlimited.
+	MaxBlocksPerContainer int
+	// CompactLiveRatio: the metadata of a full container whose live/created
+	// ratio is <= this is rewritten with live records only (at startup and
+	// after deletes). 0 disables compaction.
+	CompactLiveRatio float64
+	// RuntimeCompaction also compacts after deletes, not only at Open.
+	RuntimeCompaction bool
+	// InmemReplayThreshold: a metadata file whose payload is at most this
+	// many bytes is replayed from one read into memory; 0 = always stream.
+	InmemReplayThreshold int64
+	// ReplayMemoryBudget bounds the bytes of metadata held in memory by
+	// concurrent in-memory replays; a container that does not fit streams.
+	ReplayMemoryBudget int64
+	// ReplayWorkers bounds the goroutines replaying containers.
+	ReplayWorkers int
+	// Encrypt enables encryption at rest for new files.
+	Encrypt bool
+	// KeyFile is the server key file, created (0600) if missing. Empty
+	// means <Dirs[0]>/lbm-server.key. Needed when Encrypt is set or any
+	// existing file is encrypted.
+	KeyFile string
+	// Capacity reported by Usage; 0 means the sum of MaxContainerSize over
+	// healthy dirs is not assumed and capacity is reported as 0.
+	Capacity int64
+	// Registerer receives the store's metrics; nil = not registered.
+	Registerer prometheus.Registerer
+	// Logger; nil = slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a config with Kudu-like defaults and no dirs.
+func DefaultConfig() Config {
+	return Config{
+		MaxContainerSize:      10 << 30,
+		MaxBlocksPerContainer: 0,
+		CompactLiveRatio:      0.5,
+		RuntimeCompaction:     true,
+		InmemReplayThreshold:  64 << 20,
+		ReplayMemoryBudget:    1 << 30,
+		ReplayWorkers:         8,
+	}
+}
+
+// Validate checks cfg and reports an errs.Invalid error.
+func (c *Config) Validate() error {
+	bad := func(msg string) error { return errs.New(errs.Invalid, "lbm.config", "", msg) }
+	switch {
+	case len(c.Dirs) == 0:
+		return bad("no data dirs")
+	case c.MaxContainerSize < 2*fsBlockSize:
+		return bad("MaxContainerSize must be at least 8 KiB")
+	case c.CompactLiveRatio < 0 || c.CompactLiveRatio >= 1:
+		return bad("CompactLiveRatio must be in [0,1)")
+	case c.InmemReplayThreshold < 0:
+		return bad("InmemReplayThreshold must be >= 0")
+	case c.ReplayMemoryBudget < 0:
+		return bad("ReplayMemoryBudget must be >= 0")
+	case c.ReplayWorkers < 1:
+		return bad("ReplayWorkers must be >= 1")
+	}
+	seen := map[string]bool{}
+	for _, d := range c.Dirs {
+		d = filepath.Clean(d)
+		if seen[d] {
+			return bad("duplicate data dir " + d)
+		}
+		seen[d] = true
+	}
+	return nil
+}
+
+func (c *Config) keyFile() string {
+	if c.KeyFile != "" {
+		return c.KeyFile
+	}
+	return filepath.Join(c.Dirs[0], "lbm-server.key")
+}

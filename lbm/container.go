@@ -1,0 +1,360 @@
+package lbm
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// dataDir is one data directory.
+type dataDir struct {
+	path   string
+	failed atomic.Bool
+
+	mu    sync.Mutex
+	avail []*container // not full, no writer; LIFO
+	all   map[*container]struct{}
+}
+
+// container is one <id>.data + <id>.metadata pair.
+type container struct {
+	s        *Store
+	dir      *dataDir
+	id       string
+	dataPath string
+	metaPath string
+	data     File
+
+	dataOnce sync.Once
+	dataFC   *fileCipher
+	dataErr  error
+
+	// mu serialises metadata appends (CREATE/DELETE + fsync), compaction
+	// and removal, and guards the fields below. It is per container; block
+	// reads never take it.
+	mu        sync.Mutex
+	meta      File
+	metaFC    *fileCipher
+	metaOff   int64 // where the next record goes
+	nextBlock int64 // next free aligned offset in the data file
+	created   int   // CREATE records in the metadata file
+	blocks    map[uint64]blockEntry
+	liveBytes int64
+	sealed    bool // full forever (set by compaction, kept in the header)
+	broken    bool // a write failed: no more writes until restart
+	removed   bool
+	writers   int
+}
+
+func (c *container) name() string { return filepath.Join(c.dir.path, c.id) }
+
+// fullLocked reports whether the container takes no more blocks.
+func (c *container) fullLocked() bool {
+	cfg := &c.s.cfg
+	return c.sealed || c.nextBlock >= cfg.MaxContainerSize ||
+		(cfg.MaxBlocksPerContainer > 0 && c.created >= cfg.MaxBlocksPerContainer)
+}
+
+func (c *container) metaHeaderLen() int64 {
+	if c.metaFC != nil {
+		return encHeaderLen + fileHeaderLen
+	}
+	return fileHeaderLen
+}
+
+// dataCipher loads (once) the data file's cipher; nil for a plain file.
+// The data file is never read during replay: this runs on first use.
+func (c *container) dataCipher() (*fileCipher, error) {
+	c.dataOnce.Do(func() {
+		var b [encHeaderLen + fileHeaderLen]byte
+		n, err := c.data.ReadAt(b[:], 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			c.dataErr = errs.Wrap(errs.IO, "lbm.read", c.dataPath, err)
+			return
+		}
+		h := b[:n]
+		if isEncHeader(h) {
+			fc, err := c.s.keys.openHeader(c.dataPath, h)
+			if err != nil {
+				c.dataErr = err
+				return
+			}
+			fc.xorAt(h[encHeaderLen:], h[encHeaderLen:], encHeaderLen)
+			c.dataFC, h = fc, h[encHeaderLen:]
+		}
+		if _, ok := decodeFileHeader(h, dataMagic); !ok {
+			c.dataErr = errs.Newf(errs.Corrupt, "lbm.read", c.dataPath, "bad data file header at offset 0")
+		}
+	})
+	return c.dataFC, c.dataErr
+}
+
+func newContainerID() string {
+	var b [16]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// fileHeader builds the header bytes of a new file (encryption header, if
+// any, then the encrypted 16-byte file header).
+func (s *Store) fileHeader(magic string, flags uint16, enc bool) ([]byte, *fileCipher, error) {
+	if !enc {
+		b := make([]byte, fileHeaderLen)
+		encodeFileHeader(b, magic, flags)
+		return b, nil, nil
+	}
+	fc, eh, err := s.keys.newFileCipher()
+	if err != nil {
+		return nil, nil, err
+	}
+	b := append(eh, make([]byte, fileHeaderLen)...)
+	encodeFileHeader(b[encHeaderLen:], magic, flags)
+	fc.xorAt(b[encHeaderLen:], b[encHeaderLen:], encHeaderLen)
+	return b, fc, nil
+}
+
+// createContainer makes a new empty container in d: data file, metadata
+// file, both headers fsynced, then the directory fsynced.
+func (s *Store) createContainer(d *dataDir) (*container, error) {
+	c := &container{s: s, dir: d, id: newContainerID(), blocks: map[uint64]blockEntry{},
+		nextBlock: firstBlockOffset}
+	c.dataPath = c.name() + ".data"
+	c.metaPath = c.name() + ".metadata"
+	fail := func(path string, err error) (*container, error) {
+		if c.data != nil {
+			c.data.Close()
+		}
+		if c.meta != nil {
+			c.meta.Close()
+		}
+		return nil, errs.Wrap(errs.IO, "lbm.create", path, err)
+	}
+	dh, dfc, err := s.fileHeader(dataMagic, 0, s.cfg.Encrypt)
+	if err != nil {
+		return nil, err
+	}
+	mh, mfc, err := s.fileHeader(metaMagic, 0, s.cfg.Encrypt)
+	if err != nil {
+		return nil, err
+	}
+	if c.data, err = s.fs.OpenFile(c.dataPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		return fail(c.dataPath, err)
+	}
+	if _, err = c.data.WriteAt(dh, 0); err == nil {
+		err = c.data.Sync()
+	}
+	if err != nil {
+		return fail(c.dataPath, err)
+	}
+	if c.meta, err = s.fs.OpenFile(c.metaPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		return fail(c.metaPath, err)
+	}
+	if _, err = c.meta.WriteAt(mh, 0); err == nil {
+		err = c.meta.Sync()
+	}
+	if err != nil {
+		return fail(c.metaPath, err)
+	}
+	if err = s.fs.SyncDir(d.path); err != nil {
+		return fail(d.path, err)
+	}
+	c.metaFC, c.metaOff = mfc, int64(len(mh))
+	c.dataOnce.Do(func() { c.dataFC = dfc })
+	d.mu.Lock()
+	d.all[c] = struct{}{}
+	d.mu.Unlock()
+	s.metrics.containers.Inc()
+	return c, nil
+}
+
+// appendMetaLocked encrypts (if needed) and appends buf, then fsyncs the
+// metadata file. c.mu must be held. On failure the container is broken.
+func (c *container) appendMetaLocked(buf []byte) error {
+	if c.metaFC != nil {
+		c.metaFC.xorAt(buf, buf, c.metaOff)
+	}
+	_, err := c.meta.WriteAt(buf, c.metaOff)
+	if err == nil {
+		err = c.meta.Sync()
+	}
+	if err != nil {
+		c.broken = true
+		return errs.Wrap(errs.IO, "lbm.metadata", c.metaPath, err)
+	}
+	c.metaOff += int64(len(buf))
+	return nil
+}
+
+// writeBlocks appends as many of blocks as fit into c (at least one), in
+// Kudu's order: data written and fsynced, then the CREATE records appended
+// and fsynced, then the blocks published. It returns how many it stored.
+// The caller owns c as its single writer.
+func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (int, error) {
+	cfg := &c.s.cfg
+	c.mu.Lock()
+	off, created := c.nextBlock, c.created
+	c.mu.Unlock()
+	fc, err := c.dataCipher()
+	if err != nil {
+		return 0, err
+	}
+	recs := make([]createRec, 0, len(metas))
+	var scratch []byte
+	for i := range metas {
+		if len(recs) > 0 && (off >= cfg.MaxContainerSize ||
+			(cfg.MaxBlocksPerContainer > 0 && created >= cfg.MaxBlocksPerContainer)) {
+			break
+		}
+		d := datas[i]
+		w := d
+		if fc != nil {
+			scratch = slices.Grow(scratch[:0], len(d))[:len(d)]
+			fc.xorAt(scratch, d, off)
+			w = scratch
+		}
+		if len(w) > 0 {
+			if _, err := c.data.WriteAt(w, off); err != nil {
+				c.markBroken()
+				return 0, errs.Wrap(errs.IO, "lbm.write", c.dataPath, err)
+			}
+		}
+		recs = append(recs, createRec{ID: metas[i].ID, Inode: metas[i].Inode, GenStamp: metas[i].GenStamp,
+			Offset: off, Length: int64(len(d)), CRC: crc32c(d), TimestampUS: now})
+		off = alignUp(off + int64(len(d)))
+		created++
+	}
+	if err := c.data.Sync(); err != nil {
+		c.markBroken()
+		return 0, errs.Wrap(errs.IO, "lbm.write", c.dataPath, err)
+	}
+	buf := make([]byte, 0, len(recs)*frameLen(createBodyLen))
+	for i := range recs {
+		buf = appendCreate(buf, &recs[i])
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken || c.removed {
+		return 0, errs.New(errs.IO, "lbm.write", c.metaPath, "container is read-only after an earlier failure")
+	}
+	if err := c.appendMetaLocked(buf); err != nil {
+		return 0, err
+	}
+	c.nextBlock, c.created = off, created
+	var bytes int64
+	for i := range recs {
+		r := &recs[i]
+		e := blockEntry{c: c, off: r.Offset, length: r.Length, inode: r.Inode, gen: r.GenStamp, ts: r.TimestampUS, crc: r.CRC}
+		c.blocks[r.ID] = e
+		c.liveBytes += r.Length
+		bytes += r.Length
+		c.s.index.publish(r.ID, e)
+		c.s.used.Add(alignUp(r.Length))
+	}
+	c.s.metrics.bytesWritten.Add(float64(bytes))
+	return len(recs), nil
+}
+
+func (c *container) markBroken() {
+	c.mu.Lock()
+	c.broken = true
+	c.mu.Unlock()
+}
+
+// compactLocked rewrites the metadata with the live CREATE records only:
+// temp file, fsync, rename over the original, fsync the directory. The new
+// header is sealed so the container stays full. c.mu must be held.
+func (c *container) compactLocked() error {
+	s := c.s
+	tmp := c.metaPath + ".tmp"
+	hdr, fc, err := s.fileHeader(metaMagic, flagSealed, c.metaFC != nil || s.cfg.Encrypt)
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, 0, len(c.blocks))
+	for id := range c.blocks {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Compare(c.blocks[a].off, c.blocks[b].off) })
+	buf := make([]byte, 0, len(hdr)+len(ids)*frameLen(createBodyLen))
+	buf = append(buf, hdr...)
+	for _, id := range ids {
+		e := c.blocks[id]
+		buf = appendCreate(buf, &createRec{ID: id, Inode: e.inode, GenStamp: e.gen, Offset: e.off,
+			Length: e.length, CRC: e.crc, TimestampUS: e.ts})
+	}
+	if fc != nil {
+		body := buf[encHeaderLen+fileHeaderLen:]
+		fc.xorAt(body, body, encHeaderLen+fileHeaderLen)
+	}
+	f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return errs.Wrap(errs.IO, "lbm.compact", tmp, err)
+	}
+	if _, err = f.WriteAt(buf, 0); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, c.metaPath)
+	}
+	if err != nil {
+		f.Close()
+		s.fs.Remove(tmp)
+		return errs.Wrap(errs.IO, "lbm.compact", c.metaPath, err)
+	}
+	old := c.meta
+	c.meta, c.metaFC, c.metaOff = f, fc, int64(len(buf))
+	c.created, c.sealed = len(ids), true
+	old.Close()
+	if err := s.fs.SyncDir(c.dir.path); err != nil {
+		c.broken = true
+		return errs.Wrap(errs.IO, "lbm.compact", c.dir.path, err)
+	}
+	s.log.Info("lbm: compacted container metadata", "container", c.name(), "live", len(ids))
+	return nil
+}
+
+// shouldCompactLocked: full, and live/created at or below the ratio.
+func (c *container) shouldCompactLocked() bool {
+	r := c.s.cfg.CompactLiveRatio
+	return r > 0 && !c.broken && c.fullLocked() && c.created > 0 &&
+		float64(len(c.blocks)) <= r*float64(c.created)
+}
+
+func (c *container) deadLocked() bool {
+	return c.fullLocked() && len(c.blocks) == 0 && c.writers == 0 && !c.removed
+}
+
+// removeLocked deletes a dead container: data file first, then (only if
+// that worked) the metadata file, then fsyncs the directory.
+func (c *container) removeLocked() error {
+	s := c.s
+	c.removed = true
+	c.data.Close()
+	c.meta.Close()
+	c.dir.mu.Lock()
+	delete(c.dir.all, c)
+	c.dir.mu.Unlock()
+	s.metrics.containers.Dec()
+	if err := s.fs.Remove(c.dataPath); err != nil {
+		return errs.Wrap(errs.IO, "lbm.remove", c.dataPath, err)
+	}
+	if err := s.fs.Remove(c.metaPath); err != nil {
+		return errs.Wrap(errs.IO, "lbm.remove", c.metaPath, err)
+	}
+	if err := s.fs.SyncDir(c.dir.path); err != nil {
+		return errs.Wrap(errs.IO, "lbm.remove", c.dir.path, err)
+	}
+	s.log.Info("lbm: removed dead container", "container", c.name())
+	return nil
+}

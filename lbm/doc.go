@@ -1,0 +1,81 @@
+// Package lbm is the datanode block store: log-block containers after
+// Kudu's log block manager, with per-block CRC32C, encryption at rest and
+// two startup replay paths (streaming and in-memory, KUDU-3778/3779).
+//
+// # Containers
+//
+// A container is <id>.data + <id>.metadata in one data directory (<id> is
+// 32 random hex digits). Block bytes are written into the data file at
+// 4096-aligned offsets (block 0 holds the data file header; the first block
+// is at 4096); a byte range, once used, is never reused. The metadata file
+// is an append-only log of CREATE and DELETE records after a file header.
+// Put writes and fsyncs the block bytes, then appends and fsyncs the CREATE
+// record, then publishes the block; Delete appends and fsyncs a DELETE,
+// then punches a hole (PUNCH_HOLE|KEEP_SIZE) over the block. A container is
+// full when its data file reaches Config.MaxContainerSize or it has held
+// Config.MaxBlocksPerContainer blocks; full is sticky. A full container
+// with no live blocks is removed (data file, then metadata, then a
+// directory fsync). A full container whose live/created ratio falls to
+// Config.CompactLiveRatio has its metadata rewritten with the live CREATEs
+// (temp file, fsync, rename, directory fsync); the rewritten header carries
+// a "sealed" flag so the container stays full.
+//
+// # On-disk format (all integers little-endian, all CRCs CRC-32C)
+//
+//	encryption header (encrypted files only, 128 bytes, cleartext):
+//	  0 "BFSENC01" | 8 version=1 | 9 alg=1 (AES-256-CTR) | 10 zero[2] |
+//	  12 GCM nonce[12] | 24 AES-256-GCM_serverKey(fileKey[32] ‖ baseIV[16],
+//	  aad = bytes 0..12)[64] | 88 zero[40]
+//	file header (16 bytes; right after the encryption header if any):
+//	  0 magic "BFSLBMM1" (metadata) or "BFSLBMD1" (data) | 8 version u16=1 |
+//	  10 flags u16 (bit 0: sealed) | 12 crc32c(bytes 0..12) u32
+//	record frame: len u32 | crc32c(len) u32 | body[len] | crc32c(body) u32
+//	CREATE body (56 bytes): 0 type=1 | 1 zero[3] | 4 crc32c(block) u32 |
+//	  8 block id u64 | 16 inode u64 | 24 genstamp u64 | 32 offset u64 |
+//	  40 length u64 | 48 timestamp µs i64
+//	DELETE body (16 bytes): 0 type=2 | 1 zero[7] | 8 block id u64
+//	server key file (48 bytes, mode 0600): 0 "BFSKEY01" | 8 alg=1 |
+//	  9 zero[3] | 12 crc32c(key) u32 | 16 key[32]
+//
+// docs/FORMATS.md ("Datanode block store (lbm)") has the full tables.
+//
+// # Encryption
+//
+// With Config.Encrypt every new file gets a random AES-256 key and base IV,
+// wrapped by the server key (Config.KeyFile, created if missing). File
+// bytes at offset off >= 128 are XORed with AES-CTR keystream position off:
+// counter block = baseIV + off/16, skipping off%16 bytes, so every slice is
+// en/decrypted independently at its absolute offset. A fileCipher holds an
+// immutable cipher.Block and is shared without locks.
+//
+// # Replay
+//
+// Open lists the data dirs and replays all containers on a bounded worker
+// pool. A metadata file whose payload is at most Config.InmemReplayThreshold
+// bytes, and that fits in what is left of Config.ReplayMemoryBudget, is
+// read with ONE ReadAt and parsed from memory: the all-zero tail is located
+// on the ciphertext first, then the records region is decrypted in one CTR
+// pass in place. Otherwise the streaming path issues two ReadAt calls per
+// record (8-byte header, then body+crc), decrypting each slice at its
+// offset, as Kudu does. On both paths, with no allocation per record:
+//   - a frame whose on-disk bytes are zero up to EOF (or whose header is
+//     valid and whose body+crc are zero up to EOF) is a crash tail, and a
+//     frame cut short by EOF is a truncated record: the file is truncated
+//     there and a warning logged; nothing acknowledged is lost, because
+//     acknowledged records were fsynced;
+//   - any other checksum mismatch is an errs.Corrupt error naming the file
+//     and offset, and Open fails.
+//
+// The data file is never read by replay (only stat'ed); its header is read
+// lazily on the first Read or Put. Reads use ReadAt at the block's offset
+// (skip by offset, never by reading, CASSANDRA-14415), read the whole block
+// and verify its CRC32C before slicing the requested range (blocks are
+// checked whole; no per-chunk CRCs).
+//
+// # Faults
+//
+// All file I/O goes through FS (OSFS, MemFS for crash and fault tests,
+// CountingFS to count read calls). An I/O error while writing to a data dir
+// marks the dir failed (FailedDirs); new blocks go to the other dirs and
+// blocks already there keep being served if the disk still reads.
+package lbm

@@ -1,0 +1,96 @@
+package lbm
+
+import (
+	"encoding/binary"
+)
+
+// Fixed little-endian layouts of the on-disk structures (see doc.go and
+// docs/FORMATS.md). Decoders never allocate.
+
+const (
+	fsBlockSize = 4096 // blocks start on multiples of this in a data file
+
+	metaMagic     = "BFSLBMM1"
+	dataMagic     = "BFSLBMD1"
+	fileHeaderLen = 16 // magic 8 | version u16 | flags u16 | crc32c(0..12) u32
+	formatVersion = 1
+
+	flagSealed = 1 << 0 // metadata header: container is full forever
+
+	recCreate = 1
+	recDelete = 2
+
+	createBodyLen = 56
+	deleteBodyLen = 16
+
+	firstBlockOffset = fsBlockSize // data file header lives in block 0
+)
+
+func alignUp(n int64) int64 { return (n + fsBlockSize - 1) &^ (fsBlockSize - 1) }
+
+func encodeFileHeader(dst []byte, magic string, flags uint16) {
+	copy(dst[0:8], magic)
+	binary.LittleEndian.PutUint16(dst[8:10], formatVersion)
+	binary.LittleEndian.PutUint16(dst[10:12], flags)
+	binary.LittleEndian.PutUint32(dst[12:16], crc32c(dst[0:12]))
+}
+
+// decodeFileHeader validates a 16-byte file header.
+func decodeFileHeader(b []byte, magic string) (flags uint16, ok bool) {
+	if len(b) < fileHeaderLen || string(b[0:8]) != magic ||
+		binary.LittleEndian.Uint32(b[12:16]) != crc32c(b[0:12]) ||
+		binary.LittleEndian.Uint16(b[8:10]) != formatVersion {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint16(b[10:12]), true
+}
+
+// createRec is the decoded CREATE body.
+type createRec struct {
+	ID, Inode, GenStamp uint64
+	Offset, Length      int64
+	CRC                 uint32
+	TimestampUS         int64
+}
+
+// CREATE body, 56 bytes:
+//
+//	0 type u8 (=1) | 1..4 zero | 4 crc32c(block bytes) u32 | 8 block id u64 |
+//	16 inode u64 | 24 genstamp u64 | 32 offset u64 | 40 length u64 |
+//	48 timestamp (µs since epoch) i64
+func appendCreate(dst []byte, r *createRec) []byte {
+	var b [createBodyLen]byte
+	b[0] = recCreate
+	binary.LittleEndian.PutUint32(b[4:8], r.CRC)
+	binary.LittleEndian.PutUint64(b[8:16], r.ID)
+	binary.LittleEndian.PutUint64(b[16:24], r.Inode)
+	binary.LittleEndian.PutUint64(b[24:32], r.GenStamp)
+	binary.LittleEndian.PutUint64(b[32:40], uint64(r.Offset))
+	binary.LittleEndian.PutUint64(b[40:48], uint64(r.Length))
+	binary.LittleEndian.PutUint64(b[48:56], uint64(r.TimestampUS))
+	return appendFrame(dst, b[:])
+}
+
+func decodeCreate(b []byte, r *createRec) {
+	_ = b[createBodyLen-1]
+	r.CRC = binary.LittleEndian.Uint32(b[4:8])
+	r.ID = binary.LittleEndian.Uint64(b[8:16])
+	r.Inode = binary.LittleEndian.Uint64(b[16:24])
+	r.GenStamp = binary.LittleEndian.Uint64(b[24:32])
+	r.Offset = int64(binary.LittleEndian.Uint64(b[32:40]))
+	r.Length = int64(binary.LittleEndian.Uint64(b[40:48]))
+	r.TimestampUS = int64(binary.LittleEndian.Uint64(b[48:56]))
+}
+
+// DELETE body, 16 bytes: 0 type u8 (=2) | 1..8 zero | 8 block id u64.
+func appendDelete(dst []byte, id uint64) []byte {
+	var b [deleteBodyLen]byte
+	b[0] = recDelete
+	binary.LittleEndian.PutUint64(b[8:16], id)
+	return appendFrame(dst, b[:])
+}
+
+func decodeDelete(b []byte) uint64 {
+	_ = b[deleteBodyLen-1]
+	return binary.LittleEndian.Uint64(b[8:16])
+}

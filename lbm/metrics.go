@@ -1,0 +1,65 @@
+package lbm
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are per Store; nothing is global. They are registered on
+// Config.Registerer when it is non-nil.
+type metrics struct {
+	replaySeconds *prometheus.HistogramVec // per container, label path
+	openSeconds   prometheus.Gauge
+	containers    prometheus.Gauge
+	corruptReads  prometheus.Counter
+	bytesRead     prometheus.Counter
+	bytesWritten  prometheus.Counter
+	failedDirs    prometheus.Gauge
+	truncations   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		replaySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "container_replay_seconds",
+			Help:    "Time to replay one container's metadata at startup, by replay path (streaming, inmem).",
+			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 12),
+		}, []string{"path"}),
+		openSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "open_seconds",
+			Help: "Wall time of the last Open (listing, replay, repair).",
+		}),
+		containers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "containers",
+			Help: "Number of open containers.",
+		}),
+		corruptReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "corrupt_reads_total",
+			Help: "Block reads that failed their CRC32C check.",
+		}),
+		bytesRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "read_bytes_total",
+			Help: "Block bytes read from data files.",
+		}),
+		bytesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "written_bytes_total",
+			Help: "Block bytes written to data files.",
+		}),
+		failedDirs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "failed_dirs",
+			Help: "Data directories marked failed.",
+		}),
+		truncations: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "metadata_tail_truncations_total",
+			Help: "Torn metadata tails truncated at startup.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.replaySeconds, m.openSeconds, m.containers,
+			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.truncations} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

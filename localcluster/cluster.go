@@ -1,0 +1,250 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode"
+)
+
+// Config describes the cluster to start.
+type Config struct {
+	Namenodes int // default 3
+	// Dir holds every node's data; "" makes a temp dir removed by Close.
+	Dir string
+	// Logger for all nodes; nil discards logs.
+	Logger *slog.Logger
+	// Namenode adjusts each namenode's config before it starts.
+	Namenode func(i int, c *namenode.Config)
+}
+
+// Cluster is a running in-process cluster.
+type Cluster struct {
+	cfg     Config
+	dir     string
+	tempDir bool
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	namenodes []*namenode.Namenode // nil where stopped
+	nnConfigs []namenode.Config
+}
+
+// Start starts the namenodes (the first bootstraps, the rest join) and waits
+// until every one of them has applied the membership.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.Namenodes == 0 {
+		cfg.Namenodes = 3
+	}
+	if cfg.Namenodes < 0 {
+		return nil, errs.New(errs.Invalid, "localcluster", "", "negative namenode count")
+	}
+	c := &Cluster{cfg: cfg, dir: cfg.Dir, log: cfg.Logger}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "blockfs-localcluster-")
+		if err != nil {
+			return nil, err
+		}
+		c.dir, c.tempDir = d, true
+	}
+	c.namenodes = make([]*namenode.Namenode, cfg.Namenodes)
+	c.nnConfigs = make([]namenode.Config, cfg.Namenodes)
+	for i := range cfg.Namenodes {
+		nc := namenode.DefaultConfig()
+		nc.ID = fmt.Sprintf("nn%d", i+1)
+		nc.DataDir = filepath.Join(c.dir, nc.ID)
+		nc.GRPCAddr = "127.0.0.1:0"
+		nc.RaftAddr = "127.0.0.1:0"
+		nc.HTTPAddr = "127.0.0.1:0"
+		nc.RaftHeartbeat = 100 * time.Millisecond
+		nc.RaftElection = 200 * time.Millisecond
+		nc.WorkInterval = 100 * time.Millisecond
+		nc.Logger = c.log
+		if i == 0 {
+			nc.Bootstrap = true
+		}
+		if cfg.Namenode != nil {
+			cfg.Namenode(i, &nc)
+		}
+		c.nnConfigs[i] = nc
+	}
+	for i := range cfg.Namenodes {
+		if i > 0 {
+			c.nnConfigs[i].Join = c.namenodes[0].GRPCAddr()
+		}
+		if err := c.startNamenode(ctx, i); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if i == 0 {
+			if _, err := c.WaitLeader(ctx); err != nil {
+				c.Close()
+				return nil, err
+			}
+		}
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) startNamenode(ctx context.Context, i int) error {
+	nc := c.nnConfigs[i]
+	lis, err := net.Listen("tcp", nc.GRPCAddr)
+	if err != nil {
+		return err
+	}
+	n, err := namenode.Start(ctx, nc, lis)
+	if err != nil {
+		return err
+	}
+	// Pin the ports so a restarted node comes back where its peers expect it.
+	c.nnConfigs[i].GRPCAddr = n.GRPCAddr()
+	c.nnConfigs[i].RaftAddr = n.RaftAddr()
+	if n.HTTPAddr() != "" {
+		c.nnConfigs[i].HTTPAddr = n.HTTPAddr()
+	}
+	c.mu.Lock()
+	c.namenodes[i] = n
+	c.mu.Unlock()
+	return nil
+}
+
+// Namenode returns namenode i, or nil if it is stopped.
+func (c *Cluster) Namenode(i int) *namenode.Namenode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.namenodes[i]
+}
+
+// Namenodes returns the running namenodes.
+func (c *Cluster) Namenodes() []*namenode.Namenode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*namenode.Namenode
+	for _, n := range c.namenodes {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// NamenodeAddrs returns the gRPC addresses of all namenodes, running or not.
+func (c *Cluster) NamenodeAddrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.nnConfigs))
+	for i, nc := range c.nnConfigs {
+		out[i] = nc.GRPCAddr
+	}
+	return out
+}
+
+// Leader returns the index of the ready leader, or -1.
+func (c *Cluster) Leader() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, n := range c.namenodes {
+		if n != nil && n.Ready() {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitLeader waits until some running namenode is a ready leader.
+func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
+	for {
+		if i := c.Leader(); i >= 0 {
+			return i, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, errs.Wrap(errs.Timeout, "wait leader", "", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// WaitConverged waits until every running namenode has applied the leader's
+// applied index and their namespace hashes agree.
+func (c *Cluster) WaitConverged(ctx context.Context) error {
+	for {
+		li, err := c.WaitLeader(ctx)
+		if err != nil {
+			return err
+		}
+		leader := c.Namenode(li)
+		if leader == nil {
+			continue
+		}
+		target := leader.AppliedIndex()
+		ok := true
+		for _, n := range c.Namenodes() {
+			if n.AppliedIndex() < target || n.NamespaceHash() != leader.NamespaceHash() {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errs.Wrap(errs.Timeout, "wait converged", "", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// StopNamenode stops namenode i (its data stays).
+func (c *Cluster) StopNamenode(i int) error {
+	c.mu.Lock()
+	n := c.namenodes[i]
+	c.namenodes[i] = nil
+	c.mu.Unlock()
+	if n == nil {
+		return nil
+	}
+	return n.Close()
+}
+
+// RestartNamenode starts a stopped namenode again on its old addresses and
+// data directory.
+func (c *Cluster) RestartNamenode(ctx context.Context, i int) error {
+	if c.Namenode(i) != nil {
+		return errs.Newf(errs.Precondition, "restart namenode", "", "namenode %d is running", i)
+	}
+	c.nnConfigs[i].Bootstrap = false
+	return c.startNamenode(ctx, i)
+}
+
+// Dir returns the cluster's data directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Close stops every node and removes a temp dir.
+func (c *Cluster) Close() error {
+	var first error
+	for i := range c.namenodes {
+		if err := c.StopNamenode(i); err != nil && first == nil {
+			first = err
+		}
+	}
+	if c.tempDir {
+		os.RemoveAll(c.dir)
+	}
+	return first
+}

@@ -1,0 +1,176 @@
+package namenode
+
+import (
+	"context"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// adminService implements api.AdminServer. Membership changes run on the
+// leader; a follower forwards them there.
+type adminService struct {
+	api.UnimplementedAdminServer
+	n *Namenode
+}
+
+func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest) (*api.AddServerResponse, error) {
+	if req.Id == "" || req.RaftAddr == "" || req.GrpcAddr == "" {
+		return nil, errs.New(errs.Invalid, "add server", req.Id, "id, raft_addr and grpc_addr are required")
+	}
+	n := s.n
+	if n.raft.State() != raft.Leader {
+		conn, err := n.leaderConn()
+		if err != nil {
+			return nil, err
+		}
+		return api.NewAdminClient(conn).AddServer(ctx, req)
+	}
+	f := n.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return nil, n.raftError("add server", err)
+	}
+	_, idx, err := n.propose(ctx, cmdSetMember, &api.SetMemberCommand{Member: &api.Member{
+		Id: req.Id, RaftAddr: req.RaftAddr, GrpcAddr: req.GrpcAddr, HttpAddr: req.HttpAddr, Voter: true,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	n.log.Info("added server", "id", req.Id, "raft", req.RaftAddr)
+	return &api.AddServerResponse{Index: idx}, nil
+}
+
+func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
+	if req.Id == "" {
+		return nil, errs.New(errs.Invalid, "remove server", "", "id is required")
+	}
+	n := s.n
+	if n.raft.State() != raft.Leader {
+		conn, err := n.leaderConn()
+		if err != nil {
+			return nil, err
+		}
+		return api.NewAdminClient(conn).RemoveServer(ctx, req)
+	}
+	if !n.isMember(req.Id) {
+		return nil, errs.New(errs.NotFound, "remove server", req.Id, "no such server in the Raft configuration")
+	}
+	// Drop the member entry first, while this node surely still leads.
+	if _, _, err := n.propose(ctx, cmdRemoveMember, &api.RemoveMemberCommand{Id: req.Id}); err != nil {
+		return nil, err
+	}
+	f := n.raft.RemoveServer(raft.ServerID(req.Id), 0, n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return nil, n.raftError("remove server", err)
+	}
+	n.log.Info("removed server", "id", req.Id)
+	return &api.RemoveServerResponse{Index: f.Index()}, nil
+}
+
+func (n *Namenode) isMember(id string) bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *adminService) TransferLeadership(ctx context.Context, req *api.TransferLeadershipRequest) (*api.TransferLeadershipResponse, error) {
+	n := s.n
+	if n.raft.State() != raft.Leader {
+		conn, err := n.leaderConn()
+		if err != nil {
+			return nil, err
+		}
+		return api.NewAdminClient(conn).TransferLeadership(ctx, req)
+	}
+	var f raft.Future
+	if req.Id == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		addr, ok := n.memberRaftAddr(req.Id)
+		if !ok {
+			return nil, errs.New(errs.NotFound, "transfer leadership", req.Id, "no such server")
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(req.Id), raft.ServerAddress(addr))
+	}
+	if err := f.Error(); err != nil {
+		return nil, n.raftError("transfer leadership", err)
+	}
+	_, id := n.raft.LeaderWithID()
+	return &api.TransferLeadershipResponse{NewLeaderId: string(id)}, nil
+}
+
+func (n *Namenode) memberRaftAddr(id string) (string, bool) {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return "", false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == id {
+			return string(s.Address), true
+		}
+	}
+	return "", false
+}
+
+// Snapshot takes a Raft snapshot on the node that receives the call.
+func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (*api.SnapshotResponse, error) {
+	f := s.n.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		return nil, errs.Wrap(errs.Precondition, "snapshot", "", err)
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		return nil, errs.Wrap(errs.IO, "snapshot", "", err)
+	}
+	rc.Close()
+	return &api.SnapshotResponse{Index: meta.Index, Term: meta.Term}, nil
+}
+
+// internalService implements api.NamenodeInternalServer (namenode to
+// namenode only).
+type internalService struct {
+	api.UnimplementedNamenodeInternalServer
+	n *Namenode
+}
+
+func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
+	if s.n.raft.State() != raft.Leader {
+		return nil, s.n.raftError("apply", raft.ErrNotLeader)
+	}
+	if _, _, err := decodeCommand(req.Command); err != nil {
+		return nil, err
+	}
+	res, idx, err := s.n.applyLocal(req.Command)
+	if res == nil {
+		if err == nil {
+			err = errs.New(errs.Internal, "apply", "", "no result")
+		}
+		return nil, err
+	}
+	b, merr := proto.Marshal(res)
+	if merr != nil {
+		return nil, errs.Wrap(errs.Internal, "apply", "", merr)
+	}
+	return &api.ApplyResponse{Result: b, Index: idx}, nil
+}
+
+func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexRequest) (*api.ReadIndexResponse, error) {
+	if s.n.raft.State() != raft.Leader {
+		return nil, s.n.raftError("read index", raft.ErrNotLeader)
+	}
+	idx, err := s.n.leaderReadIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &api.ReadIndexResponse{Index: idx}, nil
+}

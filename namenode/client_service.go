@@ -1,0 +1,248 @@
+package namenode
+
+import (
+	"context"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+// clientService implements api.ClientServiceServer. Writes become FSM
+// commands; reads pass the read barrier and then run under the FSM's read
+// lock.
+type clientService struct {
+	api.UnimplementedClientServiceServer
+	n *Namenode
+}
+
+func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*api.MkdirsResponse, error) {
+	if err := validatePath("mkdirs", req.Path); err != nil {
+		return nil, err
+	}
+	perm, err := permOrDefault("mkdirs", req.Path, req.Mode, 0o755)
+	if err != nil {
+		return nil, err
+	}
+	_, idx, err := s.n.propose(ctx, cmdMkdirs, &api.MkdirsCommand{
+		Caller: callerFrom(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.MkdirsResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*api.CreateResponse, error) {
+	if err := validatePath("create", req.Path); err != nil {
+		return nil, err
+	}
+	perm, err := permOrDefault("create", req.Path, req.Mode, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	repl, bs := req.Replication, req.BlockSize
+	if repl == 0 {
+		repl = s.n.cfg.DefaultRepl
+	}
+	if bs == 0 {
+		bs = s.n.cfg.DefaultBlock
+	}
+	res, idx, err := s.n.propose(ctx, cmdCreate, &api.CreateCommand{
+		Caller: callerFrom(ctx), Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
+		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status}, nil
+}
+
+func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) (*api.AddBlockResponse, error) {
+	if err := validatePath("add block", req.Path); err != nil {
+		return nil, err
+	}
+	if req.InodeId == 0 {
+		return nil, errs.New(errs.Invalid, "add block", req.Path, "inode_id is required")
+	}
+	// Choose the pipeline before allocating, so a cluster with no
+	// datanodes fails without leaving an empty block behind.
+	info, err := s.statLocal(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := s.n.blocks.ChooseTargets(int(info.Replication), info.BlockSize, req.ExcludeNodes)
+	if err != nil {
+		return nil, err
+	}
+	res, idx, err := s.n.propose(ctx, cmdAddBlock, &api.AddBlockCommand{
+		Caller: callerFrom(ctx), Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	lb := &api.LocatedBlock{Block: res.Block, Offset: res.Offset}
+	for _, d := range targets {
+		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+	}
+	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb}, nil
+}
+
+func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) (*api.CompleteResponse, error) {
+	if err := validatePath("complete", req.Path); err != nil {
+		return nil, err
+	}
+	if req.InodeId == 0 {
+		return nil, errs.New(errs.Invalid, "complete", req.Path, "inode_id is required")
+	}
+	_, idx, err := s.n.propose(ctx, cmdComplete, &api.CompleteCommand{
+		Caller: callerFrom(ctx), Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.CompleteResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockRequest) (*api.AbandonBlockResponse, error) {
+	if err := validatePath("abandon block", req.Path); err != nil {
+		return nil, err
+	}
+	if req.InodeId == 0 || req.Block == nil || req.Block.Id == 0 {
+		return nil, errs.New(errs.Invalid, "abandon block", req.Path, "inode_id and block are required")
+	}
+	_, idx, err := s.n.propose(ctx, cmdAbandonBlock, &api.AbandonBlockCommand{
+		Caller: callerFrom(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.AbandonBlockResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*api.DeleteResponse, error) {
+	if err := validatePath("delete", req.Path); err != nil {
+		return nil, err
+	}
+	_, idx, err := s.n.propose(ctx, cmdDelete, &api.DeleteCommand{
+		Caller: callerFrom(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.DeleteResponse{Header: s.n.writeHeader(idx), Deleted: true}, nil
+}
+
+func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*api.RenameResponse, error) {
+	if err := validatePath("rename", req.Src); err != nil {
+		return nil, err
+	}
+	if err := validatePath("rename", req.Dst); err != nil {
+		return nil, err
+	}
+	_, idx, err := s.n.propose(ctx, cmdRename, &api.RenameCommand{
+		Caller: callerFrom(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.RenameResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoRequest) (*api.GetFileInfoResponse, error) {
+	if err := validatePath("get file info", req.Path); err != nil {
+		return nil, err
+	}
+	if err := s.n.readBarrier(ctx, req.Read); err != nil {
+		return nil, err
+	}
+	u := callerFrom(ctx)
+	f := s.n.fsm
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if err := f.checkTraverse(u, req.Path); err != nil {
+		return nil, err
+	}
+	fi, err := f.st.tree.Stat(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &api.GetFileInfoResponse{Header: s.n.header(), Status: toFileStatus(fi)}, nil
+}
+
+func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusRequest) (*api.ListStatusResponse, error) {
+	if err := validatePath("list", req.Path); err != nil {
+		return nil, err
+	}
+	limit := int(req.Limit)
+	if limit <= 0 || limit > s.n.cfg.MaxListPage {
+		limit = s.n.cfg.MaxListPage
+	}
+	if err := s.n.readBarrier(ctx, req.Read); err != nil {
+		return nil, err
+	}
+	f := s.n.fsm
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if u, ok := f.user(callerFrom(ctx)); ok {
+		if err := f.st.tree.CheckAccess(u, f.superuser, req.Path, namespace.Read|namespace.Exec); err != nil {
+			return nil, err
+		}
+	}
+	entries, more, err := f.st.tree.List(req.Path, req.StartAfter, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.ListStatusResponse{Header: s.n.header(), HasMore: more, Entries: make([]*api.FileStatus, len(entries))}
+	for i, fi := range entries {
+		out.Entries[i] = toFileStatus(fi)
+	}
+	return out, nil
+}
+
+func (s *clientService) ReportBadBlocks(ctx context.Context, req *api.ReportBadBlocksRequest) (*api.ReportBadBlocksResponse, error) {
+	if req.DatanodeId == "" || len(req.Blocks) == 0 {
+		return nil, errs.New(errs.Invalid, "report bad blocks", "", "datanode_id and blocks are required")
+	}
+	for _, b := range req.Blocks {
+		s.n.blocks.ReportCorrupt(b.GetId(), req.DatanodeId)
+	}
+	return &api.ReportBadBlocksResponse{}, nil
+}
+
+func (s *clientService) ClusterStatus(ctx context.Context, req *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {
+	return s.n.clusterStatus(ctx)
+}
+
+// statLocal stats a path from local state (used to size a pipeline; the
+// FSM re-checks everything when the command applies).
+func (s *clientService) statLocal(p string) (namespace.FileInfo, error) {
+	f := s.n.fsm
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.tree.Stat(p)
+}
+
+func (n *Namenode) writeHeader(idx uint64) *api.ResponseHeader {
+	return &api.ResponseHeader{AppliedIndex: idx, ServedBy: n.cfg.ID}
+}
+
+func validatePath(op, p string) error {
+	if err := namespace.ValidatePath(p, namespace.DefaultLimits()); err != nil {
+		if e, ok := err.(*errs.Error); ok && e.Op == "" {
+			e.Op = op
+		}
+		return err
+	}
+	return nil
+}
+
+func permOrDefault(op, p string, mode, def uint32) (uint32, error) {
+	if mode == 0 {
+		return def, nil
+	}
+	if mode&^0o1777 != 0 {
+		return 0, errs.Newf(errs.Invalid, op, p, "mode %#o has bits outside 01777", mode)
+	}
+	return mode, nil
+}

@@ -1,0 +1,138 @@
+package namenode
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blockfs/blockfs/blocks"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Peer is one namenode of the initial cluster, as given to --peers.
+type Peer struct {
+	ID       string
+	RaftAddr string
+	GRPCAddr string
+}
+
+// Config configures a Namenode. Start from DefaultConfig and call Validate.
+type Config struct {
+	// ID is this namenode's stable Raft server id.
+	ID string
+	// DataDir holds raft.db (log and stable store), snapshots/.
+	DataDir string
+	// GRPCAddr is the address to listen on for gRPC ("127.0.0.1:0" picks a
+	// port). Ignored when a listener is passed to Start.
+	GRPCAddr string
+	// AdvertiseGRPC is the gRPC address other nodes and clients use; defaults
+	// to the bound address.
+	AdvertiseGRPC string
+	// RaftAddr is the Raft TCP transport's bind address.
+	RaftAddr string
+	// HTTPAddr serves /metrics; "" disables it.
+	HTTPAddr string
+
+	// Bootstrap makes this node bootstrap a new cluster when it has no Raft
+	// state: with Peers, all of them become voters (every peer may bootstrap
+	// with the same list); without, a single-node cluster.
+	Bootstrap bool
+	Peers     []Peer
+	// Join is the gRPC address of a running namenode; a node with no Raft
+	// state asks it (via Admin.AddServer) to add this node.
+	Join string
+
+	// Superuser may do anything; by default the user that started the process.
+	Superuser      string
+	SuperGroup     string
+	DefaultRepl    uint32
+	DefaultBlock   uint64
+	MaxListPage    int
+	ApplyTimeout   time.Duration
+	SnapshotEvery  uint64 // Raft SnapshotThreshold
+	RaftHeartbeat  time.Duration
+	RaftElection   time.Duration
+	Blocks         blocks.Config
+	WorkInterval   time.Duration // how often liveness and replication work run
+	MaxRequestSize int           // bytes; larger requests get ResourceExhausted
+
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // nil: a fresh registry per node
+}
+
+// DefaultConfig returns a Config with the defaults a production node uses.
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr:       "127.0.0.1:9000",
+		RaftAddr:       "127.0.0.1:7000",
+		HTTPAddr:       "127.0.0.1:9100",
+		Superuser:      "root",
+		SuperGroup:     "supergroup",
+		DefaultRepl:    3,
+		DefaultBlock:   64 << 20,
+		MaxListPage:    1000,
+		ApplyTimeout:   10 * time.Second,
+		SnapshotEvery:  8192,
+		RaftHeartbeat:  500 * time.Millisecond,
+		RaftElection:   1000 * time.Millisecond,
+		Blocks:         blocks.DefaultConfig(),
+		WorkInterval:   time.Second,
+		MaxRequestSize: 4 << 20,
+	}
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return errs.Newf(errs.Invalid, "namenode config", "", format, a...)
+	}
+	switch {
+	case c.ID == "":
+		return bad("id is required")
+	case c.DataDir == "":
+		return bad("data dir is required")
+	case c.RaftAddr == "":
+		return bad("raft address is required")
+	case c.Bootstrap && c.Join != "":
+		return bad("bootstrap and join are exclusive")
+	case c.DefaultRepl < 1 || c.DefaultRepl > 32:
+		return bad("default replication %d out of 1..32", c.DefaultRepl)
+	case c.DefaultBlock == 0:
+		return bad("default block size must be positive")
+	case c.MaxListPage <= 0:
+		return bad("max list page must be positive")
+	case c.ApplyTimeout <= 0:
+		return bad("apply timeout must be positive")
+	case c.WorkInterval <= 0:
+		return bad("work interval must be positive")
+	case c.MaxRequestSize <= 0:
+		return bad("max request size must be positive")
+	}
+	for _, p := range c.Peers {
+		if p.ID == "" || p.RaftAddr == "" || p.GRPCAddr == "" {
+			return bad("peer %+v needs id, raft and grpc addresses", p)
+		}
+	}
+	return c.Blocks.Validate()
+}
+
+// ParsePeers parses "id=raftaddr/grpcaddr,..." as given to --peers.
+func ParsePeers(s string) ([]Peer, error) {
+	var out []Peer
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		id, addrs, ok := strings.Cut(item, "=")
+		raft, grpcAddr, ok2 := strings.Cut(addrs, "/")
+		if !ok || !ok2 || id == "" || raft == "" || grpcAddr == "" {
+			return nil, fmt.Errorf("peer %q: want id=raft_addr/grpc_addr", item)
+		}
+		out = append(out, Peer{ID: id, RaftAddr: raft, GRPCAddr: grpcAddr})
+	}
+	return out, nil
+}

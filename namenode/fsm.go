@@ -1,0 +1,410 @@
+package namenode
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+// blockEvents is told about block changes the FSM applies, so the block map
+// (soft state, outside Raft) knows which blocks exist. Called with the FSM's
+// write lock held: implementations must not call back into the FSM.
+type blockEvents interface {
+	// Expect says a block exists with this replication; complete once its
+	// file is complete.
+	Expect(b namespace.Block, inode namespace.ID, replication uint32, complete bool)
+	// Forget says the blocks are gone (deleted, overwritten or abandoned).
+	Forget(bs []namespace.Block)
+}
+
+// state is everything the FSM replicates.
+type state struct {
+	tree    *namespace.Tree
+	members map[string]*api.Member
+}
+
+func newState(superuser, supergroup string) *state {
+	return &state{
+		tree:    namespace.New(namespace.DefaultLimits(), superuser, supergroup),
+		members: map[string]*api.Member{},
+	}
+}
+
+// fsm is the Raft state machine. Readers take mu.RLock; Apply takes mu.Lock
+// once per batch.
+type fsm struct {
+	mu         sync.RWMutex
+	st         *state
+	superuser  string
+	supergroup string
+	events     blockEvents
+	metrics    *metrics
+
+	applied atomic.Uint64
+	// appliedCh is closed and replaced after every applied batch, waking
+	// readers that wait for an index.
+	chMu      sync.Mutex
+	appliedCh chan struct{}
+}
+
+func newFSM(superuser, supergroup string, ev blockEvents, m *metrics) *fsm {
+	return &fsm{
+		st:         newState(superuser, supergroup),
+		superuser:  superuser,
+		supergroup: supergroup,
+		events:     ev,
+		metrics:    m,
+		appliedCh:  make(chan struct{}),
+	}
+}
+
+var _ raft.BatchingFSM = (*fsm)(nil)
+
+// Apply applies one log entry.
+func (f *fsm) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies a batch of log entries under one lock acquisition.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	start := time.Now()
+	out := make([]any, len(logs))
+	var last uint64
+	f.mu.Lock()
+	for i, l := range logs {
+		last = l.Index
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		out[i] = f.applyOne(l.Data)
+	}
+	f.mu.Unlock()
+	if last > 0 {
+		f.setApplied(last)
+	}
+	if f.metrics != nil {
+		f.metrics.fsmApply.Observe(time.Since(start).Seconds())
+		f.metrics.fsmBatch.Observe(float64(len(logs)))
+	}
+	return out
+}
+
+func (f *fsm) setApplied(idx uint64) {
+	f.applied.Store(idx)
+	f.chMu.Lock()
+	close(f.appliedCh)
+	f.appliedCh = make(chan struct{})
+	f.chMu.Unlock()
+}
+
+// appliedIndex returns the last applied index.
+func (f *fsm) appliedIndex() uint64 { return f.applied.Load() }
+
+// waitApplied blocks until index idx is applied or done is closed.
+func (f *fsm) waitApplied(done <-chan struct{}, idx uint64) bool {
+	for {
+		f.chMu.Lock()
+		ch := f.appliedCh
+		f.chMu.Unlock()
+		if f.applied.Load() >= idx {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return f.applied.Load() >= idx
+		}
+	}
+}
+
+// applyOne decodes and applies one command. Errors are results, never
+// panics: a bad command must not stop the state machine.
+func (f *fsm) applyOne(data []byte) *api.CommandResult {
+	t, msg, err := decodeCommand(data)
+	if err != nil {
+		return resultError(err)
+	}
+	res, err := f.dispatch(t, msg)
+	if err != nil {
+		return resultError(err)
+	}
+	if res == nil {
+		res = &api.CommandResult{}
+	}
+	return res
+}
+
+func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error) {
+	tree := f.st.tree
+	switch t {
+	case cmdMkdirs:
+		return f.applyMkdirs(msg.(*api.MkdirsCommand))
+	case cmdCreate:
+		return f.applyCreate(msg.(*api.CreateCommand))
+	case cmdAddBlock:
+		return f.applyAddBlock(msg.(*api.AddBlockCommand))
+	case cmdComplete:
+		return f.applyComplete(msg.(*api.CompleteCommand))
+	case cmdAbandonBlock:
+		c := msg.(*api.AbandonBlockCommand)
+		if err := f.checkParent(c.Caller, c.Path, namespace.Write); err != nil {
+			return nil, err
+		}
+		b := fromAPIBlock(c.Block)
+		if err := tree.AbandonBlock(c.Path, namespace.ID(c.InodeId), b); err != nil {
+			return nil, err
+		}
+		f.forget([]namespace.Block{b})
+		return nil, nil
+	case cmdDelete:
+		return f.applyDelete(msg.(*api.DeleteCommand))
+	case cmdRename:
+		c := msg.(*api.RenameCommand)
+		if err := f.checkRemove(c.Caller, c.Src); err != nil {
+			return nil, err
+		}
+		if err := f.checkParent(c.Caller, c.Dst, namespace.Write); err != nil && !errs.Is(err, errs.NotFound) {
+			return nil, err
+		}
+		return nil, tree.Rename(c.Src, c.Dst, c.MtimeUnixMs)
+	case cmdSetMember:
+		m := proto.Clone(msg.(*api.SetMemberCommand).Member).(*api.Member)
+		if m == nil || m.Id == "" {
+			return nil, errs.New(errs.Invalid, "set member", "", "member id is required")
+		}
+		f.st.members[m.Id] = m
+		return nil, nil
+	case cmdRemoveMember:
+		delete(f.st.members, msg.(*api.RemoveMemberCommand).Id)
+		return nil, nil
+	}
+	return nil, errs.Newf(errs.Internal, "fsm", "", "command type %d has no handler", t)
+}
+
+func (f *fsm) applyMkdirs(c *api.MkdirsCommand) (*api.CommandResult, error) {
+	if err := f.checkAncestorWrite(c.Caller, c.Path); err != nil {
+		return nil, err
+	}
+	return nil, f.st.tree.Mkdirs(c.Path, namespace.MkdirsOpts{
+		Perm: c.Perm, Parents: c.Parents, Owner: c.Caller.GetUser(), Group: f.groupOf(c.Caller),
+		MtimeMs: c.MtimeUnixMs,
+	})
+}
+
+func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
+	if err := f.checkAncestorWrite(c.Caller, c.Path); err != nil {
+		return nil, err
+	}
+	fi, removed, err := f.st.tree.Create(c.Path, namespace.CreateOpts{
+		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
+		Replication: c.Replication, BlockSize: c.BlockSize,
+		Owner: c.Caller.GetUser(), Group: f.groupOf(c.Caller), MtimeMs: c.MtimeUnixMs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.forget(removed)
+	return &api.CommandResult{Status: toFileStatus(fi)}, nil
+}
+
+func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) {
+	tree := f.st.tree
+	if err := f.checkParent(c.Caller, c.Path, namespace.Write); err != nil {
+		return nil, err
+	}
+	var prev *namespace.Block
+	if c.Previous != nil {
+		b := fromAPIBlock(c.Previous)
+		prev = &b
+	}
+	fi, err := tree.Stat(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	id, gs := tree.AllocBlock()
+	b, off, err := tree.AddBlock(c.Path, namespace.ID(c.InodeId), prev, id, gs, c.MtimeUnixMs)
+	if err != nil {
+		return nil, err
+	}
+	if f.events != nil {
+		f.events.Expect(b, fi.ID, fi.Replication, false)
+	}
+	return &api.CommandResult{Block: toAPIBlock(b), Offset: off, Status: toFileStatus(fi)}, nil
+}
+
+func (f *fsm) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) {
+	if err := f.checkParent(c.Caller, c.Path, namespace.Write); err != nil {
+		return nil, err
+	}
+	bs := make([]namespace.Block, len(c.Blocks))
+	for i, b := range c.Blocks {
+		bs[i] = fromAPIBlock(b)
+	}
+	fi, err := f.st.tree.Complete(c.Path, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
+	if err != nil {
+		return nil, err
+	}
+	if f.events != nil {
+		for _, b := range bs {
+			f.events.Expect(b, fi.ID, fi.Replication, true)
+		}
+	}
+	return &api.CommandResult{Status: toFileStatus(fi)}, nil
+}
+
+func (f *fsm) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
+	if err := f.checkRemove(c.Caller, c.Path); err != nil {
+		return nil, err
+	}
+	removed, err := f.st.tree.Delete(c.Path, c.Recursive, c.MtimeUnixMs)
+	if err != nil {
+		return nil, err
+	}
+	f.forget(removed)
+	out := &api.CommandResult{Removed: make([]*api.Block, len(removed))}
+	for i, b := range removed {
+		out.Removed[i] = toAPIBlock(b)
+	}
+	return out, nil
+}
+
+func (f *fsm) forget(bs []namespace.Block) {
+	if f.events != nil && len(bs) > 0 {
+		f.events.Forget(bs)
+	}
+}
+
+// --- snapshots ---
+
+// snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
+const snapshotMagic = "BFSNAP01"
+
+// Snapshot captures the state at the current index. The namespace image is
+// encoded here, on the FSM goroutine, so later applies cannot leak into it;
+// Persist then streams the bytes to the sink.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var buf byteBuffer
+	if err := writeSnapshot(&buf, f.st); err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{data: buf.b}, nil
+}
+
+// Restore replaces the state with a snapshot: it reads into a fresh state
+// and swaps it in only when the whole stream decoded.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, err := readSnapshot(bufio.NewReaderSize(rc, 1<<16))
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.st = st
+	if f.events != nil {
+		st.tree.ForEachBlock(func(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
+			f.events.Expect(b, inode, repl, complete)
+		})
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+func writeSnapshot(w io.Writer, st *state) error {
+	if _, err := io.WriteString(w, snapshotMagic); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(st.members))
+	for id := range st.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(ids)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(st.members[id])
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
+		if _, err := w.Write(hdr[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return st.tree.WriteImage(w)
+}
+
+func readSnapshot(r io.Reader) (*state, error) {
+	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
+		return nil, corrupt("bad magic")
+	}
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, corrupt("truncated member count")
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	if n > 1024 {
+		return nil, corrupt("implausible member count")
+	}
+	st := &state{members: make(map[string]*api.Member, n)}
+	for i := uint32(0); i < n; i++ {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return nil, corrupt("truncated member")
+		}
+		size := binary.LittleEndian.Uint32(hdr[:])
+		if size > 1<<16 {
+			return nil, corrupt("implausible member size")
+		}
+		b := make([]byte, size)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, corrupt("truncated member")
+		}
+		m := &api.Member{}
+		if err := proto.Unmarshal(b, m); err != nil {
+			return nil, corrupt("bad member: " + err.Error())
+		}
+		st.members[m.Id] = m
+	}
+	tree, err := namespace.ReadImage(r)
+	if err != nil {
+		return nil, err
+	}
+	st.tree = tree
+	return st, nil
+}
+
+type byteBuffer struct{ b []byte }
+
+func (w *byteBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+
+type fsmSnapshot struct{ data []byte }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,61 @@
+package namenode
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blockfs/blockfs/blocks"
+)
+
+// metrics are the namenode's Prometheus collectors, registered on the
+// node's own registry (no global state).
+type metrics struct {
+	rpc      *prometheus.HistogramVec
+	fsmApply prometheus.Histogram
+	fsmBatch prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
+	m := &metrics{
+		rpc: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "blockfs_namenode_rpc_duration_seconds",
+			Help:    "Latency of namenode gRPC calls by method and status code.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18),
+		}, []string{"method", "code"}),
+		fsmApply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "blockfs_namenode_fsm_apply_duration_seconds",
+			Help:    "Time to apply one batch of Raft log entries to the FSM.",
+			Buckets: prometheus.ExponentialBuckets(5e-6, 2, 18),
+		}),
+		fsmBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "blockfs_namenode_fsm_apply_batch_size",
+			Help:    "Log entries per FSM apply batch.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
+	}
+	gauge := func(name, help string, fn func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
+	}
+	counts := func(i int) func() float64 {
+		return func() float64 {
+			n.fsm.mu.RLock()
+			defer n.fsm.mu.RUnlock()
+			f, d, b := n.fsm.st.tree.Counts()
+			return float64([]int{f, d, b}[i])
+		}
+	}
+	reg.MustRegister(m.rpc, m.fsmApply, m.fsmBatch,
+		gauge("blockfs_namenode_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.", func() float64 {
+			s, _, _, _, _ := n.raftStats()
+			return float64(s)
+		}),
+		gauge("blockfs_namenode_raft_term", "Current Raft term.", func() float64 { _, t, _, _, _ := n.raftStats(); return float64(t) }),
+		gauge("blockfs_namenode_raft_commit_index", "Raft commit index.", func() float64 { _, _, c, _, _ := n.raftStats(); return float64(c) }),
+		gauge("blockfs_namenode_raft_applied_index", "Index applied to the FSM.", func() float64 { _, _, _, a, _ := n.raftStats(); return float64(a) }),
+		gauge("blockfs_namenode_raft_last_log_index", "Last Raft log index.", func() float64 { _, _, _, _, l := n.raftStats(); return float64(l) }),
+		gauge("blockfs_namenode_files", "Files in the namespace.", counts(0)),
+		gauge("blockfs_namenode_directories", "Directories in the namespace.", counts(1)),
+		gauge("blockfs_namenode_blocks", "Blocks in the namespace.", counts(2)),
+		blocks.NewCollector(n.blocks),
+	)
+	return m
+}

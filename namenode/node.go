@@ -1,0 +1,380 @@
+package namenode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+// Namenode is one running namenode: Raft, the FSM, the block map, and the
+// gRPC and HTTP servers.
+type Namenode struct {
+	cfg    Config
+	log    *slog.Logger
+	reg    *prometheus.Registry
+	met    *metrics
+	fsm    *fsm
+	blocks *blocks.Manager
+
+	raft      *raft.Raft
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+	reads     *readBatcher
+	ready     atomic.Bool // leader and caught up with its own term
+
+	grpcLis  net.Listener
+	grpcSrv  *grpc.Server
+	grpcAddr string
+	httpSrv  *http.Server
+	httpLis  net.Listener
+	peers    *peerConns
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closeErr error
+	closed   sync.Once
+}
+
+// Start opens the node's Raft state, starts serving, and bootstraps or
+// joins as configured. lis, if non-nil, is the gRPC listener to use.
+func Start(ctx context.Context, cfg Config, lis net.Listener) (n *Namenode, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("namenode", cfg.ID)
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	bm, err := blocks.New(cfg.Blocks)
+	if err != nil {
+		return nil, err
+	}
+	n = &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, stop: make(chan struct{}), peers: newPeerConns()}
+	n.met = newMetrics(reg, n)
+	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+
+	if lis == nil {
+		if lis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, "namenode listen", cfg.GRPCAddr, err)
+		}
+	}
+	n.grpcLis = lis
+	n.grpcAddr = cfg.AdvertiseGRPC
+	if n.grpcAddr == "" {
+		n.grpcAddr = lis.Addr().String()
+	}
+	if err := n.startRaft(); err != nil {
+		return nil, err
+	}
+	n.reads = newReadBatcher(n.raft)
+	n.startGRPC()
+	if err := n.startHTTP(); err != nil {
+		return nil, err
+	}
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.workLoop()
+	if n.cfg.Join != "" && !n.hadState() {
+		if err := n.join(ctx); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("namenode started", "grpc", n.grpcAddr, "raft", n.transport.LocalAddr(), "http", n.HTTPAddr())
+	return n, nil
+}
+
+func (n *Namenode) hadState() bool {
+	last, _ := n.store.LastIndex()
+	return last > 0
+}
+
+func (n *Namenode) startRaft() error {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return errs.Wrap(errs.IO, "namenode", cfg.DataDir, err)
+	}
+	logw := &slogWriter{log: n.log}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.RaftHeartbeat
+	rc.ElectionTimeout = cfg.RaftElection
+	rc.LeaderLeaseTimeout = cfg.RaftHeartbeat / 2
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = cfg.SnapshotEvery
+	rc.TrailingLogs = cfg.SnapshotEvery
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 512
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: logw})
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return errs.Wrap(errs.IO, "open raft store", cfg.DataDir, err)
+	}
+	n.store = store
+	logs, err := raft.NewLogCache(1024, store)
+	if err != nil {
+		return err
+	}
+	snaps, err := raft.NewFileSnapshotStore(cfg.DataDir, 2, logw)
+	if err != nil {
+		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
+	}
+	trans, err := raft.NewTCPTransport(cfg.RaftAddr, nil, 3, 10*time.Second, logw)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, "raft transport", cfg.RaftAddr, err)
+	}
+	n.transport = trans
+	has, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return err
+	}
+	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, trans)
+	if err != nil {
+		return errs.Wrap(errs.Internal, "start raft", "", err)
+	}
+	n.raft = r
+	if !has && cfg.Bootstrap {
+		conf := raft.Configuration{}
+		if len(cfg.Peers) == 0 {
+			conf.Servers = []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}
+		}
+		for _, p := range cfg.Peers {
+			conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return errs.Wrap(errs.Internal, "bootstrap", "", err)
+		}
+	}
+	return nil
+}
+
+// join asks the cluster at cfg.Join to add this node, retrying until ctx ends.
+func (n *Namenode) join(ctx context.Context) error {
+	req := &api.AddServerRequest{
+		Id: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), GrpcAddr: n.grpcAddr, HttpAddr: n.HTTPAddr(),
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		conn, err := n.peers.get(n.cfg.Join)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err = api.NewAdminClient(conn).AddServer(cctx, req)
+			cancel()
+			if err == nil {
+				n.log.Info("joined cluster", "via", n.cfg.Join)
+				return nil
+			}
+		}
+		n.log.Warn("join failed, retrying", "via", n.cfg.Join, "err", err)
+		select {
+		case <-ctx.Done():
+			return errs.Wrap(errs.Unavailable, "join", n.cfg.Join, err)
+		case <-n.stop:
+			return errs.New(errs.Unavailable, "join", n.cfg.Join, "node stopped")
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// watchLeadership tracks whether this node is a leader that has caught up
+// with its own term (Barrier), and registers members it knows about.
+func (n *Namenode) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case isLeader := <-n.raft.LeaderCh():
+			n.ready.Store(false)
+			if !isLeader {
+				continue
+			}
+			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+				n.log.Warn("leader barrier failed", "err", err)
+				continue
+			}
+			n.ready.Store(true)
+			n.log.Info("leader ready", "term", n.raft.CurrentTerm())
+			n.registerMembers()
+		}
+	}
+}
+
+// registerMembers makes sure the member table (Raft id -> gRPC address)
+// has this node and every configured peer.
+func (n *Namenode) registerMembers() {
+	want := []*api.Member{{Id: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), GrpcAddr: n.grpcAddr, HttpAddr: n.HTTPAddr(), Voter: true}}
+	for _, p := range n.cfg.Peers {
+		if p.ID != n.cfg.ID {
+			want = append(want, &api.Member{Id: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr, Voter: true})
+		}
+	}
+	for _, m := range want {
+		n.fsm.mu.RLock()
+		cur := n.fsm.st.members[m.Id]
+		n.fsm.mu.RUnlock()
+		if cur != nil && (m.Id != n.cfg.ID || cur.GrpcAddr == m.GrpcAddr) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+		_, _, err := n.propose(ctx, cmdSetMember, &api.SetMemberCommand{Member: m})
+		cancel()
+		if err != nil {
+			n.log.Warn("register member", "id", m.Id, "err", err)
+		}
+	}
+}
+
+// workLoop runs datanode liveness on every node, and replication and
+// invalidation planning on the leader.
+func (n *Namenode) workLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.WorkInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.blocks.CheckLiveness()
+			if n.isReadyLeader() {
+				n.blocks.ComputeWork()
+			}
+		}
+	}
+}
+
+func (n *Namenode) isReadyLeader() bool {
+	return n.raft.State() == raft.Leader && n.ready.Load()
+}
+
+// ID returns the node's Raft id.
+func (n *Namenode) ID() string { return n.cfg.ID }
+
+// GRPCAddr returns the address clients dial.
+func (n *Namenode) GRPCAddr() string { return n.grpcAddr }
+
+// RaftAddr returns the Raft transport address.
+func (n *Namenode) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// HTTPAddr returns the metrics address, or "".
+func (n *Namenode) HTTPAddr() string {
+	if n.httpLis == nil {
+		return ""
+	}
+	return n.httpLis.Addr().String()
+}
+
+// IsLeader reports whether this node is the Raft leader.
+func (n *Namenode) IsLeader() bool { return n.raft != nil && n.raft.State() == raft.Leader }
+
+// Ready reports whether this node is a leader ready to serve.
+func (n *Namenode) Ready() bool { return n.isReadyLeader() }
+
+// AppliedIndex returns the FSM's applied index.
+func (n *Namenode) AppliedIndex() uint64 { return n.fsm.appliedIndex() }
+
+// Blocks returns the node's block map.
+func (n *Namenode) Blocks() *blocks.Manager { return n.blocks }
+
+// Registry returns the node's metrics registry.
+func (n *Namenode) Registry() *prometheus.Registry { return n.reg }
+
+// NamespaceHash returns a deterministic hash of the namespace and members.
+func (n *Namenode) NamespaceHash() [32]byte {
+	n.fsm.mu.RLock()
+	defer n.fsm.mu.RUnlock()
+	return n.fsm.st.tree.Hash()
+}
+
+// WaitApplied waits until the node has applied idx.
+func (n *Namenode) WaitApplied(ctx context.Context, idx uint64) error {
+	if !n.fsm.waitApplied(ctx.Done(), idx) {
+		return errs.Wrap(errs.Timeout, "wait applied", fmt.Sprint(idx), ctx.Err())
+	}
+	return nil
+}
+
+// Close stops serving and shuts Raft down. It is safe to call twice.
+func (n *Namenode) Close() error {
+	n.closed.Do(func() {
+		close(n.stop)
+		if n.grpcSrv != nil {
+			stopped := make(chan struct{})
+			go func() { n.grpcSrv.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-time.After(2 * time.Second):
+				n.grpcSrv.Stop()
+			}
+		} else if n.grpcLis != nil {
+			n.grpcLis.Close()
+		}
+		if n.httpSrv != nil {
+			n.httpSrv.Close()
+		}
+		if n.raft != nil {
+			if err := n.raft.Shutdown().Error(); err != nil {
+				n.closeErr = err
+			}
+		}
+		if n.transport != nil {
+			n.transport.Close()
+		}
+		if n.store != nil {
+			n.store.Close()
+		}
+		n.peers.close()
+		n.wg.Wait()
+	})
+	return n.closeErr
+}
+
+// blockEventsAdapter feeds FSM block changes into the block map.
+type blockEventsAdapter struct{ m *blocks.Manager }
+
+func (a blockEventsAdapter) Expect(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
+	a.m.SetExpected(b.ID, b.GenStamp, uint64(inode), repl, complete)
+}
+
+func (a blockEventsAdapter) Forget(bs []namespace.Block) {
+	ids := make([]uint64, len(bs))
+	for i, b := range bs {
+		ids[i] = b.ID
+	}
+	a.m.Forget(ids...)
+}
+
+// ClientServer returns the node's ClientService implementation, for
+// in-process callers (benchmarks, embedding) that skip the network.
+func (n *Namenode) ClientServer() api.ClientServiceServer { return &clientService{n: n} }

@@ -1,0 +1,258 @@
+package namenode
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// propose replicates one command and returns the FSM's result and the log
+// index it was applied at. On a follower the command is forwarded to the
+// leader once; the leader never forwards again.
+func (n *Namenode) propose(ctx context.Context, t cmdType, msg proto.Message) (*api.CommandResult, uint64, error) {
+	data, err := encodeCommand(t, msg)
+	if err != nil {
+		return nil, 0, errs.Wrap(errs.Internal, "encode command", "", err)
+	}
+	if n.raft.State() == raft.Leader {
+		res, idx, err := n.applyLocal(data)
+		if !errs.Is(err, errs.NotLeader) {
+			return res, idx, err
+		}
+	}
+	return n.forwardApply(ctx, data)
+}
+
+// applyLocal proposes data on this node, which must be the leader.
+func (n *Namenode) applyLocal(data []byte) (*api.CommandResult, uint64, error) {
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return nil, 0, n.raftError("apply", err)
+	}
+	res, ok := f.Response().(*api.CommandResult)
+	if !ok {
+		return nil, f.Index(), errs.New(errs.Internal, "apply", "", "FSM returned no result")
+	}
+	return res, f.Index(), resultErr(res)
+}
+
+// raftError translates hashicorp/raft errors into our kinds, with a leader
+// hint where there is one.
+func (n *Namenode) raftError(op string, err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		e := errs.Wrap(errs.NotLeader, op, "", err)
+		e.LeaderHint = n.leaderGRPC()
+		return e
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown):
+		e := errs.Wrap(errs.Unavailable, op, "", err)
+		e.LeaderHint = n.leaderGRPC()
+		return e
+	}
+	return errs.Wrap(errs.Internal, op, "", err)
+}
+
+// forwardApply sends an encoded command to the leader.
+func (n *Namenode) forwardApply(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
+	conn, err := n.leaderConn()
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := api.NewNamenodeInternalClient(conn).Apply(ctx, &api.ApplyRequest{Command: data})
+	if err != nil {
+		return nil, 0, n.forwardError("forward apply", err)
+	}
+	res := &api.CommandResult{}
+	if err := proto.Unmarshal(resp.Result, res); err != nil {
+		return nil, 0, errs.Wrap(errs.Internal, "forward apply", "", err)
+	}
+	// Wait until this node has applied the write too, so a client that
+	// reads back from this node sees it.
+	if !n.fsm.waitApplied(ctx.Done(), resp.Index) {
+		return res, resp.Index, errs.Wrap(errs.Timeout, "forward apply", "", ctx.Err())
+	}
+	return res, resp.Index, resultErr(res)
+}
+
+func (n *Namenode) forwardError(op string, err error) error {
+	e := &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "leader unreachable", Err: err, LeaderHint: n.leaderGRPC()}
+	return e
+}
+
+// leaderGRPC returns the leader's gRPC address, or "" if unknown.
+func (n *Namenode) leaderGRPC() string {
+	if n.raft == nil {
+		return ""
+	}
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return ""
+	}
+	n.fsm.mu.RLock()
+	defer n.fsm.mu.RUnlock()
+	if m := n.fsm.st.members[string(id)]; m != nil {
+		return m.GrpcAddr
+	}
+	return ""
+}
+
+// leaderConn returns a connection to the leader, or Unavailable.
+func (n *Namenode) leaderConn() (*grpc.ClientConn, error) {
+	addr := n.leaderGRPC()
+	if addr == "" || addr == n.grpcAddr {
+		return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "no leader known"}
+	}
+	return n.peers.get(addr)
+}
+
+// peerConns caches one gRPC connection per peer address.
+type peerConns struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func newPeerConns() *peerConns { return &peerConns{conns: map[string]*grpc.ClientConn{}} }
+
+func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, "dial peer", addr, err)
+	}
+	p.conns[addr] = c
+	return c, nil
+}
+
+func (p *peerConns) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for a, c := range p.conns {
+		c.Close()
+		delete(p.conns, a)
+	}
+}
+
+// readBatcher shares one VerifyLeader round among concurrent linearizable
+// reads. A read joins the next round to start (never one already in flight,
+// whose commit index may predate the read); the round records the commit
+// index when it starts and confirms leadership with a quorum.
+type readBatcher struct {
+	r       *raft.Raft
+	mu      sync.Mutex
+	next    *readRound
+	running bool
+}
+
+type readRound struct {
+	done  chan struct{}
+	index uint64
+	err   error
+}
+
+func newReadBatcher(r *raft.Raft) *readBatcher { return &readBatcher{r: r} }
+
+// readIndex returns a commit index confirmed by a quorum after the call began.
+func (b *readBatcher) readIndex(ctx context.Context) (uint64, error) {
+	b.mu.Lock()
+	if b.next == nil {
+		b.next = &readRound{done: make(chan struct{})}
+	}
+	rd := b.next
+	if !b.running {
+		b.startLocked()
+	}
+	b.mu.Unlock()
+	select {
+	case <-rd.done:
+		return rd.index, rd.err
+	case <-ctx.Done():
+		return 0, errs.Wrap(errs.Timeout, "read index", "", ctx.Err())
+	}
+}
+
+func (b *readBatcher) startLocked() {
+	rd := b.next
+	b.next = nil
+	b.running = true
+	rd.index = b.r.CommitIndex()
+	go func() {
+		rd.err = b.r.VerifyLeader().Error()
+		close(rd.done)
+		b.mu.Lock()
+		b.running = false
+		if b.next != nil {
+			b.startLocked()
+		}
+		b.mu.Unlock()
+	}()
+}
+
+// readBarrier makes this node ready to serve a read with the requested
+// consistency, and returns after the local state is recent enough.
+func (n *Namenode) readBarrier(ctx context.Context, opts *api.ReadOptions) error {
+	if opts.GetConsistency() == api.ReadConsistency_READ_CONSISTENCY_STALE {
+		if min := opts.GetMinAppliedIndex(); min > 0 && !n.fsm.waitApplied(ctx.Done(), min) {
+			return errs.Newf(errs.Timeout, "read", "", "index %d not applied here before the deadline", min)
+		}
+		return nil
+	}
+	idx, err := n.linearizableIndex(ctx)
+	if err != nil {
+		return err
+	}
+	if !n.fsm.waitApplied(ctx.Done(), max(idx, opts.GetMinAppliedIndex())) {
+		return errs.New(errs.Timeout, "read", "", "read index not applied before the deadline")
+	}
+	return nil
+}
+
+// linearizableIndex returns the index a linearizable read must wait for.
+func (n *Namenode) linearizableIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() == raft.Leader {
+		return n.leaderReadIndex(ctx)
+	}
+	conn, err := n.leaderConn()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := api.NewNamenodeInternalClient(conn).ReadIndex(ctx, &api.ReadIndexRequest{})
+	if err != nil {
+		return 0, n.forwardError("read index", err)
+	}
+	return resp.Index, nil
+}
+
+func (n *Namenode) leaderReadIndex(ctx context.Context) (uint64, error) {
+	for !n.ready.Load() {
+		if n.raft.State() != raft.Leader {
+			return 0, n.raftError("read index", raft.ErrNotLeader)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, errs.New(errs.Unavailable, "read index", "", "leader not ready yet")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	idx, err := n.reads.readIndex(ctx)
+	if err != nil {
+		if errs.KindOf(err) == errs.Other {
+			return 0, n.raftError("read index", err)
+		}
+		return 0, err
+	}
+	return idx, nil
+}

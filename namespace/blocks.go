@@ -1,0 +1,192 @@
+package namespace
+
+import (
+	"strconv"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// NextBlockID returns the id AllocBlockID would hand out next.
+func (t *Tree) NextBlockID() uint64 { return t.nextBlockID }
+
+// NextGenStamp returns the generation stamp AllocGenStamp would hand out next.
+func (t *Tree) NextGenStamp() uint64 { return t.nextGenStamp }
+
+// AllocBlockID returns the next block id and advances the counter.
+func (t *Tree) AllocBlockID() uint64 {
+	id := t.nextBlockID
+	t.nextBlockID++
+	return id
+}
+
+// AllocGenStamp returns the next generation stamp and advances the counter.
+func (t *Tree) AllocGenStamp() uint64 {
+	gs := t.nextGenStamp
+	t.nextGenStamp++
+	return gs
+}
+
+// AllocBlock allocates a block id and a generation stamp for AddBlock.
+func (t *Tree) AllocBlock() (id, genStamp uint64) {
+	return t.AllocBlockID(), t.AllocGenStamp()
+}
+
+// writableFile resolves the file p that a writer opened as inode id.
+func (t *Tree) writableFile(op, p string, id ID) (*inode, error) {
+	if err := validatePath(op, p, t.lim); err != nil {
+		return nil, err
+	}
+	n, rest := t.walk(p)
+	if rest != "" {
+		return nil, errs.Newf(errs.NotFound, op, p, "file was replaced or deleted: no inode at path (expected inode %d)", id)
+	}
+	if n.id != id {
+		return nil, errs.Newf(errs.NotFound, op, p, "file was replaced or deleted: path is inode %d, expected %d", n.id, id)
+	}
+	if n.dir {
+		return nil, errs.New(errs.IsDir, op, p, "path is a directory")
+	}
+	return n, nil
+}
+
+// AddBlock appends block (newBlockID, genStamp) to the under-construction
+// file p, which must still be inode id. When the file has blocks, prev
+// must name its last block (id and generation stamp) and carries that
+// block's final length; prev is nil only for the first block. It returns
+// the new block (length 0) and its offset in the file. newBlockID and
+// genStamp come from the caller (normally AllocBlock); the counters move
+// past them if they are not already. The file's mtime becomes mtimeMs.
+func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint64, mtimeMs int64) (Block, uint64, error) {
+	const op = "addBlock"
+	f, err := t.writableFile(op, p, id)
+	if err != nil {
+		return Block{}, 0, err
+	}
+	if f.state != UnderConstruction {
+		return Block{}, 0, errs.New(errs.Precondition, op, p, "file is not under construction")
+	}
+	if newBlockID == 0 || genStamp == 0 {
+		return Block{}, 0, errs.Newf(errs.Invalid, op, p, "block id and generation stamp must be non-zero (got blk_%d_%d)", newBlockID, genStamp)
+	}
+	if owner, used := t.blocks[newBlockID]; used {
+		return Block{}, 0, errs.Newf(errs.Exist, op, p, "block id %d already in use by inode %d", newBlockID, owner)
+	}
+	n := len(f.blocks)
+	switch {
+	case n == 0 && prev != nil:
+		return Block{}, 0, errs.Newf(errs.Precondition, op, p, "previous block %v given but the file has no blocks", *prev)
+	case n > 0 && prev == nil:
+		return Block{}, 0, errs.Newf(errs.Precondition, op, p, "previous block missing: the file has %d blocks, last %v", n, f.blocks[n-1])
+	case n > 0 && (prev.ID != f.blocks[n-1].ID || prev.GenStamp != f.blocks[n-1].GenStamp):
+		return Block{}, 0, errs.Newf(errs.Precondition, op, p, "previous block %v is not the last block %v", *prev, f.blocks[n-1])
+	case n > 0 && prev.Length > f.blockSize:
+		return Block{}, 0, errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
+	case n >= t.lim.MaxBlocksPerFile:
+		return Block{}, 0, errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
+	}
+
+	nb := Block{ID: newBlockID, GenStamp: genStamp}
+	if n > 0 && f.blocks[n-1].Length != prev.Length {
+		// A reader may hold f.blocks: never write into it. Copy.
+		fresh := make([]Block, n+1, n+1+n/8)
+		copy(fresh, f.blocks)
+		f.length = f.length - fresh[n-1].Length + prev.Length
+		fresh[n-1].Length = prev.Length
+		fresh[n] = nb
+		f.blocks = fresh
+	} else {
+		// Spare capacity was never part of a published slice (AbandonBlock
+		// caps the slice it shrinks), so appending in place is safe.
+		f.blocks = append(f.blocks, nb)
+	}
+	t.blocks[newBlockID] = f.id
+	t.numBlocks++
+	t.nextBlockID = max(t.nextBlockID, newBlockID+1)
+	t.nextGenStamp = max(t.nextGenStamp, genStamp+1)
+	f.mtime = mtimeMs
+	return nb, f.length, nil
+}
+
+// Complete closes file p (still inode id). blocks must equal the file's
+// blocks by (ID, GenStamp), in order; their lengths become the file's. A
+// file already complete with the same blocks and lengths is success and
+// unchanged.
+func (t *Tree) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
+	const op = "complete"
+	f, err := t.writableFile(op, p, id)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if msg := diffBlocks(blocks, f.blocks); msg != "" {
+		return FileInfo{}, errs.New(errs.Precondition, op, p, "block list mismatch: "+msg)
+	}
+	same := true
+	var length uint64
+	for i, b := range blocks {
+		if b.Length > f.blockSize {
+			return FileInfo{}, errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", b, b.Length, f.blockSize)
+		}
+		same = same && b.Length == f.blocks[i].Length
+		length += b.Length
+	}
+	if f.state == Complete {
+		if !same {
+			return FileInfo{}, errs.New(errs.Precondition, op, p, "file is already complete with different block lengths")
+		}
+		return f.info(p), nil
+	}
+	if !same {
+		fresh := make([]Block, len(blocks))
+		copy(fresh, blocks)
+		f.blocks = fresh
+		f.length = length
+	}
+	f.state = Complete
+	f.mtime = mtimeMs
+	return f.info(p), nil
+}
+
+// diffBlocks describes the first difference between got and the file's
+// blocks, or returns "".
+func diffBlocks(got, have []Block) string {
+	for i := 0; i < min(len(got), len(have)); i++ {
+		if got[i].ID != have[i].ID || got[i].GenStamp != have[i].GenStamp {
+			return "block " + strconv.Itoa(i) + " is " + got[i].String() + ", the file has " + have[i].String()
+		}
+	}
+	switch {
+	case len(got) > len(have):
+		return "got " + strconv.Itoa(len(got)) + " blocks, the file has " + strconv.Itoa(len(have)) + "; first extra " + got[len(have)].String()
+	case len(got) < len(have):
+		return "got " + strconv.Itoa(len(got)) + " blocks, the file has " + strconv.Itoa(len(have)) + "; first missing " + have[len(got)].String()
+	}
+	return ""
+}
+
+// AbandonBlock removes b, which must be the last block (by ID and
+// GenStamp) of the under-construction file p (still inode id).
+func (t *Tree) AbandonBlock(p string, id ID, b Block) error {
+	const op = "abandonBlock"
+	f, err := t.writableFile(op, p, id)
+	if err != nil {
+		return err
+	}
+	if f.state != UnderConstruction {
+		return errs.New(errs.Precondition, op, p, "file is not under construction")
+	}
+	n := len(f.blocks)
+	if n == 0 {
+		return errs.Newf(errs.Precondition, op, p, "cannot abandon %v: the file has no blocks", b)
+	}
+	last := f.blocks[n-1]
+	if last.ID != b.ID || last.GenStamp != b.GenStamp {
+		return errs.Newf(errs.Precondition, op, p, "cannot abandon %v: it is not the last block %v", b, last)
+	}
+	// Cap the capacity: a reader may hold the longer slice, so the next
+	// append must not write into the slot being dropped.
+	f.blocks = f.blocks[: n-1 : n-1]
+	f.length -= last.Length
+	delete(t.blocks, last.ID)
+	t.numBlocks--
+	return nil
+}

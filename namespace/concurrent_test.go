@@ -1,0 +1,60 @@
+package namespace
+
+import (
+	"io"
+	"sync"
+	"testing"
+)
+
+// TestConcurrentReads runs every read method from several goroutines at
+// once, as the namenode does under its read lock; with -race this proves
+// the reads write nothing. A writer then takes the (simulated) write lock.
+func TestConcurrentReads(t *testing.T) {
+	tr := fixture(t)
+	for i := 0; i < 2*indexMin; i++ { // a directory with a child index
+		must(t, tr.Mkdirs("/big/d"+itoa3(i), MkdirsOpts{Perm: 0755, Parents: true}))
+	}
+	var mu sync.RWMutex
+	var wg sync.WaitGroup
+	u := User{Name: "bob", Groups: []string{"staff"}}
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				mu.RLock()
+				fi, blocks, _ := tr.File("/a/f")
+				_, _, _ = tr.FileByID(fi.ID)
+				_, _ = tr.Stat("/big/d" + itoa3(i))
+				_, _, _ = tr.List("/big", "d010", 5)
+				_, _ = tr.BlockInode(blocks[0].ID)
+				tr.ForEachBlock(func(Block, ID, uint32, bool) {})
+				tr.Counts()
+				tr.Hash()
+				_ = tr.WriteImage(io.Discard)
+				_ = tr.CheckAccess(u, super, "/a/b/c", Read)
+				_ = tr.CheckParentAccess(u, super, "/a/b/new", Write)
+				_ = tr.CheckStickyBit(u, super, "/tmp/bob.txt")
+				_ = tr.CheckOwner(u, super, "/a/f")
+				_ = tr.NextBlockID()
+				mu.RUnlock()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 50; i++ {
+			mu.Lock()
+			if err := tr.Mkdirs("/w/d"+itoa3(i), MkdirsOpts{Perm: 0755, Parents: true}); err != nil {
+				t.Error(err)
+			}
+			mu.Unlock()
+		}
+	}()
+	wg.Wait()
+}
+
+func itoa3(i int) string {
+	return string([]byte{byte('0' + i/100%10), byte('0' + i/10%10), byte('0' + i%10)})
+}

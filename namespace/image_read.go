@@ -1,0 +1,351 @@
+package namespace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// imgReader reads a framed image, tracking offset and running checksum.
+type imgReader struct {
+	r    *bufio.Reader
+	off  int64
+	crc  uint32
+	buf  []byte
+	rec  int // records read
+	strs map[string]string
+}
+
+func corrupt(format string, args ...any) error {
+	return errs.Newf(errs.Corrupt, "readImage", "", format, args...)
+}
+
+func (ir *imgReader) readFull(b []byte) error {
+	n, err := io.ReadFull(ir.r, b)
+	ir.crc = crc32.Update(ir.crc, castagnoli, b[:n])
+	ir.off += int64(n)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return corrupt("truncated at offset %d", ir.off)
+	default:
+		return errs.Wrap(errs.IO, "readImage", "", err)
+	}
+}
+
+// next reads one record, returning its type and body (valid until the
+// next call). maxBody bounds the body length.
+func (ir *imgReader) next(maxBody int) (byte, []byte, error) {
+	start := ir.off
+	var h [5]byte
+	if err := ir.readFull(h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[1:])
+	if int64(n) > int64(maxBody) {
+		return 0, nil, corrupt("record %d at offset %d: length %d exceeds limit %d", ir.rec, start, n, maxBody)
+	}
+	// Grow the buffer as the bytes arrive, so a corrupt length on a short
+	// input cannot make us allocate much.
+	buf := append(ir.buf[:0], h[:]...)
+	for len(buf) < 5+int(n) {
+		k := min(5+int(n)-len(buf), 1<<20)
+		buf = slices.Grow(buf, k)
+		m := len(buf)
+		buf = buf[:m+k]
+		if err := ir.readFull(buf[m:]); err != nil {
+			return 0, nil, err
+		}
+	}
+	ir.buf = buf
+	var c [4]byte
+	if err := ir.readFull(c[:]); err != nil {
+		return 0, nil, err
+	}
+	if got, want := crc32.Checksum(buf, castagnoli), binary.LittleEndian.Uint32(c[:]); got != want {
+		return 0, nil, corrupt("record %d at offset %d: checksum mismatch (%08x, want %08x)", ir.rec, start, got, want)
+	}
+	ir.rec++
+	return h[0], buf[5:], nil
+}
+
+// dec decodes a record body; any overrun sets bad and yields zeros.
+type dec struct {
+	b   []byte
+	bad bool
+}
+
+func (d *dec) take(n int) []byte {
+	if d.bad || n < 0 || n > len(d.b) {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) u8() uint8 {
+	if v := d.take(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *dec) u32() uint32 {
+	if v := d.take(4); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (d *dec) u64() uint64 {
+	if v := d.take(8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *dec) bytes() []byte {
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 || n > uint64(len(d.b)-k) {
+		d.bad = true
+		return nil
+	}
+	d.b = d.b[k:]
+	return d.take(int(n))
+}
+
+// intern returns a shared copy of an owner or group name.
+func (ir *imgReader) intern(b []byte) string {
+	if s, ok := ir.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(ir.strs) < 1<<16 {
+		ir.strs[s] = s
+	}
+	return s
+}
+
+// ReadImage reads an image written by WriteImage into a fresh tree. Any
+// damage (truncation, a flipped bit, a record that breaks a tree
+// invariant) is errs.Corrupt; a failing reader is errs.IO.
+func ReadImage(r io.Reader) (*Tree, error) {
+	ir := &imgReader{r: bufio.NewReaderSize(r, 64<<10), strs: map[string]string{}}
+	var hdr [12]byte
+	if err := ir.readFull(hdr[:]); err != nil {
+		return nil, err
+	}
+	if string(hdr[:8]) != imageMagic {
+		return nil, corrupt("bad magic %q", hdr[:8])
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != imageVersion {
+		return nil, corrupt("unsupported image version %d", v)
+	}
+	t, err := ir.readMeta()
+	if err != nil {
+		return nil, err
+	}
+	maxBody := maxFixedRecord + 24*t.lim.MaxBlocksPerFile
+	for {
+		start := ir.off
+		typ, body, err := ir.next(maxBody)
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
+		case recDir, recFile:
+			if err := ir.addInode(t, typ == recDir, body, start); err != nil {
+				return nil, err
+			}
+			continue
+		case recEnd:
+			if err := ir.checkEnd(t, body); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, corrupt("record %d at offset %d: unknown record type %d", ir.rec-1, start, typ)
+		}
+		break
+	}
+	want := ir.crc
+	var tr [4]byte
+	if err := ir.readFull(tr[:]); err != nil {
+		return nil, err
+	}
+	if got := binary.LittleEndian.Uint32(tr[:]); got != want {
+		return nil, corrupt("image checksum mismatch (%08x, want %08x)", got, want)
+	}
+	if _, err := ir.r.ReadByte(); err == nil {
+		return nil, corrupt("trailing bytes after the image at offset %d", ir.off)
+	} else if err != io.EOF {
+		return nil, errs.Wrap(errs.IO, "readImage", "", err)
+	}
+	return t, nil
+}
+
+func (ir *imgReader) readMeta() (*Tree, error) {
+	typ, body, err := ir.next(maxFixedRecord)
+	if err != nil {
+		return nil, err
+	}
+	if typ != recMeta || len(body) != metaLen {
+		return nil, corrupt("first record is type %d, %d bytes; want META, %d bytes", typ, len(body), metaLen)
+	}
+	d := dec{b: body}
+	var l [4]int
+	caps := [4]int{capPathLen, capComponentLen, capBlocksPerFile, capDirItems}
+	for i := range l {
+		v := d.u32()
+		if v == 0 || int64(v) > int64(caps[i]) {
+			return nil, corrupt("limit %d is %d, want 1..%d", i, v, caps[i])
+		}
+		l[i] = int(v)
+	}
+	t := New(Limits{l[0], l[1], l[2], l[3]}, "", "")
+	t.inodes = map[ID]*inode{}
+	t.root, t.numDirs = nil, 0
+	t.nextID, t.nextBlockID, t.nextGenStamp = ID(d.u64()), d.u64(), d.u64()
+	if t.nextID <= RootID || t.nextBlockID == 0 || t.nextGenStamp == 0 {
+		return nil, corrupt("bad counters: next inode %d, next block %d, next genstamp %d", t.nextID, t.nextBlockID, t.nextGenStamp)
+	}
+	return t, nil
+}
+
+// addInode decodes one DIR or FILE record, found at offset start, and
+// links it into t.
+func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) error {
+	bad := func(format string, args ...any) error {
+		return corrupt("record %d at offset %d: %s", ir.rec-1, start, fmt.Sprintf(format, args...))
+	}
+	d := dec{b: body}
+	n := &inode{dir: isDir, state: Complete}
+	n.id = ID(d.u64())
+	parentID := ID(d.u64())
+	name := d.bytes()
+	owner, group := d.bytes(), d.bytes()
+	n.mode = d.u32()
+	n.mtime = int64(d.u64())
+	if d.bad {
+		return bad("inode record too short")
+	}
+	switch {
+	case n.id == 0 || n.id >= t.nextID:
+		return bad("inode id %d outside 1..%d", n.id, t.nextID-1)
+	case t.inodes[n.id] != nil:
+		return bad("duplicate inode id %d", n.id)
+	case n.mode&^permMask != 0:
+		return bad("inode %d: mode %#o has bits outside 01777", n.id, n.mode)
+	case len(owner) > maxUserName || len(group) > maxUserName:
+		return bad("inode %d: owner or group name longer than %d bytes", n.id, maxUserName)
+	}
+	n.owner, n.group = ir.intern(owner), ir.intern(group)
+
+	if t.root == nil {
+		if n.id != RootID || parentID != 0 || len(name) != 0 || !isDir {
+			return bad("first inode is %d (parent %d), want the root directory %d", n.id, parentID, RootID)
+		}
+		t.root = n
+		t.inodes[n.id] = n
+		t.numDirs++
+		return nil
+	}
+	parent := t.inodes[parentID]
+	switch {
+	case parent == nil:
+		return bad("inode %d: parent %d not seen before it", n.id, parentID)
+	case !parent.dir:
+		return bad("inode %d: parent %d is a file", n.id, parentID)
+	case len(parent.kids) >= t.lim.MaxDirItems:
+		return bad("inode %d: directory %d has more than %d items", n.id, parentID, t.lim.MaxDirItems)
+	}
+	if msg := checkComponent(string(name), t.lim); msg != "" {
+		return bad("inode %d: bad name %q: %s", n.id, name, msg)
+	}
+	for _, c := range name {
+		if c == '/' || c == 0 {
+			return bad("inode %d: name %q contains '/' or NUL", n.id, name)
+		}
+	}
+	if k := len(parent.kids); k > 0 && parent.kids[k-1].name >= string(name) {
+		return bad("inode %d: name %q not after %q in directory %d", n.id, name, parent.kids[k-1].name, parentID)
+	}
+	n.name = string(name)
+
+	if !isDir {
+		n.repl = d.u32()
+		n.blockSize = d.u64()
+		n.state = FileState(d.u8())
+		nb := d.u32()
+		switch {
+		case d.bad:
+			return bad("inode %d: file record too short", n.id)
+		case n.repl < MinReplication || n.repl > MaxReplication:
+			return bad("inode %d: replication %d out of range", n.id, n.repl)
+		case n.blockSize == 0:
+			return bad("inode %d: block size 0", n.id)
+		case n.state > Complete:
+			return bad("inode %d: unknown file state %d", n.id, n.state)
+		case int64(nb) > int64(t.lim.MaxBlocksPerFile):
+			return bad("inode %d: %d blocks, limit %d", n.id, nb, t.lim.MaxBlocksPerFile)
+		case int64(len(d.b)) != 24*int64(nb):
+			return bad("inode %d: %d bytes for %d blocks, want %d", n.id, len(d.b), nb, 24*int64(nb))
+		}
+		if nb > 0 {
+			n.blocks = make([]Block, nb)
+		}
+		for i := range n.blocks {
+			b := Block{ID: d.u64(), GenStamp: d.u64(), Length: d.u64()}
+			switch {
+			case b.ID == 0 || b.ID >= t.nextBlockID:
+				return bad("inode %d: block id %d outside 1..%d", n.id, b.ID, t.nextBlockID-1)
+			case b.GenStamp == 0 || b.GenStamp >= t.nextGenStamp:
+				return bad("inode %d: block %d generation stamp %d outside 1..%d", n.id, b.ID, b.GenStamp, t.nextGenStamp-1)
+			case b.Length > n.blockSize:
+				return bad("inode %d: block %d length %d exceeds block size %d", n.id, b.ID, b.Length, n.blockSize)
+			}
+			if owner, dup := t.blocks[b.ID]; dup {
+				return bad("inode %d: block %d already belongs to inode %d", n.id, b.ID, owner)
+			}
+			t.blocks[b.ID] = n.id // on error the whole tree is dropped
+			n.blocks[i] = b
+			n.length += b.Length
+		}
+		t.numBlocks += len(n.blocks)
+		t.numFiles++
+	} else {
+		if len(d.b) != 0 {
+			return bad("inode %d: %d unexpected bytes in directory record", n.id, len(d.b))
+		}
+		t.numDirs++
+	}
+	t.inodes[n.id] = n
+	parent.kids = append(parent.kids, n)
+	n.parent = parent
+	parent.indexAdd(n)
+	return nil
+}
+
+func (ir *imgReader) checkEnd(t *Tree, body []byte) error {
+	if len(body) != endLen {
+		return corrupt("END record is %d bytes, want %d", len(body), endLen)
+	}
+	if t.root == nil {
+		return corrupt("image has no root directory")
+	}
+	d := dec{b: body}
+	dirs, files, blocks := d.u64(), d.u64(), d.u64()
+	if dirs != uint64(t.numDirs) || files != uint64(t.numFiles) || blocks != uint64(t.numBlocks) {
+		return corrupt("END counts %d dirs, %d files, %d blocks; image holds %d, %d, %d",
+			dirs, files, blocks, t.numDirs, t.numFiles, t.numBlocks)
+	}
+	return nil
+}

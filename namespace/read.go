@@ -1,0 +1,116 @@
+package namespace
+
+import (
+	"crypto/sha256"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Stat describes p.
+func (t *Tree) Stat(p string) (FileInfo, error) {
+	n, err := t.lookup("stat", p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return n.info(p), nil
+}
+
+// File describes file p and returns its blocks. The slice is the tree's
+// own: read it only, and only under the lock the call was made under (no
+// mutation ever writes into it, but it stops being current). IsDir for a
+// directory.
+func (t *Tree) File(p string) (FileInfo, []Block, error) {
+	n, err := t.lookup("file", p)
+	if err != nil {
+		return FileInfo{}, nil, err
+	}
+	if n.dir {
+		return FileInfo{}, nil, errs.New(errs.IsDir, "file", p, "path is a directory")
+	}
+	return n.info(p), n.blocks, nil
+}
+
+// FileByID is File by inode id; ok is false if id is not a file. The path
+// in the FileInfo is rebuilt from the inode's ancestors.
+func (t *Tree) FileByID(id ID) (FileInfo, []Block, bool) {
+	n := t.inodes[id]
+	if n == nil || n.dir {
+		return FileInfo{}, nil, false
+	}
+	return n.info(pathOf(n)), n.blocks, true
+}
+
+// List returns the children of directory p whose names sort after
+// startAfter (byte order), at most limit of them (limit <= 0: all), and
+// whether more follow. Listing a file returns that file alone (nothing
+// when startAfter is set).
+func (t *Tree) List(p string, startAfter string, limit int) ([]FileInfo, bool, error) {
+	n, err := t.lookup("list", p)
+	if err != nil {
+		return nil, false, err
+	}
+	if !n.dir {
+		if startAfter != "" {
+			return nil, false, nil
+		}
+		return []FileInfo{n.info(p)}, false, nil
+	}
+	c, i := n.child(startAfter)
+	if c != nil {
+		i++
+	}
+	end := len(n.kids)
+	more := false
+	if limit > 0 && end-i > limit {
+		end, more = i+limit, true
+	}
+	out := make([]FileInfo, 0, end-i)
+	for _, k := range n.kids[i:end] {
+		out = append(out, k.info(joinPath(p, k.name)))
+	}
+	return out, more, nil
+}
+
+// BlockInode returns the file that owns block blockID.
+func (t *Tree) BlockInode(blockID uint64) (ID, bool) {
+	id, ok := t.blocks[blockID]
+	return id, ok
+}
+
+// ForEachBlock calls fn for every block, in tree order (depth first,
+// children by name, each file's blocks in order). complete is false only
+// for the last block of an under-construction file. fn must not modify
+// the tree.
+func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, complete bool)) {
+	var walk func(n *inode)
+	walk = func(n *inode) {
+		if n.dir {
+			for _, c := range n.kids {
+				walk(c)
+			}
+			return
+		}
+		last := len(n.blocks) - 1
+		for i, b := range n.blocks {
+			fn(b, n.id, n.repl, n.state == Complete || i < last)
+		}
+	}
+	walk(t.root)
+}
+
+// Counts returns the number of files, directories (the root included) and
+// blocks.
+func (t *Tree) Counts() (files, dirs, blocks int) {
+	return t.numFiles, t.numDirs, t.numBlocks
+}
+
+// Hash returns the SHA-256 of the tree's image (see WriteImage). The image
+// is canonical (children in name order, every field and counter included),
+// so equal trees hash equal however they were built.
+func (t *Tree) Hash() [32]byte {
+	h := sha256.New()
+	_ = t.writeImage(h) // a hash.Hash never fails a write
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}

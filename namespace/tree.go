@@ -1,0 +1,298 @@
+package namespace
+
+import (
+	"strings"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Tree is the namespace. See the package comment for its locking rules.
+type Tree struct {
+	lim    Limits
+	root   *inode
+	inodes map[ID]*inode
+	blocks map[uint64]ID // block id -> owning file
+
+	nextID       ID
+	nextBlockID  uint64
+	nextGenStamp uint64
+
+	numFiles, numDirs, numBlocks int
+}
+
+// inode is a directory or a file.
+type inode struct {
+	id     ID
+	parent *inode // nil for the root
+	name   string
+	owner  string
+	group  string
+	mode   uint32
+	mtime  int64
+	dir    bool
+
+	// directories
+	kids  []*inode          // sorted by name (byte order)
+	index map[string]*inode // name -> child, only while len(kids) >= indexMin
+
+	// files
+	state     FileState
+	repl      uint32
+	blockSize uint64
+	length    uint64  // sum of block lengths
+	blocks    []Block // copy-on-write; see the package comment
+}
+
+// First values of the counters in a new tree.
+const (
+	firstBlockID  = 1
+	firstGenStamp = 1000
+)
+
+// New returns a tree holding only the root directory, mode 0755, owned by
+// superOwner:superGroup. Zero fields of l take their defaults. New panics
+// if an owner or group name is longer than 255 bytes or holds a NUL (a
+// configuration error: such a tree could not be saved).
+func New(l Limits, superOwner, superGroup string) *Tree {
+	if checkUserName("", "", "owner", superOwner) != nil || checkUserName("", "", "group", superGroup) != nil {
+		panic("namespace: superuser owner or group name longer than 255 bytes or containing NUL")
+	}
+	root := &inode{id: RootID, name: "", owner: superOwner, group: superGroup, mode: 0755, dir: true, state: Complete}
+	return &Tree{
+		lim:          l.normalize(),
+		root:         root,
+		inodes:       map[ID]*inode{RootID: root},
+		blocks:       map[uint64]ID{},
+		nextID:       RootID + 1,
+		nextBlockID:  firstBlockID,
+		nextGenStamp: firstGenStamp,
+		numDirs:      1,
+	}
+}
+
+// Limits returns the tree's (normalized) limits.
+func (t *Tree) Limits() Limits { return t.lim }
+
+// A directory keeps a map from name to child once it has indexMin
+// children, so that lookups in big directories cost one hash probe instead
+// of a binary search whose every step chases a pointer; the map goes away
+// again below indexMin/2.
+const indexMin = 64
+
+// lookupChild returns the child of directory d called name, or nil.
+func (d *inode) lookupChild(name string) *inode {
+	if d.index != nil {
+		return d.index[name]
+	}
+	c, _ := d.child(name)
+	return c
+}
+
+// child returns the child of directory d called name, and the index where
+// it is (or would be inserted) in d.kids.
+func (d *inode) child(name string) (*inode, int) {
+	lo, hi := 0, len(d.kids)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if d.kids[m].name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(d.kids) && d.kids[lo].name == name {
+		return d.kids[lo], lo
+	}
+	return nil, lo
+}
+
+// insertChild adds c (whose name is not yet in d) to d.
+func (d *inode) insertChild(c *inode) {
+	_, i := d.child(c.name)
+	d.kids = append(d.kids, nil)
+	copy(d.kids[i+1:], d.kids[i:])
+	d.kids[i] = c
+	c.parent = d
+	d.indexAdd(c)
+}
+
+// indexAdd records the child c (already in d.kids) in d.index, building
+// the index when d reaches indexMin children.
+func (d *inode) indexAdd(c *inode) {
+	switch {
+	case d.index != nil:
+		d.index[c.name] = c
+	case len(d.kids) >= indexMin:
+		d.index = make(map[string]*inode, 2*len(d.kids))
+		for _, k := range d.kids {
+			d.index[k.name] = k
+		}
+	}
+}
+
+// removeChild removes c from its parent.
+func (d *inode) removeChild(c *inode) {
+	_, i := d.child(c.name)
+	copy(d.kids[i:], d.kids[i+1:])
+	d.kids[len(d.kids)-1] = nil
+	d.kids = d.kids[:len(d.kids)-1]
+	if d.index != nil {
+		delete(d.index, c.name)
+		if len(d.kids) < indexMin/2 {
+			d.index = nil
+		}
+	}
+}
+
+// walk follows p (a valid path) from the root as far as it exists. It
+// returns the deepest inode reached and the unresolved rest of p ("" when
+// p resolved fully). When walk stops at a file, rest names what lies below.
+func (t *Tree) walk(p string) (n *inode, rest string) {
+	n = t.root
+	rest = p[1:]
+	for rest != "" {
+		if !n.dir {
+			return n, rest
+		}
+		comp, tail, _ := cutComp(rest)
+		c := n.lookupChild(comp)
+		if c == nil {
+			return n, rest
+		}
+		n, rest = c, tail
+	}
+	return n, ""
+}
+
+// lookup validates p and returns its inode: NotFound if it does not exist,
+// NotDir if a file stands where a directory should.
+func (t *Tree) lookup(op, p string) (*inode, error) {
+	if err := validatePath(op, p, t.lim); err != nil {
+		return nil, err
+	}
+	n, rest := t.walk(p)
+	if rest == "" {
+		return n, nil
+	}
+	return nil, t.walkErr(op, p, n, rest)
+}
+
+// walkErr explains why walk stopped at n with rest unresolved.
+func (t *Tree) walkErr(op, p string, n *inode, rest string) error {
+	if !n.dir {
+		return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
+	}
+	if strings.IndexByte(rest, '/') >= 0 {
+		comp, _, _ := cutComp(rest)
+		return errs.Newf(errs.NotFound, op, p, "no such file or directory: %s does not exist", joinPath(prefixOf(p, rest), comp))
+	}
+	return errs.New(errs.NotFound, op, p, "no such file or directory")
+}
+
+// pathOf builds the path of n from its ancestors.
+func pathOf(n *inode) string {
+	if n.parent == nil {
+		return "/"
+	}
+	size := 0
+	for a := n; a.parent != nil; a = a.parent {
+		size += 1 + len(a.name)
+	}
+	b := make([]byte, size)
+	i := size
+	for a := n; a.parent != nil; a = a.parent {
+		i -= len(a.name)
+		copy(b[i:], a.name)
+		i--
+		b[i] = '/'
+	}
+	return string(b)
+}
+
+// info describes n, found at path p.
+func (n *inode) info(p string) FileInfo {
+	fi := FileInfo{
+		Path: p, ID: n.id, Name: n.name, IsDir: n.dir,
+		Owner: n.owner, Group: n.group, Mode: n.mode, MtimeMs: n.mtime,
+		State: n.state,
+	}
+	if n.parent != nil {
+		fi.Parent = n.parent.id
+	}
+	if n.dir {
+		fi.Children = len(n.kids)
+	} else {
+		fi.Replication = n.repl
+		fi.BlockSize = n.blockSize
+		fi.Length = n.length
+		fi.NumBlocks = len(n.blocks)
+	}
+	return fi
+}
+
+// newInode allocates an id for n, links it under parent and counts it.
+func (t *Tree) newInode(parent, n *inode) {
+	n.id = t.nextID
+	t.nextID++
+	t.inodes[n.id] = n
+	parent.insertChild(n)
+	if n.dir {
+		t.numDirs++
+	} else {
+		t.numFiles++
+	}
+}
+
+// removeSubtree unlinks n and everything below it from the id and block
+// indexes and the counts, appending the removed blocks to out in walk
+// order. It does not detach n from its parent.
+func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
+	delete(t.inodes, n.id)
+	if n.dir {
+		t.numDirs--
+		for _, c := range n.kids {
+			out = t.removeSubtree(c, out)
+		}
+		return out
+	}
+	t.numFiles--
+	for _, b := range n.blocks {
+		delete(t.blocks, b.ID)
+	}
+	t.numBlocks -= len(n.blocks)
+	return append(out, n.blocks...)
+}
+
+// checkPerm rejects mode bits outside 01777.
+func checkPerm(op, p string, perm uint32) error {
+	if perm&^permMask != 0 {
+		return errs.Newf(errs.Invalid, op, p, "permission %#o has bits outside 01777", perm)
+	}
+	return nil
+}
+
+// checkUserName rejects over-long owner or group names.
+func checkUserName(op, p, what, name string) error {
+	if len(name) > maxUserName {
+		return errs.Newf(errs.Invalid, op, p, "%s name too long: %d bytes, limit %d", what, len(name), maxUserName)
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return errs.Newf(errs.Invalid, op, p, "%s name contains a NUL byte", what)
+	}
+	return nil
+}
+
+func checkReplication(op, p string, r uint32) error {
+	if r < MinReplication || r > MaxReplication {
+		return errs.Newf(errs.Invalid, op, p, "replication %d out of range %d..%d", r, MinReplication, MaxReplication)
+	}
+	return nil
+}
+
+// orInherit returns v, or def when v is empty.
+func orInherit(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return strings.Clone(v)
+}
