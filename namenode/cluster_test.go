@@ -22,7 +22,8 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// hashicorp/raft's TCP transport and bolt close asynchronously.
-		goleak.IgnoreTopFunction("github.com/hashicorp/raft.(*NetworkTransport).listen"),
+		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).listen"),
+		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn"),
 		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/resolver/dns.(*dnsResolver).watcher"),
 	)
 }

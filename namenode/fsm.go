@@ -297,7 +297,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var buf byteBuffer
-	if err := writeSnapshot(&buf, f.st); err != nil {
+	if err := writeSnapshot(&buf, f.st, f.applied.Load()); err != nil {
 		return nil, err
 	}
 	return &fsmSnapshot{data: buf.b}, nil
@@ -307,7 +307,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // and swaps it in only when the whole stream decoded.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, err := readSnapshot(bufio.NewReaderSize(rc, 1<<16))
+	st, applied, err := readSnapshot(bufio.NewReaderSize(rc, 1<<16))
 	if err != nil {
 		return err
 	}
@@ -319,11 +319,17 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		})
 	}
 	f.mu.Unlock()
+	f.setApplied(applied)
 	return nil
 }
 
-func writeSnapshot(w io.Writer, st *state) error {
+func writeSnapshot(w io.Writer, st *state, applied uint64) error {
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
+		return err
+	}
+	var idx [8]byte
+	binary.LittleEndian.PutUint64(idx[:], applied)
+	if _, err := w.Write(idx[:]); err != nil {
 		return err
 	}
 	ids := make([]string, 0, len(st.members))
@@ -352,45 +358,50 @@ func writeSnapshot(w io.Writer, st *state) error {
 	return st.tree.WriteImage(w)
 }
 
-func readSnapshot(r io.Reader) (*state, error) {
+func readSnapshot(r io.Reader) (*state, uint64, error) {
 	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
-		return nil, corrupt("bad magic")
+		return nil, 0, corrupt("bad magic")
 	}
+	var idx [8]byte
+	if _, err := io.ReadFull(r, idx[:]); err != nil {
+		return nil, 0, corrupt("truncated applied index")
+	}
+	applied := binary.LittleEndian.Uint64(idx[:])
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, corrupt("truncated member count")
+		return nil, 0, corrupt("truncated member count")
 	}
 	n := binary.LittleEndian.Uint32(hdr[:])
 	if n > 1024 {
-		return nil, corrupt("implausible member count")
+		return nil, 0, corrupt("implausible member count")
 	}
 	st := &state{members: make(map[string]*api.Member, n)}
 	for i := uint32(0); i < n; i++ {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, corrupt("truncated member")
+			return nil, 0, corrupt("truncated member")
 		}
 		size := binary.LittleEndian.Uint32(hdr[:])
 		if size > 1<<16 {
-			return nil, corrupt("implausible member size")
+			return nil, 0, corrupt("implausible member size")
 		}
 		b := make([]byte, size)
 		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, corrupt("truncated member")
+			return nil, 0, corrupt("truncated member")
 		}
 		m := &api.Member{}
 		if err := proto.Unmarshal(b, m); err != nil {
-			return nil, corrupt("bad member: " + err.Error())
+			return nil, 0, corrupt("bad member: " + err.Error())
 		}
 		st.members[m.Id] = m
 	}
 	tree, err := namespace.ReadImage(r)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	st.tree = tree
-	return st, nil
+	return st, applied, nil
 }
 
 type byteBuffer struct{ b []byte }

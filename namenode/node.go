@@ -95,7 +95,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (n *Namenode, err 
 	if err := n.startRaft(); err != nil {
 		return nil, err
 	}
-	n.reads = newReadBatcher(n.raft)
+	n.reads = newReadBatcher(n.raft, n.fsm.appliedIndex)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {
 		return nil, err

@@ -148,10 +148,11 @@ func (p *peerConns) close() {
 
 // readBatcher shares one VerifyLeader round among concurrent linearizable
 // reads. A read joins the next round to start (never one already in flight,
-// whose commit index may predate the read); the round records the commit
-// index when it starts and confirms leadership with a quorum.
+// whose index may predate the read); the round records the read index when
+// it starts and confirms leadership with a quorum.
 type readBatcher struct {
 	r       *raft.Raft
+	applied func() uint64
 	mu      sync.Mutex
 	next    *readRound
 	running bool
@@ -163,7 +164,9 @@ type readRound struct {
 	err   error
 }
 
-func newReadBatcher(r *raft.Raft) *readBatcher { return &readBatcher{r: r} }
+func newReadBatcher(r *raft.Raft, applied func() uint64) *readBatcher {
+	return &readBatcher{r: r, applied: applied}
+}
 
 // readIndex returns a commit index confirmed by a quorum after the call began.
 func (b *readBatcher) readIndex(ctx context.Context) (uint64, error) {
@@ -188,7 +191,12 @@ func (b *readBatcher) startLocked() {
 	rd := b.next
 	b.next = nil
 	b.running = true
-	rd.index = b.r.CommitIndex()
+	// Every write acknowledged before this moment has been applied to the
+	// leader's FSM (Apply returns after the FSM), and a ready leader has
+	// applied everything earlier leaders committed (Barrier). So the
+	// leader's applied index is a sufficient read index, and unlike the
+	// commit index it never points at a no-op entry that FSMs never see.
+	rd.index = b.applied()
 	go func() {
 		rd.err = b.r.VerifyLeader().Error()
 		close(rd.done)
