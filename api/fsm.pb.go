@@ -799,6 +799,53 @@ func (x *CommandResult) GetRemoved() []*Block {
 	return nil
 }
 
+// BatchCommand carries several commands proposed concurrently, applied in
+// order as if each had its own log entry. Each element is a whole encoded
+// command (type byte + message); batches do not nest.
+type BatchCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commands      [][]byte               `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCommand) Reset() {
+	*x = BatchCommand{}
+	mi := &file_api_fsm_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCommand) ProtoMessage() {}
+
+func (x *BatchCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCommand.ProtoReflect.Descriptor instead.
+func (*BatchCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BatchCommand) GetCommands() [][]byte {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -865,7 +912,9 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12'\n" +
 	"\x05block\x18\x06 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x04R\x06offset\x12+\n" +
-	"\aremoved\x18\b \x03(\v2\x11.blockfs.v1.BlockR\aremovedB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\aremoved\x18\b \x03(\v2\x11.blockfs.v1.BlockR\aremoved\"*\n" +
+	"\fBatchCommand\x12\x1a\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommandsB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_fsm_proto_rawDescOnce sync.Once
@@ -879,7 +928,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_fsm_proto_goTypes = []any{
 	(*Caller)(nil),              // 0: blockfs.v1.Caller
 	(*MkdirsCommand)(nil),       // 1: blockfs.v1.MkdirsCommand
@@ -892,25 +941,26 @@ var file_api_fsm_proto_goTypes = []any{
 	(*SetMemberCommand)(nil),    // 8: blockfs.v1.SetMemberCommand
 	(*RemoveMemberCommand)(nil), // 9: blockfs.v1.RemoveMemberCommand
 	(*CommandResult)(nil),       // 10: blockfs.v1.CommandResult
-	(*Block)(nil),               // 11: blockfs.v1.Block
-	(*Member)(nil),              // 12: blockfs.v1.Member
-	(*FileStatus)(nil),          // 13: blockfs.v1.FileStatus
+	(*BatchCommand)(nil),        // 11: blockfs.v1.BatchCommand
+	(*Block)(nil),               // 12: blockfs.v1.Block
+	(*Member)(nil),              // 13: blockfs.v1.Member
+	(*FileStatus)(nil),          // 14: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	11, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	12, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	11, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	12, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	11, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	12, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	0,  // 8: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 9: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	12, // 10: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	13, // 11: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	11, // 12: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	11, // 13: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	13, // 10: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	14, // 11: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	12, // 12: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	12, // 13: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
 	14, // [14:14] is the sub-list for method output_type
 	14, // [14:14] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
@@ -931,7 +981,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

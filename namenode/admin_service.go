@@ -150,7 +150,10 @@ func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*ap
 	if _, _, err := decodeCommand(req.Command); err != nil {
 		return nil, err
 	}
-	res, idx, err := s.n.applyLocal(req.Command)
+	if t, _, _ := decodeCommand(req.Command); t == cmdBatch {
+		return nil, errs.New(errs.Invalid, "apply", "", "batches are formed by the leader, not forwarded")
+	}
+	res, idx, err := s.n.applyLocal(ctx, req.Command)
 	if res == nil {
 		if err == nil {
 			err = errs.New(errs.Internal, "apply", "", "no result")

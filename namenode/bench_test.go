@@ -53,6 +53,24 @@ func BenchmarkCreateRaft(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
+	b.ReportMetric(meanBatch(b, x.c.Namenode(l)), "entries/batch")
+}
+
+// meanBatch reads the mean FSM apply batch size from a node's metrics.
+func meanBatch(b *testing.B, n *namenode.Namenode) float64 {
+	mfs, err := n.Registry().Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "blockfs_namenode_fsm_apply_batch_size" {
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() > 0 {
+				return h.GetSampleSum() / float64(h.GetSampleCount())
+			}
+		}
+	}
+	return 0
 }
 
 // BenchmarkGetBlockLocationsScaling calls GetBlockLocations on a 10-block

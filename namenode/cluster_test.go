@@ -127,4 +127,3 @@ func wantCode(t testing.TB, err error, code codes.Code, msgPart string) {
 		t.Fatalf("error %q does not mention %q", status.Convert(err).Message(), msgPart)
 	}
 }
-

@@ -21,6 +21,7 @@ const (
 	cmdRename       cmdType = 7
 	cmdSetMember    cmdType = 8
 	cmdRemoveMember cmdType = 9
+	cmdBatch        cmdType = 10
 )
 
 // encodeCommand frames msg as one log entry: type byte, then protobuf.
@@ -51,6 +52,8 @@ func newCommandMessage(t cmdType) proto.Message {
 		return &api.SetMemberCommand{}
 	case cmdRemoveMember:
 		return &api.RemoveMemberCommand{}
+	case cmdBatch:
+		return &api.BatchCommand{}
 	}
 	return nil
 }

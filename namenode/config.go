@@ -58,6 +58,11 @@ type Config struct {
 	Blocks         blocks.Config
 	WorkInterval   time.Duration // how often liveness and replication work run
 	MaxRequestSize int           // bytes; larger requests get ResourceExhausted
+	// MaxInflightApplies bounds the Raft entries the leader has in flight;
+	// proposals that arrive meanwhile are coalesced into one entry of at
+	// most MaxBatch commands.
+	MaxInflightApplies int
+	MaxBatch           int
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node
@@ -81,6 +86,9 @@ func DefaultConfig() Config {
 		Blocks:         blocks.DefaultConfig(),
 		WorkInterval:   time.Second,
 		MaxRequestSize: 4 << 20,
+
+		MaxInflightApplies: 1,
+		MaxBatch:           256,
 	}
 }
 
@@ -110,6 +118,8 @@ func (c *Config) Validate() error {
 		return bad("work interval must be positive")
 	case c.MaxRequestSize <= 0:
 		return bad("max request size must be positive")
+	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
+		return bad("max in-flight applies and max batch must be positive")
 	}
 	for _, p := range c.Peers {
 		if p.ID == "" || p.RaftAddr == "" || p.GRPCAddr == "" {

@@ -87,7 +87,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		out[i] = f.applyOne(l.Data)
+		out[i] = f.applyEntry(l.Data)
 	}
 	f.mu.Unlock()
 	if last > 0 {
@@ -128,12 +128,36 @@ func (f *fsm) waitApplied(done <-chan struct{}, idx uint64) bool {
 	}
 }
 
+// batchResult is the FSM's answer to a cmdBatch entry: one result per
+// command, in order.
+type batchResult []*api.CommandResult
+
+// applyEntry applies one log entry: a single command or a batch.
+func (f *fsm) applyEntry(data []byte) any {
+	if len(data) == 0 || cmdType(data[0]) != cmdBatch {
+		return f.applyOne(data)
+	}
+	_, msg, err := decodeCommand(data)
+	if err != nil {
+		return resultError(err)
+	}
+	cmds := msg.(*api.BatchCommand).Commands
+	out := make(batchResult, len(cmds))
+	for i, c := range cmds {
+		out[i] = f.applyOne(c)
+	}
+	return out
+}
+
 // applyOne decodes and applies one command. Errors are results, never
 // panics: a bad command must not stop the state machine.
 func (f *fsm) applyOne(data []byte) *api.CommandResult {
 	t, msg, err := decodeCommand(data)
 	if err != nil {
 		return resultError(err)
+	}
+	if t == cmdBatch {
+		return resultError(errs.New(errs.Invalid, "fsm", "", "batches do not nest"))
 	}
 	res, err := f.dispatch(t, msg)
 	if err != nil {

@@ -49,29 +49,34 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 		FileLength:        fi.Length,
 		UnderConstruction: fi.State == namespace.UnderConstruction,
 	}
+	// Allocate the response in a few slabs rather than per block, and
+	// share one DatanodeInfo per datanode across the blocks: a 1000-block
+	// file otherwise costs thousands of small allocations, and the GC work
+	// they cause is what stops concurrent calls from scaling.
+	first, last := overlapping(bs, req.Offset, end, out.UnderConstruction && end == fi.Length)
+	count := last - first
+	lbs := make([]api.LocatedBlock, count)
+	apiBlocks := make([]api.Block, count)
+	out.Blocks = make([]*api.LocatedBlock, count)
 	var (
-		pos  uint64
-		locs []blocks.Datanode
+		nodes   nodeMemo
+		locs    []blocks.Datanode
+		locPtrs []*api.DatanodeInfo
 	)
-	for i, b := range bs {
-		bEnd := pos + b.Length
-		last := i == len(bs)-1
-		// A block overlaps if it ends after offset and starts before end;
-		// an under-construction last block (length not yet known) is always
-		// included when the range reaches the end of the file.
-		if (bEnd > req.Offset && pos < end) || (last && out.UnderConstruction && end == fi.Length) {
-			lb := &api.LocatedBlock{Block: toAPIBlock(b), Offset: pos}
-			locs = n.blocks.AppendLocations(locs[:0], b.ID)
-			lb.Locations = make([]*api.DatanodeInfo, len(locs))
-			for j, d := range locs {
-				lb.Locations[j] = toDatanodeInfo(d)
-			}
-			out.Blocks = append(out.Blocks, lb)
+	pos := blockOffset(bs, first)
+	for i := range count {
+		b := bs[first+i]
+		apiBlocks[i] = api.Block{Id: b.ID, GenStamp: b.GenStamp, Length: b.Length}
+		lb := &lbs[i]
+		lb.Block, lb.Offset = &apiBlocks[i], pos
+		locs = n.blocks.AppendLocations(locs[:0], b.ID)
+		start := len(locPtrs)
+		for _, d := range locs {
+			locPtrs = append(locPtrs, nodes.info(d))
 		}
-		pos = bEnd
-		if pos >= end && !out.UnderConstruction {
-			break
-		}
+		lb.Locations = locPtrs[start:len(locPtrs):len(locPtrs)]
+		out.Blocks[i] = lb
+		pos += b.Length
 	}
 	return out, nil
 }
@@ -85,4 +90,56 @@ func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
 		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Capacity: d.Capacity, Used: d.Used,
 		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
 	}
+}
+
+// overlapping returns the index range [first, last) of the blocks that
+// overlap [off, end). withLast forces the last block in (an under-
+// construction block whose length is not known yet).
+func overlapping(bs []namespace.Block, off, end uint64, withLast bool) (int, int) {
+	first, last := len(bs), 0
+	var pos uint64
+	for i, b := range bs {
+		bEnd := pos + b.Length
+		if bEnd > off && pos < end {
+			first, last = min(first, i), i+1
+		}
+		pos = bEnd
+		if pos >= end && !withLast {
+			break
+		}
+	}
+	if withLast && len(bs) > 0 {
+		first, last = min(first, len(bs)-1), len(bs)
+	}
+	if last <= first {
+		return 0, 0
+	}
+	return first, last
+}
+
+// blockOffset returns the file offset of block i.
+func blockOffset(bs []namespace.Block, i int) uint64 {
+	var pos uint64
+	for _, b := range bs[:i] {
+		pos += b.Length
+	}
+	return pos
+}
+
+// nodeMemo builds each datanode's DatanodeInfo once per response.
+type nodeMemo struct {
+	ids   []string
+	infos []*api.DatanodeInfo
+}
+
+func (m *nodeMemo) info(d blocks.Datanode) *api.DatanodeInfo {
+	for i, id := range m.ids {
+		if id == d.ID {
+			return m.infos[i]
+		}
+	}
+	di := toDatanodeInfo(d)
+	m.ids = append(m.ids, d.ID)
+	m.infos = append(m.infos, di)
+	return di
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/bbolt"
 	"google.golang.org/grpc"
 
 	"github.com/blockfs/blockfs/api"
@@ -39,6 +40,7 @@ type Namenode struct {
 	store     *raftboltdb.BoltStore
 	transport *raft.NetworkTransport
 	reads     *readBatcher
+	proposer  *proposer
 	ready     atomic.Bool // leader and caught up with its own term
 
 	grpcLis  net.Listener
@@ -56,7 +58,7 @@ type Namenode struct {
 
 // Start opens the node's Raft state, starts serving, and bootstraps or
 // joins as configured. lis, if non-nil, is the gRPC listener to use.
-func Start(ctx context.Context, cfg Config, lis net.Listener) (n *Namenode, err error) {
+func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -73,7 +75,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (n *Namenode, err 
 	if err != nil {
 		return nil, err
 	}
-	n = &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, stop: make(chan struct{}), peers: newPeerConns()}
+	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, stop: make(chan struct{}), peers: newPeerConns()}
 	n.met = newMetrics(reg, n)
 	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
 	defer func() {
@@ -96,6 +98,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (n *Namenode, err 
 		return nil, err
 	}
 	n.reads = newReadBatcher(n.raft, n.fsm.appliedIndex)
+	n.proposer = newProposer(n, n.cfg.MaxInflightApplies, n.cfg.MaxBatch)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {
 		return nil, err
@@ -128,14 +131,25 @@ func (n *Namenode) startRaft() error {
 	rc.HeartbeatTimeout = cfg.RaftHeartbeat
 	rc.ElectionTimeout = cfg.RaftElection
 	rc.LeaderLeaseTimeout = cfg.RaftHeartbeat / 2
-	rc.CommitTimeout = 5 * time.Millisecond
+	rc.CommitTimeout = time.Millisecond
 	rc.SnapshotThreshold = cfg.SnapshotEvery
 	rc.TrailingLogs = cfg.SnapshotEvery
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 512
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: logw})
 
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.DataDir, "raft.db"),
+		// As etcd does: don't rewrite the freelist on every commit (it is
+		// rebuilt on open), keep it as a hashmap, and map enough up front
+		// that the log rarely forces a remap. Every commit still fsyncs.
+		BoltOptions: &bbolt.Options{
+			Timeout:         time.Second,
+			NoFreelistSync:  true,
+			FreelistType:    bbolt.FreelistMapType,
+			InitialMmapSize: 64 << 20,
+		},
+	})
 	if err != nil {
 		return errs.Wrap(errs.IO, "open raft store", cfg.DataDir, err)
 	}
@@ -342,6 +356,9 @@ func (n *Namenode) Close() error {
 		}
 		if n.httpSrv != nil {
 			n.httpSrv.Close()
+		}
+		if n.proposer != nil {
+			n.proposer.close()
 		}
 		if n.raft != nil {
 			if err := n.raft.Shutdown().Error(); err != nil {

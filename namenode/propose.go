@@ -24,7 +24,7 @@ func (n *Namenode) propose(ctx context.Context, t cmdType, msg proto.Message) (*
 		return nil, 0, errs.Wrap(errs.Internal, "encode command", "", err)
 	}
 	if n.raft.State() == raft.Leader {
-		res, idx, err := n.applyLocal(data)
+		res, idx, err := n.applyLocal(ctx, data)
 		if !errs.Is(err, errs.NotLeader) {
 			return res, idx, err
 		}
@@ -32,17 +32,25 @@ func (n *Namenode) propose(ctx context.Context, t cmdType, msg proto.Message) (*
 	return n.forwardApply(ctx, data)
 }
 
-// applyLocal proposes data on this node, which must be the leader.
-func (n *Namenode) applyLocal(data []byte) (*api.CommandResult, uint64, error) {
+// applyLocal proposes one encoded command on this node, which must be the
+// leader, batched with concurrent proposals.
+func (n *Namenode) applyLocal(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
+	return n.proposer.submit(ctx, data)
+}
+
+// applyRaft puts one log entry through Raft and returns the FSM's response.
+func (n *Namenode) applyRaft(data []byte) (any, uint64, error) {
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return nil, 0, n.raftError("apply", err)
 	}
-	res, ok := f.Response().(*api.CommandResult)
-	if !ok {
-		return nil, f.Index(), errs.New(errs.Internal, "apply", "", "FSM returned no result")
+	switch r := f.Response().(type) {
+	case *api.CommandResult:
+		return r, f.Index(), resultErr(r)
+	case batchResult:
+		return r, f.Index(), nil
 	}
-	return res, f.Index(), resultErr(res)
+	return nil, f.Index(), errs.New(errs.Internal, "apply", "", "FSM returned no result")
 }
 
 // raftError translates hashicorp/raft errors into our kinds, with a leader

@@ -90,13 +90,14 @@ func (n *Namenode) unaryInterceptor(ctx context.Context, req any, info *grpc.Una
 }
 
 // callerFrom returns the identity a request runs as.
+// (ValueFromIncomingContext reads single keys without copying the whole
+// metadata map, which FromIncomingContext does on every call.)
 func callerFrom(ctx context.Context) *api.Caller {
-	md, _ := metadata.FromIncomingContext(ctx)
 	user := "nobody"
-	if v := md.Get(UserKey); len(v) > 0 && v[0] != "" {
+	if v := metadata.ValueFromIncomingContext(ctx, UserKey); len(v) > 0 && v[0] != "" {
 		user = v[0]
 	}
-	return &api.Caller{User: user, Groups: md.Get(GroupsKey)}
+	return &api.Caller{User: user, Groups: metadata.ValueFromIncomingContext(ctx, GroupsKey)}
 }
 
 func (n *Namenode) header() *api.ResponseHeader {

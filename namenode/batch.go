@@ -1,0 +1,154 @@
+package namenode
+
+import (
+	"context"
+	"sync"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// proposer coalesces commands proposed concurrently on the leader into one
+// Raft log entry (cmdBatch). At most maxInflight entries are in Raft at
+// once; while they are, new proposals queue up and go out together as the
+// next entry. Raft then pays its per-entry costs (encoding, a bolt put, a
+// future, channel hand-offs on the leader loop and on every follower) once
+// per batch rather than once per command.
+type proposer struct {
+	n        *Namenode
+	in       chan *proposal
+	inflight chan struct{}
+	maxBatch int
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+type proposal struct {
+	data []byte
+	done chan proposalResult
+}
+
+type proposalResult struct {
+	res *api.CommandResult
+	idx uint64
+	err error
+}
+
+func newProposer(n *Namenode, maxInflight, maxBatch int) *proposer {
+	p := &proposer{
+		n: n, in: make(chan *proposal, maxBatch), inflight: make(chan struct{}, maxInflight),
+		maxBatch: maxBatch, stop: make(chan struct{}),
+	}
+	p.wg.Add(1)
+	go p.run()
+	return p
+}
+
+// submit proposes data and waits for its result. ctx only bounds the wait
+// to enter the queue: once in Raft, the command's fate is Raft's.
+func (p *proposer) submit(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
+	pr := &proposal{data: data, done: make(chan proposalResult, 1)}
+	select {
+	case p.in <- pr:
+	case <-ctx.Done():
+		return nil, 0, errs.Wrap(errs.Timeout, "propose", "", ctx.Err())
+	case <-p.stop:
+		return nil, 0, errs.New(errs.Unavailable, "propose", "", "namenode is stopping")
+	}
+	r := <-pr.done
+	return r.res, r.idx, r.err
+}
+
+func (p *proposer) run() {
+	defer p.wg.Done()
+	for {
+		var first *proposal
+		select {
+		case first = <-p.in:
+		case <-p.stop:
+			return
+		}
+		batch := []*proposal{first}
+		// Wait for a free slot, gathering what arrives meanwhile.
+	acquire:
+		for {
+			if len(batch) == p.maxBatch {
+				select {
+				case p.inflight <- struct{}{}:
+					break acquire
+				case <-p.stop:
+					p.fail(batch)
+					return
+				}
+			}
+			select {
+			case p.inflight <- struct{}{}:
+				break acquire
+			case pr := <-p.in:
+				batch = append(batch, pr)
+			case <-p.stop:
+				p.fail(batch)
+				return
+			}
+		}
+	drain:
+		for len(batch) < p.maxBatch {
+			select {
+			case pr := <-p.in:
+				batch = append(batch, pr)
+			default:
+				break drain
+			}
+		}
+		p.wg.Add(1)
+		go p.apply(batch)
+	}
+}
+
+func (p *proposer) fail(batch []*proposal) {
+	for _, pr := range batch {
+		pr.done <- proposalResult{err: errs.New(errs.Unavailable, "propose", "", "namenode is stopping")}
+	}
+}
+
+// apply proposes one batch and hands every proposal its own result.
+func (p *proposer) apply(batch []*proposal) {
+	defer p.wg.Done()
+	defer func() { <-p.inflight }()
+	if len(batch) == 1 {
+		res, idx, err := p.n.applyRaft(batch[0].data)
+		batch[0].done <- proposalResult{res: asResult(res), idx: idx, err: err}
+		return
+	}
+	cmds := make([][]byte, len(batch))
+	for i, pr := range batch {
+		cmds[i] = pr.data
+	}
+	data, err := encodeCommand(cmdBatch, &api.BatchCommand{Commands: cmds})
+	var out any
+	var idx uint64
+	if err == nil {
+		out, idx, err = p.n.applyRaft(data)
+	}
+	results, ok := out.(batchResult)
+	if err == nil && (!ok || len(results) != len(batch)) {
+		err = errs.New(errs.Internal, "propose", "", "FSM returned a malformed batch result")
+	}
+	for i, pr := range batch {
+		if err != nil {
+			pr.done <- proposalResult{err: err}
+			continue
+		}
+		pr.done <- proposalResult{res: results[i], idx: idx, err: resultErr(results[i])}
+	}
+}
+
+func asResult(v any) *api.CommandResult {
+	r, _ := v.(*api.CommandResult)
+	return r
+}
+
+func (p *proposer) close() {
+	close(p.stop)
+	p.wg.Wait()
+}
