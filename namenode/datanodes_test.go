@@ -3,6 +3,7 @@ package namenode_test
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +20,8 @@ func statusCode(err error) codes.Code { return status.Code(err) }
 // heartbeating it turns dead, and its blocks appear in the replication queue.
 func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	x := startCluster(t, 3, func(i int, c *namenode.Config) {
-		c.Blocks.HeartbeatInterval = 20 * time.Millisecond
-		c.Blocks.DeadAfterMissed = 3
+		c.Blocks.HeartbeatInterval = 50 * time.Millisecond
+		c.Blocks.DeadAfterMissed = 4
 		c.WorkInterval = 20 * time.Millisecond
 	})
 	const dns = 4
@@ -46,25 +47,48 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	}
 	x.converge()
 	dp := api.NewDatanodeProtocolClient(x.conns[l])
-	// Every datanode heartbeats and reports; the holders report the block.
-	beat := func(skip string) {
-		for d := range dns {
-			id := fmt.Sprintf("dn%d", d)
-			if id == skip {
-				continue
+	// Every datanode but the victim heartbeats in the background, as real
+	// ones do; the victim starts beating too and stops later.
+	var victim atomic.Value
+	victim.Store("")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	replicate := make(chan *api.ReplicateBlockCommand, 1)
+	go func() {
+		defer close(done)
+		for {
+			for d := range dns {
+				id := fmt.Sprintf("dn%d", d)
+				if id == victim.Load().(string) {
+					continue
+				}
+				hr, err := dp.Heartbeat(x.root(), &api.HeartbeatRequest{DatanodeId: id, Capacity: 1 << 40})
+				if err != nil {
+					continue
+				}
+				for _, cmd := range hr.Commands {
+					if r := cmd.GetReplicate(); r != nil && r.Block.Id == b.Id {
+						select {
+						case replicate <- r:
+						default:
+						}
+					}
+				}
 			}
-			if _, err := dp.Heartbeat(x.root(), &api.HeartbeatRequest{DatanodeId: id, Capacity: 1 << 40}); err != nil {
-				t.Fatal(err)
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
 			}
 		}
-	}
+	}()
+	defer func() { close(stop); <-done }()
 	for id := range holders {
 		_, err := dp.BlockReport(x.root(), &api.BlockReportRequest{DatanodeId: id, Blocks: []*api.ReportedBlock{{Block: b, InodeId: cr.Status.InodeId}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	beat("")
 	loc, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/f"})
 	if err != nil {
 		t.Fatal(err)
@@ -72,56 +96,36 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	if n := len(loc.Blocks[0].Locations); n != 3 {
 		t.Fatalf("%d live replicas, want 3", n)
 	}
-	var victim string
+	var dead string
 	for id := range holders {
-		victim = id
+		dead = id
 		break
 	}
+	victim.Store(dead)
 	bm := x.c.Namenode(l).Blocks()
 	deadline := time.Now().Add(10 * time.Second)
 	for !slices.Contains(bm.UnderReplicated(), b.Id) && !hasReplicate(bm, b.Id) {
 		if time.Now().After(deadline) {
-			t.Fatalf("block %d never queued for replication after %s died; datanodes %+v", b.Id, victim, bm.Datanodes())
+			t.Fatalf("block %d never queued for replication after %s died; datanodes %+v", b.Id, dead, bm.Datanodes())
 		}
-		beat(victim)
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, d := range bm.Datanodes() {
-		if d.ID == victim && d.State.String() != "dead" {
-			t.Fatalf("%s is %v, want dead", victim, d.State)
+		if d.ID == dead && d.State.String() != "dead" {
+			t.Fatalf("%s is %v, want dead", dead, d.State)
 		}
 	}
-	// The leader hands out a replicate command to a surviving holder.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		got := false
-		for id := range holders {
-			if id == victim {
-				continue
-			}
-			hr, err := dp.Heartbeat(x.root(), &api.HeartbeatRequest{DatanodeId: id, Capacity: 1 << 40})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, cmd := range hr.Commands {
-				if r := cmd.GetReplicate(); r != nil && r.Block.Id == b.Id {
-					for _, tgt := range r.Targets {
-						if holders[tgt.Id] {
-							t.Fatalf("replication target %s already holds the block", tgt.Id)
-						}
-					}
-					got = true
-				}
+	// The leader hands a replicate command to a surviving holder, with
+	// targets that do not hold the block yet.
+	select {
+	case r := <-replicate:
+		for _, tgt := range r.Targets {
+			if holders[tgt.Id] {
+				t.Fatalf("replication target %s already holds the block", tgt.Id)
 			}
 		}
-		if got {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no replicate command issued")
-		}
-		beat(victim)
-		time.Sleep(20 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replicate command issued")
 	}
 }
 
