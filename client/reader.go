@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
@@ -14,6 +16,7 @@ type Reader struct {
 	c    *Client
 	ctx  context.Context
 	path string
+	mu   sync.Mutex // guards locs
 	locs *api.GetBlockLocationsResponse
 	pos  int64
 }
@@ -29,10 +32,20 @@ func (c *Client) Open(ctx context.Context, p string) (*Reader, error) {
 }
 
 // Size returns the file's length when it was opened.
-func (r *Reader) Size() int64 { return int64(r.locs.FileLength) }
+func (r *Reader) Size() int64 { return int64(r.Locations().FileLength) }
 
 // Locations returns the block locations the Reader uses.
-func (r *Reader) Locations() *api.GetBlockLocationsResponse { return r.locs }
+func (r *Reader) Locations() *api.GetBlockLocationsResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.locs
+}
+
+// maxLocationRefreshes bounds how often ReadAt refetches a file's block
+// locations when no replica of a block could be read (like HDFS's
+// DFSInputStream): replicas of a just-written block may not have been
+// reported to the namenode yet, and failed replicas get re-replicated.
+const maxLocationRefreshes = 6
 
 // Read reads from the current position.
 func (r *Reader) Read(p []byte) (int, error) {
@@ -69,14 +82,35 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	want := min(int64(len(p)), size-off)
 	n := 0
-	for _, lb := range r.locs.Blocks {
+	locs := r.Locations()
+	refreshes := 0
+	backoff := r.c.cfg.MinBackoff
+	for bi := 0; bi < len(locs.Blocks); bi++ {
+		lb := locs.Blocks[bi]
 		bStart, bLen := int64(lb.Offset), int64(lb.Block.Length)
 		if bStart+bLen <= off+int64(n) || bStart >= off+want {
 			continue
 		}
 		from := off + int64(n) - bStart
 		take := min(bLen-from, want-int64(n))
-		got, err := r.c.readBlock(r.ctx, r.locs, lb, uint64(from), p[n:n+int(take)])
+		got, err := r.c.readBlock(r.ctx, locs, lb, uint64(from), p[n:n+int(take)])
+		if err != nil && errs.Is(err, errs.Unavailable) && refreshes < maxLocationRefreshes && r.ctx.Err() == nil {
+			refreshes++
+			select {
+			case <-r.ctx.Done():
+				return n, err
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, r.c.cfg.MaxBackoff)
+			if fresh, ferr := r.c.GetBlockLocations(r.ctx, r.path, 0, 0); ferr == nil && fresh.FileLength == locs.FileLength {
+				r.mu.Lock()
+				r.locs = fresh
+				r.mu.Unlock()
+				locs = fresh
+			}
+			bi = -1 // rescan: blocks before off+n are skipped
+			continue
+		}
 		n += got
 		if err != nil {
 			return n, err

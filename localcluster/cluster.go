@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode"
 )
@@ -23,6 +24,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Namenode adjusts each namenode's config before it starts.
 	Namenode func(i int, c *namenode.Config)
+	// Datanodes is the number of datanodes, started after the namenodes
+	// (default 0).
+	Datanodes int
+	// Datanode adjusts each datanode's config before it starts (set
+	// c.Store.Encrypt for encryption at rest, say).
+	Datanode func(i int, c *datanode.Config)
 }
 
 // Cluster is a running in-process cluster.
@@ -35,6 +42,8 @@ type Cluster struct {
 	mu        sync.Mutex
 	namenodes []*namenode.Namenode // nil where stopped
 	nnConfigs []namenode.Config
+	datanodes []*datanode.Datanode // nil where stopped
+	dnConfigs []datanode.Config
 }
 
 // Start starts the namenodes (the first bootstraps, the rest join) and waits
@@ -43,8 +52,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Namenodes == 0 {
 		cfg.Namenodes = 3
 	}
-	if cfg.Namenodes < 0 {
-		return nil, errs.New(errs.Invalid, "localcluster", "", "negative namenode count")
+	if cfg.Namenodes < 0 || cfg.Datanodes < 0 {
+		return nil, errs.New(errs.Invalid, "localcluster", "", "negative node count")
 	}
 	c := &Cluster{cfg: cfg, dir: cfg.Dir, log: cfg.Logger}
 	if c.log == nil {
@@ -66,9 +75,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.GRPCAddr = "127.0.0.1:0"
 		nc.RaftAddr = "127.0.0.1:0"
 		nc.HTTPAddr = "127.0.0.1:0"
-		nc.RaftHeartbeat = 100 * time.Millisecond
-		nc.RaftElection = 200 * time.Millisecond
+		nc.RaftHeartbeat = 200 * time.Millisecond
+		nc.RaftElection = 400 * time.Millisecond
 		nc.WorkInterval = 100 * time.Millisecond
+		setBlockTimings(&nc)
 		nc.Logger = c.log
 		if i == 0 {
 			nc.Bootstrap = true
@@ -94,6 +104,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	if err := c.WaitConverged(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.startDatanodes(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -238,6 +252,11 @@ func (c *Cluster) Dir() string { return c.dir }
 // Close stops every node and removes a temp dir.
 func (c *Cluster) Close() error {
 	var first error
+	for i := range c.datanodes {
+		if err := c.StopDatanode(i); err != nil && first == nil {
+			first = err
+		}
+	}
 	for i := range c.namenodes {
 		if err := c.StopNamenode(i); err != nil && first == nil {
 			first = err

@@ -38,9 +38,6 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	}
 	b := ab.Block.Block
 	b.Length = 100
-	if _, err := c.Complete(x.root(), &api.CompleteRequest{Path: "/f", InodeId: cr.Status.InodeId, Blocks: []*api.Block{b}}); err != nil {
-		t.Fatal(err)
-	}
 	holders := map[string]bool{}
 	for _, d := range ab.Block.Locations {
 		holders[d.Id] = true
@@ -88,6 +85,11 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Complete after the replicas are reported, as a real pipeline does
+	// (datanodes report as they store; the client completes after the ack).
+	if _, err := c.Complete(x.root(), &api.CompleteRequest{Path: "/f", InodeId: cr.Status.InodeId, Blocks: []*api.Block{b}}); err != nil {
+		t.Fatal(err)
 	}
 	loc, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/f"})
 	if err != nil {

@@ -130,7 +130,7 @@ func (n *Namenode) startRaft() error {
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.RaftHeartbeat
 	rc.ElectionTimeout = cfg.RaftElection
-	rc.LeaderLeaseTimeout = cfg.RaftHeartbeat / 2
+	rc.LeaderLeaseTimeout = cfg.RaftHeartbeat
 	rc.CommitTimeout = time.Millisecond
 	rc.SnapshotThreshold = cfg.SnapshotEvery
 	rc.TrailingLogs = cfg.SnapshotEvery

@@ -12,13 +12,22 @@ import (
 	"github.com/blockfs/blockfs/namenode"
 )
 
+// mkdir creates p through node, and through whichever node leads if node
+// answers Unavailable (a leader change under a slow -race run).
 func (x *tc) mkdir(node int, p string) uint64 {
 	x.t.Helper()
-	r, err := x.client(node).Mkdirs(x.root(), &api.MkdirsRequest{Path: p, Parents: true})
-	if err != nil {
-		x.t.Fatalf("mkdirs %s: %v", p, err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := x.client(node).Mkdirs(x.root(), &api.MkdirsRequest{Path: p, Parents: true})
+		if err == nil {
+			return r.Header.AppliedIndex
+		}
+		if statusCode(err) != codes.Unavailable || time.Now().After(deadline) {
+			x.t.Fatalf("mkdirs %s: %v", p, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		node = x.leader()
 	}
-	return r.Header.AppliedIndex
 }
 
 // TestAcknowledgedWriteSurvivesLeaderLoss: a write acknowledged by the

@@ -1,0 +1,112 @@
+// Command datanode runs one blockfs datanode: it stores block replicas in a
+// log-block-container store, serves DataService over gRPC and Prometheus
+// metrics over HTTP, and registers with, heartbeats to and reports blocks
+// to every namenode.
+//
+// Every flag can also be set from the environment as BLOCKFS_DN_<FLAG>
+// (upper case, dashes as underscores); flags win. For example:
+//
+//	datanode --data-dirs /data/1,/data/2 --grpc-addr 127.0.0.1:9201 --http-addr 127.0.0.1:9301 \
+//	  --namenodes 127.0.0.1:9001,127.0.0.1:9002,127.0.0.1:9003
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/blockfs/blockfs/datanode"
+	"github.com/blockfs/blockfs/internal/cliflag"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "datanode:", err)
+		os.Exit(1)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parse(args []string) (datanode.Config, string, error) {
+	cfg := datanode.DefaultConfig()
+	fs := flag.NewFlagSet("datanode", flag.ContinueOnError)
+	f := cliflag.New(fs, "BLOCKFS_DN_")
+	var dirs, nns, logLevel string
+	var threshold, budget, maxBytes, capacity uint64
+	maxBlocks := cfg.Store.MaxBlocksPerContainer
+	f.String(&cfg.ID, "id", "", "datanode id (default: the id stored in <first data dir>/datanode-id, or a new uuid stored there)")
+	f.String(&dirs, "data-dirs", "", "comma-separated data directories for block containers (required)")
+	f.String(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address of the DataService")
+	f.String(&cfg.AdvertiseAddr, "advertise-addr", "", "gRPC address namenodes hand to clients (default: the bound address)")
+	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics and /healthz (empty disables)")
+	f.String(&nns, "namenodes", "", "comma-separated gRPC addresses of every namenode (required); the datanode reports to all of them")
+	f.Duration(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "time between heartbeats to each namenode (match the namenodes' --heartbeat-interval)")
+	f.Bool(&cfg.Store.Encrypt, "encrypt", false, "encrypt new block and metadata files at rest (AES-256-CTR, per-file keys wrapped by the server key)")
+	f.String(&cfg.Store.KeyFile, "key-file", "", "server key file, created with mode 0600 if missing (default <first data dir>/server.key)")
+	f.Uint64(&threshold, "inmem-replay-threshold", uint64(cfg.Store.InmemReplayThreshold), "bytes: a container metadata file up to this size is replayed from one read into memory at startup; 0 = always streaming replay")
+	f.Uint64(&budget, "replay-memory-budget", uint64(cfg.Store.ReplayMemoryBudget), "bytes of metadata held in memory by concurrent in-memory replays; containers that do not fit stream")
+	f.Uint64(&maxBytes, "container-max-bytes", uint64(cfg.Store.MaxContainerSize), "bytes: a container whose data file reaches this size is full")
+	f.Int(&maxBlocks, "container-max-blocks", maxBlocks, "blocks after which a container is full (0 = unlimited)")
+	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
+	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if err := f.Parse(args); err != nil {
+		return cfg, "", err
+	}
+	cfg.DataDirs = splitList(dirs)
+	cfg.Namenodes = splitList(nns)
+	if len(cfg.DataDirs) == 0 {
+		return cfg, "", fmt.Errorf("--data-dirs is required")
+	}
+	if len(cfg.Namenodes) == 0 {
+		return cfg, "", fmt.Errorf("--namenodes is required")
+	}
+	if cfg.Store.KeyFile == "" {
+		cfg.Store.KeyFile = filepath.Join(cfg.DataDirs[0], "server.key")
+	}
+	cfg.Store.InmemReplayThreshold = int64(threshold)
+	cfg.Store.ReplayMemoryBudget = int64(budget)
+	cfg.Store.MaxContainerSize = int64(maxBytes)
+	cfg.Store.MaxBlocksPerContainer = maxBlocks
+	cfg.Store.Capacity = int64(capacity)
+	return cfg, logLevel, cfg.Validate()
+}
+
+func run(args []string) error {
+	cfg, logLevel, err := parse(args)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	d, err := datanode.Start(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	cfg.Logger.Info("shutting down")
+	return d.Close()
+}

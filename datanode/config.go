@@ -1,0 +1,138 @@
+package datanode
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/lbm"
+)
+
+// IDFile is the name of the file, in the first data dir, that holds the
+// datanode's id so it survives restarts.
+const IDFile = "datanode-id"
+
+// BadNodeKey is the trailer key naming the pipeline member that failed a
+// write. It must equal client.BadNodeKey (a test checks it); it is repeated
+// here so the server does not import the client library.
+const BadNodeKey = "blockfs-bad-node"
+
+// TokenChecker verifies block access tokens. It is the seam for the block
+// token work: a nil Config.TokenChecker means tokens are not checked.
+// Implementations return an errs.Unauthenticated or errs.Permission error.
+type TokenChecker interface {
+	CheckWrite(ctx context.Context, h *api.WriteBlockHeader) error
+	CheckRead(ctx context.Context, r *api.ReadBlockRequest) error
+	CheckTransfer(ctx context.Context, r *api.TransferBlockRequest) error
+}
+
+// Config configures a Datanode. Start from DefaultConfig and call Validate
+// (Start does).
+type Config struct {
+	// ID is the datanode's stable id. Empty: the id stored in
+	// <DataDirs[0]>/datanode-id, or a new uuid written there.
+	ID string
+	// DataDirs are the block store's data directories.
+	DataDirs []string
+	// GRPCAddr is the DataService listen address ("127.0.0.1:0" picks a
+	// port). Ignored when a listener is passed to Start.
+	GRPCAddr string
+	// AdvertiseAddr is the address namenodes hand to clients; defaults to
+	// the bound address.
+	AdvertiseAddr string
+	// HTTPAddr serves /metrics and /healthz; "" disables it.
+	HTTPAddr string
+	// Namenodes are the gRPC addresses of every namenode; the datanode
+	// registers with and reports to all of them. Empty runs a standalone
+	// datanode (tests).
+	Namenodes []string
+	// HeartbeatInterval is the time between heartbeats to each namenode.
+	HeartbeatInterval time.Duration
+	// IncrementalReportDelay batches incremental block reports.
+	IncrementalReportDelay time.Duration
+	// FullReportInterval sends a full block report this often besides the
+	// ones at registration; 0 disables the periodic report.
+	FullReportInterval time.Duration
+	// RPCTimeout bounds each call to a namenode.
+	RPCTimeout time.Duration
+	// ChunkSize is the size of ReadBlock and forwarded WriteBlock messages.
+	ChunkSize int
+	// MaxBlockSize bounds header.block.length of a write.
+	MaxBlockSize uint64
+	// CommandWorkers run delete and replicate commands.
+	CommandWorkers int
+	// Store configures the block store; Dirs, Registerer and Logger are
+	// filled in by Start. An empty KeyFile means <DataDirs[0]>/server.key.
+	Store lbm.Config
+	// TokenChecker checks block tokens; nil = tokens are not checked.
+	TokenChecker TokenChecker
+	// DialOptions are added to every outgoing connection (to namenodes and
+	// downstream datanodes); the default is insecure transport.
+	DialOptions []grpc.DialOption
+
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // nil: a fresh registry per node
+}
+
+// DefaultConfig returns the defaults a production datanode uses.
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr:               "127.0.0.1:9200",
+		HTTPAddr:               "127.0.0.1:9300",
+		HeartbeatInterval:      3 * time.Second,
+		IncrementalReportDelay: 20 * time.Millisecond,
+		FullReportInterval:     6 * time.Hour,
+		RPCTimeout:             10 * time.Second,
+		ChunkSize:              256 << 10,
+		MaxBlockSize:           1 << 30,
+		CommandWorkers:         4,
+		Store:                  lbm.DefaultConfig(),
+	}
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return errs.Newf(errs.Invalid, "datanode config", "", format, a...)
+	}
+	switch {
+	case len(c.DataDirs) == 0:
+		return bad("at least one data dir is required")
+	case c.HeartbeatInterval <= 0:
+		return bad("heartbeat interval must be positive")
+	case c.IncrementalReportDelay < 0:
+		return bad("incremental report delay must be >= 0")
+	case c.FullReportInterval < 0:
+		return bad("full report interval must be >= 0")
+	case c.RPCTimeout <= 0:
+		return bad("rpc timeout must be positive")
+	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20-1024:
+		return bad("chunk size must be in (0, 4 MiB)")
+	case c.MaxBlockSize == 0:
+		return bad("max block size must be positive")
+	case c.CommandWorkers < 1:
+		return bad("command workers must be >= 1")
+	}
+	for _, a := range c.Namenodes {
+		if a == "" {
+			return bad("empty namenode address")
+		}
+	}
+	sc := c.storeConfig()
+	return sc.Validate()
+}
+
+func (c *Config) storeConfig() lbm.Config {
+	sc := c.Store
+	sc.Dirs = c.DataDirs
+	if sc.KeyFile == "" && len(c.DataDirs) > 0 {
+		sc.KeyFile = filepath.Join(c.DataDirs[0], "server.key")
+	}
+	return sc
+}

@@ -1,0 +1,540 @@
+package datanode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/lbm"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/resolver/dns.(*dnsResolver).watcher"),
+	)
+}
+
+// fakeNN records what datanodes send and hands out queued commands.
+type fakeNN struct {
+	api.UnimplementedDatanodeProtocolServer
+	api.UnimplementedClientServiceServer
+	mu         sync.Mutex
+	registered map[string]int
+	full       map[string][]*api.ReportedBlock
+	received   map[string]map[uint64]bool
+	deleted    map[string]map[uint64]bool
+	failedVols map[string]uint32
+	bad        []uint64
+	cmds       []*api.DatanodeCommand
+	forget     bool // answer the next heartbeat with reregister
+	addr       string
+	srv        *grpc.Server
+}
+
+func startFakeNN(t *testing.T) *fakeNN {
+	f := &fakeNN{registered: map[string]int{}, full: map[string][]*api.ReportedBlock{},
+		received: map[string]map[uint64]bool{}, deleted: map[string]map[uint64]bool{}, failedVols: map[string]uint32{}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = lis.Addr().String()
+	f.srv = grpc.NewServer()
+	api.RegisterDatanodeProtocolServer(f.srv, f)
+	api.RegisterClientServiceServer(f.srv, f)
+	go f.srv.Serve(lis)
+	t.Cleanup(f.srv.Stop)
+	return f
+}
+
+func (f *fakeNN) Register(_ context.Context, r *api.RegisterRequest) (*api.RegisterResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registered[r.Node.Id]++
+	return &api.RegisterResponse{NamenodeId: "fake", IsLeader: true}, nil
+}
+
+func (f *fakeNN) Heartbeat(_ context.Context, r *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failedVols[r.DatanodeId] = r.FailedVolumes
+	if f.forget {
+		f.forget = false
+		return &api.HeartbeatResponse{Reregister: true}, nil
+	}
+	cmds := f.cmds
+	f.cmds = nil
+	return &api.HeartbeatResponse{Commands: cmds, IsLeader: true}, nil
+}
+
+func (f *fakeNN) BlockReport(_ context.Context, r *api.BlockReportRequest) (*api.BlockReportResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.full[r.DatanodeId] = r.Blocks
+	return &api.BlockReportResponse{}, nil
+}
+
+func (f *fakeNN) IncrementalBlockReport(_ context.Context, r *api.IncrementalBlockReportRequest) (*api.IncrementalBlockReportResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.received[r.DatanodeId] == nil {
+		f.received[r.DatanodeId], f.deleted[r.DatanodeId] = map[uint64]bool{}, map[uint64]bool{}
+	}
+	for _, b := range r.Received {
+		f.received[r.DatanodeId][b.Block.Id] = true
+	}
+	for _, b := range r.Deleted {
+		f.deleted[r.DatanodeId][b.Id] = true
+	}
+	return &api.IncrementalBlockReportResponse{}, nil
+}
+
+func (f *fakeNN) ReportBadBlocks(_ context.Context, r *api.ReportBadBlocksRequest) (*api.ReportBadBlocksResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range r.Blocks {
+		f.bad = append(f.bad, b.Id)
+	}
+	return &api.ReportBadBlocksResponse{}, nil
+}
+
+func (f *fakeNN) check(fn func() bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fn()
+}
+
+func eventually(t *testing.T, what string, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testConfig(t *testing.T, nns ...string) Config {
+	c := DefaultConfig()
+	c.DataDirs = []string{t.TempDir(), t.TempDir()}
+	c.GRPCAddr = "127.0.0.1:0"
+	c.HTTPAddr = "127.0.0.1:0"
+	c.Namenodes = nns
+	c.HeartbeatInterval = 20 * time.Millisecond
+	c.IncrementalReportDelay = time.Millisecond
+	c.RPCTimeout = time.Second
+	c.ChunkSize = 100
+	c.Store.Capacity = 1 << 30
+	c.Store.MaxContainerSize = 1 << 20
+	c.Logger = slog.New(slog.DiscardHandler)
+	return c
+}
+
+func startDN(t *testing.T, cfg Config) *Datanode {
+	t.Helper()
+	d, err := Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func dataClient(t *testing.T, addr string) api.DataServiceClient {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return api.NewDataServiceClient(conn)
+}
+
+func hdr(id, gen, length uint64, pipeline ...*api.DatanodeInfo) *api.WriteBlockRequest {
+	return &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
+		Block: &api.Block{Id: id, GenStamp: gen, Length: length}, InodeId: 77, Pipeline: pipeline}}}
+}
+
+func chunk(b []byte) *api.WriteBlockRequest {
+	return &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Chunk{Chunk: b}}
+}
+
+// write sends msgs and returns the response, the trailer and the error.
+func write(t *testing.T, c api.DataServiceClient, msgs ...*api.WriteBlockRequest) (*api.WriteBlockResponse, metadata.MD, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.WriteBlock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if s.Send(m) != nil {
+			break
+		}
+	}
+	resp, err := s.CloseAndRecv()
+	return resp, s.Trailer(), err
+}
+
+func read(c api.DataServiceClient, id, gen, off, n uint64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.ReadBlock(ctx, &api.ReadBlockRequest{Block: &api.Block{Id: id, GenStamp: gen}, Offset: off, Length: n})
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for {
+		m, err := s.Recv()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m.Chunk...)
+	}
+}
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rand.N(256))
+	}
+	return b
+}
+
+func writeOK(t *testing.T, c api.DataServiceClient, id uint64, data []byte, pipeline ...*api.DatanodeInfo) *api.WriteBlockResponse {
+	t.Helper()
+	msgs := []*api.WriteBlockRequest{hdr(id, 1, uint64(len(data)), pipeline...)}
+	for off := 0; off < len(data); off += 300 {
+		msgs = append(msgs, chunk(data[off:min(off+300, len(data))]))
+	}
+	resp, _, err := write(t, c, msgs...)
+	if err != nil {
+		t.Fatalf("write block %d: %v", id, err)
+	}
+	return resp
+}
+
+func TestBadNodeKeyMatchesClient(t *testing.T) {
+	if BadNodeKey != client.BadNodeKey {
+		t.Fatalf("datanode.BadNodeKey %q != client.BadNodeKey %q", BadNodeKey, client.BadNodeKey)
+	}
+}
+
+func TestWriteBlockBadInput(t *testing.T) {
+	d := startDN(t, testConfig(t))
+	c := dataClient(t, d.Addr())
+	data := randBytes(1000)
+	tests := []struct {
+		name string
+		id   uint64
+		msgs []*api.WriteBlockRequest
+		code codes.Code
+		msg  string
+	}{
+		{"no header", 1, []*api.WriteBlockRequest{chunk(data)}, codes.InvalidArgument, "first message must be the header"},
+		{"empty stream", 2, nil, codes.InvalidArgument, "first message must be the header"},
+		{"chunk past length", 3, []*api.WriteBlockRequest{hdr(3, 1, 500), chunk(data[:400]), chunk(data[400:600])}, codes.InvalidArgument, "past the declared length"},
+		{"short write", 4, []*api.WriteBlockRequest{hdr(4, 1, 1000), chunk(data[:999])}, codes.InvalidArgument, "short write"},
+		{"header twice", 5, []*api.WriteBlockRequest{hdr(5, 1, 10), hdr(5, 1, 10)}, codes.InvalidArgument, "header sent twice"},
+		{"too large", 6, []*api.WriteBlockRequest{hdr(6, 1, 2<<30)}, codes.InvalidArgument, "maximum block size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := write(t, c, tt.msgs...)
+			st := status.Convert(err)
+			if st.Code() != tt.code || !bytes.Contains([]byte(st.Message()), []byte(tt.msg)) {
+				t.Fatalf("got %v, want %v %q", err, tt.code, tt.msg)
+			}
+			if _, ok := d.Store().Stat(tt.id); ok {
+				t.Fatalf("block %d became visible", tt.id)
+			}
+			if _, err := read(c, tt.id, 1, 0, 0); status.Code(err) != codes.NotFound {
+				t.Fatalf("read of block %d: %v, want NotFound", tt.id, err)
+			}
+		})
+	}
+}
+
+func TestWriteReadAndErrors(t *testing.T) {
+	d := startDN(t, testConfig(t))
+	c := dataClient(t, d.Addr())
+	data := randBytes(1000)
+	resp := writeOK(t, c, 10, data)
+	if resp.Length != 1000 || resp.Crc32C != crc32c(data) || len(resp.StoredOn) != 1 || resp.StoredOn[0] != d.ID() {
+		t.Fatalf("bad response %+v", resp)
+	}
+	if info, _ := d.Store().Stat(10); info.Inode != 77 || info.GenStamp != 1 {
+		t.Fatalf("stored meta %+v", info)
+	}
+	writeOK(t, c, 11, nil) // an empty block
+
+	// Idempotent rewrite; a different replica under the same id is refused.
+	writeOK(t, c, 10, data)
+	other := append([]byte{}, data...)
+	other[0] ^= 1
+	_, _, err := write(t, c, hdr(10, 1, 1000), chunk(other))
+	if status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("different content: %v, want AlreadyExists", err)
+	}
+	_, _, err = write(t, c, hdr(10, 2, 1000), chunk(data))
+	if status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("different gen stamp: %v, want AlreadyExists", err)
+	}
+
+	tests := []struct {
+		name            string
+		id, gen, off, n uint64
+		code            codes.Code
+		want            []byte
+	}{
+		{"whole", 10, 1, 0, 0, codes.OK, data},
+		{"range", 10, 1, 100, 350, codes.OK, data[100:450]},
+		{"tail", 10, 1, 900, 0, codes.OK, data[900:]},
+		{"at end", 10, 1, 1000, 0, codes.OK, nil},
+		{"empty block", 11, 1, 0, 0, codes.OK, nil},
+		{"past end", 10, 1, 1001, 0, codes.InvalidArgument, nil},
+		{"range past end", 10, 1, 900, 101, codes.InvalidArgument, nil},
+		{"unknown", 999, 1, 0, 0, codes.NotFound, nil},
+		{"stale gen", 10, 2, 0, 0, codes.NotFound, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := read(c, tt.id, tt.gen, tt.off, tt.n)
+			if status.Code(err) != tt.code {
+				t.Fatalf("got %v, want %v", err, tt.code)
+			}
+			if err == nil && !bytes.Equal(got, tt.want) {
+				t.Fatalf("got %d bytes, want %d", len(got), len(tt.want))
+			}
+			if tt.name == "stale gen" && !bytes.Contains([]byte(status.Convert(err).Message()), []byte("stale generation")) {
+				t.Fatalf("message %q", status.Convert(err).Message())
+			}
+		})
+	}
+}
+
+func TestPipeline(t *testing.T) {
+	a, b, cc := startDN(t, testConfig(t)), startDN(t, testConfig(t)), startDN(t, testConfig(t))
+	info := func(d *Datanode) *api.DatanodeInfo { return &api.DatanodeInfo{Id: d.ID(), Addr: d.Addr()} }
+	c := dataClient(t, a.Addr())
+	data := randBytes(2500)
+	resp := writeOK(t, c, 1, data, info(b), info(cc))
+	if len(resp.StoredOn) != 3 || resp.StoredOn[0] != a.ID() || resp.StoredOn[1] != b.ID() || resp.StoredOn[2] != cc.ID() {
+		t.Fatalf("stored on %v", resp.StoredOn)
+	}
+	for _, d := range []*Datanode{a, b, cc} {
+		got, err := read(dataClient(t, d.Addr()), 1, 1, 0, 0)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("replica on %s: %v", d.ID(), err)
+		}
+	}
+
+	// A dead third node: the write fails Unavailable naming it, and no
+	// replica of the block stays visible anywhere.
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadAddr := lis.Addr().String()
+	lis.Close()
+	dead := &api.DatanodeInfo{Id: "dead-node", Addr: deadAddr}
+	_, tr, err := write(t, c, &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
+		Block: &api.Block{Id: 3, GenStamp: 1, Length: 2500}, Pipeline: []*api.DatanodeInfo{info(b), dead}}}}, chunk(data))
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("dead downstream: %v, want Unavailable", err)
+	}
+	if v := tr.Get(client.BadNodeKey); len(v) != 1 || v[0] != "dead-node" {
+		t.Fatalf("bad node trailer %v", v)
+	}
+	for _, d := range []*Datanode{a, b} {
+		if _, ok := d.Store().Stat(3); ok {
+			t.Fatalf("failed write visible on %s", d.ID())
+		}
+	}
+}
+
+func TestReportsAndCommands(t *testing.T) {
+	nn1, nn2 := startFakeNN(t), startFakeNN(t)
+	d := startDN(t, testConfig(t, nn1.addr, nn2.addr))
+	target := startDN(t, testConfig(t))
+	c := dataClient(t, d.Addr())
+	for _, nn := range []*fakeNN{nn1, nn2} {
+		eventually(t, "registration", func() bool { return nn.check(func() bool { return nn.registered[d.ID()] == 1 }) })
+	}
+	data := randBytes(700)
+	writeOK(t, c, 5, data)
+	writeOK(t, c, 6, data[:10])
+	for _, nn := range []*fakeNN{nn1, nn2} {
+		eventually(t, "incremental reports", func() bool {
+			return nn.check(func() bool { return nn.received[d.ID()][5] && nn.received[d.ID()][6] })
+		})
+	}
+	// Replicate 5 to target, delete 6.
+	nn1.mu.Lock()
+	nn1.cmds = []*api.DatanodeCommand{
+		{Command: &api.DatanodeCommand_Replicate{Replicate: &api.ReplicateBlockCommand{
+			Block: &api.Block{Id: 5, GenStamp: 1, Length: 700}, InodeId: 77,
+			Targets: []*api.DatanodeInfo{{Id: target.ID(), Addr: target.Addr()}}}}},
+		{Command: &api.DatanodeCommand_Delete{Delete: &api.DeleteBlocksCommand{Blocks: []*api.Block{{Id: 6, GenStamp: 1}}}}},
+	}
+	nn1.mu.Unlock()
+	eventually(t, "replication", func() bool { _, ok := target.Store().Stat(5); return ok })
+	if got, err := read(dataClient(t, target.Addr()), 5, 1, 0, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("replicated copy: %v", err)
+	}
+	for _, nn := range []*fakeNN{nn1, nn2} {
+		eventually(t, "deleted report", func() bool { return nn.check(func() bool { return nn.deleted[d.ID()][6] }) })
+	}
+	if _, ok := d.Store().Stat(6); ok {
+		t.Fatal("block 6 not deleted")
+	}
+
+	// Reregister: register again and send a full report.
+	nn2.mu.Lock()
+	nn2.forget = true
+	nn2.mu.Unlock()
+	eventually(t, "re-registration", func() bool {
+		return nn2.check(func() bool {
+			bs := nn2.full[d.ID()]
+			return nn2.registered[d.ID()] == 2 && len(bs) == 1 && bs[0].Block.Id == 5 && bs[0].InodeId == 77
+		})
+	})
+}
+
+func TestRestartKeepsIDAndBlocks(t *testing.T) {
+	nn := startFakeNN(t)
+	cfg := testConfig(t, nn.addr)
+	d := startDN(t, cfg)
+	id := d.ID()
+	if len(id) != 36 {
+		t.Fatalf("generated id %q is not a uuid", id)
+	}
+	data := randBytes(3000)
+	writeOK(t, dataClient(t, d.Addr()), 42, data)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nn.mu.Lock()
+	nn.full = map[string][]*api.ReportedBlock{}
+	nn.mu.Unlock()
+
+	d2 := startDN(t, cfg)
+	if d2.ID() != id {
+		t.Fatalf("id changed: %s -> %s", id, d2.ID())
+	}
+	eventually(t, "full report after restart", func() bool {
+		return nn.check(func() bool {
+			bs := nn.full[id]
+			return len(bs) == 1 && bs[0].Block.Id == 42 && bs[0].Block.Length == 3000
+		})
+	})
+	if got, err := read(dataClient(t, d2.Addr()), 42, 1, 0, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after restart: %v", err)
+	}
+	// A configured id that does not match the data dir is refused.
+	d2.Close()
+	cfg.ID = "someone-else"
+	if _, err := Start(context.Background(), cfg, nil); err == nil {
+		t.Fatal("started with a mismatched id")
+	}
+}
+
+func TestFailedDataDir(t *testing.T) {
+	nn := startFakeNN(t)
+	fs := lbm.NewMemFS()
+	cfg := testConfig(t, nn.addr)
+	cfg.DataDirs = []string{"/d1", "/d2"}
+	cfg.Store.FS = fs
+	d := startDN(t, cfg)
+	c := dataClient(t, d.Addr())
+	blocks := map[uint64][]byte{}
+	for id := uint64(1); id <= 4; id++ {
+		blocks[id] = randBytes(500)
+		writeOK(t, c, id, blocks[id])
+	}
+	fs.Inject(lbm.Fault{Op: lbm.OpWrite, PathPrefix: "/d1/", Err: syscall.EIO})
+	fs.Inject(lbm.Fault{Op: lbm.OpCreate, PathPrefix: "/d1/", Err: syscall.EIO})
+	for id := uint64(5); id <= 12; id++ {
+		blocks[id] = randBytes(500)
+		writeOK(t, c, id, blocks[id])
+	}
+	if got := d.Store().FailedDirs(); len(got) != 1 || got[0] != "/d1" {
+		t.Fatalf("failed dirs %v", got)
+	}
+	for id, want := range blocks {
+		got, err := read(c, id, 1, 0, 0)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("block %d: %v", id, err)
+		}
+	}
+	eventually(t, "failed volume in heartbeat", func() bool {
+		return nn.check(func() bool { return nn.failedVols[d.ID()] == 1 })
+	})
+	capacity, _, failed := d.usage()
+	if failed != 1 || capacity != 1<<29 {
+		t.Fatalf("usage: capacity %d failed %d", capacity, failed)
+	}
+}
+
+func TestCorruptReplicaReported(t *testing.T) {
+	nn := startFakeNN(t)
+	cfg := testConfig(t, nn.addr)
+	d := startDN(t, cfg)
+	c := dataClient(t, d.Addr())
+	data := randBytes(800)
+	writeOK(t, c, 9, data)
+	info, _ := d.Store().Stat(9)
+	corruptOnDisk(t, info.Container+".data", data)
+	_, err := read(c, 9, 1, 10, 20)
+	if status.Code(err) != codes.DataLoss {
+		t.Fatalf("read of corrupt replica: %v, want DataLoss", err)
+	}
+	eventually(t, "bad block report", func() bool {
+		return nn.check(func() bool { return len(nn.bad) == 1 && nn.bad[0] == 9 })
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"no dirs", func(c *Config) { c.DataDirs = nil }},
+		{"no heartbeat", func(c *Config) { c.HeartbeatInterval = 0 }},
+		{"huge chunk", func(c *Config) { c.ChunkSize = 8 << 20 }},
+		{"empty namenode", func(c *Config) { c.Namenodes = []string{""} }},
+		{"bad store", func(c *Config) { c.Store.ReplayWorkers = 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig(t)
+			tt.mod(&c)
+			if err := c.Validate(); err == nil {
+				t.Fatal("Validate accepted it")
+			}
+		})
+	}
+	c := testConfig(t)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var errNotFound = errors.New("block bytes not found in data file")

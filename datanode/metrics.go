@@ -1,0 +1,116 @@
+package datanode
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blockfs/blockfs/lbm"
+)
+
+// metrics are per Datanode, registered on its own registry (lbm's metrics,
+// including container_replay_seconds{path}, go on the same registry).
+type metrics struct {
+	rpc            *prometheus.HistogramVec // method, code
+	readBytes      prometheus.Counter
+	writeBytes     prometheus.Counter
+	readSeconds    prometheus.Histogram
+	writeSeconds   prometheus.Histogram
+	corrupt        prometheus.Counter
+	replications   *prometheus.CounterVec // result
+	deletes        prometheus.Counter
+	heartbeatFails *prometheus.CounterVec // namenode
+}
+
+func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
+	lat := prometheus.ExponentialBuckets(1e-4, 2, 18)
+	m := &metrics{
+		rpc: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "rpc_seconds",
+			Help: "DataService RPC latency by method and status code.", Buckets: lat,
+		}, []string{"method", "code"}),
+		readBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "read_bytes_total",
+			Help: "Block bytes sent to readers.",
+		}),
+		writeBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "write_bytes_total",
+			Help: "Block bytes stored by writes and replication.",
+		}),
+		readSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "read_block_seconds",
+			Help: "Latency of successful ReadBlock calls.", Buckets: lat,
+		}),
+		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "write_block_seconds",
+			Help: "Latency of successful WriteBlock calls (whole pipeline acknowledged).", Buckets: lat,
+		}),
+		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "corrupt_replicas_total",
+			Help: "Local replicas found corrupt (CRC mismatch) and reported to the namenodes.",
+		}),
+		replications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "replications_total",
+			Help: "Replica transfers run for replicate commands and TransferBlock, by result.",
+		}, []string{"result"}),
+		deletes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "deleted_blocks_total",
+			Help: "Replicas deleted on a namenode's command.",
+		}),
+		heartbeatFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "heartbeat_failures_total",
+			Help: "Failed heartbeats, by namenode address.",
+		}, []string{"namenode"}),
+	}
+	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt,
+		m.replications, m.deletes, m.heartbeatFails)
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "failed_volumes",
+			Help: "Data directories marked failed by the block store.",
+		}, func() float64 { return float64(len(d.storeOrNil().FailedDirs())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "blocks",
+			Help: "Replicas held.",
+		}, func() float64 { return float64(d.storeOrNil().NumBlocks()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "replay_seconds",
+			Help: "Wall time of the block store's startup replay.",
+		}, func() float64 { return d.storeOrNil().OpenStats().Duration.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "replay_containers",
+			Help:        "Containers replayed at startup, by replay path.",
+			ConstLabels: prometheus.Labels{"path": "inmem"},
+		}, func() float64 { return float64(d.storeOrNil().OpenStats().InmemContainers) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "replay_containers",
+			Help:        "Containers replayed at startup, by replay path.",
+			ConstLabels: prometheus.Labels{"path": "streaming"},
+		}, func() float64 { return float64(d.storeOrNil().OpenStats().StreamingContainers) }),
+	)
+	return m
+}
+
+// safeStore wraps a possibly nil store for the gauge funcs.
+type safeStore struct{ s *lbm.Store }
+
+func (d *Datanode) storeOrNil() safeStore { return safeStore{d.store} }
+
+func (s safeStore) FailedDirs() []string {
+	if s.s == nil {
+		return nil
+	}
+	return s.s.FailedDirs()
+}
+
+func (s safeStore) NumBlocks() int {
+	if s.s == nil {
+		return 0
+	}
+	return len(s.s.Blocks())
+}
+
+func (s safeStore) OpenStats() lbm.OpenStats {
+	if s.s == nil {
+		return lbm.OpenStats{}
+	}
+	return s.s.OpenStats()
+}

@@ -1,0 +1,349 @@
+package datanode
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/lbm"
+)
+
+// actor talks to one namenode: registration, block reports, heartbeats and
+// incremental reports (HDFS's BPServiceActor).
+type actor struct {
+	d    *Datanode
+	addr string
+
+	mu       sync.Mutex
+	received map[uint64]*api.ReportedBlock
+	deleted  map[uint64]*api.Block
+	kick     chan struct{}
+}
+
+func newActor(d *Datanode, addr string) *actor {
+	return &actor{d: d, addr: addr, received: map[uint64]*api.ReportedBlock{}, deleted: map[uint64]*api.Block{}, kick: make(chan struct{}, 1)}
+}
+
+func (a *actor) client() (api.DatanodeProtocolClient, error) {
+	conn, err := a.d.conn(a.addr)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewDatanodeProtocolClient(conn), nil
+}
+
+func (a *actor) run() {
+	d := a.d
+	defer d.wg.Done()
+	log := d.log.With("namenode", a.addr)
+	registered := a.register() == nil
+	lastFull := time.Now()
+	failing := false
+	hb := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer hb.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-hb.C:
+			if !registered {
+				if err := a.register(); err != nil {
+					if !failing {
+						log.Warn("register failed", "err", err)
+						failing = true
+					}
+					continue
+				}
+				registered, failing, lastFull = true, false, time.Now()
+				log.Info("registered and sent a full block report")
+				continue
+			}
+			resp, err := a.heartbeat()
+			if err != nil {
+				d.met.heartbeatFails.WithLabelValues(a.addr).Inc()
+				if !failing {
+					log.Warn("heartbeat failed", "err", err)
+					failing = true
+				}
+				// The namenode may have declared us dead meanwhile: register
+				// and send a full report once it answers again.
+				registered = false
+				continue
+			}
+			failing = false
+			if resp.Reregister {
+				registered = false
+				continue
+			}
+			d.dispatch(resp.Commands)
+			if d.cfg.FullReportInterval > 0 && time.Since(lastFull) >= d.cfg.FullReportInterval {
+				if err := a.fullReport(); err != nil {
+					registered = false
+				} else {
+					lastFull = time.Now()
+				}
+			}
+		case <-a.kick:
+			if delay := d.cfg.IncrementalReportDelay; delay > 0 {
+				select {
+				case <-d.ctx.Done():
+					return
+				case <-time.After(delay):
+				}
+			}
+			if registered {
+				if err := a.flushIncremental(); err != nil {
+					log.Debug("incremental block report failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (a *actor) rpcCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(a.d.ctx, a.d.cfg.RPCTimeout)
+}
+
+// register registers with the namenode and sends a full block report.
+func (a *actor) register() error {
+	nn, err := a.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.rpcCtx()
+	defer cancel()
+	if _, err := nn.Register(ctx, &api.RegisterRequest{Node: a.d.Info()}); err != nil {
+		return errs.FromStatus(err, nil)
+	}
+	return a.fullReport()
+}
+
+// fullReport sends every stored block. Queued incremental reports are
+// dropped first: the snapshot taken after covers them.
+func (a *actor) fullReport() error {
+	nn, err := a.client()
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.received = map[uint64]*api.ReportedBlock{}
+	a.deleted = map[uint64]*api.Block{}
+	a.mu.Unlock()
+	bs := a.d.store.Blocks()
+	req := &api.BlockReportRequest{DatanodeId: a.d.id, Blocks: make([]*api.ReportedBlock, len(bs))}
+	for i := range bs {
+		req.Blocks[i] = reported(bs[i])
+	}
+	ctx, cancel := a.rpcCtx()
+	defer cancel()
+	resp, err := nn.BlockReport(ctx, req)
+	if err != nil {
+		return errs.FromStatus(err, nil)
+	}
+	a.d.dispatch(resp.Commands)
+	return nil
+}
+
+func (a *actor) heartbeat() (*api.HeartbeatResponse, error) {
+	nn, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	capacity, used, failed := a.d.usage()
+	ctx, cancel := a.rpcCtx()
+	defer cancel()
+	resp, err := nn.Heartbeat(ctx, &api.HeartbeatRequest{DatanodeId: a.d.id, Capacity: capacity, Used: used, FailedVolumes: failed})
+	if err != nil {
+		return nil, errs.FromStatus(err, nil)
+	}
+	return resp, nil
+}
+
+// flushIncremental sends the queued changes; on failure they are queued
+// again (unless newer news about the same block arrived meanwhile).
+func (a *actor) flushIncremental() error {
+	a.mu.Lock()
+	rec, del := a.received, a.deleted
+	if len(rec) == 0 && len(del) == 0 {
+		a.mu.Unlock()
+		return nil
+	}
+	a.received, a.deleted = map[uint64]*api.ReportedBlock{}, map[uint64]*api.Block{}
+	a.mu.Unlock()
+	req := &api.IncrementalBlockReportRequest{DatanodeId: a.d.id}
+	for _, r := range rec {
+		req.Received = append(req.Received, r)
+	}
+	for _, b := range del {
+		req.Deleted = append(req.Deleted, b)
+	}
+	nn, err := a.client()
+	if err == nil {
+		ctx, cancel := a.rpcCtx()
+		_, err = nn.IncrementalBlockReport(ctx, req)
+		cancel()
+	}
+	if err != nil {
+		a.mu.Lock()
+		for id, r := range rec {
+			if a.received[id] == nil && a.deleted[id] == nil {
+				a.received[id] = r
+			}
+		}
+		for id, b := range del {
+			if a.received[id] == nil && a.deleted[id] == nil {
+				a.deleted[id] = b
+			}
+		}
+		a.mu.Unlock()
+		a.signal()
+		return errs.FromStatus(err, nil)
+	}
+	return nil
+}
+
+func (a *actor) signal() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (a *actor) enqueue(rec *api.ReportedBlock, del *api.Block) {
+	a.mu.Lock()
+	if rec != nil {
+		delete(a.deleted, rec.Block.Id)
+		a.received[rec.Block.Id] = rec
+	}
+	if del != nil {
+		delete(a.received, del.Id)
+		a.deleted[del.Id] = del
+	}
+	a.mu.Unlock()
+	a.signal()
+}
+
+func reported(b lbm.BlockInfo) *api.ReportedBlock {
+	return &api.ReportedBlock{Block: &api.Block{Id: b.ID, GenStamp: b.GenStamp, Length: uint64(b.Length)}, InodeId: b.Inode}
+}
+
+// reportReceived queues an incremental "received" to every namenode; it
+// never blocks on a namenode.
+func (d *Datanode) reportReceived(b lbm.BlockInfo) {
+	r := reported(b)
+	for _, a := range d.actors {
+		a.enqueue(r, nil)
+	}
+}
+
+func (d *Datanode) reportDeleted(b *api.Block) {
+	for _, a := range d.actors {
+		a.enqueue(nil, b)
+	}
+}
+
+// reportCorrupt tells every namenode (each keeps its own block map, and
+// only the leader acts on it) that the local replica b is corrupt, once per
+// replica.
+func (d *Datanode) reportCorrupt(b lbm.BlockInfo) {
+	if _, dup := d.corrupt.LoadOrStore(b.ID, struct{}{}); dup {
+		return
+	}
+	d.met.corrupt.Inc()
+	d.log.Error("corrupt replica", "block", b.ID, "container", b.Container)
+	req := &api.ReportBadBlocksRequest{DatanodeId: d.id, Blocks: []*api.Block{{Id: b.ID, GenStamp: b.GenStamp, Length: uint64(b.Length)}}}
+	for _, addr := range d.cfg.Namenodes {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for attempt := 0; attempt < 5; attempt++ {
+				conn, err := d.conn(addr)
+				if err == nil {
+					ctx, cancel := context.WithTimeout(d.ctx, d.cfg.RPCTimeout)
+					_, err = api.NewClientServiceClient(conn).ReportBadBlocks(ctx, req)
+					cancel()
+					if err == nil {
+						return
+					}
+				}
+				d.log.Warn("report bad block", "namenode", addr, "block", b.ID, "err", err)
+				select {
+				case <-d.ctx.Done():
+					return
+				case <-time.After(d.cfg.HeartbeatInterval):
+				}
+			}
+		}()
+	}
+}
+
+// dispatch hands commands to the workers without blocking the heartbeat;
+// when the queue is full a command is dropped (the leader re-issues work
+// that does not complete).
+func (d *Datanode) dispatch(cmds []*api.DatanodeCommand) {
+	for _, c := range cmds {
+		select {
+		case d.cmds <- c:
+		default:
+			d.log.Warn("command queue full; dropping a command")
+		}
+	}
+}
+
+func (d *Datanode) commandWorker() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case c := <-d.cmds:
+			switch {
+			case c.GetDelete() != nil:
+				d.deleteBlocks(c.GetDelete().Blocks)
+			case c.GetReplicate() != nil:
+				d.replicate(c.GetReplicate())
+			}
+		}
+	}
+}
+
+// deleteBlocks deletes replicas on a namenode's command and reports them
+// deleted (also the ones already gone, so the namenode forgets them).
+func (d *Datanode) deleteBlocks(bs []*api.Block) {
+	ids := make([]uint64, len(bs))
+	for i, b := range bs {
+		ids[i] = b.GetId()
+	}
+	if err := d.store.DeleteBatch(d.ctx, ids); err != nil && !errs.Is(err, errs.NotFound) {
+		d.log.Warn("delete blocks", "blocks", len(ids), "err", err)
+	}
+	for _, b := range bs {
+		if _, still := d.store.Stat(b.GetId()); still {
+			continue
+		}
+		d.corrupt.Delete(b.GetId())
+		d.met.deletes.Inc()
+		d.reportDeleted(&api.Block{Id: b.GetId(), GenStamp: b.GetGenStamp(), Length: b.GetLength()})
+	}
+}
+
+// replicate runs a replicate command: the same transfer as TransferBlock.
+func (d *Datanode) replicate(c *api.ReplicateBlockCommand) {
+	id := c.GetBlock().GetId()
+	if _, busy := d.inflight.LoadOrStore(id, struct{}{}); busy {
+		return
+	}
+	defer d.inflight.Delete(id)
+	ctx, cancel := context.WithTimeout(d.ctx, 4*d.cfg.RPCTimeout)
+	defer cancel()
+	stored, err := d.transfer(ctx, c.Block, c.InodeId, c.Token, c.Targets)
+	if err != nil {
+		d.met.replications.WithLabelValues("error").Inc()
+		d.log.Warn("replicate", "block", id, "err", err)
+		return
+	}
+	d.met.replications.WithLabelValues("ok").Inc()
+	d.log.Debug("replicated", "block", id, "to", stored)
+}

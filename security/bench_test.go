@@ -1,0 +1,75 @@
+package security
+
+import (
+	"testing"
+)
+
+func benchEnv(b *testing.B, cache bool) *env {
+	return newEnv(b, func(c *Config) { c.VerifyCache = cache; c.Mode = PerRequest })
+}
+
+// BenchmarkSign: one signed per-request token (what a cache miss costs).
+func BenchmarkSign(b *testing.B) {
+	e := benchEnv(b, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.is.FileToken("alice", inode, Read); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFileTokenCached: a cached-mode hit (no signature).
+func BenchmarkFileTokenCached(b *testing.B) {
+	e := newEnv(b, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.is.FileToken("alice", inode, Read); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerify: full verification, cache off.
+func BenchmarkVerify(b *testing.B) {
+	e := benchEnv(b, false)
+	tok := must(b)(e.is.FileToken("alice", inode, Read))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.v.Verify(tok, readReq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyCached: verification of a token already in the cache.
+func BenchmarkVerifyCached(b *testing.B) {
+	e := benchEnv(b, true)
+	tok := must(b)(e.is.FileToken("alice", inode, Read))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.v.Verify(tok, readReq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyCachedParallel: cache hits from all Ps (no global lock).
+func BenchmarkVerifyCachedParallel(b *testing.B) {
+	e := benchEnv(b, true)
+	toks := make([][]byte, 64)
+	for i := range toks {
+		toks[i] = must(b)(e.is.FileToken("alice", uint64(i), Read))
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			n := i % len(toks)
+			if _, err := e.v.Verify(toks[n], Request{Inode: uint64(n), Access: Read}); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}

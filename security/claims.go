@@ -1,0 +1,98 @@
+package security
+
+import (
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Claims is what a verified token grants.
+type Claims struct {
+	User      string    // sub
+	Inode     uint64    // ino
+	Access    Access    // acc
+	HasBlock  bool      // the token is scoped to one block (blk and gs present)
+	BlockID   uint64    // blk
+	GenStamp  uint64    // gs
+	KID       string    // header kid: the key that signed it
+	IssuedAt  time.Time // iat
+	NotBefore time.Time // nbf
+	ExpiresAt time.Time // exp
+}
+
+// Request is what a datanode operation needs a token to cover.
+type Request struct {
+	Inode    uint64
+	BlockID  uint64
+	GenStamp uint64
+	Access   Access // the modes needed (e.g. Read, or Write)
+}
+
+// wireClaims is the JWT payload. Field names are documented in
+// docs/FORMATS.md and must not change.
+type wireClaims struct {
+	jwt.RegisteredClaims
+	Inode    *uint64 `json:"ino,omitempty"`
+	Access   string  `json:"acc,omitempty"`
+	BlockID  *uint64 `json:"blk,omitempty"`
+	GenStamp *uint64 `json:"gs,omitempty"`
+}
+
+// toClaims checks the payload's shape (every required claim present and
+// well formed) and converts it. It does not check times or scope.
+func (w *wireClaims) toClaims(kid string) (Claims, error) {
+	bad := func(msg string) (Claims, error) {
+		return Claims{}, errs.New(errs.Unauthenticated, "token.verify", "", "malformed claims: "+msg)
+	}
+	if w.Subject == "" {
+		return bad("no sub")
+	}
+	if w.Inode == nil {
+		return bad("no ino")
+	}
+	if w.ExpiresAt == nil || w.NotBefore == nil || w.IssuedAt == nil {
+		return bad("missing exp, nbf or iat")
+	}
+	acc, err := ParseAccess(w.Access)
+	if err != nil {
+		return bad("bad acc")
+	}
+	if (w.BlockID == nil) != (w.GenStamp == nil) {
+		return bad("blk and gs must come together")
+	}
+	if acc&Write != 0 && w.BlockID == nil {
+		return bad("write token without blk")
+	}
+	c := Claims{
+		User:      w.Subject,
+		Inode:     *w.Inode,
+		Access:    acc,
+		KID:       kid,
+		IssuedAt:  w.IssuedAt.Time,
+		NotBefore: w.NotBefore.Time,
+		ExpiresAt: w.ExpiresAt.Time,
+	}
+	if w.BlockID != nil {
+		c.HasBlock, c.BlockID, c.GenStamp = true, *w.BlockID, *w.GenStamp
+	}
+	if !c.NotBefore.Before(c.ExpiresAt) {
+		return bad("nbf not before exp")
+	}
+	return c, nil
+}
+
+func newWireClaims(user string, inode uint64, acc Access, iat, exp time.Time) *wireClaims {
+	ino := inode
+	return &wireClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   user,
+			IssuedAt:  jwt.NewNumericDate(iat),
+			NotBefore: jwt.NewNumericDate(iat),
+			ExpiresAt: jwt.NewNumericDate(exp),
+		},
+		Inode:  &ino,
+		Access: acc.String(),
+	}
+}

@@ -1,0 +1,282 @@
+package security
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+const opVerify = "token.verify"
+
+// Verifier checks block access tokens on a datanode. It is safe for
+// concurrent use and takes no global lock: the key set is read through an
+// atomic pointer and the verified-token cache is sharded.
+type Verifier struct {
+	cfg    Config
+	keys   KeyLookup
+	parser *jwt.Parser
+	m      *verifierMetrics
+	cache  *verifiedCache // nil when Config.VerifyCache is off
+}
+
+// NewVerifier returns a verifier trusting the keys in keys. reg receives the
+// metrics (nil: none).
+func NewVerifier(cfg Config, keys KeyLookup, reg prometheus.Registerer) (*Verifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		return nil, errs.New(errs.Invalid, "security.NewVerifier", "", "nil KeyLookup")
+	}
+	v := &Verifier{
+		cfg:  cfg,
+		keys: keys,
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), // alg pinned: never none, never HS*
+			jwt.WithoutClaimsValidation(),                                // times are checked here, with our clock
+			jwt.WithStrictDecoding(),
+		),
+		m: newVerifierMetrics(reg),
+	}
+	if cfg.VerifyCache {
+		v.cache = newVerifiedCache(cfg.VerifyCacheSize)
+	}
+	return v, nil
+}
+
+func (v *Verifier) reject(kind errs.Kind, reason, msg string) error {
+	v.m.byReason[reason].Inc()
+	return errs.New(kind, opVerify, "", msg)
+}
+
+// Verify checks token against want and returns its claims. A token that
+// cannot be trusted is an errs.Unauthenticated error; a trusted token that
+// does not cover want is errs.Permission. The message names the reason.
+//
+// A token seen before and still cached skips only the signature check: the
+// kid must still be in the key set, and times and scope are checked against
+// this request as for a fresh token.
+func (v *Verifier) Verify(token []byte, want Request) (Claims, error) {
+	v.m.checks.Inc()
+	if len(token) == 0 {
+		return Claims{}, v.reject(errs.Unauthenticated, reasonMissing, "missing token")
+	}
+	if len(token) > v.cfg.MaxTokenSize {
+		return Claims{}, v.reject(errs.Unauthenticated, reasonTooLarge, fmt.Sprintf("token too large (%d bytes, limit %d)", len(token), v.cfg.MaxTokenSize))
+	}
+	now := v.cfg.now()
+	if v.cache != nil {
+		if c, ok := v.cache.get(token); ok {
+			v.m.hits.Inc()
+			if _, ok := v.keys.Lookup(c.KID); !ok {
+				v.cache.remove(token)
+				return Claims{}, v.reject(errs.Unauthenticated, reasonUnknownKey, "unknown key")
+			}
+			if !now.Add(-v.cfg.ClockSkew).Before(c.ExpiresAt) {
+				v.cache.remove(token)
+			}
+			if err := v.check(now, &c, want); err != nil {
+				return Claims{}, err
+			}
+			return c, nil
+		}
+	}
+	c, err := v.parse(token, now)
+	if err != nil {
+		return Claims{}, err
+	}
+	if v.cache != nil && !now.After(c.ExpiresAt.Add(v.cfg.ClockSkew)) {
+		v.cache.put(token, c, now, v.cfg.ClockSkew)
+	}
+	if err := v.check(now, &c, want); err != nil {
+		return Claims{}, err
+	}
+	return c, nil
+}
+
+var (
+	errNoKID      = errors.New("no kid")
+	errUnknownKey = errors.New("unknown kid")
+)
+
+// parse verifies the signature and the claims' shape and key window.
+func (v *Verifier) parse(token []byte, now time.Time) (Claims, error) {
+	var w wireClaims
+	var pk *PublicKey
+	t, err := v.parser.ParseWithClaims(string(token), &w, func(t *jwt.Token) (any, error) {
+		kid, ok := t.Header["kid"].(string)
+		if !ok || kid == "" {
+			return nil, errNoKID
+		}
+		k, ok := v.keys.Lookup(kid)
+		if !ok {
+			return nil, errUnknownKey
+		}
+		pk = k
+		return k.Key, nil
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, errNoKID):
+		return Claims{}, v.reject(errs.Unauthenticated, reasonUnknownKey, "unknown key: no kid in header")
+	case errors.Is(err, errUnknownKey):
+		return Claims{}, v.reject(errs.Unauthenticated, reasonUnknownKey, "unknown key")
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return Claims{}, v.reject(errs.Unauthenticated, reasonMalformed, "malformed token")
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return Claims{}, v.reject(errs.Unauthenticated, reasonBadAlg, "algorithm not allowed")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		if t == nil || t.Method == nil || t.Method.Alg() != jwt.SigningMethodEdDSA.Alg() {
+			return Claims{}, v.reject(errs.Unauthenticated, reasonBadAlg, "algorithm not allowed")
+		}
+		return Claims{}, v.reject(errs.Unauthenticated, reasonBadSignature, "bad signature")
+	default:
+		return Claims{}, v.reject(errs.Unauthenticated, reasonMalformed, "malformed token")
+	}
+	if pk == nil || !t.Valid {
+		return Claims{}, v.reject(errs.Unauthenticated, reasonBadSignature, "bad signature")
+	}
+	c, err := w.toClaims(pk.KID)
+	if err != nil {
+		v.m.byReason[reasonBadClaims].Inc()
+		return Claims{}, err
+	}
+	// The key vouches only for tokens issued while it was current and
+	// expiring within its window.
+	skew := v.cfg.ClockSkew
+	if c.IssuedAt.Before(pk.NotBefore.Add(-skew).Truncate(time.Second)) || c.IssuedAt.After(pk.NotAfter) || c.ExpiresAt.After(pk.NotAfter.Add(skew)) {
+		return Claims{}, v.reject(errs.Unauthenticated, reasonKeyWindow, "token outside its signing key's validity window")
+	}
+	return c, nil
+}
+
+// check enforces times and scope for one request.
+func (v *Verifier) check(now time.Time, c *Claims, want Request) error {
+	skew := v.cfg.ClockSkew
+	if now.Add(skew).Before(c.NotBefore) {
+		return v.reject(errs.Unauthenticated, reasonNotYetValid, "token not yet valid")
+	}
+	if !now.Add(-skew).Before(c.ExpiresAt) {
+		return v.reject(errs.Unauthenticated, reasonExpired, "token expired")
+	}
+	if want.Access == 0 || want.Access&^accessAll != 0 {
+		v.m.byReason[reasonBadRequest].Inc()
+		return errs.New(errs.Invalid, opVerify, "", "request names no valid access mode")
+	}
+	if !c.Access.Has(want.Access) {
+		return v.reject(errs.Permission, reasonWrongMode, fmt.Sprintf("wrong access mode: token grants %q, request needs %q", c.Access.String(), want.Access.String()))
+	}
+	if c.Inode != want.Inode {
+		return v.reject(errs.Permission, reasonWrongInode, "wrong inode: token is for another file")
+	}
+	if want.Access&Write != 0 && !c.HasBlock {
+		return v.reject(errs.Permission, reasonWrongBlock, "wrong block: write token not scoped to a block")
+	}
+	if c.HasBlock {
+		if c.BlockID != want.BlockID {
+			return v.reject(errs.Permission, reasonWrongBlock, "wrong block: token is for another block")
+		}
+		// Generation stamps bind writes; a read of a block whose stamp was
+		// bumped by recovery is checked against the replica, not the token.
+		if want.Access&Write != 0 && c.GenStamp != want.GenStamp {
+			return v.reject(errs.Permission, reasonWrongBlock, "wrong block: generation stamp mismatch")
+		}
+	}
+	return nil
+}
+
+// CacheLen returns the number of cached verified tokens (0 with the cache off).
+func (v *Verifier) CacheLen() int {
+	if v.cache == nil {
+		return 0
+	}
+	return v.cache.len()
+}
+
+// verifiedCache maps token bytes to their verified claims. Shards are picked
+// by a seeded hash of the token; each has its own RWMutex, so concurrent hits
+// on different shards share nothing and hits on one shard share a read lock.
+// Only tokens with a good signature are inserted, so an attacker cannot fill
+// it with garbage.
+type verifiedCache struct {
+	seed   maphash.Seed
+	shards []verifiedShard
+	cap    int // per shard
+}
+
+type verifiedShard struct {
+	mu sync.RWMutex
+	m  map[string]Claims
+	_  [32]byte // pad: keep neighbouring shards' locks off one cache line
+}
+
+func newVerifiedCache(size int) *verifiedCache {
+	n := shardCount(size, 64)
+	c := &verifiedCache{seed: maphash.MakeSeed(), shards: make([]verifiedShard, n), cap: size / n}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]Claims)
+	}
+	return c
+}
+
+func (c *verifiedCache) shard(token []byte) *verifiedShard {
+	return &c.shards[maphash.Bytes(c.seed, token)&uint64(len(c.shards)-1)]
+}
+
+func (c *verifiedCache) get(token []byte) (Claims, bool) {
+	sh := c.shard(token)
+	sh.mu.RLock()
+	cl, ok := sh.m[string(token)]
+	sh.mu.RUnlock()
+	return cl, ok
+}
+
+func (c *verifiedCache) remove(token []byte) {
+	sh := c.shard(token)
+	sh.mu.Lock()
+	delete(sh.m, string(token))
+	sh.mu.Unlock()
+}
+
+// put inserts a verified token. A full shard first drops its expired
+// entries, then arbitrary ones (map order) until there is room.
+func (c *verifiedCache) put(token []byte, cl Claims, now time.Time, skew time.Duration) {
+	sh := c.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.m[string(token)]; ok {
+		return
+	}
+	if len(sh.m) >= c.cap {
+		for k, e := range sh.m {
+			if now.After(e.ExpiresAt.Add(skew)) {
+				delete(sh.m, k)
+			}
+		}
+		for k := range sh.m {
+			if len(sh.m) < c.cap {
+				break
+			}
+			delete(sh.m, k)
+		}
+	}
+	sh.m[string(token)] = cl
+}
+
+func (c *verifiedCache) len() int {
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.RLock()
+		n += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return n
+}
