@@ -1191,6 +1191,206 @@ func (x *RenameResponse) GetHeader() *ResponseHeader {
 	return nil
 }
 
+type SetPermissionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"` // permission bits, 0..01777
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPermissionRequest) Reset() {
+	*x = SetPermissionRequest{}
+	mi := &file_api_client_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPermissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPermissionRequest) ProtoMessage() {}
+
+func (x *SetPermissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPermissionRequest.ProtoReflect.Descriptor instead.
+func (*SetPermissionRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetPermissionRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetPermissionRequest) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+type SetPermissionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPermissionResponse) Reset() {
+	*x = SetPermissionResponse{}
+	mi := &file_api_client_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPermissionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPermissionResponse) ProtoMessage() {}
+
+func (x *SetPermissionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPermissionResponse.ProtoReflect.Descriptor instead.
+func (*SetPermissionResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SetPermissionResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+type SetOwnerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"` // "" leaves it unchanged
+	Group         string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"` // "" leaves it unchanged
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOwnerRequest) Reset() {
+	*x = SetOwnerRequest{}
+	mi := &file_api_client_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOwnerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOwnerRequest) ProtoMessage() {}
+
+func (x *SetOwnerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOwnerRequest.ProtoReflect.Descriptor instead.
+func (*SetOwnerRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SetOwnerRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetOwnerRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SetOwnerRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type SetOwnerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOwnerResponse) Reset() {
+	*x = SetOwnerResponse{}
+	mi := &file_api_client_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOwnerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOwnerResponse) ProtoMessage() {}
+
+func (x *SetOwnerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOwnerResponse.ProtoReflect.Descriptor instead.
+func (*SetOwnerResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SetOwnerResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
 type ReportBadBlocksRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Blocks        []*Block               `protobuf:"bytes,1,rep,name=blocks,proto3" json:"blocks,omitempty"`
@@ -1201,7 +1401,7 @@ type ReportBadBlocksRequest struct {
 
 func (x *ReportBadBlocksRequest) Reset() {
 	*x = ReportBadBlocksRequest{}
-	mi := &file_api_client_proto_msgTypes[20]
+	mi := &file_api_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1413,7 @@ func (x *ReportBadBlocksRequest) String() string {
 func (*ReportBadBlocksRequest) ProtoMessage() {}
 
 func (x *ReportBadBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[20]
+	mi := &file_api_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1426,7 @@ func (x *ReportBadBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ReportBadBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{20}
+	return file_api_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportBadBlocksRequest) GetBlocks() []*Block {
@@ -1251,7 +1451,7 @@ type ReportBadBlocksResponse struct {
 
 func (x *ReportBadBlocksResponse) Reset() {
 	*x = ReportBadBlocksResponse{}
-	mi := &file_api_client_proto_msgTypes[21]
+	mi := &file_api_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1463,7 @@ func (x *ReportBadBlocksResponse) String() string {
 func (*ReportBadBlocksResponse) ProtoMessage() {}
 
 func (x *ReportBadBlocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[21]
+	mi := &file_api_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1476,7 @@ func (x *ReportBadBlocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadBlocksResponse.ProtoReflect.Descriptor instead.
 func (*ReportBadBlocksResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{21}
+	return file_api_client_proto_rawDescGZIP(), []int{25}
 }
 
 type ClusterStatusRequest struct {
@@ -1287,7 +1487,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_client_proto_msgTypes[22]
+	mi := &file_api_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1499,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[22]
+	mi := &file_api_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1512,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{22}
+	return file_api_client_proto_rawDescGZIP(), []int{26}
 }
 
 type ClusterStatusResponse struct {
@@ -1325,13 +1525,14 @@ type ClusterStatusResponse struct {
 	Members       []*Member              `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
 	Datanodes     []*DatanodeInfo        `protobuf:"bytes,7,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
 	ServedBy      string                 `protobuf:"bytes,8,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	TokenMode     string                 `protobuf:"bytes,9,opt,name=token_mode,json=tokenMode,proto3" json:"token_mode,omitempty"` // per-block, per-request or cached
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_client_proto_msgTypes[23]
+	mi := &file_api_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1544,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[23]
+	mi := &file_api_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1557,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{23}
+	return file_api_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ClusterStatusResponse) GetLeaderId() string {
@@ -1415,6 +1616,13 @@ func (x *ClusterStatusResponse) GetServedBy() string {
 	return ""
 }
 
+func (x *ClusterStatusResponse) GetTokenMode() string {
+	if x != nil {
+		return x.TokenMode
+	}
+	return ""
+}
+
 // Member is one namenode of the Raft cluster.
 type Member struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1430,7 +1638,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_api_client_proto_msgTypes[24]
+	mi := &file_api_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1650,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[24]
+	mi := &file_api_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1663,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{24}
+	return file_api_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Member) GetId() string {
@@ -1585,13 +1793,24 @@ const file_api_client_proto_rawDesc = "" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x02 \x01(\tR\x03dst\"D\n" +
 	"\x0eRenameResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\">\n" +
+	"\x14SetPermissionRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\rR\x04mode\"K\n" +
+	"\x15SetPermissionResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"Q\n" +
+	"\x0fSetOwnerRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"F\n" +
+	"\x10SetOwnerResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"d\n" +
 	"\x16ReportBadBlocksRequest\x12)\n" +
 	"\x06blocks\x18\x01 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\x12\x1f\n" +
 	"\vdatanode_id\x18\x02 \x01(\tR\n" +
 	"datanodeId\"\x19\n" +
 	"\x17ReportBadBlocksResponse\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xb4\x02\n" +
+	"\x14ClusterStatusRequest\"\xd3\x02\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
@@ -1601,14 +1820,16 @@ const file_api_client_proto_rawDesc = "" +
 	"\fcommit_index\x18\x05 \x01(\x04R\vcommitIndex\x12,\n" +
 	"\amembers\x18\x06 \x03(\v2\x12.blockfs.v1.MemberR\amembers\x126\n" +
 	"\tdatanodes\x18\a \x03(\v2\x18.blockfs.v1.DatanodeInfoR\tdatanodes\x12\x1b\n" +
-	"\tserved_by\x18\b \x01(\tR\bservedBy\"\x9d\x01\n" +
+	"\tserved_by\x18\b \x01(\tR\bservedBy\x12\x1d\n" +
+	"\n" +
+	"token_mode\x18\t \x01(\tR\ttokenMode\"\x9d\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\x12\x14\n" +
 	"\x05voter\x18\x05 \x01(\bR\x05voter\x12\x16\n" +
-	"\x06leader\x18\x06 \x01(\bR\x06leader2\xa5\a\n" +
+	"\x06leader\x18\x06 \x01(\bR\x06leader2\xc2\b\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
@@ -1620,7 +1841,9 @@ const file_api_client_proto_rawDesc = "" +
 	"\n" +
 	"ListStatus\x12\x1d.blockfs.v1.ListStatusRequest\x1a\x1e.blockfs.v1.ListStatusResponse\x12?\n" +
 	"\x06Delete\x12\x19.blockfs.v1.DeleteRequest\x1a\x1a.blockfs.v1.DeleteResponse\x12?\n" +
-	"\x06Rename\x12\x19.blockfs.v1.RenameRequest\x1a\x1a.blockfs.v1.RenameResponse\x12Z\n" +
+	"\x06Rename\x12\x19.blockfs.v1.RenameRequest\x1a\x1a.blockfs.v1.RenameResponse\x12T\n" +
+	"\rSetPermission\x12 .blockfs.v1.SetPermissionRequest\x1a!.blockfs.v1.SetPermissionResponse\x12E\n" +
+	"\bSetOwner\x12\x1b.blockfs.v1.SetOwnerRequest\x1a\x1c.blockfs.v1.SetOwnerResponse\x12Z\n" +
 	"\x0fReportBadBlocks\x12\".blockfs.v1.ReportBadBlocksRequest\x1a#.blockfs.v1.ReportBadBlocksResponse\x12T\n" +
 	"\rClusterStatus\x12 .blockfs.v1.ClusterStatusRequest\x1a!.blockfs.v1.ClusterStatusResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
@@ -1636,7 +1859,7 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_api_client_proto_goTypes = []any{
 	(*MkdirsRequest)(nil),             // 0: blockfs.v1.MkdirsRequest
 	(*MkdirsResponse)(nil),            // 1: blockfs.v1.MkdirsResponse
@@ -1658,72 +1881,82 @@ var file_api_client_proto_goTypes = []any{
 	(*DeleteResponse)(nil),            // 17: blockfs.v1.DeleteResponse
 	(*RenameRequest)(nil),             // 18: blockfs.v1.RenameRequest
 	(*RenameResponse)(nil),            // 19: blockfs.v1.RenameResponse
-	(*ReportBadBlocksRequest)(nil),    // 20: blockfs.v1.ReportBadBlocksRequest
-	(*ReportBadBlocksResponse)(nil),   // 21: blockfs.v1.ReportBadBlocksResponse
-	(*ClusterStatusRequest)(nil),      // 22: blockfs.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),     // 23: blockfs.v1.ClusterStatusResponse
-	(*Member)(nil),                    // 24: blockfs.v1.Member
-	(*ResponseHeader)(nil),            // 25: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                // 26: blockfs.v1.FileStatus
-	(*Block)(nil),                     // 27: blockfs.v1.Block
-	(*LocatedBlock)(nil),              // 28: blockfs.v1.LocatedBlock
-	(*ReadOptions)(nil),               // 29: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),              // 30: blockfs.v1.DatanodeInfo
+	(*SetPermissionRequest)(nil),      // 20: blockfs.v1.SetPermissionRequest
+	(*SetPermissionResponse)(nil),     // 21: blockfs.v1.SetPermissionResponse
+	(*SetOwnerRequest)(nil),           // 22: blockfs.v1.SetOwnerRequest
+	(*SetOwnerResponse)(nil),          // 23: blockfs.v1.SetOwnerResponse
+	(*ReportBadBlocksRequest)(nil),    // 24: blockfs.v1.ReportBadBlocksRequest
+	(*ReportBadBlocksResponse)(nil),   // 25: blockfs.v1.ReportBadBlocksResponse
+	(*ClusterStatusRequest)(nil),      // 26: blockfs.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),     // 27: blockfs.v1.ClusterStatusResponse
+	(*Member)(nil),                    // 28: blockfs.v1.Member
+	(*ResponseHeader)(nil),            // 29: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                // 30: blockfs.v1.FileStatus
+	(*Block)(nil),                     // 31: blockfs.v1.Block
+	(*LocatedBlock)(nil),              // 32: blockfs.v1.LocatedBlock
+	(*ReadOptions)(nil),               // 33: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),              // 34: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	25, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	25, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	26, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	27, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	25, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	28, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	27, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	25, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	27, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	25, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 10: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	25, // 11: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	28, // 12: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	29, // 13: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	25, // 14: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	26, // 15: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	29, // 16: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	25, // 17: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	26, // 18: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	25, // 19: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	25, // 20: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	27, // 21: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	24, // 22: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	30, // 23: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 24: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 25: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 26: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 27: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 28: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 29: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	12, // 30: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	14, // 31: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	16, // 32: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	18, // 33: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	20, // 34: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	22, // 35: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	1,  // 36: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 37: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 38: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 39: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 40: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 41: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	13, // 42: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	15, // 43: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	17, // 44: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	19, // 45: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	21, // 46: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	23, // 47: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	36, // [36:48] is the sub-list for method output_type
-	24, // [24:36] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	29, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	30, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	31, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	29, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	31, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	29, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	29, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	33, // 10: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	29, // 11: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 12: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	33, // 13: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	29, // 14: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	30, // 15: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	33, // 16: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	29, // 17: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	30, // 18: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	29, // 19: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 20: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 21: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 22: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 23: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	28, // 24: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	34, // 25: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	0,  // 26: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 27: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 28: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 29: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 30: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 31: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	12, // 32: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	14, // 33: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	16, // 34: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	18, // 35: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	20, // 36: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	22, // 37: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	24, // 38: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	26, // 39: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	1,  // 40: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 41: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 42: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 43: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 44: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 45: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	13, // 46: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	15, // 47: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	17, // 48: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	19, // 49: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	21, // 50: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	23, // 51: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	25, // 52: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	27, // 53: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	40, // [40:54] is the sub-list for method output_type
+	26, // [26:40] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -1738,7 +1971,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

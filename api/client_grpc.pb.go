@@ -31,6 +31,8 @@ const (
 	ClientService_ListStatus_FullMethodName        = "/blockfs.v1.ClientService/ListStatus"
 	ClientService_Delete_FullMethodName            = "/blockfs.v1.ClientService/Delete"
 	ClientService_Rename_FullMethodName            = "/blockfs.v1.ClientService/Rename"
+	ClientService_SetPermission_FullMethodName     = "/blockfs.v1.ClientService/SetPermission"
+	ClientService_SetOwner_FullMethodName          = "/blockfs.v1.ClientService/SetOwner"
 	ClientService_ReportBadBlocks_FullMethodName   = "/blockfs.v1.ClientService/ReportBadBlocks"
 	ClientService_ClusterStatus_FullMethodName     = "/blockfs.v1.ClientService/ClusterStatus"
 )
@@ -49,6 +51,8 @@ type ClientServiceClient interface {
 	ListStatus(ctx context.Context, in *ListStatusRequest, opts ...grpc.CallOption) (*ListStatusResponse, error)
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	Rename(ctx context.Context, in *RenameRequest, opts ...grpc.CallOption) (*RenameResponse, error)
+	SetPermission(ctx context.Context, in *SetPermissionRequest, opts ...grpc.CallOption) (*SetPermissionResponse, error)
+	SetOwner(ctx context.Context, in *SetOwnerRequest, opts ...grpc.CallOption) (*SetOwnerResponse, error)
 	ReportBadBlocks(ctx context.Context, in *ReportBadBlocksRequest, opts ...grpc.CallOption) (*ReportBadBlocksResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
 }
@@ -161,6 +165,26 @@ func (c *clientServiceClient) Rename(ctx context.Context, in *RenameRequest, opt
 	return out, nil
 }
 
+func (c *clientServiceClient) SetPermission(ctx context.Context, in *SetPermissionRequest, opts ...grpc.CallOption) (*SetPermissionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPermissionResponse)
+	err := c.cc.Invoke(ctx, ClientService_SetPermission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) SetOwner(ctx context.Context, in *SetOwnerRequest, opts ...grpc.CallOption) (*SetOwnerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetOwnerResponse)
+	err := c.cc.Invoke(ctx, ClientService_SetOwner_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *clientServiceClient) ReportBadBlocks(ctx context.Context, in *ReportBadBlocksRequest, opts ...grpc.CallOption) (*ReportBadBlocksResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReportBadBlocksResponse)
@@ -195,6 +219,8 @@ type ClientServiceServer interface {
 	ListStatus(context.Context, *ListStatusRequest) (*ListStatusResponse, error)
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	Rename(context.Context, *RenameRequest) (*RenameResponse, error)
+	SetPermission(context.Context, *SetPermissionRequest) (*SetPermissionResponse, error)
+	SetOwner(context.Context, *SetOwnerRequest) (*SetOwnerResponse, error)
 	ReportBadBlocks(context.Context, *ReportBadBlocksRequest) (*ReportBadBlocksResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	mustEmbedUnimplementedClientServiceServer()
@@ -236,6 +262,12 @@ func (UnimplementedClientServiceServer) Delete(context.Context, *DeleteRequest) 
 }
 func (UnimplementedClientServiceServer) Rename(context.Context, *RenameRequest) (*RenameResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Rename not implemented")
+}
+func (UnimplementedClientServiceServer) SetPermission(context.Context, *SetPermissionRequest) (*SetPermissionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPermission not implemented")
+}
+func (UnimplementedClientServiceServer) SetOwner(context.Context, *SetOwnerRequest) (*SetOwnerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetOwner not implemented")
 }
 func (UnimplementedClientServiceServer) ReportBadBlocks(context.Context, *ReportBadBlocksRequest) (*ReportBadBlocksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportBadBlocks not implemented")
@@ -444,6 +476,42 @@ func _ClientService_Rename_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClientService_SetPermission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPermissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).SetPermission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_SetPermission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).SetPermission(ctx, req.(*SetPermissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_SetOwner_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetOwnerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).SetOwner(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_SetOwner_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).SetOwner(ctx, req.(*SetOwnerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ClientService_ReportBadBlocks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReportBadBlocksRequest)
 	if err := dec(in); err != nil {
@@ -526,6 +594,14 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Rename",
 			Handler:    _ClientService_Rename_Handler,
+		},
+		{
+			MethodName: "SetPermission",
+			Handler:    _ClientService_SetPermission_Handler,
+		},
+		{
+			MethodName: "SetOwner",
+			Handler:    _ClientService_SetOwner_Handler,
 		},
 		{
 			MethodName: "ReportBadBlocks",

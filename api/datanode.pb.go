@@ -23,6 +23,86 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GetKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeysRequest) Reset() {
+	*x = GetKeysRequest{}
+	mi := &file_api_datanode_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeysRequest) ProtoMessage() {}
+
+func (x *GetKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_datanode_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeysRequest.ProtoReflect.Descriptor instead.
+func (*GetKeysRequest) Descriptor() ([]byte, []int) {
+	return file_api_datanode_proto_rawDescGZIP(), []int{0}
+}
+
+type GetKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          [][]byte               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"` // security.PublicKey binary encodings (docs/FORMATS.md)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeysResponse) Reset() {
+	*x = GetKeysResponse{}
+	mi := &file_api_datanode_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeysResponse) ProtoMessage() {}
+
+func (x *GetKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_datanode_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeysResponse.ProtoReflect.Descriptor instead.
+func (*GetKeysResponse) Descriptor() ([]byte, []int) {
+	return file_api_datanode_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetKeysResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 type RegisterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          *DatanodeInfo          `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -32,7 +112,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_api_datanode_proto_msgTypes[0]
+	mi := &file_api_datanode_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +124,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[0]
+	mi := &file_api_datanode_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +137,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{0}
+	return file_api_datanode_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RegisterRequest) GetNode() *DatanodeInfo {
@@ -77,7 +157,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_api_datanode_proto_msgTypes[1]
+	mi := &file_api_datanode_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -89,7 +169,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[1]
+	mi := &file_api_datanode_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -102,7 +182,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{1}
+	return file_api_datanode_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RegisterResponse) GetNamenodeId() string {
@@ -132,7 +212,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_api_datanode_proto_msgTypes[2]
+	mi := &file_api_datanode_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +224,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[2]
+	mi := &file_api_datanode_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +237,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{2}
+	return file_api_datanode_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HeartbeatRequest) GetDatanodeId() string {
@@ -196,17 +276,24 @@ func (x *HeartbeatRequest) GetKeyIds() []string {
 }
 
 type HeartbeatResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Commands      []*DatanodeCommand     `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
-	Reregister    bool                   `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"` // the namenode does not know this datanode: register again
-	IsLeader      bool                   `protobuf:"varint,3,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Commands   []*DatanodeCommand     `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	Reregister bool                   `protobuf:"varint,2,opt,name=reregister,proto3" json:"reregister,omitempty"` // the namenode does not know this datanode: register again
+	IsLeader   bool                   `protobuf:"varint,3,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	// The full public key set (security.PublicKey encodings), sent when it
+	// differs from the key ids the datanode said it holds.
+	Keys        [][]byte `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
+	KeysChanged bool     `protobuf:"varint,5,opt,name=keys_changed,json=keysChanged,proto3" json:"keys_changed,omitempty"`
+	// The namenode wants a full block report (after the node came back from
+	// dead, for instance).
+	FullReport    bool `protobuf:"varint,6,opt,name=full_report,json=fullReport,proto3" json:"full_report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_api_datanode_proto_msgTypes[3]
+	mi := &file_api_datanode_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -218,7 +305,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[3]
+	mi := &file_api_datanode_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -231,7 +318,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{3}
+	return file_api_datanode_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HeartbeatResponse) GetCommands() []*DatanodeCommand {
@@ -255,6 +342,27 @@ func (x *HeartbeatResponse) GetIsLeader() bool {
 	return false
 }
 
+func (x *HeartbeatResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *HeartbeatResponse) GetKeysChanged() bool {
+	if x != nil {
+		return x.KeysChanged
+	}
+	return false
+}
+
+func (x *HeartbeatResponse) GetFullReport() bool {
+	if x != nil {
+		return x.FullReport
+	}
+	return false
+}
+
 // ReportedBlock is a replica as a datanode holds it.
 type ReportedBlock struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -266,7 +374,7 @@ type ReportedBlock struct {
 
 func (x *ReportedBlock) Reset() {
 	*x = ReportedBlock{}
-	mi := &file_api_datanode_proto_msgTypes[4]
+	mi := &file_api_datanode_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +386,7 @@ func (x *ReportedBlock) String() string {
 func (*ReportedBlock) ProtoMessage() {}
 
 func (x *ReportedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[4]
+	mi := &file_api_datanode_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +399,7 @@ func (x *ReportedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportedBlock.ProtoReflect.Descriptor instead.
 func (*ReportedBlock) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{4}
+	return file_api_datanode_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReportedBlock) GetBlock() *Block {
@@ -318,7 +426,7 @@ type BlockReportRequest struct {
 
 func (x *BlockReportRequest) Reset() {
 	*x = BlockReportRequest{}
-	mi := &file_api_datanode_proto_msgTypes[5]
+	mi := &file_api_datanode_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +438,7 @@ func (x *BlockReportRequest) String() string {
 func (*BlockReportRequest) ProtoMessage() {}
 
 func (x *BlockReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[5]
+	mi := &file_api_datanode_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +451,7 @@ func (x *BlockReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReportRequest.ProtoReflect.Descriptor instead.
 func (*BlockReportRequest) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{5}
+	return file_api_datanode_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BlockReportRequest) GetDatanodeId() string {
@@ -369,7 +477,7 @@ type BlockReportResponse struct {
 
 func (x *BlockReportResponse) Reset() {
 	*x = BlockReportResponse{}
-	mi := &file_api_datanode_proto_msgTypes[6]
+	mi := &file_api_datanode_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +489,7 @@ func (x *BlockReportResponse) String() string {
 func (*BlockReportResponse) ProtoMessage() {}
 
 func (x *BlockReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[6]
+	mi := &file_api_datanode_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +502,7 @@ func (x *BlockReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockReportResponse.ProtoReflect.Descriptor instead.
 func (*BlockReportResponse) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{6}
+	return file_api_datanode_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BlockReportResponse) GetCommands() []*DatanodeCommand {
@@ -415,7 +523,7 @@ type IncrementalBlockReportRequest struct {
 
 func (x *IncrementalBlockReportRequest) Reset() {
 	*x = IncrementalBlockReportRequest{}
-	mi := &file_api_datanode_proto_msgTypes[7]
+	mi := &file_api_datanode_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +535,7 @@ func (x *IncrementalBlockReportRequest) String() string {
 func (*IncrementalBlockReportRequest) ProtoMessage() {}
 
 func (x *IncrementalBlockReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[7]
+	mi := &file_api_datanode_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +548,7 @@ func (x *IncrementalBlockReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncrementalBlockReportRequest.ProtoReflect.Descriptor instead.
 func (*IncrementalBlockReportRequest) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{7}
+	return file_api_datanode_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *IncrementalBlockReportRequest) GetDatanodeId() string {
@@ -472,7 +580,7 @@ type IncrementalBlockReportResponse struct {
 
 func (x *IncrementalBlockReportResponse) Reset() {
 	*x = IncrementalBlockReportResponse{}
-	mi := &file_api_datanode_proto_msgTypes[8]
+	mi := &file_api_datanode_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -484,7 +592,7 @@ func (x *IncrementalBlockReportResponse) String() string {
 func (*IncrementalBlockReportResponse) ProtoMessage() {}
 
 func (x *IncrementalBlockReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[8]
+	mi := &file_api_datanode_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -497,7 +605,7 @@ func (x *IncrementalBlockReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncrementalBlockReportResponse.ProtoReflect.Descriptor instead.
 func (*IncrementalBlockReportResponse) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{8}
+	return file_api_datanode_proto_rawDescGZIP(), []int{10}
 }
 
 // DatanodeCommand is work the leader hands a datanode in a reply.
@@ -514,7 +622,7 @@ type DatanodeCommand struct {
 
 func (x *DatanodeCommand) Reset() {
 	*x = DatanodeCommand{}
-	mi := &file_api_datanode_proto_msgTypes[9]
+	mi := &file_api_datanode_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +634,7 @@ func (x *DatanodeCommand) String() string {
 func (*DatanodeCommand) ProtoMessage() {}
 
 func (x *DatanodeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[9]
+	mi := &file_api_datanode_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +647,7 @@ func (x *DatanodeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatanodeCommand.ProtoReflect.Descriptor instead.
 func (*DatanodeCommand) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{9}
+	return file_api_datanode_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DatanodeCommand) GetCommand() isDatanodeCommand_Command {
@@ -592,7 +700,7 @@ type DeleteBlocksCommand struct {
 
 func (x *DeleteBlocksCommand) Reset() {
 	*x = DeleteBlocksCommand{}
-	mi := &file_api_datanode_proto_msgTypes[10]
+	mi := &file_api_datanode_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +712,7 @@ func (x *DeleteBlocksCommand) String() string {
 func (*DeleteBlocksCommand) ProtoMessage() {}
 
 func (x *DeleteBlocksCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[10]
+	mi := &file_api_datanode_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +725,7 @@ func (x *DeleteBlocksCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBlocksCommand.ProtoReflect.Descriptor instead.
 func (*DeleteBlocksCommand) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{10}
+	return file_api_datanode_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteBlocksCommand) GetBlocks() []*Block {
@@ -639,7 +747,7 @@ type ReplicateBlockCommand struct {
 
 func (x *ReplicateBlockCommand) Reset() {
 	*x = ReplicateBlockCommand{}
-	mi := &file_api_datanode_proto_msgTypes[11]
+	mi := &file_api_datanode_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +759,7 @@ func (x *ReplicateBlockCommand) String() string {
 func (*ReplicateBlockCommand) ProtoMessage() {}
 
 func (x *ReplicateBlockCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_datanode_proto_msgTypes[11]
+	mi := &file_api_datanode_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +772,7 @@ func (x *ReplicateBlockCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateBlockCommand.ProtoReflect.Descriptor instead.
 func (*ReplicateBlockCommand) Descriptor() ([]byte, []int) {
-	return file_api_datanode_proto_rawDescGZIP(), []int{11}
+	return file_api_datanode_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReplicateBlockCommand) GetBlock() *Block {
@@ -700,7 +808,10 @@ var File_api_datanode_proto protoreflect.FileDescriptor
 const file_api_datanode_proto_rawDesc = "" +
 	"\n" +
 	"\x12api/datanode.proto\x12\n" +
-	"blockfs.v1\x1a\x10api/common.proto\"?\n" +
+	"blockfs.v1\x1a\x10api/common.proto\"\x10\n" +
+	"\x0eGetKeysRequest\"%\n" +
+	"\x0fGetKeysResponse\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\"?\n" +
 	"\x0fRegisterRequest\x12,\n" +
 	"\x04node\x18\x01 \x01(\v2\x18.blockfs.v1.DatanodeInfoR\x04node\"P\n" +
 	"\x10RegisterResponse\x12\x1f\n" +
@@ -713,13 +824,17 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\bcapacity\x18\x02 \x01(\x04R\bcapacity\x12\x12\n" +
 	"\x04used\x18\x03 \x01(\x04R\x04used\x12%\n" +
 	"\x0efailed_volumes\x18\x04 \x01(\rR\rfailedVolumes\x12\x17\n" +
-	"\akey_ids\x18\x05 \x03(\tR\x06keyIds\"\x89\x01\n" +
+	"\akey_ids\x18\x05 \x03(\tR\x06keyIds\"\xe1\x01\n" +
 	"\x11HeartbeatResponse\x127\n" +
 	"\bcommands\x18\x01 \x03(\v2\x1b.blockfs.v1.DatanodeCommandR\bcommands\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x02 \x01(\bR\n" +
 	"reregister\x12\x1b\n" +
-	"\tis_leader\x18\x03 \x01(\bR\bisLeader\"S\n" +
+	"\tis_leader\x18\x03 \x01(\bR\bisLeader\x12\x12\n" +
+	"\x04keys\x18\x04 \x03(\fR\x04keys\x12!\n" +
+	"\fkeys_changed\x18\x05 \x01(\bR\vkeysChanged\x12\x1f\n" +
+	"\vfull_report\x18\x06 \x01(\bR\n" +
+	"fullReport\"S\n" +
 	"\rReportedBlock\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\"h\n" +
@@ -745,12 +860,13 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x122\n" +
 	"\atargets\x18\x03 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\atargets\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\fR\x05token2\xe4\x02\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token2\xa8\x03\n" +
 	"\x10DatanodeProtocol\x12E\n" +
 	"\bRegister\x12\x1b.blockfs.v1.RegisterRequest\x1a\x1c.blockfs.v1.RegisterResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.blockfs.v1.HeartbeatRequest\x1a\x1d.blockfs.v1.HeartbeatResponse\x12N\n" +
 	"\vBlockReport\x12\x1e.blockfs.v1.BlockReportRequest\x1a\x1f.blockfs.v1.BlockReportResponse\x12o\n" +
-	"\x16IncrementalBlockReport\x12).blockfs.v1.IncrementalBlockReportRequest\x1a*.blockfs.v1.IncrementalBlockReportResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\x16IncrementalBlockReport\x12).blockfs.v1.IncrementalBlockReportRequest\x1a*.blockfs.v1.IncrementalBlockReportResponse\x12B\n" +
+	"\aGetKeys\x12\x1a.blockfs.v1.GetKeysRequest\x1a\x1b.blockfs.v1.GetKeysResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_datanode_proto_rawDescOnce sync.Once
@@ -764,46 +880,50 @@ func file_api_datanode_proto_rawDescGZIP() []byte {
 	return file_api_datanode_proto_rawDescData
 }
 
-var file_api_datanode_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_datanode_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_api_datanode_proto_goTypes = []any{
-	(*RegisterRequest)(nil),                // 0: blockfs.v1.RegisterRequest
-	(*RegisterResponse)(nil),               // 1: blockfs.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),               // 2: blockfs.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 3: blockfs.v1.HeartbeatResponse
-	(*ReportedBlock)(nil),                  // 4: blockfs.v1.ReportedBlock
-	(*BlockReportRequest)(nil),             // 5: blockfs.v1.BlockReportRequest
-	(*BlockReportResponse)(nil),            // 6: blockfs.v1.BlockReportResponse
-	(*IncrementalBlockReportRequest)(nil),  // 7: blockfs.v1.IncrementalBlockReportRequest
-	(*IncrementalBlockReportResponse)(nil), // 8: blockfs.v1.IncrementalBlockReportResponse
-	(*DatanodeCommand)(nil),                // 9: blockfs.v1.DatanodeCommand
-	(*DeleteBlocksCommand)(nil),            // 10: blockfs.v1.DeleteBlocksCommand
-	(*ReplicateBlockCommand)(nil),          // 11: blockfs.v1.ReplicateBlockCommand
-	(*DatanodeInfo)(nil),                   // 12: blockfs.v1.DatanodeInfo
-	(*Block)(nil),                          // 13: blockfs.v1.Block
+	(*GetKeysRequest)(nil),                 // 0: blockfs.v1.GetKeysRequest
+	(*GetKeysResponse)(nil),                // 1: blockfs.v1.GetKeysResponse
+	(*RegisterRequest)(nil),                // 2: blockfs.v1.RegisterRequest
+	(*RegisterResponse)(nil),               // 3: blockfs.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),               // 4: blockfs.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 5: blockfs.v1.HeartbeatResponse
+	(*ReportedBlock)(nil),                  // 6: blockfs.v1.ReportedBlock
+	(*BlockReportRequest)(nil),             // 7: blockfs.v1.BlockReportRequest
+	(*BlockReportResponse)(nil),            // 8: blockfs.v1.BlockReportResponse
+	(*IncrementalBlockReportRequest)(nil),  // 9: blockfs.v1.IncrementalBlockReportRequest
+	(*IncrementalBlockReportResponse)(nil), // 10: blockfs.v1.IncrementalBlockReportResponse
+	(*DatanodeCommand)(nil),                // 11: blockfs.v1.DatanodeCommand
+	(*DeleteBlocksCommand)(nil),            // 12: blockfs.v1.DeleteBlocksCommand
+	(*ReplicateBlockCommand)(nil),          // 13: blockfs.v1.ReplicateBlockCommand
+	(*DatanodeInfo)(nil),                   // 14: blockfs.v1.DatanodeInfo
+	(*Block)(nil),                          // 15: blockfs.v1.Block
 }
 var file_api_datanode_proto_depIdxs = []int32{
-	12, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
-	9,  // 1: blockfs.v1.HeartbeatResponse.commands:type_name -> blockfs.v1.DatanodeCommand
-	13, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
-	4,  // 3: blockfs.v1.BlockReportRequest.blocks:type_name -> blockfs.v1.ReportedBlock
-	9,  // 4: blockfs.v1.BlockReportResponse.commands:type_name -> blockfs.v1.DatanodeCommand
-	4,  // 5: blockfs.v1.IncrementalBlockReportRequest.received:type_name -> blockfs.v1.ReportedBlock
-	13, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
-	10, // 7: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
-	11, // 8: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
-	13, // 9: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
-	13, // 10: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
-	12, // 11: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 12: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
-	2,  // 13: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
-	5,  // 14: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
-	7,  // 15: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
-	1,  // 16: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
-	3,  // 17: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
-	6,  // 18: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
-	8,  // 19: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
+	14, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
+	11, // 1: blockfs.v1.HeartbeatResponse.commands:type_name -> blockfs.v1.DatanodeCommand
+	15, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
+	6,  // 3: blockfs.v1.BlockReportRequest.blocks:type_name -> blockfs.v1.ReportedBlock
+	11, // 4: blockfs.v1.BlockReportResponse.commands:type_name -> blockfs.v1.DatanodeCommand
+	6,  // 5: blockfs.v1.IncrementalBlockReportRequest.received:type_name -> blockfs.v1.ReportedBlock
+	15, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
+	12, // 7: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
+	13, // 8: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
+	15, // 9: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
+	15, // 10: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
+	14, // 11: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
+	2,  // 12: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
+	4,  // 13: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
+	7,  // 14: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
+	9,  // 15: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
+	0,  // 16: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
+	3,  // 17: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
+	5,  // 18: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
+	8,  // 19: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
+	10, // 20: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
+	1,  // 21: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -815,7 +935,7 @@ func file_api_datanode_proto_init() {
 		return
 	}
 	file_api_common_proto_init()
-	file_api_datanode_proto_msgTypes[9].OneofWrappers = []any{
+	file_api_datanode_proto_msgTypes[11].OneofWrappers = []any{
 		(*DatanodeCommand_Delete)(nil),
 		(*DatanodeCommand_Replicate)(nil),
 	}
@@ -825,7 +945,7 @@ func file_api_datanode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_datanode_proto_rawDesc), len(file_api_datanode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	DatanodeProtocol_Heartbeat_FullMethodName              = "/blockfs.v1.DatanodeProtocol/Heartbeat"
 	DatanodeProtocol_BlockReport_FullMethodName            = "/blockfs.v1.DatanodeProtocol/BlockReport"
 	DatanodeProtocol_IncrementalBlockReport_FullMethodName = "/blockfs.v1.DatanodeProtocol/IncrementalBlockReport"
+	DatanodeProtocol_GetKeys_FullMethodName                = "/blockfs.v1.DatanodeProtocol/GetKeys"
 )
 
 // DatanodeProtocolClient is the client API for DatanodeProtocol service.
@@ -35,6 +36,9 @@ type DatanodeProtocolClient interface {
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 	BlockReport(ctx context.Context, in *BlockReportRequest, opts ...grpc.CallOption) (*BlockReportResponse, error)
 	IncrementalBlockReport(ctx context.Context, in *IncrementalBlockReportRequest, opts ...grpc.CallOption) (*IncrementalBlockReportResponse, error)
+	// GetKeys returns every public key that may have signed a live token.
+	// Datanodes call it at start; heartbeat replies keep them current.
+	GetKeys(ctx context.Context, in *GetKeysRequest, opts ...grpc.CallOption) (*GetKeysResponse, error)
 }
 
 type datanodeProtocolClient struct {
@@ -85,6 +89,16 @@ func (c *datanodeProtocolClient) IncrementalBlockReport(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *datanodeProtocolClient) GetKeys(ctx context.Context, in *GetKeysRequest, opts ...grpc.CallOption) (*GetKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetKeysResponse)
+	err := c.cc.Invoke(ctx, DatanodeProtocol_GetKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DatanodeProtocolServer is the server API for DatanodeProtocol service.
 // All implementations must embed UnimplementedDatanodeProtocolServer
 // for forward compatibility.
@@ -93,6 +107,9 @@ type DatanodeProtocolServer interface {
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	BlockReport(context.Context, *BlockReportRequest) (*BlockReportResponse, error)
 	IncrementalBlockReport(context.Context, *IncrementalBlockReportRequest) (*IncrementalBlockReportResponse, error)
+	// GetKeys returns every public key that may have signed a live token.
+	// Datanodes call it at start; heartbeat replies keep them current.
+	GetKeys(context.Context, *GetKeysRequest) (*GetKeysResponse, error)
 	mustEmbedUnimplementedDatanodeProtocolServer()
 }
 
@@ -114,6 +131,9 @@ func (UnimplementedDatanodeProtocolServer) BlockReport(context.Context, *BlockRe
 }
 func (UnimplementedDatanodeProtocolServer) IncrementalBlockReport(context.Context, *IncrementalBlockReportRequest) (*IncrementalBlockReportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method IncrementalBlockReport not implemented")
+}
+func (UnimplementedDatanodeProtocolServer) GetKeys(context.Context, *GetKeysRequest) (*GetKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetKeys not implemented")
 }
 func (UnimplementedDatanodeProtocolServer) mustEmbedUnimplementedDatanodeProtocolServer() {}
 func (UnimplementedDatanodeProtocolServer) testEmbeddedByValue()                          {}
@@ -208,6 +228,24 @@ func _DatanodeProtocol_IncrementalBlockReport_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DatanodeProtocol_GetKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DatanodeProtocolServer).GetKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DatanodeProtocol_GetKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DatanodeProtocolServer).GetKeys(ctx, req.(*GetKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DatanodeProtocol_ServiceDesc is the grpc.ServiceDesc for DatanodeProtocol service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -230,6 +268,10 @@ var DatanodeProtocol_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "IncrementalBlockReport",
 			Handler:    _DatanodeProtocol_IncrementalBlockReport_Handler,
+		},
+		{
+			MethodName: "GetKeys",
+			Handler:    _DatanodeProtocol_GetKeys_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -846,6 +846,234 @@ func (x *BatchCommand) GetCommands() [][]byte {
 	return nil
 }
 
+type SetPermissionCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Perm          uint32                 `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPermissionCommand) Reset() {
+	*x = SetPermissionCommand{}
+	mi := &file_api_fsm_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPermissionCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPermissionCommand) ProtoMessage() {}
+
+func (x *SetPermissionCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPermissionCommand.ProtoReflect.Descriptor instead.
+func (*SetPermissionCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SetPermissionCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetPermissionCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetPermissionCommand) GetPerm() uint32 {
+	if x != nil {
+		return x.Perm
+	}
+	return 0
+}
+
+func (x *SetPermissionCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+type SetOwnerCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Owner         string                 `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"` // "" leaves it unchanged
+	Group         string                 `protobuf:"bytes,4,opt,name=group,proto3" json:"group,omitempty"` // "" leaves it unchanged
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOwnerCommand) Reset() {
+	*x = SetOwnerCommand{}
+	mi := &file_api_fsm_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOwnerCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOwnerCommand) ProtoMessage() {}
+
+func (x *SetOwnerCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOwnerCommand.ProtoReflect.Descriptor instead.
+func (*SetOwnerCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetOwnerCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetOwnerCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetOwnerCommand) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SetOwnerCommand) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+// RegisterKeyCommand publishes a namenode's token-signing public key.
+type RegisterKeyCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PublicKey     []byte                 `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterKeyCommand) Reset() {
+	*x = RegisterKeyCommand{}
+	mi := &file_api_fsm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterKeyCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterKeyCommand) ProtoMessage() {}
+
+func (x *RegisterKeyCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterKeyCommand.ProtoReflect.Descriptor instead.
+func (*RegisterKeyCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RegisterKeyCommand) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+// PruneKeysCommand drops every key whose not-after time is before the
+// cutoff: the proposer sets it to now - (longest token lifetime + clock
+// skew), so no live token can still name a dropped key.
+type PruneKeysCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CutoffUnixMs  int64                  `protobuf:"varint,1,opt,name=cutoff_unix_ms,json=cutoffUnixMs,proto3" json:"cutoff_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PruneKeysCommand) Reset() {
+	*x = PruneKeysCommand{}
+	mi := &file_api_fsm_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PruneKeysCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PruneKeysCommand) ProtoMessage() {}
+
+func (x *PruneKeysCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PruneKeysCommand.ProtoReflect.Descriptor instead.
+func (*PruneKeysCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PruneKeysCommand) GetCutoffUnixMs() int64 {
+	if x != nil {
+		return x.CutoffUnixMs
+	}
+	return 0
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -914,7 +1142,22 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06offset\x18\a \x01(\x04R\x06offset\x12+\n" +
 	"\aremoved\x18\b \x03(\v2\x11.blockfs.v1.BlockR\aremoved\"*\n" +
 	"\fBatchCommand\x12\x1a\n" +
-	"\bcommands\x18\x01 \x03(\fR\bcommandsB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"\x8e\x01\n" +
+	"\x14SetPermissionCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04perm\x18\x03 \x01(\rR\x04perm\x12\"\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"}\n" +
+	"\x0fSetOwnerCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
+	"\x05owner\x18\x03 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05group\x18\x04 \x01(\tR\x05group\"3\n" +
+	"\x12RegisterKeyCommand\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x01 \x01(\fR\tpublicKey\"8\n" +
+	"\x10PruneKeysCommand\x12$\n" +
+	"\x0ecutoff_unix_ms\x18\x01 \x01(\x03R\fcutoffUnixMsB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_fsm_proto_rawDescOnce sync.Once
@@ -928,44 +1171,50 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_api_fsm_proto_goTypes = []any{
-	(*Caller)(nil),              // 0: blockfs.v1.Caller
-	(*MkdirsCommand)(nil),       // 1: blockfs.v1.MkdirsCommand
-	(*CreateCommand)(nil),       // 2: blockfs.v1.CreateCommand
-	(*AddBlockCommand)(nil),     // 3: blockfs.v1.AddBlockCommand
-	(*CompleteCommand)(nil),     // 4: blockfs.v1.CompleteCommand
-	(*AbandonBlockCommand)(nil), // 5: blockfs.v1.AbandonBlockCommand
-	(*DeleteCommand)(nil),       // 6: blockfs.v1.DeleteCommand
-	(*RenameCommand)(nil),       // 7: blockfs.v1.RenameCommand
-	(*SetMemberCommand)(nil),    // 8: blockfs.v1.SetMemberCommand
-	(*RemoveMemberCommand)(nil), // 9: blockfs.v1.RemoveMemberCommand
-	(*CommandResult)(nil),       // 10: blockfs.v1.CommandResult
-	(*BatchCommand)(nil),        // 11: blockfs.v1.BatchCommand
-	(*Block)(nil),               // 12: blockfs.v1.Block
-	(*Member)(nil),              // 13: blockfs.v1.Member
-	(*FileStatus)(nil),          // 14: blockfs.v1.FileStatus
+	(*Caller)(nil),               // 0: blockfs.v1.Caller
+	(*MkdirsCommand)(nil),        // 1: blockfs.v1.MkdirsCommand
+	(*CreateCommand)(nil),        // 2: blockfs.v1.CreateCommand
+	(*AddBlockCommand)(nil),      // 3: blockfs.v1.AddBlockCommand
+	(*CompleteCommand)(nil),      // 4: blockfs.v1.CompleteCommand
+	(*AbandonBlockCommand)(nil),  // 5: blockfs.v1.AbandonBlockCommand
+	(*DeleteCommand)(nil),        // 6: blockfs.v1.DeleteCommand
+	(*RenameCommand)(nil),        // 7: blockfs.v1.RenameCommand
+	(*SetMemberCommand)(nil),     // 8: blockfs.v1.SetMemberCommand
+	(*RemoveMemberCommand)(nil),  // 9: blockfs.v1.RemoveMemberCommand
+	(*CommandResult)(nil),        // 10: blockfs.v1.CommandResult
+	(*BatchCommand)(nil),         // 11: blockfs.v1.BatchCommand
+	(*SetPermissionCommand)(nil), // 12: blockfs.v1.SetPermissionCommand
+	(*SetOwnerCommand)(nil),      // 13: blockfs.v1.SetOwnerCommand
+	(*RegisterKeyCommand)(nil),   // 14: blockfs.v1.RegisterKeyCommand
+	(*PruneKeysCommand)(nil),     // 15: blockfs.v1.PruneKeysCommand
+	(*Block)(nil),                // 16: blockfs.v1.Block
+	(*Member)(nil),               // 17: blockfs.v1.Member
+	(*FileStatus)(nil),           // 18: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	12, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	16, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	12, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	16, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	12, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	16, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	0,  // 8: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 9: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	13, // 10: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	14, // 11: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	12, // 12: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	12, // 13: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	17, // 10: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	18, // 11: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	16, // 12: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	16, // 13: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	0,  // 14: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 15: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -981,7 +1230,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

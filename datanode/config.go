@@ -1,7 +1,6 @@
 package datanode
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -9,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
-	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/lbm"
+	"github.com/blockfs/blockfs/security"
 )
 
 // IDFile is the name of the file, in the first data dir, that holds the
@@ -22,15 +21,6 @@ const IDFile = "datanode-id"
 // write. It must equal client.BadNodeKey (a test checks it); it is repeated
 // here so the server does not import the client library.
 const BadNodeKey = "blockfs-bad-node"
-
-// TokenChecker verifies block access tokens. It is the seam for the block
-// token work: a nil Config.TokenChecker means tokens are not checked.
-// Implementations return an errs.Unauthenticated or errs.Permission error.
-type TokenChecker interface {
-	CheckWrite(ctx context.Context, h *api.WriteBlockHeader) error
-	CheckRead(ctx context.Context, r *api.ReadBlockRequest) error
-	CheckTransfer(ctx context.Context, r *api.TransferBlockRequest) error
-}
 
 // Config configures a Datanode. Start from DefaultConfig and call Validate
 // (Start does).
@@ -70,8 +60,9 @@ type Config struct {
 	// Store configures the block store; Dirs, Registerer and Logger are
 	// filled in by Start. An empty KeyFile means <DataDirs[0]>/server.key.
 	Store lbm.Config
-	// TokenChecker checks block tokens; nil = tokens are not checked.
-	TokenChecker TokenChecker
+	// Security configures token verification (clock skew, maximum token
+	// size, the verified-token cache). Tokens are always checked.
+	Security security.Config
 	// DialOptions are added to every outgoing connection (to namenodes and
 	// downstream datanodes); the default is insecure transport.
 	DialOptions []grpc.DialOption
@@ -83,6 +74,7 @@ type Config struct {
 // DefaultConfig returns the defaults a production datanode uses.
 func DefaultConfig() Config {
 	return Config{
+		Security:               security.DefaultConfig(),
 		GRPCAddr:               "127.0.0.1:9200",
 		HTTPAddr:               "127.0.0.1:9300",
 		HeartbeatInterval:      3 * time.Second,
@@ -123,6 +115,9 @@ func (c *Config) Validate() error {
 		if a == "" {
 			return bad("empty namenode address")
 		}
+	}
+	if err := c.Security.Validate(); err != nil {
+		return err
 	}
 	sc := c.storeConfig()
 	return sc.Validate()

@@ -35,13 +35,15 @@ func (s *dataService) ReadBlock(req *api.ReadBlockRequest, stream grpc.ServerStr
 }
 
 func (s *dataService) TransferBlock(ctx context.Context, req *api.TransferBlockRequest) (*api.TransferBlockResponse, error) {
-	if tc := s.d.cfg.TokenChecker; tc != nil {
-		if err := tc.CheckTransfer(ctx, req); err != nil {
-			return nil, err
-		}
-	}
 	if req.GetBlock() == nil {
 		return nil, errs.New(errs.Invalid, "transfer block", "", "block is required")
+	}
+	inode := req.InodeId
+	if info, ok := s.d.store.Stat(req.Block.Id); ok {
+		inode = info.Inode
+	}
+	if err := s.d.tokens.checkCopy(ctx, req.Token, inode, req.Block); err != nil {
+		return nil, err
 	}
 	stored, err := s.d.transfer(ctx, req.Block, req.InodeId, req.Token, req.Targets)
 	if err != nil {
@@ -74,10 +76,8 @@ func (d *Datanode) writeBlock(stream grpc.ClientStreamingServer[api.WriteBlockRe
 	if b.Length > d.cfg.MaxBlockSize {
 		return errs.Newf(errs.Invalid, op, name, "declared length %d exceeds the maximum block size %d", b.Length, d.cfg.MaxBlockSize)
 	}
-	if tc := d.cfg.TokenChecker; tc != nil {
-		if err := tc.CheckWrite(ctx, h); err != nil {
-			return err
-		}
+	if err := d.tokens.checkWrite(ctx, h); err != nil {
+		return err
 	}
 
 	dctx, dcancel := context.WithCancel(ctx)
@@ -237,10 +237,15 @@ func (d *Datanode) readBlock(req *api.ReadBlockRequest, stream grpc.ServerStream
 		return errs.New(errs.Invalid, op, "", "block is required")
 	}
 	name := blockName(b.Id)
-	if tc := d.cfg.TokenChecker; tc != nil {
-		if err := tc.CheckRead(ctx, req); err != nil {
-			return err
-		}
+	// The token must cover the inode recorded when the block was written,
+	// not whatever the caller claims; an unknown block is checked against
+	// the claim, so a caller without a valid token learns nothing.
+	inode := req.InodeId
+	if info, ok := d.store.Stat(b.Id); ok {
+		inode = info.Inode
+	}
+	if err := d.tokens.checkRead(ctx, req.Token, inode, b); err != nil {
+		return err
 	}
 	info, err := d.statReplica(op, b)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/lbm"
+	"github.com/blockfs/blockfs/security"
 )
 
 func TestMain(m *testing.M) {
@@ -81,7 +82,57 @@ func (f *fakeNN) Heartbeat(_ context.Context, r *api.HeartbeatRequest) (*api.Hea
 	}
 	cmds := f.cmds
 	f.cmds = nil
-	return &api.HeartbeatResponse{Commands: cmds, IsLeader: true}, nil
+	return &api.HeartbeatResponse{Commands: cmds, IsLeader: true, Keys: [][]byte{signer().pub}, KeysChanged: true}, nil
+}
+
+func (f *fakeNN) GetKeys(context.Context, *api.GetKeysRequest) (*api.GetKeysResponse, error) {
+	return &api.GetKeysResponse{Keys: [][]byte{signer().pub}}, nil
+}
+
+// testSigning mints block tokens the way a namenode does, for the fake
+// namenodes' datanodes to check.
+type testSigning struct {
+	is  *security.Issuer
+	pub []byte
+}
+
+var signer = sync.OnceValue(func() *testSigning {
+	cfg := security.DefaultConfig()
+	cfg.NodeID = "fake-nn"
+	km, err := security.NewKeyManager(cfg)
+	if err != nil {
+		panic(err)
+	}
+	pk, err := km.Rotate(time.Now())
+	if err != nil {
+		panic(err)
+	}
+	pub, err := pk.MarshalBinary()
+	if err != nil {
+		panic(err)
+	}
+	is, err := security.NewIssuer(cfg, km, nil)
+	if err != nil {
+		panic(err)
+	}
+	return &testSigning{is: is, pub: pub}
+})
+
+// testInode owns every block these tests write.
+const testInode = 77
+
+func blockToken(id, gen uint64, a security.Access) []byte {
+	var tok []byte
+	var err error
+	if a == security.Write {
+		tok, err = signer().is.WriteToken("tester", testInode, id, gen)
+	} else {
+		tok, err = signer().is.BlockToken("tester", testInode, id, gen, a)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return tok
 }
 
 func (f *fakeNN) BlockReport(_ context.Context, r *api.BlockReportRequest) (*api.BlockReportResponse, error) {
@@ -155,6 +206,9 @@ func startDN(t *testing.T, cfg Config) *Datanode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
+	// Datanodes started without a (fake) namenode learn the test key here,
+	// as they would from a heartbeat reply.
+	d.tokens.merge([][]byte{signer().pub})
 	return d
 }
 
@@ -169,7 +223,8 @@ func dataClient(t *testing.T, addr string) api.DataServiceClient {
 
 func hdr(id, gen, length uint64, pipeline ...*api.DatanodeInfo) *api.WriteBlockRequest {
 	return &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
-		Block: &api.Block{Id: id, GenStamp: gen, Length: length}, InodeId: 77, Pipeline: pipeline}}}
+		Block: &api.Block{Id: id, GenStamp: gen, Length: length}, InodeId: testInode, Pipeline: pipeline,
+		Token: blockToken(id, gen, security.Write)}}}
 }
 
 func chunk(b []byte) *api.WriteBlockRequest {
@@ -196,7 +251,8 @@ func write(t *testing.T, c api.DataServiceClient, msgs ...*api.WriteBlockRequest
 func read(c api.DataServiceClient, id, gen, off, n uint64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := c.ReadBlock(ctx, &api.ReadBlockRequest{Block: &api.Block{Id: id, GenStamp: gen}, Offset: off, Length: n})
+	s, err := c.ReadBlock(ctx, &api.ReadBlockRequest{Block: &api.Block{Id: id, GenStamp: gen}, InodeId: testInode,
+		Offset: off, Length: n, Token: blockToken(id, gen, security.Read)})
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +412,8 @@ func TestPipeline(t *testing.T) {
 	lis.Close()
 	dead := &api.DatanodeInfo{Id: "dead-node", Addr: deadAddr}
 	_, tr, err := write(t, c, &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
-		Block: &api.Block{Id: 3, GenStamp: 1, Length: 2500}, Pipeline: []*api.DatanodeInfo{info(b), dead}}}}, chunk(data))
+		Block: &api.Block{Id: 3, GenStamp: 1, Length: 2500}, InodeId: testInode, Token: blockToken(3, 1, security.Write),
+		Pipeline: []*api.DatanodeInfo{info(b), dead}}}}, chunk(data))
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("dead downstream: %v, want Unavailable", err)
 	}
@@ -390,7 +447,7 @@ func TestReportsAndCommands(t *testing.T) {
 	nn1.mu.Lock()
 	nn1.cmds = []*api.DatanodeCommand{
 		{Command: &api.DatanodeCommand_Replicate{Replicate: &api.ReplicateBlockCommand{
-			Block: &api.Block{Id: 5, GenStamp: 1, Length: 700}, InodeId: 77,
+			Block: &api.Block{Id: 5, GenStamp: 1, Length: 700}, InodeId: testInode, Token: blockToken(5, 1, security.Copy),
 			Targets: []*api.DatanodeInfo{{Id: target.ID(), Addr: target.Addr()}}}}},
 		{Command: &api.DatanodeCommand_Delete{Delete: &api.DeleteBlocksCommand{Blocks: []*api.Block{{Id: 6, GenStamp: 1}}}}},
 	}

@@ -77,6 +77,14 @@ func (a *actor) run() {
 				registered = false
 				continue
 			}
+			if resp.KeysChanged {
+				d.tokens.merge(resp.Keys)
+			}
+			if resp.FullReport {
+				if err := a.fullReport(); err != nil {
+					registered = false
+				}
+			}
 			d.dispatch(resp.Commands)
 			if d.cfg.FullReportInterval > 0 && time.Since(lastFull) >= d.cfg.FullReportInterval {
 				if err := a.fullReport(); err != nil {
@@ -154,7 +162,9 @@ func (a *actor) heartbeat() (*api.HeartbeatResponse, error) {
 	capacity, used, failed := a.d.usage()
 	ctx, cancel := a.rpcCtx()
 	defer cancel()
-	resp, err := nn.Heartbeat(ctx, &api.HeartbeatRequest{DatanodeId: a.d.id, Capacity: capacity, Used: used, FailedVolumes: failed})
+	resp, err := nn.Heartbeat(ctx, &api.HeartbeatRequest{
+		DatanodeId: a.d.id, Capacity: capacity, Used: used, FailedVolumes: failed, KeyIds: a.d.tokens.keyIDs(),
+	})
 	if err != nil {
 		return nil, errs.FromStatus(err, nil)
 	}

@@ -42,6 +42,7 @@ type Datanode struct {
 	connMu   sync.Mutex
 	conns    map[string]*grpc.ClientConn
 	actors   []*actor
+	tokens   *tokens
 	cmds     chan *api.DatanodeCommand
 	inflight sync.Map // block id -> struct{}: replications running
 	corrupt  sync.Map // block id -> struct{}: replicas reported corrupt
@@ -86,6 +87,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	}
 	d.log = log.With("datanode", d.id)
 	d.met = newMetrics(reg, d)
+	if d.tokens, err = newTokens(d, cfg.Security); err != nil {
+		return nil, err
+	}
 	sc.Registerer = reg
 	sc.Logger = d.log
 	if d.store, err = lbm.Open(ctx, sc); err != nil {
@@ -115,6 +119,8 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 		d.wg.Add(1)
 		go a.run()
 	}
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.tokens.refresh(d.ctx) }()
 	st := d.store.OpenStats()
 	d.log.Info("datanode started", "grpc", d.addr, "http", d.HTTPAddr(), "blocks", st.LiveBlocks,
 		"containers", st.Containers, "replay", st.Duration, "namenodes", len(cfg.Namenodes))

@@ -107,6 +107,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
+	if err := c.WaitTokens(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
 	if err := c.startDatanodes(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -219,6 +223,27 @@ func (c *Cluster) WaitConverged(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return errs.Wrap(errs.Timeout, "wait converged", "", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// WaitTokens waits until every running namenode has published its
+// token-signing key, so it can answer GetBlockLocations and AddBlock.
+func (c *Cluster) WaitTokens(ctx context.Context) error {
+	for {
+		ready := true
+		for _, n := range c.Namenodes() {
+			if !n.TokensReady() {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errs.Wrap(errs.Timeout, "wait tokens", "", ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -226,7 +226,7 @@ func TestDatanodeFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		s, err := api.NewDataServiceClient(conn).ReadBlock(ctxT(t), &api.ReadBlockRequest{Block: lb.Block, InodeId: locs.InodeId})
+		s, err := api.NewDataServiceClient(conn).ReadBlock(ctxT(t), &api.ReadBlockRequest{Block: lb.Block, InodeId: locs.InodeId, Token: locs.Token})
 		if err == nil {
 			_, err = s.Recv()
 		}

@@ -25,7 +25,7 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*ap
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, cmdMkdirs, &api.MkdirsCommand{
-		Caller: callerFrom(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 		bs = s.n.cfg.DefaultBlock
 	}
 	res, idx, err := s.n.propose(ctx, cmdCreate, &api.CreateCommand{
-		Caller: callerFrom(ctx), Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
+		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		return nil, err
 	}
 	res, idx, err := s.n.propose(ctx, cmdAddBlock, &api.AddBlockCommand{
-		Caller: callerFrom(ctx), Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -85,7 +85,11 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	for _, d := range targets {
 		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
 	}
-	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb}, nil
+	tok, err := s.n.issuer.WriteToken(s.n.caller(ctx).User, req.InodeId, res.Block.Id, res.Block.GenStamp)
+	if err != nil {
+		return nil, err
+	}
+	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb, Token: tok}, nil
 }
 
 func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) (*api.CompleteResponse, error) {
@@ -96,7 +100,7 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 		return nil, errs.New(errs.Invalid, "complete", req.Path, "inode_id is required")
 	}
 	_, idx, err := s.n.propose(ctx, cmdComplete, &api.CompleteCommand{
-		Caller: callerFrom(ctx), Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -112,7 +116,7 @@ func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockR
 		return nil, errs.New(errs.Invalid, "abandon block", req.Path, "inode_id and block are required")
 	}
 	_, idx, err := s.n.propose(ctx, cmdAbandonBlock, &api.AbandonBlockCommand{
-		Caller: callerFrom(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block,
+		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block,
 	})
 	if err != nil {
 		return nil, err
@@ -125,7 +129,7 @@ func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*ap
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, cmdDelete, &api.DeleteCommand{
-		Caller: callerFrom(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -141,7 +145,7 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*ap
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, cmdRename, &api.RenameCommand{
-		Caller: callerFrom(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -156,7 +160,7 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	u := callerFrom(ctx)
+	u := s.n.caller(ctx)
 	f := s.n.fsm
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -184,7 +188,7 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	f := s.n.fsm
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if u, ok := f.user(callerFrom(ctx)); ok {
+	if u, ok := f.user(s.n.caller(ctx)); ok {
 		if err := f.st.tree.CheckAccess(u, f.superuser, req.Path, namespace.Read|namespace.Exec); err != nil {
 			return nil, err
 		}
@@ -198,6 +202,38 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 		out.Entries[i] = toFileStatus(fi)
 	}
 	return out, nil
+}
+
+func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissionRequest) (*api.SetPermissionResponse, error) {
+	if err := validatePath("chmod", req.Path); err != nil {
+		return nil, err
+	}
+	if req.Mode&^0o1777 != 0 {
+		return nil, errs.Newf(errs.Invalid, "chmod", req.Path, "mode %#o has bits outside 01777", req.Mode)
+	}
+	_, idx, err := s.n.propose(ctx, cmdSetPermission, &api.SetPermissionCommand{
+		Caller: s.n.caller(ctx), Path: req.Path, Perm: req.Mode, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.SetPermissionResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) (*api.SetOwnerResponse, error) {
+	if err := validatePath("chown", req.Path); err != nil {
+		return nil, err
+	}
+	if req.Owner == "" && req.Group == "" {
+		return nil, errs.New(errs.Invalid, "chown", req.Path, "owner or group is required")
+	}
+	_, idx, err := s.n.propose(ctx, cmdSetOwner, &api.SetOwnerCommand{
+		Caller: s.n.caller(ctx), Path: req.Path, Owner: req.Owner, Group: req.Group,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.SetOwnerResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
 func (s *clientService) ReportBadBlocks(ctx context.Context, req *api.ReportBadBlocksRequest) (*api.ReportBadBlocksResponse, error) {

@@ -21,7 +21,11 @@ const (
 	cmdRename       cmdType = 7
 	cmdSetMember    cmdType = 8
 	cmdRemoveMember cmdType = 9
-	cmdBatch        cmdType = 10
+	cmdBatch         cmdType = 10
+	cmdSetPermission cmdType = 11
+	cmdSetOwner      cmdType = 12
+	cmdRegisterKey   cmdType = 13
+	cmdPruneKeys     cmdType = 14
 )
 
 // encodeCommand frames msg as one log entry: type byte, then protobuf.
@@ -54,6 +58,14 @@ func newCommandMessage(t cmdType) proto.Message {
 		return &api.RemoveMemberCommand{}
 	case cmdBatch:
 		return &api.BatchCommand{}
+	case cmdSetPermission:
+		return &api.SetPermissionCommand{}
+	case cmdSetOwner:
+		return &api.SetOwnerCommand{}
+	case cmdRegisterKey:
+		return &api.RegisterKeyCommand{}
+	case cmdPruneKeys:
+		return &api.PruneKeysCommand{}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package namenode
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // Peer is one namenode of the initial cluster, as given to --peers.
@@ -64,6 +66,19 @@ type Config struct {
 	MaxInflightApplies int
 	MaxBatch           int
 
+	// Security configures block tokens: Mode (per-block, per-request,
+	// cached), lifetime, key rotation, clock skew. NodeID is set from ID.
+	Security security.Config
+	// Auth is how callers are identified: "mtls" (the client certificate's
+	// CN; needs TLS) or "simple" (the blockfs-user request metadata, like
+	// HDFS simple auth; logs a warning).
+	Auth string
+	// TLS, if set, is the server's TLS config (mTLS: it must require and
+	// verify client certificates); PeerTLS is what this node uses to dial
+	// other namenodes.
+	TLS     *tls.Config
+	PeerTLS *tls.Config
+
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node
 }
@@ -86,6 +101,9 @@ func DefaultConfig() Config {
 		Blocks:         blocks.DefaultConfig(),
 		WorkInterval:   time.Second,
 		MaxRequestSize: 4 << 20,
+
+		Security: security.DefaultConfig(),
+		Auth:     AuthSimple,
 
 		MaxInflightApplies: 1,
 		MaxBatch:           256,
@@ -121,13 +139,31 @@ func (c *Config) Validate() error {
 	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
 		return bad("max in-flight applies and max batch must be positive")
 	}
+	switch c.Auth {
+	case AuthSimple:
+	case AuthMTLS:
+		if c.TLS == nil {
+			return bad("auth mtls needs a TLS config")
+		}
+	default:
+		return bad("auth %q: want simple or mtls", c.Auth)
+	}
 	for _, p := range c.Peers {
 		if p.ID == "" || p.RaftAddr == "" || p.GRPCAddr == "" {
 			return bad("peer %+v needs id, raft and grpc addresses", p)
 		}
 	}
+	if err := c.Security.Validate(); err != nil {
+		return err
+	}
 	return c.Blocks.Validate()
 }
+
+// Ways of identifying callers (Config.Auth).
+const (
+	AuthSimple = "simple"
+	AuthMTLS   = "mtls"
+)
 
 // ParsePeers parses "id=raftaddr/grpcaddr,..." as given to --peers.
 func ParsePeers(s string) ([]Peer, error) {

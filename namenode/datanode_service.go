@@ -6,6 +6,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // datanodeService implements api.DatanodeProtocolServer. Every namenode
@@ -33,11 +34,18 @@ func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatReque
 	if !s.n.blocks.Heartbeat(req.DatanodeId, req.Capacity, req.Used, req.FailedVolumes) {
 		return &api.HeartbeatResponse{Reregister: true}, nil
 	}
-	resp := &api.HeartbeatResponse{IsLeader: s.n.isReadyLeader()}
+	resp := &api.HeartbeatResponse{IsLeader: s.n.isReadyLeader(), FullReport: s.n.blocks.WantsFullReport(req.DatanodeId)}
+	if !s.n.fsm.hasKeyIDs(req.KeyIds) {
+		resp.Keys, resp.KeysChanged = s.n.fsm.publicKeys(), true
+	}
 	if resp.IsLeader {
-		resp.Commands = toAPICommands(s.n.blocks.PendingCommands(req.DatanodeId))
+		resp.Commands = s.n.toAPICommands(s.n.blocks.PendingCommands(req.DatanodeId))
 	}
 	return resp, nil
+}
+
+func (s *datanodeService) GetKeys(ctx context.Context, req *api.GetKeysRequest) (*api.GetKeysResponse, error) {
+	return &api.GetKeysResponse{Keys: s.n.fsm.publicKeys()}, nil
 }
 
 func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportRequest) (*api.BlockReportResponse, error) {
@@ -79,7 +87,7 @@ func replicaBlock(r blocks.Replica) *api.Block {
 	return &api.Block{Id: r.BlockID, GenStamp: r.GenStamp, Length: r.Length}
 }
 
-func toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
+func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 	out := make([]*api.DatanodeCommand, 0, len(cs))
 	for _, c := range cs {
 		switch c.Kind {
@@ -91,6 +99,12 @@ func toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Delete{Delete: d}})
 		case blocks.Replicate:
 			r := &api.ReplicateBlockCommand{Block: replicaBlock(c.Block), InodeId: c.Block.Inode}
+			tok, err := n.issuer.BlockToken(replicationUser, c.Block.Inode, c.Block.BlockID, c.Block.GenStamp, security.Copy)
+			if err != nil {
+				n.log.Warn("sign replication token", "block", c.Block.BlockID, "err", err)
+				continue
+			}
+			r.Token = tok
 			for _, t := range c.Targets {
 				r.Targets = append(r.Targets, toDatanodeInfo(t))
 			}

@@ -32,12 +32,16 @@ type blockEvents interface {
 type state struct {
 	tree    *namespace.Tree
 	members map[string]*api.Member
+	// keys are the published token-signing public keys by kid, each in
+	// security.PublicKey binary encoding.
+	keys map[string][]byte
 }
 
 func newState(superuser, supergroup string) *state {
 	return &state{
 		tree:    namespace.New(namespace.DefaultLimits(), superuser, supergroup),
 		members: map[string]*api.Member{},
+		keys:    map[string][]byte{},
 	}
 }
 
@@ -52,6 +56,8 @@ type fsm struct {
 	metrics    *metrics
 
 	applied atomic.Uint64
+	// keysVersion changes whenever the published key set does.
+	keysVersion atomic.Uint64
 	// appliedCh is closed and replaced after every applied batch, waking
 	// readers that wait for an index.
 	chMu      sync.Mutex
@@ -211,6 +217,23 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 		return nil, nil
 	case cmdRemoveMember:
 		delete(f.st.members, msg.(*api.RemoveMemberCommand).Id)
+		return nil, nil
+	case cmdSetPermission:
+		c := msg.(*api.SetPermissionCommand)
+		if err := f.checkOwner(c.Caller, c.Path); err != nil {
+			return nil, err
+		}
+		return nil, tree.SetPermission(c.Path, c.Perm, c.MtimeUnixMs)
+	case cmdSetOwner:
+		c := msg.(*api.SetOwnerCommand)
+		if err := f.checkChown(c.Caller, c.Path, c.Owner, c.Group); err != nil {
+			return nil, err
+		}
+		return nil, tree.SetOwner(c.Path, c.Owner, c.Group)
+	case cmdRegisterKey:
+		return nil, f.applyRegisterKey(msg.(*api.RegisterKeyCommand))
+	case cmdPruneKeys:
+		f.applyPruneKeys(msg.(*api.PruneKeysCommand))
 		return nil, nil
 	}
 	return nil, errs.Newf(errs.Internal, "fsm", "", "command type %d has no handler", t)
@@ -379,6 +402,9 @@ func writeSnapshot(w io.Writer, st *state, applied uint64) error {
 			return err
 		}
 	}
+	if err := writeKeys(w, st.keys); err != nil {
+		return err
+	}
 	return st.tree.WriteImage(w)
 }
 
@@ -402,6 +428,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, corrupt("implausible member count")
 	}
 	st := &state{members: make(map[string]*api.Member, n)}
+	var err error
 	for i := uint32(0); i < n; i++ {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return nil, 0, corrupt("truncated member")
@@ -419,6 +446,9 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 			return nil, 0, corrupt("bad member: " + err.Error())
 		}
 		st.members[m.Id] = m
+	}
+	if st.keys, err = readKeys(r); err != nil {
+		return nil, 0, err
 	}
 	tree, err := namespace.ReadImage(r)
 	if err != nil {

@@ -20,7 +20,15 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	return s.n.blockLocations(callerFrom(ctx), req)
+	c := s.n.caller(ctx)
+	out, err := s.n.blockLocations(c, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.n.fillReadTokens(c.User, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {

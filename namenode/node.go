@@ -24,6 +24,7 @@ import (
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namespace"
+	"github.com/blockfs/blockfs/security"
 )
 
 // Namenode is one running namenode: Raft, the FSM, the block map, and the
@@ -41,6 +42,8 @@ type Namenode struct {
 	transport *raft.NetworkTransport
 	reads     *readBatcher
 	proposer  *proposer
+	keys      *security.KeyManager
+	issuer    *security.Issuer
 	ready     atomic.Bool // leader and caught up with its own term
 
 	grpcLis  net.Listener
@@ -75,7 +78,20 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err != nil {
 		return nil, err
 	}
-	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, stop: make(chan struct{}), peers: newPeerConns()}
+	cfg.Security.NodeID = cfg.ID
+	km, err := security.NewKeyManager(cfg.Security)
+	if err != nil {
+		return nil, err
+	}
+	issuer, err := security.NewIssuer(cfg.Security, km, reg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Auth == AuthSimple {
+		log.Warn("simple authentication: callers name themselves in request metadata; use --auth=mtls outside a trusted network")
+	}
+	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer,
+		stop: make(chan struct{}), peers: newPeerConns(cfg.PeerTLS)}
 	n.met = newMetrics(reg, n)
 	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
 	defer func() {
@@ -103,9 +119,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startHTTP(); err != nil {
 		return nil, err
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.workLoop()
+	go n.keyLoop()
 	if n.cfg.Join != "" && !n.hadState() {
 		if err := n.join(ctx); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"path"
+	"slices"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
@@ -73,4 +74,32 @@ func (f *fsm) checkTraverse(c *api.Caller, p string) error {
 		return nil
 	}
 	return f.st.tree.CheckParentAccess(u, f.superuser, p, namespace.Exec)
+}
+
+// checkOwner checks that c owns p (or is the superuser): chmod.
+func (f *fsm) checkOwner(c *api.Caller, p string) error {
+	u, ok := f.user(c)
+	if !ok {
+		return nil
+	}
+	return f.st.tree.CheckOwner(u, f.superuser, p)
+}
+
+// checkChown applies HDFS's chown rules: only the superuser may change the
+// owner; the owner may change the group to one of their own groups.
+func (f *fsm) checkChown(c *api.Caller, p, owner, group string) error {
+	u, ok := f.user(c)
+	if !ok || u.Name == f.superuser {
+		return nil
+	}
+	if owner != "" {
+		return errs.Newf(errs.Permission, "chown", p, "only the superuser may change the owner (caller %s)", u.Name)
+	}
+	if err := f.st.tree.CheckOwner(u, f.superuser, p); err != nil {
+		return err
+	}
+	if group != "" && !slices.Contains(u.Groups, group) {
+		return errs.Newf(errs.Permission, "chown", p, "user %s is not in group %s", u.Name, group)
+	}
+	return nil
 }

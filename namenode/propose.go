@@ -2,12 +2,14 @@ package namenode
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
@@ -125,11 +127,14 @@ func (n *Namenode) leaderConn() (*grpc.ClientConn, error) {
 
 // peerConns caches one gRPC connection per peer address.
 type peerConns struct {
+	tls   *tls.Config
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-func newPeerConns() *peerConns { return &peerConns{conns: map[string]*grpc.ClientConn{}} }
+func newPeerConns(tlsConf *tls.Config) *peerConns {
+	return &peerConns{tls: tlsConf, conns: map[string]*grpc.ClientConn{}}
+}
 
 func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
@@ -137,7 +142,11 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if p.tls != nil {
+		creds = credentials.NewTLS(p.tls)
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, "dial peer", addr, err)
 	}

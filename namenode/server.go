@@ -8,14 +8,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // UserKey is the request metadata key carrying the caller's user name under
@@ -26,10 +29,14 @@ const UserKey = "blockfs-user"
 const GroupsKey = "blockfs-groups"
 
 func (n *Namenode) startGRPC() {
-	n.grpcSrv = grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
 		grpc.ChainUnaryInterceptor(n.unaryInterceptor),
-	)
+	}
+	if n.cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(n.cfg.TLS)))
+	}
+	n.grpcSrv = grpc.NewServer(opts...)
 	api.RegisterClientServiceServer(n.grpcSrv, &clientService{n: n})
 	api.RegisterDatanodeProtocolServer(n.grpcSrv, &datanodeService{n: n})
 	api.RegisterAdminServer(n.grpcSrv, &adminService{n: n})
@@ -89,7 +96,24 @@ func (n *Namenode) unaryInterceptor(ctx context.Context, req any, info *grpc.Una
 	return resp, err
 }
 
-// callerFrom returns the identity a request runs as.
+// caller returns the identity a request runs as: under mTLS the verified
+// client certificate's CN, under simple auth the blockfs-user metadata.
+func (n *Namenode) caller(ctx context.Context) *api.Caller {
+	if n.cfg.Auth == AuthMTLS {
+		user := "nobody"
+		if p, ok := peer.FromContext(ctx); ok {
+			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+				if cn, err := security.IdentityFromTLS(ti.State); err == nil {
+					user = cn
+				}
+			}
+		}
+		return &api.Caller{User: user}
+	}
+	return callerFrom(ctx)
+}
+
+// callerFrom reads simple-auth identity from request metadata.
 // (ValueFromIncomingContext reads single keys without copying the whole
 // metadata map, which FromIncomingContext does on every call.)
 func callerFrom(ctx context.Context) *api.Caller {

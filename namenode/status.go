@@ -22,6 +22,7 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 		AppliedIndex: n.fsm.appliedIndex(),
 		CommitIndex:  n.raft.CommitIndex(),
 		ServedBy:     n.cfg.ID,
+		TokenMode:    n.cfg.Security.Mode.String(),
 	}
 	n.fsm.mu.RLock()
 	members := make(map[string]*api.Member, len(n.fsm.st.members))
