@@ -12,15 +12,15 @@ import (
 type cmdType byte
 
 const (
-	cmdMkdirs       cmdType = 1
-	cmdCreate       cmdType = 2
-	cmdAddBlock     cmdType = 3
-	cmdComplete     cmdType = 4
-	cmdAbandonBlock cmdType = 5
-	cmdDelete       cmdType = 6
-	cmdRename       cmdType = 7
-	cmdSetMember    cmdType = 8
-	cmdRemoveMember cmdType = 9
+	cmdMkdirs        cmdType = 1
+	cmdCreate        cmdType = 2
+	cmdAddBlock      cmdType = 3
+	cmdComplete      cmdType = 4
+	cmdAbandonBlock  cmdType = 5
+	cmdDelete        cmdType = 6
+	cmdRename        cmdType = 7
+	cmdSetMember     cmdType = 8
+	cmdRemoveMember  cmdType = 9
 	cmdBatch         cmdType = 10
 	cmdSetPermission cmdType = 11
 	cmdSetOwner      cmdType = 12
