@@ -1,6 +1,7 @@
 package datanode
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -63,6 +64,8 @@ type Config struct {
 	// Security configures token verification (clock skew, maximum token
 	// size, the verified-token cache). Tokens are always checked.
 	Security security.Config
+	// TLS, if set, is the DataService's server TLS config (mTLS).
+	TLS *tls.Config
 	// DialOptions are added to every outgoing connection (to namenodes and
 	// downstream datanodes); the default is insecure transport.
 	DialOptions []grpc.DialOption

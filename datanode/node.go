@@ -201,6 +201,7 @@ func (d *Datanode) conn(addr string) (*grpc.ClientConn, error) {
 	if d.conns == nil {
 		return nil, errs.New(errs.Unavailable, "dial", addr, "datanode is closing")
 	}
+	// The last transport credentials win: DialOptions may replace these.
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, d.cfg.DialOptions...)
 	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {

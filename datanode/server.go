@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -22,11 +23,15 @@ import (
 const maxRecvMsg = 8 << 20
 
 func (d *Datanode) startGRPC() {
-	d.grpcSrv = grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecvMsg),
 		grpc.ChainUnaryInterceptor(d.unaryInterceptor),
 		grpc.ChainStreamInterceptor(d.streamInterceptor),
-	)
+	}
+	if d.cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(d.cfg.TLS)))
+	}
+	d.grpcSrv = grpc.NewServer(opts...)
 	api.RegisterDataServiceServer(d.grpcSrv, &dataService{d: d})
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

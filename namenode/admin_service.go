@@ -23,7 +23,7 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
-		conn, err := n.leaderConn()
+		conn, err := n.leaderConn(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +49,7 @@ func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
-		conn, err := n.leaderConn()
+		conn, err := n.leaderConn(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func (n *Namenode) isMember(id string) bool {
 func (s *adminService) TransferLeadership(ctx context.Context, req *api.TransferLeadershipRequest) (*api.TransferLeadershipResponse, error) {
 	n := s.n
 	if n.raft.State() != raft.Leader {
-		conn, err := n.leaderConn()
+		conn, err := n.leaderConn(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -129,3 +129,10 @@ func BenchmarkGetBlockLocationsScaling(b *testing.B) {
 		})
 	}
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// incomingAs is the server-side context of a call made as user.
+func incomingAs(user string) context.Context {
+	return metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, user))
+}

@@ -99,8 +99,38 @@ func (x *tc) converge() {
 }
 
 // registerDatanodes registers fake datanodes with every namenode so that
-// AddBlock can place blocks.
+// AddBlock can place blocks, and keeps them alive with heartbeats until
+// the test ends.
 func (x *tc) registerDatanodes(n int) {
+	x.registerDatanodesOnly(n)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx := metadata.AppendToOutgoingContext(context.Background(), namenode.UserKey, "root")
+		for {
+			for i, conn := range x.conns {
+				if x.c.Namenode(i) == nil {
+					continue
+				}
+				dp := api.NewDatanodeProtocolClient(conn)
+				for d := range n {
+					cctx, cancel := context.WithTimeout(ctx, time.Second)
+					dp.Heartbeat(cctx, &api.HeartbeatRequest{DatanodeId: fmt.Sprintf("dn%d", d), Capacity: 1 << 40})
+					cancel()
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	x.t.Cleanup(func() { close(stop); <-done })
+}
+
+// registerDatanodesOnly registers fake datanodes that never heartbeat.
+func (x *tc) registerDatanodesOnly(n int) {
 	x.t.Helper()
 	for i, conn := range x.conns {
 		if x.c.Namenode(i) == nil {

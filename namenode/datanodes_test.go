@@ -25,7 +25,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 		c.WorkInterval = 20 * time.Millisecond
 	})
 	const dns = 4
-	x.registerDatanodes(dns)
+	x.registerDatanodesOnly(dns)
 	l := x.leader()
 	c := x.client(l)
 	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f", Replication: 3, BlockSize: 100})

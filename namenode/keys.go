@@ -150,7 +150,7 @@ func (n *Namenode) keyLoop() {
 	retry := 50 * time.Millisecond
 	for {
 		now := time.Now()
-		if n.keys.Due(now) {
+		if n.rotationDue(now) {
 			if err := n.rotateKey(now); err != nil {
 				n.log.Debug("key rotation not done yet", "err", err)
 				select {
@@ -158,7 +158,7 @@ func (n *Namenode) keyLoop() {
 					return
 				case <-time.After(retry):
 				}
-				retry = min(2*retry, 2*time.Second)
+				retry = min(2*retry, 2*time.Second, cfg.KeyRotation/16)
 				continue
 			}
 			retry = 50 * time.Millisecond
@@ -166,7 +166,7 @@ func (n *Namenode) keyLoop() {
 		if n.isReadyLeader() {
 			n.pruneKeys(now, cfg)
 		}
-		wait := time.Until(n.keys.Current().NotBefore.Add(cfg.KeyRotation))
+		wait := time.Until(n.rotateAt())
 		select {
 		case <-n.stop:
 			return
@@ -174,6 +174,19 @@ func (n *Namenode) keyLoop() {
 		}
 	}
 }
+
+// rotateAt is when the current key is replaced: at three quarters of
+// KeyRotation, so the new key is published through Raft well before the
+// old one stops being usable (a token's exp must fit in its key's window).
+func (n *Namenode) rotateAt() time.Time {
+	kp := n.keys.Current()
+	if kp == nil {
+		return time.Time{}
+	}
+	return kp.NotBefore.Add(n.cfg.Security.KeyRotation * 3 / 4)
+}
+
+func (n *Namenode) rotationDue(now time.Time) bool { return !now.Before(n.rotateAt()) }
 
 func (n *Namenode) rotateKey(now time.Time) error {
 	cfg := n.cfg.Security

@@ -74,7 +74,7 @@ func (n *Namenode) raftError(op string, err error) error {
 
 // forwardApply sends an encoded command to the leader.
 func (n *Namenode) forwardApply(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
-	conn, err := n.leaderConn()
+	conn, err := n.leaderConn(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -116,13 +116,30 @@ func (n *Namenode) leaderGRPC() string {
 	return ""
 }
 
-// leaderConn returns a connection to the leader, or Unavailable.
-func (n *Namenode) leaderConn() (*grpc.ClientConn, error) {
-	addr := n.leaderGRPC()
-	if addr == "" || addr == n.grpcAddr {
-		return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "no leader known"}
+// leaderConn returns a connection to the leader. With no leader known it
+// waits (up to two election timeouts, within ctx) for one to be elected,
+// then gives up with Unavailable.
+func (n *Namenode) leaderConn(ctx context.Context) (*grpc.ClientConn, error) {
+	deadline := time.Now().Add(2 * n.cfg.RaftElection)
+	for {
+		addr := n.leaderGRPC()
+		if addr != "" && addr != n.grpcAddr {
+			return n.peers.get(addr)
+		}
+		if addr == n.grpcAddr && n.raft.State() == raft.Leader {
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "this node became leader; retry"}
+		}
+		if time.Now().After(deadline) {
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "no leader known"}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "no leader known", Err: ctx.Err()}
+		case <-n.stop:
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "namenode is stopping"}
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	return n.peers.get(addr)
 }
 
 // peerConns caches one gRPC connection per peer address.
@@ -250,7 +267,7 @@ func (n *Namenode) linearizableIndex(ctx context.Context) (uint64, error) {
 	if n.raft.State() == raft.Leader {
 		return n.leaderReadIndex(ctx)
 	}
-	conn, err := n.leaderConn()
+	conn, err := n.leaderConn(ctx)
 	if err != nil {
 		return 0, err
 	}

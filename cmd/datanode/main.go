@@ -21,8 +21,12 @@ import (
 	"strings"
 	"syscall"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/security"
 )
 
 func main() {
@@ -63,6 +67,11 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&maxBytes, "container-max-bytes", uint64(cfg.Store.MaxContainerSize), "bytes: a container whose data file reaches this size is full")
 	f.Int(&maxBlocks, "container-max-blocks", maxBlocks, "blocks after which a container is full (0 = unlimited)")
 	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
+	var tlsCA, tlsCert, tlsKey string
+	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
+	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS (to namenodes, peers and clients)")
+	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
+	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
 		return cfg, "", err
@@ -83,6 +92,14 @@ func parse(args []string) (datanode.Config, string, error) {
 	cfg.Store.MaxContainerSize = int64(maxBytes)
 	cfg.Store.MaxBlocksPerContainer = maxBlocks
 	cfg.Store.Capacity = int64(capacity)
+	if tlsCA != "" || tlsCert != "" || tlsKey != "" {
+		server, client, err := security.TLSFromFiles(tlsCA, tlsCert, tlsKey)
+		if err != nil {
+			return cfg, "", err
+		}
+		cfg.TLS = server
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithTransportCredentials(credentials.NewTLS(client)))
+	}
 	return cfg, logLevel, cfg.Validate()
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/blockfs/blockfs/internal/cliflag"
 	"github.com/blockfs/blockfs/namenode"
+	"github.com/blockfs/blockfs/security"
 )
 
 func main() {
@@ -55,6 +56,15 @@ func run(args []string) error {
 	f.Uint64(&cfg.SnapshotEvery, "snapshot-threshold", cfg.SnapshotEvery, "Raft log entries between snapshots")
 	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")
 	f.Int(&cfg.Blocks.DeadAfterMissed, "dead-after-missed", cfg.Blocks.DeadAfterMissed, "missed heartbeats after which a datanode is dead")
+	var tokenMode, tlsCA, tlsCert, tlsKey string
+	f.String(&tokenMode, "token-mode", cfg.Security.Mode.String(), "block tokens: per-block (one signature per block, the HDFS baseline), per-request (one per response), cached (per-request, reused)")
+	f.Duration(&cfg.Security.TokenLifetime, "token-lifetime", cfg.Security.TokenLifetime, "lifetime of every block token")
+	f.Duration(&cfg.Security.KeyRotation, "key-rotation", cfg.Security.KeyRotation, "how often this namenode makes a new token-signing key")
+	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
+	f.String(&cfg.Auth, "auth", cfg.Auth, "caller identity: simple (the blockfs-user request metadata; trusted network only) or mtls (client certificate CN; needs --tls-*)")
+	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
+	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
+	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -63,6 +73,16 @@ func run(args []string) error {
 		return err
 	}
 	cfg.DefaultRepl = uint32(repl)
+	mode, err := security.ParseMode(tokenMode)
+	if err != nil {
+		return err
+	}
+	cfg.Security.Mode = mode
+	if tlsCA != "" || tlsCert != "" || tlsKey != "" {
+		if cfg.TLS, cfg.PeerTLS, err = security.TLSFromFiles(tlsCA, tlsCert, tlsKey); err != nil {
+			return err
+		}
+	}
 	if peers != "" {
 		p, err := namenode.ParsePeers(peers)
 		if err != nil {
