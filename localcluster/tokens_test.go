@@ -1,0 +1,169 @@
+package localcluster_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/client"
+)
+
+// readDirect reads a whole block from one datanode, bypassing the client.
+func readDirect(t *testing.T, addr string, req *api.ReadBlockRequest) error {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := api.NewDataServiceClient(conn).ReadBlock(ctxT(t), req)
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := s.Recv(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// TestDatanodeChecksTokens: a datanode serves a block only for a token that
+// verifies and covers the block's own inode, and names the reason when it
+// refuses. A token for another file is refused even if the caller claims
+// that file's inode.
+func TestDatanodeChecksTokens(t *testing.T) {
+	c, cl := startCluster(t, false)
+	writeFile(t, cl, "/mine", randBytes(blockSize))
+	writeFile(t, cl, "/other", randBytes(blockSize))
+	mine, err := cl.GetBlockLocations(ctxT(t), "/mine", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := cl.GetBlockLocations(ctxT(t), "/other", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := mine.Blocks[0]
+	addr := lb.Locations[0].Addr
+	tampered := []byte(string(mine.Token))
+	tampered[len(tampered)-5] ^= 1
+	for _, tc := range []struct {
+		name  string
+		inode uint64
+		token []byte
+		code  codes.Code
+		msg   string
+	}{
+		{"valid", mine.InodeId, mine.Token, codes.OK, ""},
+		{"no token", mine.InodeId, nil, codes.Unauthenticated, "missing token"},
+		{"garbage", mine.InodeId, []byte("not.a.token"), codes.Unauthenticated, "malformed"},
+		{"bad signature", mine.InodeId, tampered, codes.Unauthenticated, "signature"},
+		{"another file's token", other.InodeId, other.Token, codes.PermissionDenied, "wrong inode"},
+		{"another file's token, claiming this inode", mine.InodeId, other.Token, codes.PermissionDenied, "wrong inode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := readDirect(t, addr, &api.ReadBlockRequest{Block: lb.Block, InodeId: tc.inode, Token: tc.token})
+			if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.msg) {
+				t.Fatalf("got %v, want %v mentioning %q", err, tc.code, tc.msg)
+			}
+		})
+	}
+	// A read token cannot write.
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ws, err := api.NewDataServiceClient(conn).WriteBlock(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
+		Block: &api.Block{Id: lb.Block.Id + 1000, GenStamp: 1, Length: 1}, InodeId: mine.InodeId, Token: mine.Token}}})
+	ws.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Chunk{Chunk: []byte{1}}})
+	if _, err := ws.CloseAndRecv(); status.Code(err) != codes.PermissionDenied && status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("write with a read token: %v", err)
+	}
+	_ = c
+}
+
+// TestPrivateFileNotReadableByOthers: bob can neither get alice's 0600
+// file's locations from the namenode nor read it straight from a datanode
+// with a token for his own file.
+func TestPrivateFileNotReadableByOthers(t *testing.T) {
+	c, root := startCluster(t, false)
+	ctx := ctxT(t)
+	if err := root.Mkdirs(ctx, "/home/alice", 0o755, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Mkdirs(ctx, "/home/bob", 0o755, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.SetOwner(ctx, "/home/alice", "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.SetOwner(ctx, "/home/bob", "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	as := func(user string) *client.Client {
+		cfg := client.DefaultConfig(c.NamenodeAddrs()...)
+		cfg.User = user
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	alice, bob := as("alice"), as("bob")
+	secret := randBytes(blockSize)
+	if err := alice.WriteFile(ctx, "/home/alice/secret", secret, client.CreateOptions{Perm: 0o600}); err != nil {
+		t.Fatal(err)
+	}
+	readBack(t, alice, "/home/alice/secret", secret)
+	if _, err := bob.ReadFile(ctx, "/home/alice/secret"); client.Code(err) != codes.PermissionDenied {
+		t.Fatalf("bob reading alice's 0600 file: %v", err)
+	}
+	writeFile(t, bob, "/home/bob/own", randBytes(10))
+	own, err := bob.GetBlockLocations(ctx, "/home/bob/own", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := alice.GetBlockLocations(ctx, "/home/alice/secret", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := theirs.Blocks[0]
+	err = readDirect(t, lb.Locations[0].Addr, &api.ReadBlockRequest{Block: lb.Block, InodeId: theirs.InodeId, Token: own.Token})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("bob reading alice's block from a datanode with his own token: %v", err)
+	}
+}
+
+// TestReadAfterLeaderChange: after the leader stops, the new leader's
+// tokens are accepted by every datanode (HDFS-17383).
+func TestReadAfterLeaderChange(t *testing.T) {
+	c, cl := startCluster(t, false)
+	data := randBytes(3*blockSize + 7)
+	writeFile(t, cl, "/f", data)
+	l := c.Leader()
+	if err := c.StopNamenode(l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	readBack(t, cl, "/f", data)
+	writeFile(t, cl, "/g", data)
+	readBack(t, cl, "/g", data)
+}
