@@ -74,7 +74,9 @@ func TestMTLS(t *testing.T) {
 		}
 		return cfg
 	}
-	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 3*time.Second) }
+	short := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 3*time.Second)
+	}
 
 	t.Run("no certificate", func(t *testing.T) {
 		cctx, cancel := short()
