@@ -21,6 +21,9 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 	if req.Id == "" || req.RaftAddr == "" || req.GrpcAddr == "" {
 		return nil, errs.New(errs.Invalid, "add server", req.Id, "id, raft_addr and grpc_addr are required")
 	}
+	if err := s.n.checkAdmin(ctx, "add server", req.Id); err != nil {
+		return nil, err
+	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
 		conn, err := n.leaderConn(ctx)
@@ -46,6 +49,9 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
 	if req.Id == "" {
 		return nil, errs.New(errs.Invalid, "remove server", "", "id is required")
+	}
+	if err := s.n.checkAdmin(ctx, "remove server", ""); err != nil {
+		return nil, err
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
@@ -85,6 +91,9 @@ func (n *Namenode) isMember(id string) bool {
 
 func (s *adminService) TransferLeadership(ctx context.Context, req *api.TransferLeadershipRequest) (*api.TransferLeadershipResponse, error) {
 	n := s.n
+	if err := n.checkAdmin(ctx, "transfer leadership", ""); err != nil {
+		return nil, err
+	}
 	if n.raft.State() != raft.Leader {
 		conn, err := n.leaderConn(ctx)
 		if err != nil {
@@ -124,6 +133,9 @@ func (n *Namenode) memberRaftAddr(id string) (string, bool) {
 
 // Snapshot takes a Raft snapshot on the node that receives the call.
 func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (*api.SnapshotResponse, error) {
+	if err := s.n.checkAdmin(ctx, "snapshot", ""); err != nil {
+		return nil, err
+	}
 	f := s.n.raft.Snapshot()
 	if err := f.Error(); err != nil {
 		return nil, errs.Wrap(errs.Precondition, "snapshot", "", err)
@@ -144,6 +156,9 @@ type internalService struct {
 }
 
 func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
+	if err := s.n.checkPeer(ctx, "apply"); err != nil {
+		return nil, err
+	}
 	if s.n.raft.State() != raft.Leader {
 		return nil, s.n.raftError("apply", raft.ErrNotLeader)
 	}
@@ -168,6 +183,9 @@ func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*ap
 }
 
 func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexRequest) (*api.ReadIndexResponse, error) {
+	if err := s.n.checkPeer(ctx, "read index"); err != nil {
+		return nil, err
+	}
 	if s.n.raft.State() != raft.Leader {
 		return nil, s.n.raftError("read index", raft.ErrNotLeader)
 	}
@@ -176,4 +194,39 @@ func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexReque
 		return nil, err
 	}
 	return &api.ReadIndexResponse{Index: idx}, nil
+}
+
+// checkPeer admits only other namenodes (a certificate CN that is a member
+// id) to NamenodeInternal under mTLS: a forwarded command carries its
+// caller, so anyone else could act as any user.
+func (n *Namenode) checkPeer(ctx context.Context, op string) error {
+	if n.cfg.Auth != AuthMTLS {
+		return nil
+	}
+	who := n.caller(ctx).User
+	n.fsm.mu.RLock()
+	_, ok := n.fsm.st.members[who]
+	n.fsm.mu.RUnlock()
+	if !ok {
+		return errs.Newf(errs.Permission, op, "", "%s is not a namenode of this cluster", who)
+	}
+	return nil
+}
+
+// checkAdmin admits the superuser, other namenodes, and (for AddServer) a
+// node adding itself.
+func (n *Namenode) checkAdmin(ctx context.Context, op, self string) error {
+	if n.cfg.Auth != AuthMTLS {
+		if who := n.caller(ctx).User; who == n.cfg.Superuser {
+			return nil
+		} else if self == "" {
+			return errs.Newf(errs.Permission, op, "", "only the superuser may do this (caller %s)", who)
+		}
+		return nil
+	}
+	who := n.caller(ctx).User
+	if who == n.cfg.Superuser || (self != "" && who == self) || n.checkPeer(ctx, op) == nil {
+		return nil
+	}
+	return errs.Newf(errs.Permission, op, "", "only the superuser or a namenode may do this (caller %s)", who)
 }
