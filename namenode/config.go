@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blockfs/blockfs/blocks"
@@ -35,6 +36,10 @@ type Config struct {
 	AdvertiseGRPC string
 	// RaftAddr is the Raft TCP transport's bind address.
 	RaftAddr string
+	// RaftTransport, if set, replaces the TCP transport (tests use raft's
+	// in-memory transport to cut links between chosen nodes). RaftAddr is
+	// then ignored; the transport's LocalAddr is the node's Raft address.
+	RaftTransport raft.Transport
 	// HTTPAddr serves /metrics; "" disables it.
 	HTTPAddr string
 
@@ -120,7 +125,7 @@ func (c *Config) Validate() error {
 		return bad("id is required")
 	case c.DataDir == "":
 		return bad("data dir is required")
-	case c.RaftAddr == "":
+	case c.RaftAddr == "" && c.RaftTransport == nil:
 		return bad("raft address is required")
 	case c.Bootstrap && c.Join != "":
 		return bad("bootstrap and join are exclusive")

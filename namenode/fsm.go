@@ -279,6 +279,9 @@ func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	if b, off, ok := retriedAddBlock(tree, c, fi); ok {
+		return &api.CommandResult{Block: toAPIBlock(b), Offset: off, Status: toFileStatus(fi)}, nil
+	}
 	id, gs := tree.AllocBlock()
 	b, off, err := tree.AddBlock(c.Path, namespace.ID(c.InodeId), prev, id, gs, c.MtimeUnixMs)
 	if err != nil {
@@ -473,3 +476,26 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() {}
+
+// retriedAddBlock recognises a client retrying an AddBlock whose reply it
+// never got (HDFS does the same): the file's last block is still empty and
+// the request's previous block is the one before it (or the file has one
+// block and the request names none). The answer is that last block again,
+// not a second allocation and not an error.
+func retriedAddBlock(tree *namespace.Tree, c *api.AddBlockCommand, fi namespace.FileInfo) (namespace.Block, uint64, bool) {
+	if fi.IsDir || uint64(fi.ID) != c.InodeId || fi.State != namespace.UnderConstruction {
+		return namespace.Block{}, 0, false
+	}
+	_, bs, err := tree.File(c.Path)
+	if err != nil || len(bs) == 0 || bs[len(bs)-1].Length != 0 {
+		return namespace.Block{}, 0, false
+	}
+	last := bs[len(bs)-1]
+	switch {
+	case len(bs) == 1 && c.Previous == nil:
+	case len(bs) >= 2 && c.Previous != nil && c.Previous.Id == bs[len(bs)-2].ID && c.Previous.GenStamp == bs[len(bs)-2].GenStamp:
+	default:
+		return namespace.Block{}, 0, false
+	}
+	return last, blockOffset(bs, len(bs)-1), true
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,7 +40,7 @@ type Namenode struct {
 
 	raft      *raft.Raft
 	store     *raftboltdb.BoltStore
-	transport *raft.NetworkTransport
+	transport raft.Transport
 	reads     *readBatcher
 	proposer  *proposer
 	keys      *security.KeyManager
@@ -179,9 +180,13 @@ func (n *Namenode) startRaft() error {
 	if err != nil {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
-	trans, err := raft.NewTCPTransport(cfg.RaftAddr, nil, 3, 10*time.Second, logw)
-	if err != nil {
-		return errs.Wrap(errs.Unavailable, "raft transport", cfg.RaftAddr, err)
+	var trans raft.Transport = cfg.RaftTransport
+	if trans == nil {
+		tcp, err := raft.NewTCPTransport(cfg.RaftAddr, nil, 3, 10*time.Second, logw)
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, "raft transport", cfg.RaftAddr, err)
+		}
+		trans = tcp
 	}
 	n.transport = trans
 	has, err := raft.HasExistingState(logs, store, snaps)
@@ -382,8 +387,8 @@ func (n *Namenode) Close() error {
 				n.closeErr = err
 			}
 		}
-		if n.transport != nil {
-			n.transport.Close()
+		if c, ok := n.transport.(io.Closer); ok {
+			c.Close()
 		}
 		if n.store != nil {
 			n.store.Close()

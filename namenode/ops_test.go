@@ -91,6 +91,13 @@ func TestNamespaceOpsOverGRPC(t *testing.T) {
 			}
 			return err
 		}, codes.OK, ""},
+		{"add block retried after a lost reply", func(c api.ClientServiceClient) error {
+			r, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: "/a/f", InodeId: inode, Previous: blocks[0]})
+			if err == nil && (r.Block.Block.Id != blocks[1].Id || r.Block.Offset != 1024) {
+				t.Errorf("retried AddBlock allocated block %d at %d, want %d again", r.Block.Block.Id, r.Block.Offset, blocks[1].Id)
+			}
+			return err
+		}, codes.OK, ""},
 		{"add block without inode", func(c api.ClientServiceClient) error {
 			_, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: "/a/f"})
 			return err

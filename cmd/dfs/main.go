@@ -1,0 +1,266 @@
+// Command dfs is the blockfs command line, after `hdfs dfs`:
+//
+//	dfs [global flags] COMMAND [flags] ARGS
+//
+//	ls [-R] [PATH...]          list a directory (or a file)
+//	mkdir [-p] PATH...         make directories
+//	put [-f] LOCAL REMOTE      copy a local file ("-": stdin) into blockfs
+//	get REMOTE LOCAL           copy a file out of blockfs ("-": stdout)
+//	cat PATH...                print files
+//	rm [-r] PATH...            remove files (and directories with -r)
+//	mv SRC DST                 rename
+//	stat PATH...               show a path's status
+//	chmod MODE PATH...         set permission bits (octal)
+//	chown OWNER[:GROUP] PATH...  set owner and group
+//	locations PATH             block locations and which replicas are live
+//	cluster                    leader, members, datanodes, space
+//	fsck [PATH]                missing, under-replicated and corrupt blocks
+//
+// Global flags: --namenodes (or $BLOCKFS_NAMENODES), --user (or
+// $BLOCKFS_USER, default the OS user), --json, --timeout. Errors go to
+// stderr naming the path; exit status 1 on failure, 2 on a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/errs"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// env is what a command runs with.
+type env struct {
+	ctx      context.Context
+	cl       *client.Client
+	json     bool
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	progress bool // draw progress bars (stderr is a terminal)
+	failed   bool
+}
+
+// command is one dfs subcommand.
+type command struct {
+	usage string // after the command name
+	help  string
+	// noClient commands do not connect (none yet).
+	run func(e *env, fs *flag.FlagSet, args []string) error
+	// flags registers the command's own flags.
+	flags func(fs *flag.FlagSet)
+	// nargs is the allowed argument count range; max -1 is unbounded.
+	minArgs, maxArgs int
+}
+
+var commands map[string]*command
+
+func init() {
+	commands = map[string]*command{
+		"ls":        {usage: "[-R] [PATH...]", help: "list directories (or files); -R recursively", run: cmdLs, flags: boolFlag("R", "recursive"), minArgs: 0, maxArgs: -1},
+		"mkdir":     {usage: "[-p] PATH...", help: "make directories; -p makes parents and accepts existing ones", run: cmdMkdir, flags: boolFlag("p", "parents"), minArgs: 1, maxArgs: -1},
+		"put":       {usage: "[-f] [-replication N] [-blocksize BYTES] LOCAL REMOTE", help: "copy a local file (- for stdin) into blockfs; -f overwrites", run: cmdPut, flags: putFlags, minArgs: 2, maxArgs: 2},
+		"get":       {usage: "REMOTE LOCAL", help: "copy a file out of blockfs (LOCAL - for stdout)", run: cmdGet, minArgs: 2, maxArgs: 2},
+		"cat":       {usage: "PATH...", help: "print files", run: cmdCat, minArgs: 1, maxArgs: -1},
+		"rm":        {usage: "[-r] PATH...", help: "remove files; -r removes directories and their contents", run: cmdRm, flags: boolFlag("r", "recursive"), minArgs: 1, maxArgs: -1},
+		"mv":        {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
+		"stat":      {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
+		"chmod":     {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
+		"chown":     {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
+		"locations": {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
+		"cluster":   {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
+		"fsck":      {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
+	}
+}
+
+func boolFlag(name, usage string) func(*flag.FlagSet) {
+	return func(fs *flag.FlagSet) { fs.Bool(name, false, usage) }
+}
+
+func flagBool(fs *flag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Value.String() == "true"
+}
+
+// usageErr is a usage error: exit 2.
+type usageErr struct{ msg string }
+
+func (e usageErr) Error() string { return e.msg }
+
+// pathErr is a failure on one path: "dfs: OP PATH: why".
+type pathErr struct {
+	op, path string
+	err      error
+}
+
+func (e *pathErr) Error() string {
+	if e.path == "" {
+		return fmt.Sprintf("%s: %s", e.op, describe(e.err))
+	}
+	return fmt.Sprintf("%s %s: %s", e.op, e.path, describe(e.err))
+}
+
+// describe is the reason part of an error message: the kind for the
+// everyday kinds (not found, already exists...), the message otherwise.
+func describe(err error) string {
+	switch k := errs.KindOf(err); k {
+	case errs.NotFound, errs.Exist, errs.NotEmpty, errs.NotDir, errs.IsDir, errs.Permission:
+		return k.String()
+	}
+	var e *errs.Error
+	if errors.As(err, &e) && e.Msg != "" {
+		msg := e.Msg
+		if e.Err != nil {
+			msg += ": " + e.Err.Error()
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: dfs [--namenodes ADDRS] [--user NAME] [--json] [--timeout D] COMMAND [ARGS]")
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].usage)
+	}
+}
+
+// run is dfs's main; it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dfs", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	nns := fs.String("namenodes", os.Getenv("BLOCKFS_NAMENODES"), "comma-separated namenode gRPC addresses [$BLOCKFS_NAMENODES]")
+	defUser := os.Getenv("BLOCKFS_USER")
+	user := fs.String("user", defUser, "user to act as (default: the OS user) [$BLOCKFS_USER]")
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	timeout := fs.Duration("timeout", 5*time.Minute, "deadline of the whole command")
+	fs.Usage = func() { topUsage(stderr); fs.SetOutput(stderr); fs.PrintDefaults(); fs.SetOutput(io.Discard) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return 0
+		}
+		fmt.Fprintln(stderr, "dfs:", err)
+		topUsage(stderr)
+		return 2
+	}
+	if fs.NArg() == 0 {
+		topUsage(stderr)
+		return 2
+	}
+	name := fs.Arg(0)
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "dfs: unknown command %q\n", name)
+		topUsage(stderr)
+		return 2
+	}
+	cfs := flag.NewFlagSet("dfs "+name, flag.ContinueOnError)
+	cfs.SetOutput(io.Discard)
+	if cmd.flags != nil {
+		cmd.flags(cfs)
+	}
+	cmdUsage := func() {
+		fmt.Fprintf(stderr, "usage: dfs %s %s\n  %s\n", name, cmd.usage, cmd.help)
+		cfs.SetOutput(stderr)
+		cfs.PrintDefaults()
+	}
+	if err := cfs.Parse(fs.Args()[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			cmdUsage()
+			return 0
+		}
+		fmt.Fprintf(stderr, "dfs %s: %v\n", name, err)
+		cmdUsage()
+		return 2
+	}
+	rest := cfs.Args()
+	if len(rest) < cmd.minArgs || (cmd.maxArgs >= 0 && len(rest) > cmd.maxArgs) {
+		fmt.Fprintf(stderr, "dfs %s: wrong number of arguments\n", name)
+		cmdUsage()
+		return 2
+	}
+	if *timeout <= 0 {
+		fmt.Fprintln(stderr, "dfs: --timeout must be positive")
+		return 2
+	}
+	addrs := splitList(*nns)
+	if len(addrs) == 0 {
+		fmt.Fprintln(stderr, "dfs: no namenodes: pass --namenodes or set BLOCKFS_NAMENODES")
+		return 2
+	}
+	cfg := client.DefaultConfig(addrs...)
+	if *user != "" {
+		cfg.User = *user
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "dfs:", err)
+		return 2
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	e := &env{ctx: cctx, cl: cl, json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, progress: isTerminal(stderr)}
+	err = cmd.run(e, cfs, rest)
+	var ue usageErr
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "dfs %s: %s\n", name, ue.msg)
+		cmdUsage()
+		return 2
+	case err != nil:
+		fmt.Fprintln(stderr, "dfs:", err)
+		return 1
+	case e.failed:
+		return 1
+	}
+	return 0
+}
+
+// fail reports one failed path and goes on (like rm a b c with a missing).
+func (e *env) fail(err error) {
+	fmt.Fprintln(e.stderr, "dfs:", err)
+	e.failed = true
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
