@@ -682,7 +682,8 @@ type GetBlockLocationsResponse struct {
 	FileLength        uint64                 `protobuf:"varint,3,opt,name=file_length,json=fileLength,proto3" json:"file_length,omitempty"`
 	UnderConstruction bool                   `protobuf:"varint,4,opt,name=under_construction,json=underConstruction,proto3" json:"under_construction,omitempty"`
 	Blocks            []*LocatedBlock        `protobuf:"bytes,5,rep,name=blocks,proto3" json:"blocks,omitempty"`
-	Token             []byte                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"` // per-request token covering every block of the file
+	Token             []byte                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`         // per-request token covering every block of the file
+	Datanodes         []*DatanodeInfo        `protobuf:"bytes,7,rep,name=datanodes,proto3" json:"datanodes,omitempty"` // the datanodes blocks[].location_index names
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -755,6 +756,13 @@ func (x *GetBlockLocationsResponse) GetBlocks() []*LocatedBlock {
 func (x *GetBlockLocationsResponse) GetToken() []byte {
 	if x != nil {
 		return x.Token
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetDatanodes() []*DatanodeInfo {
+	if x != nil {
+		return x.Datanodes
 	}
 	return nil
 }
@@ -1758,7 +1766,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12+\n" +
-	"\x04read\x18\x04 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\x82\x02\n" +
+	"\x04read\x18\x04 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\xba\x02\n" +
 	"\x19GetBlockLocationsResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
@@ -1766,7 +1774,8 @@ const file_api_client_proto_rawDesc = "" +
 	"fileLength\x12-\n" +
 	"\x12under_construction\x18\x04 \x01(\bR\x11underConstruction\x120\n" +
 	"\x06blocks\x18\x05 \x03(\v2\x18.blockfs.v1.LocatedBlockR\x06blocks\x12\x14\n" +
-	"\x05token\x18\x06 \x01(\fR\x05token\"U\n" +
+	"\x05token\x18\x06 \x01(\fR\x05token\x126\n" +
+	"\tdatanodes\x18\a \x03(\v2\x18.blockfs.v1.DatanodeInfoR\tdatanodes\"U\n" +
 	"\x12GetFileInfoRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"y\n" +
@@ -1911,52 +1920,53 @@ var file_api_client_proto_depIdxs = []int32{
 	33, // 10: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
 	29, // 11: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
 	32, // 12: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	33, // 13: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	29, // 14: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	30, // 15: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	33, // 16: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	29, // 17: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	30, // 18: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	29, // 19: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 20: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 21: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 22: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 23: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	28, // 24: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	34, // 25: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 26: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 27: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 28: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 29: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 30: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 31: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	12, // 32: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	14, // 33: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	16, // 34: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	18, // 35: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	20, // 36: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	22, // 37: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	24, // 38: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	26, // 39: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	1,  // 40: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 41: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 42: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 43: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 44: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 45: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	13, // 46: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	15, // 47: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	17, // 48: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	19, // 49: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	21, // 50: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	23, // 51: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	25, // 52: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	27, // 53: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	40, // [40:54] is the sub-list for method output_type
-	26, // [26:40] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	34, // 13: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	33, // 14: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	29, // 15: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	30, // 16: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	33, // 17: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	29, // 18: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	30, // 19: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	29, // 20: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 21: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 22: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	29, // 23: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 24: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	28, // 25: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	34, // 26: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	0,  // 27: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 28: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 29: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 30: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 31: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 32: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	12, // 33: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	14, // 34: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	16, // 35: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	18, // 36: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	20, // 37: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	22, // 38: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	24, // 39: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	26, // 40: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	1,  // 41: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 42: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 43: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 44: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 45: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 46: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	13, // 47: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	15, // 48: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	17, // 49: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	19, // 50: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	21, // 51: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	23, // 52: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	25, // 53: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	27, // 54: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	41, // [41:55] is the sub-list for method output_type
+	27, // [27:41] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }

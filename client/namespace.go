@@ -5,6 +5,7 @@ import (
 	"iter"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
 )
 
 // Mkdirs creates a directory; with parents, like mkdir -p.
@@ -83,7 +84,29 @@ func (c *Client) GetBlockLocations(ctx context.Context, p string, off, n uint64)
 		out = r
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, ExpandLocations(out)
+}
+
+// ExpandLocations fills every block's Locations from its LocationIndex and
+// the reply's datanode table (the wire form names each datanode once). The
+// DatanodeInfo values are shared, not copied.
+func ExpandLocations(r *api.GetBlockLocationsResponse) error {
+	for _, lb := range r.Blocks {
+		if len(lb.Locations) > 0 || len(lb.LocationIndex) == 0 {
+			continue
+		}
+		lb.Locations = make([]*api.DatanodeInfo, len(lb.LocationIndex))
+		for i, x := range lb.LocationIndex {
+			if int(x) >= len(r.Datanodes) {
+				return errs.Newf(errs.Internal, "get block locations", "", "location index %d outside a table of %d datanodes", x, len(r.Datanodes))
+			}
+			lb.Locations[i] = r.Datanodes[x]
+		}
+	}
+	return nil
 }
 
 // ClusterStatus returns the namenodes' view of the cluster.

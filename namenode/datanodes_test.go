@@ -28,21 +28,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	x.registerDatanodesOnly(dns)
 	l := x.leader()
 	c := x.client(l)
-	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f", Replication: 3, BlockSize: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ab, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: "/f", InodeId: cr.Status.InodeId})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := ab.Block.Block
-	b.Length = 100
-	holders := map[string]bool{}
-	for _, d := range ab.Block.Locations {
-		holders[d.Id] = true
-	}
-	x.converge()
+	var blockID atomic.Uint64
 	dp := api.NewDatanodeProtocolClient(x.conns[l])
 	// Every datanode but the victim heartbeats in the background, as real
 	// ones do; the victim starts beating too and stops later.
@@ -64,7 +50,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 					continue
 				}
 				for _, cmd := range hr.Commands {
-					if r := cmd.GetReplicate(); r != nil && r.Block.Id == b.Id {
+					if r := cmd.GetReplicate(); r != nil && r.Block.Id == blockID.Load() {
 						select {
 						case replicate <- r:
 						default:
@@ -80,6 +66,22 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
+	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f", Replication: 3, BlockSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: "/f", InodeId: cr.Status.InodeId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ab.Block.Block
+	b.Length = 100
+	blockID.Store(b.Id)
+	holders := map[string]bool{}
+	for _, d := range ab.Block.Locations {
+		holders[d.Id] = true
+	}
+	x.converge()
 	for id := range holders {
 		_, err := dp.BlockReport(x.root(), &api.BlockReportRequest{DatanodeId: id, Blocks: []*api.ReportedBlock{{Block: b, InodeId: cr.Status.InodeId}}})
 		if err != nil {
@@ -95,7 +97,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(loc.Blocks[0].Locations); n != 3 {
+	if n := len(loc.Blocks[0].LocationIndex); n != 3 || len(loc.Datanodes) != 3 {
 		t.Fatalf("%d live replicas, want 3", n)
 	}
 	var dead string
