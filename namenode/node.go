@@ -149,7 +149,7 @@ func (n *Namenode) startRaft() error {
 	rc.HeartbeatTimeout = cfg.RaftHeartbeat
 	rc.ElectionTimeout = cfg.RaftElection
 	rc.LeaderLeaseTimeout = cfg.RaftHeartbeat
-	rc.CommitTimeout = time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
 	rc.SnapshotThreshold = cfg.SnapshotEvery
 	rc.TrailingLogs = cfg.SnapshotEvery
 	rc.BatchApplyCh = true
