@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,21 +89,74 @@ func (r *Result) Mode(name string) *ModeResult {
 
 // Sweep runs the experiment. A usageError means bad input (exit 2). A
 // non-nil Result with an error is a partial run worth reporting.
+//
+// With --local every mode gets its own in-process cluster, all of them
+// running at once, and the modes' series run back to back for each block
+// count (rotating which goes first), so the modes are compared minutes
+// apart at most, on the same machine state. Series, not single calls, are
+// interleaved because the clusters share one Go heap: per-block's garbage
+// (a thousand signatures a call) would otherwise be collected on cached's
+// time. A GC runs before every series for the same reason (as testing.B
+// does before every benchmark).
 func Sweep(ctx context.Context, o Options, stderr io.Writer) (*Result, error) {
 	res := &Result{Blocks: o.Blocks, Calls: o.Calls, Concurrency: o.Concurrency, Read: o.Read}
+	var targets []*modeTarget
+	defer func() {
+		for _, t := range targets {
+			t.close(ctx, o)
+		}
+	}()
 	if o.Local {
 		for _, m := range o.Modes {
-			mr, err := localMode(ctx, o, m, stderr)
+			t, err := localTarget(ctx, o, m, stderr)
 			if err != nil {
-				if len(res.Modes) == 0 {
-					return nil, err
-				}
-				return res, err
+				return nil, err
 			}
-			res.Modes = append(res.Modes, *mr)
+			targets = append(targets, t)
 		}
-		return res, nil
+	} else {
+		t, err := remoteTarget(ctx, o, stderr)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
 	}
+	for _, t := range targets {
+		if err := t.prepare(ctx, o, stderr); err != nil {
+			return nil, err
+		}
+	}
+	modes, err := sweepTargets(ctx, o, targets, stderr)
+	res.Modes = modes
+	if err != nil && len(res.Modes) == 0 {
+		return nil, err
+	}
+	return res, err
+}
+
+// modeTarget is one cluster in one token mode, ready to be swept.
+type modeTarget struct {
+	mode, reported string
+	cl             *client.Client
+	lc             *localcluster.Cluster // nil against a running cluster
+	dir            string
+	nn             string // the namenode serving the sweep, for the floor
+}
+
+func (t *modeTarget) close(ctx context.Context, o Options) {
+	if t.dir != "" {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CallTimeout)
+		_ = t.cl.Delete(dctx, t.dir, true)
+		cancel()
+	}
+	t.cl.Close()
+	if t.lc != nil {
+		t.lc.Close()
+	}
+}
+
+// remoteTarget connects to the running cluster and settles its mode.
+func remoteTarget(ctx context.Context, o Options, stderr io.Writer) (*modeTarget, error) {
 	cfg := client.DefaultConfig(o.Namenodes...)
 	if o.User != "" {
 		cfg.User = o.User
@@ -111,9 +165,9 @@ func Sweep(ctx context.Context, o Options, stderr io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
-	defer cl.Close()
 	reported, err := clusterMode(ctx, cl, o)
 	if err != nil {
+		cl.Close()
 		return nil, err
 	}
 	mode := reported
@@ -122,22 +176,18 @@ func Sweep(ctx context.Context, o Options, stderr io.Writer) (*Result, error) {
 		mode = "unreported"
 		fmt.Fprintln(stderr, "loadgen: warning: the cluster does not report its token mode; rows are labelled \"unreported\"")
 	case len(o.Modes) > 1:
-		return nil, usagef("a running cluster has one token mode (%s); --token-modes %s needs --local, or one run per mode with the namenodes restarted", orUnreported(reported), strings.Join(o.Modes, ","))
+		err = usagef("a running cluster has one token mode (%s); --token-modes %s needs --local, or one run per mode with the namenodes restarted", orUnreported(reported), strings.Join(o.Modes, ","))
 	case len(o.Modes) == 1 && reported == "":
 		mode = o.Modes[0]
 		fmt.Fprintf(stderr, "loadgen: warning: the cluster does not report its token mode; cannot confirm it runs %s\n", mode)
 	case len(o.Modes) == 1 && o.Modes[0] != reported:
-		return nil, usagef("the cluster runs token mode %s, not %s (restart its namenodes with --token-mode %s, or use --local)", reported, o.Modes[0], o.Modes[0])
+		err = usagef("the cluster runs token mode %s, not %s (restart its namenodes with --token-mode %s, or use --local)", reported, o.Modes[0], o.Modes[0])
 	}
-	mr, err := runMode(ctx, cl, o, mode, stderr)
-	if mr != nil {
-		mr.Reported = reported
-		res.Modes = append(res.Modes, *mr)
-	}
-	if err != nil && len(res.Modes) == 0 {
+	if err != nil {
+		cl.Close()
 		return nil, err
 	}
-	return res, err
+	return &modeTarget{mode: mode, reported: reported, cl: cl}, nil
 }
 
 func orUnreported(s string) string {
@@ -162,9 +212,8 @@ func clusterMode(ctx context.Context, cl *client.Client, o Options) (string, err
 	return st.GetTokenMode(), nil
 }
 
-// localMode starts a fresh in-process cluster whose namenodes run mode,
-// sweeps it and tears it down.
-func localMode(ctx context.Context, o Options, mode string, stderr io.Writer) (*ModeResult, error) {
+// localTarget starts a fresh in-process cluster whose namenodes run mode.
+func localTarget(ctx context.Context, o Options, mode string, stderr io.Writer) (*modeTarget, error) {
 	m, err := security.ParseMode(mode)
 	if err != nil {
 		return nil, usageError{err.Error()}
@@ -179,92 +228,119 @@ func localMode(ctx context.Context, o Options, mode string, stderr io.Writer) (*
 	if err != nil {
 		return nil, fmt.Errorf("start local cluster (%s): %w", mode, err)
 	}
-	defer lc.Close()
 	cl, err := lc.Client()
 	if err != nil {
+		lc.Close()
 		return nil, err
 	}
-	defer cl.Close()
-	reported, err := clusterMode(ctx, cl, Options{Namenodes: lc.NamenodeAddrs(), ConnTimeout: o.ConnTimeout})
-	if err != nil {
+	t := &modeTarget{mode: mode, cl: cl, lc: lc}
+	if t.reported, err = clusterMode(ctx, cl, Options{Namenodes: lc.NamenodeAddrs(), ConnTimeout: o.ConnTimeout}); err != nil {
+		t.close(ctx, o)
 		return nil, err
 	}
-	switch reported {
+	switch t.reported {
 	case mode:
 	case "":
 		fmt.Fprintf(stderr, "loadgen: warning: the local cluster does not report its token mode; rows are labelled %s as configured\n", mode)
 	default:
-		return nil, fmt.Errorf("local cluster started in token mode %s reports %s", mode, reported)
+		t.close(ctx, o)
+		return nil, fmt.Errorf("local cluster started in token mode %s reports %s", mode, t.reported)
 	}
-	mr, err := runMode(ctx, cl, o, mode, stderr)
-	if mr != nil {
-		mr.Reported = reported
-	}
-	return mr, err
+	return t, nil
 }
 
-// runMode writes the files, measures the floor and sweeps the block counts
-// against cl, then removes the files.
-func runMode(ctx context.Context, cl *client.Client, o Options, mode string, stderr io.Writer) (*ModeResult, error) {
-	dir := path.Join(o.Dir, mode)
-	mr := &ModeResult{Mode: mode}
-	if err := setup(ctx, cl, o, dir, mode, stderr); err != nil {
-		return nil, err
+// prepare writes the files and settles on the namenode that serves them,
+// so the floor is timed against that namenode.
+func (t *modeTarget) prepare(ctx context.Context, o Options, stderr io.Writer) error {
+	dir := path.Join(o.Dir, t.mode)
+	if err := setup(ctx, t.cl, o, dir, t.mode, stderr); err != nil {
+		return err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CallTimeout)
-		defer cancel()
-		_ = cl.Delete(dctx, dir, true)
-	}()
+	t.dir = dir
+	first := filePath(dir, o.Blocks[0])
+	for range 3 {
+		cctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
+		_, _ = t.cl.GetBlockLocations(cctx, first, 0, 0)
+		cancel()
+	}
+	t.nn = t.cl.CurrentNamenode()
+	return nil
+}
 
+// sweepTargets measures the floor and every block count, interleaving the
+// targets call by call.
+func sweepTargets(ctx context.Context, o Options, ts []*modeTarget, stderr io.Writer) ([]ModeResult, error) {
 	perSeries := o.Warmup + o.Calls
 	series := 1 + len(o.Blocks)
 	if o.Read {
 		series += len(o.Blocks)
 	}
-	bar := newBar(stderr, o, int64(series*perSeries), fmt.Sprintf("sweep %-11s", mode))
-	defer bar.Finish()
-
-	// Warm the connection and settle on the leader before the floor, so
-	// the floor is timed against the namenode that serves the sweep.
-	first := filePath(dir, o.Blocks[0])
-	for range 3 {
-		cctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
-		_, _ = cl.GetBlockLocations(cctx, first, 0, 0)
-		cancel()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.mode
 	}
-	target := cl.CurrentNamenode()
-	mr.Floor = measure(ctx, o, bar, func(ctx context.Context) error { return cl.HealthCheck(ctx, target) })
+	bar := newBar(stderr, o, int64(len(ts)*series*perSeries), "sweep "+strings.Join(names, ","))
+	defer bar.Finish()
+	out := make([]ModeResult, len(ts))
+	for i, t := range ts {
+		out[i] = ModeResult{Mode: t.mode, Reported: t.reported}
+	}
+	round := 0
+	each := func(fn func(t *modeTarget) func(context.Context) error) []Measure {
+		out := make([]Measure, len(ts))
+		for r := range ts {
+			i := (round + r) % len(ts)
+			runtime.GC()
+			out[i] = measure(ctx, o, bar, fn(ts[i]))
+		}
+		round++
+		return out
+	}
+	for i, m := range each(func(t *modeTarget) func(context.Context) error {
+		return func(ctx context.Context) error { return t.cl.HealthCheck(ctx, t.nn) }
+	}) {
+		out[i].Floor = m
+	}
 	for _, n := range o.Blocks {
 		if ctx.Err() != nil {
-			return mr, ctx.Err()
+			return out, ctx.Err()
 		}
-		p := filePath(dir, n)
-		c := Cell{Blocks: n}
-		c.GBL = measure(ctx, o, bar, func(ctx context.Context) error {
-			r, err := cl.GetBlockLocations(ctx, p, 0, 0)
-			if err == nil && len(r.Blocks) != n {
-				err = fmt.Errorf("%s: %d blocks located, want %d", p, len(r.Blocks), n)
+		gbl := each(func(t *modeTarget) func(context.Context) error {
+			p := filePath(t.dir, n)
+			return func(ctx context.Context) error {
+				r, err := t.cl.GetBlockLocations(ctx, p, 0, 0)
+				if err == nil && len(r.Blocks) != n {
+					err = fmt.Errorf("%s: %d blocks located, want %d", p, len(r.Blocks), n)
+				}
+				return err
 			}
-			return err
 		})
+		var reads []Measure
 		if o.Read {
 			bufs := sync.Pool{New: func() any { return make([]byte, o.BlockSize) }}
-			rm := measure(ctx, o, bar, func(ctx context.Context) error {
-				buf := bufs.Get().([]byte)
-				defer bufs.Put(buf)
-				r, err := cl.Open(ctx, p)
-				if err != nil {
+			reads = each(func(t *modeTarget) func(context.Context) error {
+				p := filePath(t.dir, n)
+				return func(ctx context.Context) error {
+					buf := bufs.Get().([]byte)
+					defer bufs.Put(buf)
+					r, err := t.cl.Open(ctx, p)
+					if err != nil {
+						return err
+					}
+					_, err = r.ReadAt(buf[:min(uint64(r.Size()), o.BlockSize)], 0)
 					return err
 				}
-				_, err = r.ReadAt(buf[:min(uint64(r.Size()), o.BlockSize)], 0)
-				return err
 			})
-			c.Read = &rm
 		}
-		mr.Cells = append(mr.Cells, c)
+		for i := range ts {
+			c := Cell{Blocks: n, GBL: gbl[i]}
+			if o.Read {
+				c.Read = &reads[i]
+			}
+			out[i].Cells = append(out[i].Cells, c)
+		}
 	}
-	return mr, ctx.Err()
+	return out, ctx.Err()
 }
 
 func filePath(dir string, blocks int) string { return path.Join(dir, fmt.Sprintf("blocks-%d", blocks)) }
