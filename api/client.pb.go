@@ -675,17 +675,32 @@ func (x *GetBlockLocationsRequest) GetRead() *ReadOptions {
 	return nil
 }
 
+// GetBlockLocationsResponse lists the blocks overlapping the requested
+// range as parallel packed arrays, one entry per block in file order, rather
+// than one nested message per block: a 1000-block reply then costs a few
+// varint runs to encode and decode instead of thousands of small messages
+// (HDFS-1081: the reply's growth, not only the signatures, is what hurts at
+// 1000 blocks). docs/FORMATS.md describes the arrays.
 type GetBlockLocationsResponse struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Header            *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
 	InodeId           uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
 	FileLength        uint64                 `protobuf:"varint,3,opt,name=file_length,json=fileLength,proto3" json:"file_length,omitempty"`
 	UnderConstruction bool                   `protobuf:"varint,4,opt,name=under_construction,json=underConstruction,proto3" json:"under_construction,omitempty"`
-	Blocks            []*LocatedBlock        `protobuf:"bytes,5,rep,name=blocks,proto3" json:"blocks,omitempty"`
-	Token             []byte                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`         // per-request token covering every block of the file
-	Datanodes         []*DatanodeInfo        `protobuf:"bytes,7,rep,name=datanodes,proto3" json:"datanodes,omitempty"` // the datanodes blocks[].location_index names
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Not sent by the namenode: the Go client fills it from the arrays below
+	// (client.ExpandLocations) for callers that want one message per block.
+	Blocks         []*LocatedBlock `protobuf:"bytes,5,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	Token          []byte          `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`                                 // per-request token covering every block of the file
+	Datanodes      []*DatanodeInfo `protobuf:"bytes,7,rep,name=datanodes,proto3" json:"datanodes,omitempty"`                         // every datanode the blocks' replicas are on, each once
+	FirstOffset    uint64          `protobuf:"varint,8,opt,name=first_offset,json=firstOffset,proto3" json:"first_offset,omitempty"` // file offset of the first listed block
+	BlockIds       []uint64        `protobuf:"varint,9,rep,packed,name=block_ids,json=blockIds,proto3" json:"block_ids,omitempty"`
+	GenStamps      []uint64        `protobuf:"varint,10,rep,packed,name=gen_stamps,json=genStamps,proto3" json:"gen_stamps,omitempty"`
+	Lengths        []uint64        `protobuf:"varint,11,rep,packed,name=lengths,proto3" json:"lengths,omitempty"`
+	ReplicaCounts  []uint32        `protobuf:"varint,12,rep,packed,name=replica_counts,json=replicaCounts,proto3" json:"replica_counts,omitempty"`    // live replicas of each block
+	ReplicaIndexes []uint32        `protobuf:"varint,13,rep,packed,name=replica_indexes,json=replicaIndexes,proto3" json:"replica_indexes,omitempty"` // concatenated: block i's replicas are the next replica_counts[i] entries, indexes into datanodes, best first
+	BlockTokens    [][]byte        `protobuf:"bytes,14,rep,name=block_tokens,json=blockTokens,proto3" json:"block_tokens,omitempty"`                  // per-block tokens (token mode per-block only), parallel to block_ids
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetBlockLocationsResponse) Reset() {
@@ -763,6 +778,55 @@ func (x *GetBlockLocationsResponse) GetToken() []byte {
 func (x *GetBlockLocationsResponse) GetDatanodes() []*DatanodeInfo {
 	if x != nil {
 		return x.Datanodes
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetFirstOffset() uint64 {
+	if x != nil {
+		return x.FirstOffset
+	}
+	return 0
+}
+
+func (x *GetBlockLocationsResponse) GetBlockIds() []uint64 {
+	if x != nil {
+		return x.BlockIds
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetGenStamps() []uint64 {
+	if x != nil {
+		return x.GenStamps
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetLengths() []uint64 {
+	if x != nil {
+		return x.Lengths
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetReplicaCounts() []uint32 {
+	if x != nil {
+		return x.ReplicaCounts
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetReplicaIndexes() []uint32 {
+	if x != nil {
+		return x.ReplicaIndexes
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetBlockTokens() [][]byte {
+	if x != nil {
+		return x.BlockTokens
 	}
 	return nil
 }
@@ -1766,7 +1830,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12+\n" +
-	"\x04read\x18\x04 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\xba\x02\n" +
+	"\x04read\x18\x04 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\xa6\x04\n" +
 	"\x19GetBlockLocationsResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
@@ -1775,7 +1839,16 @@ const file_api_client_proto_rawDesc = "" +
 	"\x12under_construction\x18\x04 \x01(\bR\x11underConstruction\x120\n" +
 	"\x06blocks\x18\x05 \x03(\v2\x18.blockfs.v1.LocatedBlockR\x06blocks\x12\x14\n" +
 	"\x05token\x18\x06 \x01(\fR\x05token\x126\n" +
-	"\tdatanodes\x18\a \x03(\v2\x18.blockfs.v1.DatanodeInfoR\tdatanodes\"U\n" +
+	"\tdatanodes\x18\a \x03(\v2\x18.blockfs.v1.DatanodeInfoR\tdatanodes\x12!\n" +
+	"\ffirst_offset\x18\b \x01(\x04R\vfirstOffset\x12\x1b\n" +
+	"\tblock_ids\x18\t \x03(\x04R\bblockIds\x12\x1d\n" +
+	"\n" +
+	"gen_stamps\x18\n" +
+	" \x03(\x04R\tgenStamps\x12\x18\n" +
+	"\alengths\x18\v \x03(\x04R\alengths\x12%\n" +
+	"\x0ereplica_counts\x18\f \x03(\rR\rreplicaCounts\x12'\n" +
+	"\x0freplica_indexes\x18\r \x03(\rR\x0ereplicaIndexes\x12!\n" +
+	"\fblock_tokens\x18\x0e \x03(\fR\vblockTokens\"U\n" +
 	"\x12GetFileInfoRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"y\n" +

@@ -240,16 +240,12 @@ func (x *DatanodeInfo) GetFailedVolumes() uint32 {
 
 // LocatedBlock is one block of a file with where its replicas live.
 type LocatedBlock struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Block     *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
-	Offset    uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`      // offset of the block's first byte in the file
-	Locations []*DatanodeInfo        `protobuf:"bytes,3,rep,name=locations,proto3" json:"locations,omitempty"` // live replicas, best first
-	Token     []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`         // per-block token (token mode per-block only)
-	Corrupt   bool                   `protobuf:"varint,5,opt,name=corrupt,proto3" json:"corrupt,omitempty"`    // every known replica is corrupt
-	// In GetBlockLocations replies, locations is left empty and the replicas
-	// are indexes into GetBlockLocationsResponse.datanodes instead, so a
-	// 1000-block reply names each datanode once rather than 3000 times.
-	LocationIndex []uint32 `protobuf:"varint,6,rep,packed,name=location_index,json=locationIndex,proto3" json:"location_index,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`      // offset of the block's first byte in the file
+	Locations     []*DatanodeInfo        `protobuf:"bytes,3,rep,name=locations,proto3" json:"locations,omitempty"` // live replicas, best first
+	Token         []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`         // per-block token (token mode per-block only)
+	Corrupt       bool                   `protobuf:"varint,5,opt,name=corrupt,proto3" json:"corrupt,omitempty"`    // every known replica is corrupt
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -317,13 +313,6 @@ func (x *LocatedBlock) GetCorrupt() bool {
 		return x.Corrupt
 	}
 	return false
-}
-
-func (x *LocatedBlock) GetLocationIndex() []uint32 {
-	if x != nil {
-		return x.LocationIndex
-	}
-	return nil
 }
 
 // ReadOptions travel with every namespace read.
@@ -593,14 +582,13 @@ const file_api_common_proto_rawDesc = "" +
 	"\x04used\x18\x05 \x01(\x04R\x04used\x12\x14\n" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\a \x01(\x03R\x13lastHeartbeatUnixMs\x12%\n" +
-	"\x0efailed_volumes\x18\b \x01(\rR\rfailedVolumes\"\xde\x01\n" +
+	"\x0efailed_volumes\x18\b \x01(\rR\rfailedVolumes\"\xb7\x01\n" +
 	"\fLocatedBlock\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x126\n" +
 	"\tlocations\x18\x03 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\tlocations\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\fR\x05token\x12\x18\n" +
-	"\acorrupt\x18\x05 \x01(\bR\acorrupt\x12%\n" +
-	"\x0elocation_index\x18\x06 \x03(\rR\rlocationIndex\"x\n" +
+	"\acorrupt\x18\x05 \x01(\bR\acorrupt\"x\n" +
 	"\vReadOptions\x12=\n" +
 	"\vconsistency\x18\x01 \x01(\x0e2\x1b.blockfs.v1.ReadConsistencyR\vconsistency\x12*\n" +
 	"\x11min_applied_index\x18\x02 \x01(\x04R\x0fminAppliedIndex\"R\n" +

@@ -90,21 +90,44 @@ func (c *Client) GetBlockLocations(ctx context.Context, p string, off, n uint64)
 	return out, ExpandLocations(out)
 }
 
-// ExpandLocations fills every block's Locations from its LocationIndex and
-// the reply's datanode table (the wire form names each datanode once). The
-// DatanodeInfo values are shared, not copied.
+// ExpandLocations fills r.Blocks, one LocatedBlock per block with its
+// Locations and per-block token, from the packed arrays the namenode sends.
+// It allocates a few slabs, not objects per block; the DatanodeInfo values
+// are shared. A malformed reply is an errs.Internal error.
 func ExpandLocations(r *api.GetBlockLocationsResponse) error {
-	for _, lb := range r.Blocks {
-		if len(lb.Locations) > 0 || len(lb.LocationIndex) == 0 {
-			continue
+	n := len(r.BlockIds)
+	bad := func(what string) error {
+		return errs.Newf(errs.Internal, "get block locations", "", "malformed reply: %s", what)
+	}
+	if len(r.GenStamps) != n || len(r.Lengths) != n || len(r.ReplicaCounts) != n ||
+		(len(r.BlockTokens) != 0 && len(r.BlockTokens) != n) {
+		return bad("array lengths differ")
+	}
+	lbs := make([]api.LocatedBlock, n)
+	bs := make([]api.Block, n)
+	locs := make([]*api.DatanodeInfo, len(r.ReplicaIndexes))
+	for i, x := range r.ReplicaIndexes {
+		if int(x) >= len(r.Datanodes) {
+			return bad("replica index outside the datanode table")
 		}
-		lb.Locations = make([]*api.DatanodeInfo, len(lb.LocationIndex))
-		for i, x := range lb.LocationIndex {
-			if int(x) >= len(r.Datanodes) {
-				return errs.Newf(errs.Internal, "get block locations", "", "location index %d outside a table of %d datanodes", x, len(r.Datanodes))
-			}
-			lb.Locations[i] = r.Datanodes[x]
+		locs[i] = r.Datanodes[x]
+	}
+	r.Blocks = make([]*api.LocatedBlock, n)
+	off, next := r.FirstOffset, 0
+	for i := range n {
+		bs[i] = api.Block{Id: r.BlockIds[i], GenStamp: r.GenStamps[i], Length: r.Lengths[i]}
+		c := int(r.ReplicaCounts[i])
+		if next+c > len(locs) {
+			return bad("replica counts exceed the replica indexes")
 		}
+		lb := &lbs[i]
+		lb.Block, lb.Offset, lb.Locations = &bs[i], off, locs[next:next+c:next+c]
+		if len(r.BlockTokens) == n {
+			lb.Token = r.BlockTokens[i]
+		}
+		r.Blocks[i] = lb
+		off += r.Lengths[i]
+		next += c
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func BenchmarkGetBlockLocationsScaling(b *testing.B) {
 					defer wg.Done()
 					for next.Add(1) <= int64(b.N) {
 						r, err := srv.GetBlockLocations(ctx, req)
-						if err != nil || len(r.Blocks) != 10 {
+						if err != nil || len(r.BlockIds) != 10 {
 							b.Errorf("get block locations: %v", err)
 							return
 						}

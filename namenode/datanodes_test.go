@@ -97,7 +97,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(loc.Blocks[0].LocationIndex); n != 3 || len(loc.Datanodes) != 3 {
+	if n := loc.ReplicaCounts[0]; n != 3 || len(loc.Datanodes) != 3 {
 		t.Fatalf("%d live replicas, want 3", n)
 	}
 	var dead string

@@ -244,12 +244,13 @@ func (n *Namenode) TokenMode() security.Mode { return n.cfg.Security.Mode }
 // per-block signatures must not hold up writers.
 func (n *Namenode) fillReadTokens(user string, out *api.GetBlockLocationsResponse) error {
 	if n.cfg.Security.Mode == security.PerBlock {
-		for _, lb := range out.Blocks {
-			tok, err := n.issuer.BlockToken(user, out.InodeId, lb.Block.Id, lb.Block.GenStamp, security.Read)
+		out.BlockTokens = make([][]byte, len(out.BlockIds))
+		for i, id := range out.BlockIds {
+			tok, err := n.issuer.BlockToken(user, out.InodeId, id, out.GenStamps[i], security.Read)
 			if err != nil {
 				return err
 			}
-			lb.Token = tok
+			out.BlockTokens[i] = tok
 		}
 		return nil
 	}

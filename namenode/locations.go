@@ -57,34 +57,27 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 		FileLength:        fi.Length,
 		UnderConstruction: fi.State == namespace.UnderConstruction,
 	}
-	// Allocate the response in a few slabs rather than per block, and name
-	// each datanode once in out.Datanodes, blocks referring to it by index:
-	// per-block DatanodeInfo copies made a 1000-block reply ~300 KB and
-	// most of its cost (HDFS-1081's "the response grew" lesson).
+	// The reply is parallel packed arrays (see api/client.proto), filled
+	// with no allocation per block; each datanode is named once.
 	first, last := overlapping(bs, req.Offset, end, out.UnderConstruction && end == fi.Length)
 	count := last - first
-	lbs := make([]api.LocatedBlock, count)
-	apiBlocks := make([]api.Block, count)
-	out.Blocks = make([]*api.LocatedBlock, count)
+	out.FirstOffset = blockOffset(bs, first)
+	out.BlockIds = make([]uint64, count)
+	out.GenStamps = make([]uint64, count)
+	out.Lengths = make([]uint64, count)
+	out.ReplicaCounts = make([]uint32, count)
+	out.ReplicaIndexes = make([]uint32, 0, 3*count)
 	var (
 		nodes nodeTable
 		locs  []blocks.Datanode
-		idx   = make([]uint32, 0, 3*count)
 	)
-	pos := blockOffset(bs, first)
-	for i := range count {
-		b := bs[first+i]
-		apiBlocks[i] = api.Block{Id: b.ID, GenStamp: b.GenStamp, Length: b.Length}
-		lb := &lbs[i]
-		lb.Block, lb.Offset = &apiBlocks[i], pos
+	for i, b := range bs[first:last] {
+		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
 		locs = n.blocks.AppendLocations(locs[:0], b.ID)
-		start := len(idx)
+		out.ReplicaCounts[i] = uint32(len(locs))
 		for _, d := range locs {
-			idx = append(idx, nodes.index(d))
+			out.ReplicaIndexes = append(out.ReplicaIndexes, nodes.index(d))
 		}
-		lb.LocationIndex = idx[start:len(idx):len(idx)]
-		out.Blocks[i] = lb
-		pos += b.Length
 	}
 	out.Datanodes = nodes.infos
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/client"
 )
 
 // TestNamespaceOpsOverGRPC runs every namespace operation, and every error
@@ -123,6 +124,9 @@ func TestNamespaceOpsOverGRPC(t *testing.T) {
 		}, codes.OK, ""},
 		{"get block locations", func(c api.ClientServiceClient) error {
 			r, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/a/f"})
+			if err == nil {
+				err = client.ExpandLocations(r)
+			}
 			if err == nil && (len(r.Blocks) != 2 || r.FileLength != 1034 || r.Blocks[1].Offset != 1024) {
 				t.Errorf("locations %+v", r)
 			}
@@ -130,6 +134,9 @@ func TestNamespaceOpsOverGRPC(t *testing.T) {
 		}, codes.OK, ""},
 		{"get block locations range", func(c api.ClientServiceClient) error {
 			r, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/a/f", Offset: 1030, Length: 2})
+			if err == nil {
+				err = client.ExpandLocations(r)
+			}
 			if err == nil && (len(r.Blocks) != 1 || r.Blocks[0].Block.Id != blocks[1].Id) {
 				t.Errorf("range locations %+v", r)
 			}

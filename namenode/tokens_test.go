@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
@@ -84,6 +85,9 @@ func TestTokenModes(t *testing.T) {
 				v := x.verifier(node)
 				get := func(p string) *api.GetBlockLocationsResponse {
 					r, err := x.client(node).GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: p})
+					if err == nil {
+						err = client.ExpandLocations(r)
+					}
 					if err != nil {
 						t.Fatal(err)
 					}
