@@ -120,10 +120,11 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startHTTP(); err != nil {
 		return nil, err
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchLeadership()
 	go n.workLoop()
 	go n.keyLoop()
+	go n.registerSelf()
 	if n.cfg.Join != "" && !n.hadState() {
 		if err := n.join(ctx); err != nil {
 			return nil, err
@@ -287,6 +288,35 @@ func (n *Namenode) registerMembers() {
 		cancel()
 		if err != nil {
 			n.log.Warn("register member", "id", m.Id, "err", err)
+		}
+	}
+}
+
+// registerSelf makes sure the member table has this node's own gRPC and
+// HTTP addresses (peers bootstrapped from --peers are registered by the
+// leader without an HTTP address). It retries until the entry is right.
+func (n *Namenode) registerSelf() {
+	defer n.wg.Done()
+	self := &api.Member{Id: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), GrpcAddr: n.grpcAddr, HttpAddr: n.HTTPAddr(), Voter: true}
+	for {
+		n.fsm.mu.RLock()
+		cur := n.fsm.st.members[n.cfg.ID]
+		n.fsm.mu.RUnlock()
+		if cur != nil && cur.GrpcAddr == self.GrpcAddr && cur.HttpAddr == self.HttpAddr {
+			return
+		}
+		if n.raft.Leader() != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+			_, _, err := n.propose(ctx, cmdSetMember, &api.SetMemberCommand{Member: self})
+			cancel()
+			if err != nil {
+				n.log.Debug("register own member entry", "err", err)
+			}
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
