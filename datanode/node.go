@@ -21,6 +21,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/serve"
 	"github.com/blockfs/blockfs/lbm"
 )
 
@@ -275,13 +276,7 @@ func (d *Datanode) usage() (capacity, used uint64, failed uint32) {
 func (d *Datanode) Close() error {
 	d.closed.Do(func() {
 		if d.grpcSrv != nil {
-			stopped := make(chan struct{})
-			go func() { d.grpcSrv.GracefulStop(); close(stopped) }()
-			select {
-			case <-stopped:
-			case <-time.After(2 * time.Second):
-				d.grpcSrv.Stop()
-			}
+			serve.Stop(d.grpcSrv, 2*time.Second)
 		} else if d.grpcLis != nil {
 			d.grpcLis.Close()
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/serve"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -396,13 +397,7 @@ func (n *Namenode) Close() error {
 	n.closed.Do(func() {
 		close(n.stop)
 		if n.grpcSrv != nil {
-			stopped := make(chan struct{})
-			go func() { n.grpcSrv.GracefulStop(); close(stopped) }()
-			select {
-			case <-stopped:
-			case <-time.After(2 * time.Second):
-				n.grpcSrv.Stop()
-			}
+			serve.Stop(n.grpcSrv, 2*time.Second)
 		} else if n.grpcLis != nil {
 			n.grpcLis.Close()
 		}

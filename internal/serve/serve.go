@@ -1,0 +1,121 @@
+// Package serve holds what every blockfs server does the same way: a gRPC
+// server whose errors become statuses through the errs table (with the kind
+// in the trailer), gRPC health checking and reflection, the /metrics and
+// /healthz HTTP endpoint, and a bounded graceful stop.
+package serve
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Observe records one finished RPC: its full method name, status code name
+// and duration.
+type Observe func(method, code string, d time.Duration)
+
+// NewGRPC returns a gRPC server with opts, TLS credentials when tlsConf is
+// set, and interceptors that time every call (unary and streaming) and turn
+// returned errors into statuses.
+func NewGRPC(tlsConf *tls.Config, observe Observe, opts ...grpc.ServerOption) *grpc.Server {
+	opts = append(opts,
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			start := time.Now()
+			resp, err := h(ctx, req)
+			if err != nil {
+				if md := errs.Trailer(err); md != nil {
+					grpc.SetTrailer(ctx, md)
+				}
+				err = errs.ToStatus(err)
+			}
+			observe(info.FullMethod, status.Code(err).String(), time.Since(start))
+			return resp, err
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			start := time.Now()
+			err := h(srv, ss)
+			if err != nil {
+				if md := errs.Trailer(err); md != nil {
+					ss.SetTrailer(md)
+				}
+				err = errs.ToStatus(err)
+			}
+			observe(info.FullMethod, status.Code(err).String(), time.Since(start))
+			return err
+		}),
+	)
+	if tlsConf != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConf)))
+	}
+	return grpc.NewServer(opts...)
+}
+
+// GRPC registers health checking (SERVING for every service registered so
+// far) and reflection on srv, and serves lis until srv stops. wg tracks the
+// serving goroutine.
+func GRPC(srv *grpc.Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logger) {
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	for name := range srv.GetServiceInfo() {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(lis); err != nil {
+			log.Error("grpc serve", "err", err)
+		}
+	}()
+}
+
+// HTTP serves /metrics (reg) and /healthz on addr. An empty addr serves
+// nothing and returns nil, nil.
+func HTTP(addr string, reg *prometheus.Registry, wg *sync.WaitGroup, log *slog.Logger) (*http.Server, net.Listener, error) {
+	if addr == "" {
+		return nil, nil, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Unavailable, "metrics listen", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(lis); err != nil && err != http.ErrServerClosed {
+			log.Error("http serve", "err", err)
+		}
+	}()
+	return srv, lis, nil
+}
+
+// Stop lets running RPCs finish for up to grace, then stops srv hard.
+func Stop(srv *grpc.Server, grace time.Duration) {
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(grace):
+		srv.Stop()
+	}
+}
