@@ -6,6 +6,7 @@ package cliflag
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -111,4 +112,14 @@ func (s *Set) Parse(args []string) error {
 		return s.errs[0]
 	}
 	return s.FS.Parse(args)
+}
+
+// Logger returns a text slog.Logger on stderr at the named level (debug,
+// info, warn, error), as the servers' --log-level flag gives it.
+func Logger(level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
