@@ -16,3 +16,24 @@ vet:
 
 test: vet
 	go test -race ./...
+
+# Fuzz targets (pkg:Name), each run for FUZZTIME one after another. Their
+# committed seeds (testdata/fuzz/<Name>/) run as plain tests in `make test`.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./lbm:FuzzReadRecords \
+	./lbm:FuzzReplayPlainEncrypted \
+	./security:FuzzVerify \
+	./security:FuzzPublicKeyUnmarshal \
+	./security:FuzzParseClaims \
+	./security:FuzzParseAccess \
+	./namespace:FuzzValidatePath \
+	./namespace:FuzzReadImage \
+	./namenode:FuzzClientRequests
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg) for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -34,9 +34,13 @@ type container struct {
 	metaPath string
 	data     File
 
-	dataOnce sync.Once
-	dataFC   *fileCipher
-	dataErr  error
+	// The data file's header is loaded on first use. A failure is not
+	// cached: a transient read error must not poison the container for
+	// the life of the store (found by TestStoreModel; regression test
+	// TestTransientFaultsDoNotPoison).
+	dataMu    sync.Mutex
+	dataReady atomic.Bool
+	dataFC    *fileCipher // set before dataReady
 
 	// mu serialises metadata appends (CREATE/DELETE + fsync), compaction
 	// and removal, and guards the fields below. It is per container; block
@@ -71,31 +75,38 @@ func (c *container) metaHeaderLen() int64 {
 	return fileHeaderLen
 }
 
-// dataCipher loads (once) the data file's cipher; nil for a plain file.
-// The data file is never read during replay: this runs on first use.
+// dataCipher loads (once it succeeds) the data file's cipher; nil for a
+// plain file. The data file is never read during replay: this runs on first
+// use. Errors are returned, not remembered, so the next call retries.
 func (c *container) dataCipher() (*fileCipher, error) {
-	c.dataOnce.Do(func() {
-		var b [encHeaderLen + fileHeaderLen]byte
-		n, err := c.data.ReadAt(b[:], 0)
-		if err != nil && !errors.Is(err, io.EOF) {
-			c.dataErr = errs.Wrap(errs.IO, "lbm.read", c.dataPath, err)
-			return
+	if c.dataReady.Load() {
+		return c.dataFC, nil
+	}
+	c.dataMu.Lock()
+	defer c.dataMu.Unlock()
+	if c.dataReady.Load() {
+		return c.dataFC, nil
+	}
+	var b [encHeaderLen + fileHeaderLen]byte
+	n, err := c.data.ReadAt(b[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, errs.Wrap(errs.IO, "lbm.read", c.dataPath, err)
+	}
+	h := b[:n]
+	var fc *fileCipher
+	if isEncHeader(h) {
+		if fc, err = c.s.keys.openHeader(c.dataPath, h); err != nil {
+			return nil, err
 		}
-		h := b[:n]
-		if isEncHeader(h) {
-			fc, err := c.s.keys.openHeader(c.dataPath, h)
-			if err != nil {
-				c.dataErr = err
-				return
-			}
-			fc.xorAt(h[encHeaderLen:], h[encHeaderLen:], encHeaderLen)
-			c.dataFC, h = fc, h[encHeaderLen:]
-		}
-		if _, ok := decodeFileHeader(h, dataMagic); !ok {
-			c.dataErr = errs.Newf(errs.Corrupt, "lbm.read", c.dataPath, "bad data file header at offset 0")
-		}
-	})
-	return c.dataFC, c.dataErr
+		fc.xorAt(h[encHeaderLen:], h[encHeaderLen:], encHeaderLen)
+		h = h[encHeaderLen:]
+	}
+	if _, ok := decodeFileHeader(h, dataMagic); !ok {
+		return nil, errs.Newf(errs.Corrupt, "lbm.read", c.dataPath, "bad data file header at offset 0")
+	}
+	c.dataFC = fc
+	c.dataReady.Store(true)
+	return fc, nil
 }
 
 func newContainerID() string {
@@ -170,7 +181,8 @@ func (s *Store) createContainer(d *dataDir) (*container, error) {
 		return fail(d.path, err)
 	}
 	c.metaFC, c.metaOff = mfc, int64(len(mh))
-	c.dataOnce.Do(func() { c.dataFC = dfc })
+	c.dataFC = dfc
+	c.dataReady.Store(true)
 	d.mu.Lock()
 	d.all[c] = struct{}{}
 	d.mu.Unlock()
@@ -339,6 +351,15 @@ func (c *container) deadLocked() bool {
 // that worked) the metadata file, then fsyncs the directory.
 func (c *container) removeLocked() error {
 	s := c.s
+	// The DELETEs that made the container dead must be durable before its
+	// data goes. At Open they may have been read back from the page cache
+	// after their fsync failed; removing the data file on their word and
+	// then losing them to a crash left metadata with live blocks and no
+	// data file, and Open failed (found by TestStoreModel; regression test
+	// TestDeadRemovalAfterFailedDeleteSync).
+	if err := c.meta.Sync(); err != nil {
+		return errs.Wrap(errs.IO, "lbm.remove", c.metaPath, err)
+	}
 	c.removed = true
 	c.data.Close()
 	c.meta.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -241,8 +242,11 @@ func (r *replayState) apply(body []byte, off int64) error {
 	case len(body) == createBodyLen && body[0] == recCreate:
 		var c createRec
 		decodeCreate(body, &c)
+		// An empty block writes no bytes, so its (aligned) offset may lie
+		// at or past the end of the data file (regression test
+		// TestZeroLengthBlockSurvivesReopen).
 		if c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 || c.Length < 0 ||
-			c.Offset+c.Length > r.dataSize || c.Offset+c.Length < c.Offset {
+			(c.Length > 0 && c.Offset+c.Length > r.dataSize) || c.Offset+c.Length < c.Offset {
 			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
 				"malformed CREATE of block %d at offset %d (block [%d,+%d), data file %d bytes)",
 				c.ID, off, c.Offset, c.Length, r.dataSize)
@@ -311,6 +315,13 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 		return ioErr(metaPath, err)
 	}
 	size := fi.Size()
+	if !hasData {
+		// No data file (an interrupted dead-container removal deletes it
+		// first): bounds-checking CREATEs against it would call a dead
+		// container corrupt. Its live blocks, if any, are checked below
+		// (regression test TestCrashDuringDeadContainerRemoval).
+		dataSize = math.MaxInt64
+	}
 	c := &container{s: s, dir: d, id: id, dataPath: dataPath, metaPath: metaPath, meta: meta}
 	st := &replayState{path: metaPath, dataSize: dataSize, c: c, next: firstBlockOffset,
 		blocks: make(map[uint64]blockEntry, size/int64(frameLen(createBodyLen))/2+1)}

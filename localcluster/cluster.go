@@ -30,6 +30,20 @@ type Config struct {
 	// Datanode adjusts each datanode's config before it starts (set
 	// c.Store.Encrypt for encryption at rest, say).
 	Datanode func(i int, c *datanode.Config)
+
+	// InmemRaft gives each namenode a raft.InmemTransport (address "nn1",
+	// "nn2", ...) instead of a TCP transport, all connected, so that tests
+	// can cut Raft links with Isolate, Partition and Heal. Only Raft
+	// traffic goes through it: gRPC between namenodes (forwarding, read
+	// index), from clients and from datanodes stays on loopback TCP, so a
+	// "partitioned" node can still forward a request to the leader it
+	// last knew. A restarted namenode gets a fresh transport at the same
+	// address, wired as the current partition allows.
+	InmemRaft bool
+	// RaftObserver, with InmemRaft, is called (from Raft's goroutines, so
+	// it must be quick and safe for concurrent use) for every outgoing
+	// AppendEntries, InstallSnapshot and RequestVote.
+	RaftObserver func(RaftEvent)
 }
 
 // Cluster is a running in-process cluster.
@@ -44,6 +58,7 @@ type Cluster struct {
 	nnConfigs []namenode.Config
 	datanodes []*datanode.Datanode // nil where stopped
 	dnConfigs []datanode.Config
+	net       *inmemNet // with Config.InmemRaft; guarded by mu
 }
 
 // Start starts the namenodes (the first bootstraps, the rest join) and waits
@@ -65,6 +80,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		c.dir, c.tempDir = d, true
+	}
+	if cfg.InmemRaft {
+		c.net = newInmemNet(cfg.Namenodes, cfg.RaftObserver)
 	}
 	c.namenodes = make([]*namenode.Namenode, cfg.Namenodes)
 	c.nnConfigs = make([]namenode.Config, cfg.Namenodes)
@@ -123,6 +141,11 @@ func (c *Cluster) startNamenode(ctx context.Context, i int) error {
 	lis, err := net.Listen("tcp", nc.GRPCAddr)
 	if err != nil {
 		return err
+	}
+	if c.net != nil {
+		c.mu.Lock()
+		nc.RaftTransport = c.net.fresh(i)
+		c.mu.Unlock()
 	}
 	n, err := namenode.Start(ctx, nc, lis)
 	if err != nil {
@@ -254,6 +277,11 @@ func (c *Cluster) StopNamenode(i int) error {
 	c.mu.Lock()
 	n := c.namenodes[i]
 	c.namenodes[i] = nil
+	if n != nil && c.net != nil {
+		// Peers see a stopped node as unreachable at once, as a TCP peer
+		// refusing connections.
+		c.net.gone(i)
+	}
 	c.mu.Unlock()
 	if n == nil {
 		return nil

@@ -55,8 +55,14 @@ func TestDatanodeChecksTokens(t *testing.T) {
 	}
 	lb := mine.Blocks[0]
 	addr := lb.Locations[0].Addr
+	// Change one character of the signature to another base64url one, so
+	// the token still parses and only the signature is wrong.
 	tampered := []byte(string(mine.Token))
-	tampered[len(tampered)-5] ^= 1
+	if i := len(tampered) - 10; tampered[i] == 'A' {
+		tampered[i] = 'B'
+	} else {
+		tampered[i] = 'A'
+	}
 	for _, tc := range []struct {
 		name  string
 		inode uint64

@@ -3,6 +3,7 @@ package namespace
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/blockfs/blockfs/errs"
 )
@@ -26,6 +27,9 @@ func validatePath(op, p string, l Limits) error {
 		return errs.Newf(errs.Invalid, op, shorten(p), "path too long: %d bytes, limit %d", len(p), l.MaxPathLen)
 	case strings.IndexByte(p, 0) >= 0:
 		return errs.New(errs.Invalid, op, p, "path contains a NUL byte")
+	case !utf8.ValidString(p):
+		// Paths travel as protobuf strings, which must be UTF-8.
+		return errs.New(errs.Invalid, op, strings.ToValidUTF8(p, "\uFFFD"), "path is not valid UTF-8")
 	case p == "/":
 		return nil
 	}

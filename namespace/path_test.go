@@ -20,6 +20,7 @@ func TestValidatePath(t *testing.T) {
 		{"a/b", "not absolute"},
 		{"/" + strings.Repeat("a/", 20) + "b", "path too long"},
 		{"/a\x00b", "NUL byte"},
+		{"/a\xffb", "not valid UTF-8"},
 		{"//", "empty path component"},
 		{"/a//b", "empty path component"},
 		{"/a/", "empty path component"},
@@ -33,8 +34,8 @@ func TestValidatePath(t *testing.T) {
 		wantErr(t, err, errs.Invalid, c.msg)
 		distinct[c.msg] = true
 	}
-	if len(distinct) != 8 {
-		t.Fatalf("want 8 distinct failure messages, have %d", len(distinct))
+	if len(distinct) != 9 {
+		t.Fatalf("want 9 distinct failure messages, have %d", len(distinct))
 	}
 	// Zero limits mean the defaults.
 	if err := ValidatePath("/"+strings.Repeat("x", 255), Limits{}); err != nil {

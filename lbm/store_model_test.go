@@ -1,0 +1,334 @@
+package lbm
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"slices"
+	"syscall"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// storeModel is the in-memory model of a Store that the rapid state
+// machine checks the real store against. A block is in exactly one of:
+// live (Put acknowledged, no Delete acknowledged), maybe (a Put or Delete
+// failed: either outcome is allowed, but if the block exists it is
+// intact), gone (Delete acknowledged, or absent after a crash: it must
+// never come back).
+type storeModel struct {
+	m    *MemFS
+	s    *Store
+	cfg  Config
+	dirs []string
+
+	live  map[uint64][]byte
+	maybe map[uint64][]byte
+	gone  map[uint64]bool
+	next  uint64
+
+	crashes, faults, ops int
+}
+
+// modelData is the content of block id: n bytes from a seeded stream.
+func modelData(id uint64, n int) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(int64(id) * 7919)).Read(b)
+	return b
+}
+
+func newStoreModel(t *rapid.T) *storeModel {
+	dirs := []string{"/d0", "/d1"}
+	m := NewMemFS()
+	cfg := testConfig(m, dirs, rapid.Bool().Draw(t, "encrypt"))
+	cfg.KeyFile = "/lbm-server.key"
+	cfg.MaxBlocksPerContainer = rapid.IntRange(2, 6).Draw(t, "maxBlocks")
+	cfg.CompactLiveRatio = 0.5
+	cfg.RuntimeCompaction = rapid.Bool().Draw(t, "runtimeCompaction")
+	cfg.InmemReplayThreshold = rapid.SampledFrom([]int64{0, 1 << 20}).Draw(t, "inmemThreshold")
+	cfg.ReplayWorkers = 2
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return &storeModel{m: m, s: s, cfg: cfg, dirs: dirs,
+		live: map[uint64][]byte{}, maybe: map[uint64][]byte{}, gone: map[uint64]bool{}}
+}
+
+func sortedIDs(m map[uint64][]byte) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// put stores 1-3 new blocks in one batch. tolerate: an error is allowed
+// (a fault or crash is armed, or a dir already failed).
+func (sm *storeModel) put(t *rapid.T, tolerate bool) {
+	n := rapid.IntRange(1, 3).Draw(t, "batch")
+	var ms []BlockMeta
+	var ds [][]byte
+	for range n {
+		sm.next++
+		id := sm.next
+		ms = append(ms, BlockMeta{ID: id, Inode: id % 5, GenStamp: id})
+		ds = append(ds, modelData(id, rapid.IntRange(0, 9000).Draw(t, "size")))
+	}
+	err := sm.s.PutBatch(ctx, ms, ds)
+	sm.ops++
+	if err != nil && !tolerate && len(sm.s.FailedDirs()) == 0 {
+		t.Fatalf("put %d..%d: %v", ms[0].ID, sm.next, err)
+	}
+	for i, m := range ms {
+		if err == nil {
+			sm.live[m.ID] = ds[i]
+		} else {
+			sm.maybe[m.ID] = ds[i]
+		}
+	}
+}
+
+func (sm *storeModel) del(t *rapid.T, tolerate bool) {
+	ids := sortedIDs(sm.live)
+	if len(ids) == 0 || rapid.IntRange(0, 9).Draw(t, "unknownDelete") == 0 {
+		id := sm.next + 1000
+		if err := sm.s.Delete(ctx, id); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("delete of unknown block %d: %v", id, err)
+		}
+		return
+	}
+	id := rapid.SampledFrom(ids).Draw(t, "deleteID")
+	err := sm.s.Delete(ctx, id)
+	sm.ops++
+	if err != nil && !tolerate && len(sm.s.FailedDirs()) == 0 {
+		t.Fatalf("delete %d: %v", id, err)
+	}
+	if err == nil {
+		sm.gone[id] = true
+	} else {
+		sm.maybe[id] = sm.live[id]
+	}
+	delete(sm.live, id)
+}
+
+// read reads a random range of a live block. faulty: an injected fault
+// may make it fail with errs.IO (never anything else, never wrong bytes).
+func (sm *storeModel) read(t *rapid.T, faulty bool) {
+	ids := sortedIDs(sm.live)
+	if len(ids) == 0 {
+		return
+	}
+	id := rapid.SampledFrom(ids).Draw(t, "readID")
+	want := sm.live[id]
+	off := rapid.IntRange(0, len(want)).Draw(t, "off")
+	n := rapid.IntRange(0, len(want)-off).Draw(t, "n")
+	got, err := sm.s.Read(ctx, id, int64(off), int64(n))
+	if err != nil {
+		if faulty && errs.Is(err, errs.IO) {
+			return
+		}
+		t.Fatalf("read %d [%d,+%d): %v", id, off, n, err)
+	}
+	if !bytes.Equal(got, want[off:off+n]) {
+		t.Fatalf("read %d [%d,+%d): wrong bytes", id, off, n)
+	}
+	if off > 0 && rapid.Bool().Draw(t, "outOfRange") {
+		if _, err := sm.s.Read(ctx, id, int64(off), int64(len(want)-off+1)); !errs.Is(err, errs.Invalid) && !(faulty && errs.Is(err, errs.IO)) {
+			t.Fatalf("read past the end of %d: %v", id, err)
+		}
+	}
+}
+
+// verify checks the whole store against the model: every live block
+// reads back, nothing gone is there, nothing unknown is there, and a
+// surviving maybe block is intact. afterCrash resolves the maybes: what
+// a crash-consistent reopen shows is durable.
+func (sm *storeModel) verify(t *rapid.T, afterCrash bool) {
+	for _, id := range sortedIDs(sm.live) {
+		want := sm.live[id]
+		got, err := sm.s.Read(ctx, id, 0, int64(len(want)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("acknowledged block %d (%d bytes) lost: %v", id, len(want), err)
+		}
+	}
+	for _, b := range sm.s.Blocks() {
+		if sm.gone[b.ID] {
+			t.Fatalf("deleted block %d came back", b.ID)
+		}
+		_, isLive := sm.live[b.ID]
+		want, isMaybe := sm.maybe[b.ID]
+		if !isLive && !isMaybe {
+			t.Fatalf("unknown block %d in the store", b.ID)
+		}
+		if isMaybe {
+			got, err := sm.s.Read(ctx, b.ID, 0, int64(len(want)))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("block %d of a failed operation survived damaged: %v", b.ID, err)
+			}
+		}
+	}
+	if afterCrash {
+		for _, id := range sortedIDs(sm.maybe) {
+			if _, ok := sm.s.Stat(id); ok {
+				sm.live[id] = sm.maybe[id]
+			} else {
+				sm.gone[id] = true
+			}
+		}
+		clear(sm.maybe)
+	}
+}
+
+func (sm *storeModel) reopen(t *rapid.T, fs *MemFS) {
+	sm.s.Close()
+	sm.m = fs
+	sm.cfg.FS = fs
+	s, err := Open(ctx, sm.cfg)
+	if err != nil {
+		t.Fatalf("reopen (encrypt=%v, inmem=%d): %v", sm.cfg.Encrypt, sm.cfg.InmemReplayThreshold, err)
+	}
+	sm.s = s
+}
+
+var faultOps = []Op{OpRead, OpWrite, OpSync, OpRename, OpSyncDir, OpPunch, OpRemove, OpCreate, OpTruncate}
+
+func (sm *storeModel) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"Put":    func(t *rapid.T) { sm.put(t, false) },
+		"Delete": func(t *rapid.T) { sm.del(t, false) },
+		"Read":   func(t *rapid.T) { sm.read(t, false) },
+		"Reopen": func(t *rapid.T) {
+			sm.reopen(t, sm.m)
+			sm.verify(t, false)
+		},
+		// Crash at a random point of the write path, of compaction or of
+		// dead-container removal: the FS loses power after n mutating
+		// operations while puts and deletes run; the clone keeps the
+		// synced data and a random part of the rest.
+		"CrashReopen": func(t *rapid.T) {
+			sm.m.CrashAfter(rapid.IntRange(0, 40).Draw(t, "crashAfter"))
+			for range rapid.IntRange(1, 8).Draw(t, "opsBeforeCrash") {
+				if rapid.IntRange(0, 2).Draw(t, "crashOp") == 0 {
+					sm.del(t, true)
+				} else {
+					sm.put(t, true)
+				}
+			}
+			sm.crashes++
+			sm.reopen(t, sm.m.CrashClone(rapid.Int64().Draw(t, "cloneSeed")))
+			sm.verify(t, true)
+		},
+		// Crash inside Open's repair (torn-tail truncation, startup
+		// compaction, dead-container removal), then reopen the clone.
+		"CrashInOpen": func(t *rapid.T) {
+			sm.s.Close()
+			sm.m.CrashAfter(rapid.IntRange(0, 10).Draw(t, "crashAfter"))
+			if s, err := Open(ctx, sm.cfg); err == nil {
+				s.Close()
+			}
+			sm.crashes++
+			sm.s = nil
+			clone := sm.m.CrashClone(rapid.Int64().Draw(t, "cloneSeed"))
+			sm.m, sm.cfg.FS = clone, clone
+			s, err := Open(ctx, sm.cfg)
+			if err != nil {
+				t.Fatalf("reopen after a crash in Open: %v", err)
+			}
+			sm.s = s
+			sm.verify(t, true)
+		},
+		// Inject EIO or ENOSPC on one kind of operation in one data dir
+		// while a few operations run; then clear it.
+		"Fault": func(t *rapid.T) {
+			op := rapid.SampledFrom(faultOps).Draw(t, "faultOp")
+			e := rapid.SampledFrom([]syscall.Errno{syscall.EIO, syscall.ENOSPC}).Draw(t, "faultErr")
+			dir := rapid.SampledFrom(sm.dirs).Draw(t, "faultDir")
+			sm.m.Inject(Fault{Op: op, PathPrefix: dir + "/", Err: e, Count: rapid.IntRange(0, 3).Draw(t, "faultCount")})
+			sm.faults++
+			for range rapid.IntRange(1, 5).Draw(t, "opsUnderFault") {
+				switch rapid.IntRange(0, 2).Draw(t, "faultyOp") {
+				case 0:
+					sm.put(t, true)
+				case 1:
+					sm.del(t, true)
+				default:
+					sm.read(t, true)
+				}
+			}
+			sm.m.ClearFaults()
+		},
+		"": func(t *rapid.T) {
+			if sm.s == nil {
+				return
+			}
+			for id := range sm.live {
+				if _, ok := sm.s.Stat(id); !ok {
+					t.Fatalf("live block %d missing from the index", id)
+				}
+			}
+			for id := range sm.gone {
+				if _, ok := sm.s.Stat(id); ok {
+					t.Fatalf("deleted block %d in the index", id)
+				}
+			}
+		},
+	}
+}
+
+// TestStoreModel runs random Put/Delete/Read/Reopen/crash/fault sequences
+// against the store (plain and encrypted, streaming and in-memory replay,
+// runtime or startup compaction) and checks it against storeModel.
+func TestStoreModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sm := newStoreModel(t)
+		defer func() {
+			if sm.s != nil {
+				sm.s.Close()
+			}
+		}()
+		t.Repeat(sm.actions())
+		sm.reopen(t, sm.m.CrashClone(rapid.Int64().Draw(t, "finalSeed")))
+		sm.verify(t, true)
+	})
+}
+
+// TestStoreModelReplayPathsAgree reopens one crashed image through both
+// replay paths: they must rebuild the same index.
+func TestStoreModelReplayPathsAgree(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sm := newStoreModel(t)
+		acts := sm.actions()
+		delete(acts, "Fault")
+		t.Repeat(acts)
+		sm.s.Close()
+		sm.s = nil
+		img := sm.m.CrashClone(rapid.Int64().Draw(t, "seed"))
+		var lists []string
+		for _, th := range []int64{0, 1 << 20} {
+			// Each path gets its own copy: replay repairs what it finds.
+			fs := img.CrashClone(0)
+			cfg := sm.cfg
+			cfg.FS, cfg.InmemReplayThreshold = fs, th
+			s, err := Open(ctx, cfg)
+			if err != nil {
+				t.Fatalf("open (inmem=%d): %v", th, err)
+			}
+			var b bytes.Buffer
+			for _, bi := range s.Blocks() {
+				fmt.Fprintf(&b, "%d/%d/%d/%d/%d;", bi.ID, bi.Length, bi.CRC, bi.Inode, bi.GenStamp)
+			}
+			st := s.OpenStats()
+			fmt.Fprintf(&b, " containers=%d truncated=%d", st.Containers, st.TruncatedTails)
+			s.Close()
+			lists = append(lists, b.String())
+		}
+		if lists[0] != lists[1] {
+			t.Fatalf("streaming and in-memory replay disagree:\n%s\n%s", lists[0], lists[1])
+		}
+	})
+}
