@@ -28,9 +28,14 @@ const (
 // Caller is the user on whose behalf a command runs; permission checks in
 // the state machine use it, so they are atomic with the change.
 type Caller struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
-	Groups        []string               `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	User   string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Groups []string               `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
+	// client_id and call_id name one logical call of one client, the same
+	// on every retry of it: the state machine answers a retry from its retry
+	// cache instead of applying it again (HDFS's RetryCache).
+	ClientId      string `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	CallId        uint64 `protobuf:"varint,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -77,6 +82,20 @@ func (x *Caller) GetGroups() []string {
 		return x.Groups
 	}
 	return nil
+}
+
+func (x *Caller) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *Caller) GetCallId() uint64 {
+	if x != nil {
+		return x.CallId
+	}
+	return 0
 }
 
 type MkdirsCommand struct {
@@ -1079,10 +1098,12 @@ var File_api_fsm_proto protoreflect.FileDescriptor
 const file_api_fsm_proto_rawDesc = "" +
 	"\n" +
 	"\rapi/fsm.proto\x12\n" +
-	"blockfs.v1\x1a\x10api/common.proto\x1a\x10api/client.proto\"4\n" +
+	"blockfs.v1\x1a\x10api/common.proto\x1a\x10api/client.proto\"j\n" +
 	"\x06Caller\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x16\n" +
-	"\x06groups\x18\x02 \x03(\tR\x06groups\"\xa1\x01\n" +
+	"\x06groups\x18\x02 \x03(\tR\x06groups\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
+	"\acall_id\x18\x04 \x01(\x04R\x06callId\"\xa1\x01\n" +
 	"\rMkdirsCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +

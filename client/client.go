@@ -2,9 +2,12 @@ package client
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"os/user"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +22,13 @@ import (
 	"github.com/blockfs/blockfs/errs"
 )
 
-// Metadata keys of simple authentication (see namenode.UserKey).
+// Metadata keys of simple authentication (see namenode.UserKey) and of
+// the namenode's retry cache (namenode.ClientIDKey, CallIDKey).
 const (
-	userKey   = "blockfs-user"
-	groupsKey = "blockfs-groups"
+	userKey     = "blockfs-user"
+	groupsKey   = "blockfs-groups"
+	clientIDKey = "blockfs-client-id"
+	callIDKey   = "blockfs-call-id"
 )
 
 // Config configures a Client.
@@ -72,6 +78,10 @@ type Client struct {
 	conns    map[string]*grpc.ClientConn
 	current  atomic.Value // string: the namenode believed to lead
 	lastSeen atomic.Uint64
+	// id and calls name each logical call, the same on every retry, so
+	// the namenode applies a retried write once (its retry cache).
+	id    string
+	calls atomic.Uint64
 }
 
 // New returns a client; connections are made lazily.
@@ -79,7 +89,11 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
+	var id [16]byte
+	if _, err := crand.Read(id[:]); err != nil {
+		return nil, errs.Wrap(errs.Internal, "client", "", err)
+	}
+	c := &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, id: hex.EncodeToString(id[:])}
 	c.current.Store(cfg.Namenodes[0])
 	return c, nil
 }
@@ -127,7 +141,7 @@ func (c *Client) outgoing(ctx context.Context) context.Context {
 func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Context, nn api.ClientServiceClient) error) error {
 	backoff := c.cfg.MinBackoff
 	next := 0
-	ctx = c.outgoing(ctx)
+	ctx = metadata.AppendToOutgoingContext(c.outgoing(ctx), clientIDKey, c.id, callIDKey, strconv.FormatUint(c.calls.Add(1), 10))
 	for attempt := 0; ; attempt++ {
 		addr := c.current.Load().(string)
 		conn, err := c.conn(addr)

@@ -35,6 +35,8 @@ type state struct {
 	// keys are the published token-signing public keys by kid, each in
 	// security.PublicKey binary encoding.
 	keys map[string][]byte
+	// retries answers retried calls (retrycache.go).
+	retries *retryCache
 }
 
 func newState(superuser, supergroup string) *state {
@@ -42,6 +44,7 @@ func newState(superuser, supergroup string) *state {
 		tree:    namespace.New(namespace.DefaultLimits(), superuser, supergroup),
 		members: map[string]*api.Member{},
 		keys:    map[string][]byte{},
+		retries: newRetryCache(),
 	}
 }
 
@@ -165,12 +168,23 @@ func (f *fsm) applyOne(data []byte) *api.CommandResult {
 	if t == cmdBatch {
 		return resultError(errs.New(errs.Invalid, "fsm", "", "batches do not nest"))
 	}
+	var key callKey
+	named := false
+	if c, ok := msg.(interface{ GetCaller() *api.Caller }); ok {
+		if key, named = keyOf(c.GetCaller()); named {
+			if prev, ok := f.st.retries.get(key); ok {
+				return prev
+			}
+		}
+	}
 	res, err := f.dispatch(t, msg)
 	if err != nil {
-		return resultError(err)
-	}
-	if res == nil {
+		res = resultError(err)
+	} else if res == nil {
 		res = &api.CommandResult{}
+	}
+	if named {
+		f.st.retries.put(key, res)
 	}
 	return res
 }
@@ -408,6 +422,9 @@ func writeSnapshot(w io.Writer, st *state, applied uint64) error {
 	if err := writeKeys(w, st.keys); err != nil {
 		return err
 	}
+	if err := writeRetryCache(w, st.retries); err != nil {
+		return err
+	}
 	return st.tree.WriteImage(w)
 }
 
@@ -451,6 +468,9 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		st.members[m.Id] = m
 	}
 	if st.keys, err = readKeys(r); err != nil {
+		return nil, 0, err
+	}
+	if st.retries, err = readRetryCache(r); err != nil {
 		return nil, 0, err
 	}
 	tree, err := namespace.ReadImage(r)

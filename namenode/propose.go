@@ -59,12 +59,15 @@ func (n *Namenode) applyRaft(data []byte) (any, uint64, error) {
 // hint where there is one.
 func (n *Namenode) raftError(op string, err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// The entry never reached this node's log: safe to send elsewhere.
 		e := errs.Wrap(errs.NotLeader, op, "", err)
 		e.LeaderHint = n.leaderGRPC()
 		return e
-	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown):
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown):
+		// The entry may still commit under the next leader: the outcome is
+		// unknown, so it must not be proposed again here. The client's
+		// retry (same call id) is answered from the retry cache.
 		e := errs.Wrap(errs.Unavailable, op, "", err)
 		e.LeaderHint = n.leaderGRPC()
 		return e

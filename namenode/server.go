@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -20,6 +21,13 @@ const UserKey = "blockfs-user"
 
 // GroupsKey carries the caller's groups (repeatable) under simple auth.
 const GroupsKey = "blockfs-groups"
+
+// ClientIDKey and CallIDKey name one logical call of one client; a client
+// sends the same pair on every retry of the call (see retrycache.go).
+const (
+	ClientIDKey = "blockfs-client-id"
+	CallIDKey   = "blockfs-call-id"
+)
 
 func (n *Namenode) startGRPC() {
 	n.grpcSrv = serve.NewGRPC(n.cfg.TLS, func(method, code string, d time.Duration) {
@@ -49,9 +57,25 @@ func (n *Namenode) caller(ctx context.Context) *api.Caller {
 				}
 			}
 		}
-		return &api.Caller{User: user}
+		c := &api.Caller{User: user}
+		c.ClientId, c.CallId = callIDs(ctx)
+		return c
 	}
 	return callerFrom(ctx)
+}
+
+// callIDs reads the retry-cache call identity from request metadata.
+func callIDs(ctx context.Context) (string, uint64) {
+	cid := metadata.ValueFromIncomingContext(ctx, ClientIDKey)
+	call := metadata.ValueFromIncomingContext(ctx, CallIDKey)
+	if len(cid) == 0 || len(call) == 0 || len(cid[0]) > 64 {
+		return "", 0
+	}
+	n, err := strconv.ParseUint(call[0], 10, 64)
+	if err != nil {
+		return "", 0
+	}
+	return cid[0], n
 }
 
 // callerFrom reads simple-auth identity from request metadata.
@@ -62,7 +86,9 @@ func callerFrom(ctx context.Context) *api.Caller {
 	if v := metadata.ValueFromIncomingContext(ctx, UserKey); len(v) > 0 && v[0] != "" {
 		user = v[0]
 	}
-	return &api.Caller{User: user, Groups: metadata.ValueFromIncomingContext(ctx, GroupsKey)}
+	c := &api.Caller{User: user, Groups: metadata.ValueFromIncomingContext(ctx, GroupsKey)}
+	c.ClientId, c.CallId = callIDs(ctx)
+	return c
 }
 
 func (n *Namenode) header() *api.ResponseHeader {
