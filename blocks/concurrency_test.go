@@ -103,7 +103,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 	t.Helper()
 	for si := range m.shards {
 		s := &m.shards[si]
-		s.mu.RLock()
+		rl := s.mu.RLock()
 		var sum tally
 		for id, b := range s.blocks {
 			tl := b.tally()
@@ -131,7 +131,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 		if sum.blocks != s.nBlocks || sum.good != s.nGood || sum.bad != s.nBad {
 			t.Errorf("shard %d counters %d/%d/%d, recount %d/%d/%d", si, s.nBlocks, s.nGood, s.nBad, sum.blocks, sum.good, sum.bad)
 		}
-		s.mu.RUnlock()
+		rl.RUnlock()
 	}
 	for _, n := range m.nodes() {
 		for id := range n.blocks {

@@ -18,7 +18,7 @@ func (m *Manager) Locations(blockID uint64) []Datanode {
 func (m *Manager) AppendLocations(dst []Datanode, blockID uint64) []Datanode {
 	s := m.shard(blockID)
 	start := len(dst)
-	s.mu.RLock()
+	rl := s.mu.RLock()
 	if b := s.blocks[blockID]; b != nil && b.expected {
 		for i := range b.locs {
 			l := &b.locs[i]
@@ -30,7 +30,7 @@ func (m *Manager) AppendLocations(dst []Datanode, blockID uint64) []Datanode {
 			}
 		}
 	}
-	s.mu.RUnlock()
+	rl.RUnlock()
 	if len(dst)-start > 1 {
 		sortBest(dst[start:], m.cfg.Now().Add(-m.cfg.StaleAfter))
 	}
@@ -64,8 +64,8 @@ func better(a, b *Datanode, staleBefore time.Time) bool {
 // expected).
 func (m *Manager) NeededReplication(blockID uint64) (live, expected int) {
 	s := m.shard(blockID)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	rl := s.mu.RLock()
+	defer rl.RUnlock()
 	b := s.blocks[blockID]
 	if b == nil || !b.expected {
 		return 0, 0

@@ -1,8 +1,9 @@
 package blocks
 
 import (
-	"sync"
 	"time"
+
+	"github.com/blockfs/blockfs/internal/rwlock"
 )
 
 // numShards is the number of block-map shards (a power of two).
@@ -114,7 +115,7 @@ func (p *pending) outstanding(b *blockInfo) int {
 // shard is one slice of the block map with its work queues. Every field is
 // guarded by mu.
 type shard struct {
-	mu      sync.RWMutex
+	mu      rwlock.Mutex // readers spread over cache lines: Locations is hot
 	blocks  map[uint64]*blockInfo
 	under   map[uint64]struct{} // complete, good+in-flight < expected, unscheduled
 	over    map[uint64]struct{} // complete, good > expected

@@ -20,7 +20,7 @@ func (m *Manager) Stats() Stats {
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
-		s.mu.RLock()
+		rl := s.mu.RLock()
 		st.Blocks += s.nBlocks
 		st.Replicas += s.nGood
 		st.Corrupt += s.nBad
@@ -28,7 +28,7 @@ func (m *Manager) Stats() Stats {
 		st.OverReplicated += len(s.over)
 		st.PendingReplication += len(s.pending)
 		st.Unknown += len(s.unknown)
-		s.mu.RUnlock()
+		rl.RUnlock()
 	}
 	return st
 }
@@ -40,11 +40,11 @@ func (m *Manager) UnderReplicated() []uint64 {
 	var ids []uint64
 	for i := range m.shards {
 		s := &m.shards[i]
-		s.mu.RLock()
+		rl := s.mu.RLock()
 		for id := range s.under {
 			ids = append(ids, id)
 		}
-		s.mu.RUnlock()
+		rl.RUnlock()
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids

@@ -225,8 +225,8 @@ func (m *Manager) PendingCommands(id string) []Command {
 
 func (m *Manager) expected(id uint64) bool {
 	s := m.shard(id)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	rl := s.mu.RLock()
+	defer rl.RUnlock()
 	b := s.blocks[id]
 	return b != nil && b.expected
 }

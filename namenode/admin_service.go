@@ -204,9 +204,9 @@ func (n *Namenode) checkPeer(ctx context.Context, op string) error {
 		return nil
 	}
 	who := n.caller(ctx).User
-	n.fsm.mu.RLock()
+	rl := n.fsm.mu.RLock()
 	_, ok := n.fsm.st.members[who]
-	n.fsm.mu.RUnlock()
+	rl.RUnlock()
 	if !ok {
 		return errs.Newf(errs.Permission, op, "", "%s is not a namenode of this cluster", who)
 	}

@@ -162,8 +162,7 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	}
 	u := s.n.caller(ctx)
 	f := s.n.fsm
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	if err := f.checkTraverse(u, req.Path); err != nil {
 		return nil, err
 	}
@@ -186,8 +185,7 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 		return nil, err
 	}
 	f := s.n.fsm
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	if u, ok := f.user(s.n.caller(ctx)); ok {
 		if err := f.st.tree.CheckAccess(u, f.superuser, req.Path, namespace.Read|namespace.Exec); err != nil {
 			return nil, err
@@ -254,8 +252,7 @@ func (s *clientService) ClusterStatus(ctx context.Context, req *api.ClusterStatu
 // FSM re-checks everything when the command applies).
 func (s *clientService) statLocal(p string) (namespace.FileInfo, error) {
 	f := s.n.fsm
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	return f.st.tree.Stat(p)
 }
 

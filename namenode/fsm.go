@@ -14,6 +14,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/rwlock"
 	"github.com/blockfs/blockfs/namespace"
 )
 
@@ -51,7 +52,7 @@ func newState(superuser, supergroup string) *state {
 // fsm is the Raft state machine. Readers take mu.RLock; Apply takes mu.Lock
 // once per batch.
 type fsm struct {
-	mu         sync.RWMutex
+	mu         rwlock.Mutex
 	st         *state
 	superuser  string
 	supergroup string
@@ -358,8 +359,7 @@ const snapshotMagic = "BFSNAP01"
 // encoded here, on the FSM goroutine, so later applies cannot leak into it;
 // Persist then streams the bytes to the sink.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	var buf byteBuffer
 	if err := writeSnapshot(&buf, f.st, f.applied.Load()); err != nil {
 		return nil, err

@@ -45,8 +45,7 @@ func (f *fsm) applyPruneKeys(c *api.PruneKeysCommand) {
 
 // publicKeys returns the published keys, sorted by kid.
 func (f *fsm) publicKeys() [][]byte {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	kids := make([]string, 0, len(f.st.keys))
 	for kid := range f.st.keys {
 		kids = append(kids, kid)
@@ -62,8 +61,7 @@ func (f *fsm) publicKeys() [][]byte {
 // hasKeyIDs reports whether ids includes every published key (a datanode
 // may still hold keys pruned here; it prunes them by time itself).
 func (f *fsm) hasKeyIDs(ids []string) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	if len(ids) < len(f.st.keys) {
 		return false
 	}
@@ -76,8 +74,7 @@ func (f *fsm) hasKeyIDs(ids []string) bool {
 }
 
 func (f *fsm) hasKey(kid string) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	_, ok := f.st.keys[kid]
 	return ok
 }

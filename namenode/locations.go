@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"sync"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
@@ -33,8 +34,7 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 
 func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
 	f := n.fsm
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.mu.RLock().RUnlock()
 	if u, ok := f.user(c); ok {
 		if err := f.st.tree.CheckAccess(u, f.superuser, req.Path, namespace.Read); err != nil {
 			return nil, err
@@ -62,23 +62,23 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	first, last := overlapping(bs, req.Offset, end, out.UnderConstruction && end == fi.Length)
 	count := last - first
 	out.FirstOffset = blockOffset(bs, first)
-	out.BlockIds = make([]uint64, count)
-	out.GenStamps = make([]uint64, count)
-	out.Lengths = make([]uint64, count)
-	out.ReplicaCounts = make([]uint32, count)
-	out.ReplicaIndexes = make([]uint32, 0, 3*count)
-	var (
-		nodes nodeTable
-		locs  []blocks.Datanode
-	)
+	u64 := make([]uint64, 3*count)
+	out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
+	u32 := make([]uint32, count, 4*count)
+	out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
+	var nodes nodeTable
+	buf := locBufs.Get().(*[]blocks.Datanode)
+	defer locBufs.Put(buf)
+	locs := *buf
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
 		locs = n.blocks.AppendLocations(locs[:0], b.ID)
 		out.ReplicaCounts[i] = uint32(len(locs))
 		for _, d := range locs {
-			out.ReplicaIndexes = append(out.ReplicaIndexes, nodes.index(d))
+			out.ReplicaIndexes = append(out.ReplicaIndexes, nodes.index(n, d))
 		}
 	}
+	*buf = locs[:0]
 	out.Datanodes = nodes.infos
 	return out, nil
 }
@@ -128,19 +128,39 @@ func blockOffset(bs []namespace.Block, i int) uint64 {
 	return pos
 }
 
+// locBufs recycles the scratch slices replica lookups fill.
+var locBufs = sync.Pool{New: func() any { b := make([]blocks.Datanode, 0, 8); return &b }}
+
 // nodeTable numbers the datanodes of one response.
 type nodeTable struct {
-	ids   []string
 	infos []*api.DatanodeInfo
 }
 
-func (t *nodeTable) index(d blocks.Datanode) uint32 {
-	for i, id := range t.ids {
-		if id == d.ID {
+func (t *nodeTable) index(n *Namenode, d blocks.Datanode) uint32 {
+	for i, info := range t.infos {
+		if info.Id == d.ID {
 			return uint32(i)
 		}
 	}
-	t.ids = append(t.ids, d.ID)
-	t.infos = append(t.infos, toDatanodeInfo(d))
+	t.infos = append(t.infos, n.datanodeInfo(d))
 	return uint32(len(t.infos) - 1)
+}
+
+// datanodeInfo returns d as an api.DatanodeInfo, shared between replies
+// until d's snapshot changes (a heartbeat), so a reply costs no allocation
+// per datanode. Replies are only read after they are built.
+func (n *Namenode) datanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
+	if v, ok := n.dnInfos.Load(d.ID); ok {
+		if c := v.(*cachedInfo); c.d == d {
+			return c.info
+		}
+	}
+	info := toDatanodeInfo(d)
+	n.dnInfos.Store(d.ID, &cachedInfo{d: d, info: info})
+	return info
+}
+
+type cachedInfo struct {
+	d    blocks.Datanode
+	info *api.DatanodeInfo
 }

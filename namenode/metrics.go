@@ -37,8 +37,7 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 	}
 	counts := func(i int) func() float64 {
 		return func() float64 {
-			n.fsm.mu.RLock()
-			defer n.fsm.mu.RUnlock()
+			defer n.fsm.mu.RLock().RUnlock()
 			f, d, b := n.fsm.st.tree.Counts()
 			return float64([]int{f, d, b}[i])
 		}

@@ -46,6 +46,7 @@ type Namenode struct {
 	proposer  *proposer
 	keys      *security.KeyManager
 	issuer    *security.Issuer
+	dnInfos   sync.Map    // datanode id -> *cachedInfo (locations.go)
 	ready     atomic.Bool // leader and caught up with its own term
 
 	grpcLis  net.Listener
@@ -278,9 +279,9 @@ func (n *Namenode) registerMembers() {
 		}
 	}
 	for _, m := range want {
-		n.fsm.mu.RLock()
+		rl := n.fsm.mu.RLock()
 		cur := n.fsm.st.members[m.Id]
-		n.fsm.mu.RUnlock()
+		rl.RUnlock()
 		if cur != nil && (m.Id != n.cfg.ID || cur.GrpcAddr == m.GrpcAddr) {
 			continue
 		}
@@ -300,9 +301,9 @@ func (n *Namenode) registerSelf() {
 	defer n.wg.Done()
 	self := &api.Member{Id: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), GrpcAddr: n.grpcAddr, HttpAddr: n.HTTPAddr(), Voter: true}
 	for {
-		n.fsm.mu.RLock()
+		rl := n.fsm.mu.RLock()
 		cur := n.fsm.st.members[n.cfg.ID]
-		n.fsm.mu.RUnlock()
+		rl.RUnlock()
 		if cur != nil && cur.GrpcAddr == self.GrpcAddr && cur.HttpAddr == self.HttpAddr {
 			return
 		}
@@ -379,8 +380,7 @@ func (n *Namenode) Registry() *prometheus.Registry { return n.reg }
 
 // NamespaceHash returns a deterministic hash of the namespace and members.
 func (n *Namenode) NamespaceHash() [32]byte {
-	n.fsm.mu.RLock()
-	defer n.fsm.mu.RUnlock()
+	defer n.fsm.mu.RLock().RUnlock()
 	return n.fsm.st.tree.Hash()
 }
 

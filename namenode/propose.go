@@ -111,8 +111,7 @@ func (n *Namenode) leaderGRPC() string {
 	if id == "" {
 		return ""
 	}
-	n.fsm.mu.RLock()
-	defer n.fsm.mu.RUnlock()
+	defer n.fsm.mu.RLock().RUnlock()
 	if m := n.fsm.st.members[string(id)]; m != nil {
 		return m.GrpcAddr
 	}

@@ -24,12 +24,12 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 		ServedBy:     n.cfg.ID,
 		TokenMode:    n.cfg.Security.Mode.String(),
 	}
-	n.fsm.mu.RLock()
+	rl := n.fsm.mu.RLock()
 	members := make(map[string]*api.Member, len(n.fsm.st.members))
 	for id, m := range n.fsm.st.members {
 		members[id] = m
 	}
-	n.fsm.mu.RUnlock()
+	rl.RUnlock()
 	if cf := n.raft.GetConfiguration(); cf.Error() == nil {
 		for _, s := range cf.Configuration().Servers {
 			m := &api.Member{Id: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}

@@ -1,9 +1,9 @@
 package security
 
 import (
-	"container/list"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -30,18 +30,33 @@ type cacheKey struct {
 	kid    string
 }
 
+// cacheEntry is immutable but for lastUsed: a newer token for the same
+// key replaces the whole entry.
 type cacheEntry struct {
-	key        cacheKey
-	token      string
+	token      []byte
 	reuseUntil time.Time
+	lastUsed   atomic.Int64 // unix nanos, for eviction
 }
 
+// issuerShard is one part of the cached-mode token cache. Hits read a
+// sync.Map without a lock (KUDU-3210: a shared lock on the hot path costs
+// more than the work it guards); the mutex serialises only inserts and
+// evictions, which follow a signature anyway. Eviction drops the least
+// recently used entry (recency kept to the millisecond).
 type issuerShard struct {
 	mu  sync.Mutex
-	m   map[cacheKey]*list.Element
-	lru list.List // front = most recently used; values *cacheEntry
+	m   sync.Map // cacheKey -> *cacheEntry
+	n   int      // entries, under mu
 	cap int
 	_   [40]byte // keep neighbouring shards' mutexes off one cache line
+}
+
+// touch records a use at now, writing the shared cache line only when the
+// recorded time is a millisecond or more old.
+func (e *cacheEntry) touch(now time.Time) {
+	if t := now.UnixNano(); t-e.lastUsed.Load() >= int64(time.Millisecond) {
+		e.lastUsed.Store(t)
+	}
 }
 
 // NewIssuer returns an issuer signing with keys. reg receives the metrics
@@ -56,7 +71,6 @@ func NewIssuer(cfg Config, keys SigningKeys, reg prometheus.Registerer) (*Issuer
 	n := shardCount(cfg.CacheSize, 16)
 	is := &Issuer{cfg: cfg, keys: keys, m: newIssuerMetrics(reg), seed: maphash.MakeSeed(), shards: make([]issuerShard, n)}
 	for i := range is.shards {
-		is.shards[i].m = map[cacheKey]*list.Element{}
 		is.shards[i].cap = cfg.CacheSize / n
 	}
 	return is, nil
@@ -143,7 +157,8 @@ func (is *Issuer) WriteToken(user string, inode, blockID, genStamp uint64) ([]by
 	return is.BlockToken(user, inode, blockID, genStamp, Write)
 }
 
-// FileToken returns a token scoped to (user, inode, access), not to a block:
+// FileToken returns a token scoped to (user, inode, access), not to a block
+// (the returned bytes may be shared with other callers: do not modify them):
 // signed afresh in PerRequest mode, reused from the cache in Cached mode
 // until ReuseFraction of its lifetime has passed. access must not include
 // Write (write tokens are per block). In PerBlock mode FileToken is an
@@ -176,42 +191,55 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 	}
 	k := cacheKey{user: user, inode: inode, access: access, kid: kp.KID}
 	sh := &is.shards[maphash.Comparable(is.seed, k)&uint64(len(is.shards)-1)]
-	sh.mu.Lock()
-	if el, ok := sh.m[k]; ok {
-		e := el.Value.(*cacheEntry)
+	if v, ok := sh.m.Load(k); ok {
+		e := v.(*cacheEntry)
 		if now.Before(e.reuseUntil) {
-			sh.lru.MoveToFront(el)
-			tok := e.token
-			sh.mu.Unlock()
+			e.touch(now)
 			is.m.hits.Inc()
-			return []byte(tok), nil
+			return e.token, nil
 		}
 	}
-	sh.mu.Unlock()
 	is.m.misses.Inc()
 	iat, exp := is.times(now)
 	s, err := is.sign(kp, newWireClaims(user, inode, access, iat, exp), is.m.signedFile)
 	if err != nil {
 		return nil, err
 	}
-	reuse := iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))
+	e := &cacheEntry{token: []byte(s), reuseUntil: iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))}
+	e.lastUsed.Store(now.UnixNano())
 	sh.mu.Lock()
-	if el, ok := sh.m[k]; ok {
-		e := el.Value.(*cacheEntry)
-		if reuse.After(e.reuseUntil) {
-			e.token, e.reuseUntil = s, reuse
+	defer sh.mu.Unlock()
+	if v, ok := sh.m.Load(k); ok {
+		if old := v.(*cacheEntry); !e.reuseUntil.After(old.reuseUntil) {
+			return old.token, nil // a concurrent miss stored a newer one
 		}
-		sh.lru.MoveToFront(el)
-	} else {
-		sh.m[k] = sh.lru.PushFront(&cacheEntry{key: k, token: s, reuseUntil: reuse})
-		for sh.lru.Len() > sh.cap {
-			old := sh.lru.Back()
-			sh.lru.Remove(old)
-			delete(sh.m, old.Value.(*cacheEntry).key)
-		}
+		sh.m.Store(k, e)
+		return e.token, nil
 	}
-	sh.mu.Unlock()
-	return []byte(s), nil
+	sh.m.Store(k, e)
+	for sh.n++; sh.n > sh.cap; sh.n-- {
+		sh.evictOldest(k)
+	}
+	return e.token, nil
+}
+
+// evictOldest drops the least recently used entry other than keep (the
+// one just inserted); mu is held.
+func (sh *issuerShard) evictOldest(keep cacheKey) {
+	var oldest any
+	var at int64
+	sh.m.Range(func(k, v any) bool {
+		if k == keep {
+			return true
+		}
+		if t := v.(*cacheEntry).lastUsed.Load(); oldest == nil || t < at {
+			oldest, at = k, t
+		}
+		return true
+	})
+	if oldest != nil {
+		sh.m.Delete(oldest)
+	}
 }
 
 // CacheLen returns the number of cached file tokens (all shards).
@@ -220,7 +248,7 @@ func (is *Issuer) CacheLen() int {
 	for i := range is.shards {
 		sh := &is.shards[i]
 		sh.mu.Lock()
-		n += sh.lru.Len()
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n
