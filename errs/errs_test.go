@@ -1,0 +1,67 @@
+package errs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// TestKindsRoundTripGRPC: every kind maps to its code, and a status with
+// the trailer comes back as the same kind (and leader hint).
+func TestKindsRoundTripGRPC(t *testing.T) {
+	for k := Other; k <= Timeout; k++ {
+		e := &Error{Kind: k, Op: "op", Path: "/p", Msg: "boom", LeaderHint: "127.0.0.1:1"}
+		st := ToStatus(e)
+		if status.Code(st) != Code(k) {
+			t.Errorf("%v: code %v, want %v", k, status.Code(st), Code(k))
+		}
+		back := FromStatus(st, Trailer(e))
+		if KindOf(back) != k && k != Other {
+			t.Errorf("%v came back as %v", k, KindOf(back))
+		}
+		if LeaderHint(back) != "127.0.0.1:1" {
+			t.Errorf("%v lost its leader hint", k)
+		}
+	}
+}
+
+func TestTable(t *testing.T) {
+	for _, tc := range []struct {
+		k    Kind
+		code codes.Code
+	}{
+		{Invalid, codes.InvalidArgument}, {NotFound, codes.NotFound}, {Exist, codes.AlreadyExists},
+		{NotEmpty, codes.FailedPrecondition}, {Precondition, codes.FailedPrecondition},
+		{Permission, codes.PermissionDenied}, {Unauthenticated, codes.Unauthenticated},
+		{Exhausted, codes.ResourceExhausted}, {NotLeader, codes.Unavailable}, {Corrupt, codes.DataLoss},
+	} {
+		if Code(tc.k) != tc.code {
+			t.Errorf("%v -> %v, want %v", tc.k, Code(tc.k), tc.code)
+		}
+	}
+}
+
+func TestIsAndWrapping(t *testing.T) {
+	inner := New(NotFound, "stat", "/x", "no such file")
+	wrapped := fmt.Errorf("context: %w", Wrap(Unavailable, "call", "", inner))
+	if !Is(wrapped, Unavailable) || !Is(wrapped, NotFound) || Is(wrapped, Exist) {
+		t.Fatal("Is does not walk the chain")
+	}
+	if !errors.Is(inner, E(NotFound)) || errors.Is(inner, E(Exist)) {
+		t.Fatal("errors.Is with a bare kind")
+	}
+	if got := inner.Error(); got != "stat /x: no such file" {
+		t.Fatalf("message %q", got)
+	}
+	if status.Code(ToStatus(context.DeadlineExceeded)) != codes.DeadlineExceeded {
+		t.Fatal("context deadline is not DeadlineExceeded")
+	}
+	if FromStatus(status.Error(codes.NotFound, "x"), metadata.MD{}) == nil || KindOf(FromStatus(status.Error(codes.NotFound, "x"), nil)) != NotFound {
+		t.Fatal("code without trailer")
+	}
+}
