@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -22,15 +21,12 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/resolver/dns.(*dnsResolver).watcher"),
-	)
-}
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // fakeNN records what datanodes send and hands out queued commands.
 type fakeNN struct {

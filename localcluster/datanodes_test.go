@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -18,16 +17,11 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/datanode"
+	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).listen"),
-		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn"),
-		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/resolver/dns.(*dnsResolver).watcher"),
-	)
-}
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 const blockSize = 1024
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -15,18 +14,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// hashicorp/raft's TCP transport and bolt close asynchronously.
-		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).listen"),
-		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn"),
-		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/resolver/dns.(*dnsResolver).watcher"),
-	)
-}
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // tc is a test cluster with one gRPC connection per namenode.
 type tc struct {

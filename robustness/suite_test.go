@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
@@ -24,17 +23,12 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).listen"),
-		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*NetworkTransport).handleConn"),
-		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/resolver/dns.(*dnsResolver).watcher"),
-	)
-}
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // The model's paths: operations touch only these (renames into a
 // directory can make others, which the model tracks).
