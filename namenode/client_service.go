@@ -68,6 +68,14 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	// Choose the pipeline before allocating, so a cluster with no
 	// datanodes fails without leaving an empty block behind.
 	info, err := s.statLocal(req.Path)
+	if errs.Is(err, errs.NotFound) {
+		// This node may lag the create (a client that moved to it after a
+		// leader change, a node catching up after a restart): catch up to
+		// the leader's read index and look again.
+		if berr := s.n.readBarrier(ctx, nil); berr == nil {
+			info, err = s.statLocal(req.Path)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
