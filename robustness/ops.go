@@ -148,8 +148,15 @@ func Exec(ctx context.Context, nn api.ClientServiceClient, root string, in Input
 	if err == nil {
 		return Output{OK: true}, hdr, true
 	}
-	if definite(errs.FromStatus(err, trailer)) {
+	err = errs.FromStatus(err, trailer)
+	if definite(err) {
 		return Output{}, nil, true
+	}
+	if errs.KindOf(err) == errs.NotLeader {
+		// Raft refused the entry before appending it (the namenode
+		// forwards, or re-proposes, only in that case): the write did not
+		// happen and leaves the history, like a failed read.
+		return Output{}, nil, false
 	}
 	return Output{Unknown: true}, nil, true
 }

@@ -357,10 +357,16 @@ func (r *run) worker(ctx context.Context, id int, rng *rand.Rand) {
 			r.hist.Add(id, in, call, out, ret)
 		}
 		if !valid || out.Unknown {
-			// Back off as a client would: an election takes a while.
+			// Back off as a client would: an election takes a while. After
+			// a write with no verdict, wait longer: every further write
+			// sent into an election is another indeterminate operation,
+			// and each one multiplies the linearizability search.
 			target = (target + 1) % 3
+			if out.Unknown {
+				backoff = max(backoff, 150*time.Millisecond)
+			}
 			sleep(ctx, backoff)
-			backoff = min(2*backoff, 400*time.Millisecond)
+			backoff = min(2*backoff, 600*time.Millisecond)
 		} else {
 			backoff = 20 * time.Millisecond
 		}
@@ -457,7 +463,7 @@ func (s *suite) runFault(t *testing.T, f fault, round int) {
 
 	ops := r.hist.Ops()
 	all, writes, unknown := Stats(ops)
-	res, info := Check(ops, 30*time.Second)
+	res, info := Check(ops, 60*time.Second)
 	t.Logf("%s: %d ops (%d writes, %d indeterminate), linearizable: %s", f.name, all, writes, unknown, res)
 	switch res {
 	case porcupine.Illegal:
