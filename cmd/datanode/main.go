@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"google.golang.org/grpc"
@@ -33,16 +32,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "datanode:", err)
 		os.Exit(1)
 	}
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func parse(args []string) (datanode.Config, string, error) {
@@ -75,8 +64,8 @@ func parse(args []string) (datanode.Config, string, error) {
 	if err := f.Parse(args); err != nil {
 		return cfg, "", err
 	}
-	cfg.DataDirs = splitList(dirs)
-	cfg.Namenodes = splitList(nns)
+	cfg.DataDirs = cliflag.SplitList(dirs)
+	cfg.Namenodes = cliflag.SplitList(nns)
 	if len(cfg.DataDirs) == 0 {
 		return cfg, "", fmt.Errorf("--data-dirs is required")
 	}

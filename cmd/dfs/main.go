@@ -30,9 +30,10 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/blockfs/blockfs/internal/cliflag"
 
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
@@ -206,7 +207,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "dfs: --timeout must be positive")
 		return 2
 	}
-	addrs := splitList(*nns)
+	addrs := cliflag.SplitList(*nns)
 	if len(addrs) == 0 {
 		fmt.Fprintln(stderr, "dfs: no namenodes: pass --namenodes or set BLOCKFS_NAMENODES")
 		return 2
@@ -223,7 +224,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer cl.Close()
 	cctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	e := &env{ctx: cctx, cl: cl, json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, progress: isTerminal(stderr)}
+	e := &env{ctx: cctx, cl: cl, json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, progress: cliflag.IsTerminal(stderr)}
 	err = cmd.run(e, cfs, rest)
 	var ue usageErr
 	switch {
@@ -244,23 +245,4 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (e *env) fail(err error) {
 	fmt.Fprintln(e.stderr, "dfs:", err)
 	e.failed = true
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

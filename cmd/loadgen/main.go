@@ -112,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	if fs.NArg() > 0 {
 		return o, usagef("unexpected argument %q", fs.Arg(0))
 	}
-	o.Namenodes = splitList(nns)
+	o.Namenodes = cliflag.SplitList(nns)
 	explicitNN := false
 	fs.Visit(func(fl *flag.Flag) { explicitNN = explicitNN || fl.Name == "namenodes" })
 	if o.Local && !explicitNN {
@@ -122,7 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	if o.Blocks, err = parseBlocks(blocks); err != nil {
 		return o, err
 	}
-	for _, m := range splitList(modes) {
+	for _, m := range cliflag.SplitList(modes) {
 		if _, err := security.ParseMode(m); err != nil || m == "" {
 			return o, usagef("unknown token mode %q (want per-block, per-request or cached)", m)
 		}
@@ -167,22 +167,12 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	return o, nil
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // parseBlocks parses "1,10,100": positive, distinct; returned in the order
 // given.
 func parseBlocks(s string) ([]int, error) {
 	var out []int
 	seen := map[int]bool{}
-	for _, p := range splitList(s) {
+	for _, p := range cliflag.SplitList(s) {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
 			return nil, usagef("--blocks %q: %q is not a positive block count", s, p)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/blockfs/blockfs/internal/cliflag"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -461,22 +462,11 @@ func measure(ctx context.Context, o Options, bar *progressbar.ProgressBar, fn fu
 func newBar(w io.Writer, o Options, total int64, desc string) *progressbar.ProgressBar {
 	return progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetVisibility(!o.NoProgress && isTerminal(w)),
+		progressbar.OptionSetVisibility(!o.NoProgress && cliflag.IsTerminal(w)),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
-}
-
-// isTerminal reports whether w is a character device (a terminal): bars
-// are drawn only there, so logs and pipes stay clean.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
