@@ -132,6 +132,22 @@ func ExpandLocations(r *api.GetBlockLocationsResponse) error {
 	return nil
 }
 
+// FindLeader asks the cluster which namenode leads and sends later calls
+// there first. Any namenode serves reads correctly, but a follower needs a
+// round trip to the leader for each linearizable read and forwards every
+// write, so a client that talks to the leader is faster.
+func (c *Client) FindLeader(ctx context.Context) error {
+	st, err := c.ClusterStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if st.LeaderAddr == "" {
+		return errs.New(errs.Unavailable, "find leader", "", "the cluster has no leader")
+	}
+	c.current.Store(st.LeaderAddr)
+	return nil
+}
+
 // ClusterStatus returns the namenodes' view of the cluster.
 func (c *Client) ClusterStatus(ctx context.Context) (*api.ClusterStatusResponse, error) {
 	var out *api.ClusterStatusResponse

@@ -258,6 +258,11 @@ func (t *modeTarget) prepare(ctx context.Context, o Options, stderr io.Writer) e
 		return err
 	}
 	t.dir = dir
+	lctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
+	if err := t.cl.FindLeader(lctx); err != nil {
+		fmt.Fprintf(stderr, "loadgen: %s: cannot find the leader (%v); sweeping the namenode the client uses\n", t.mode, err)
+	}
+	cancel()
 	first := filePath(dir, o.Blocks[0])
 	for range 3 {
 		cctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
