@@ -86,7 +86,7 @@ func (c *cluster) start() error {
 		raftAddr := fmt.Sprintf("127.0.0.1:%d", ports[i].raft)
 		p.args = func() []string {
 			return []string{"--id", name, "--data-dir", p.dataDir, "--grpc-addr", p.grpc, "--raft-addr", raftAddr,
-				"--http-addr", "", "--bootstrap", "--peers", peerList,
+				"--http-addr", "", "--bootstrap", "--peers", peerList, "--auth", "simple",
 				"--heartbeat-interval", hbInterval, "--dead-after-missed", deadAfter, "--log-level", "warn"}
 		}
 		c.nns = append(c.nns, p)

@@ -98,6 +98,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.WorkInterval = 100 * time.Millisecond
 		setBlockTimings(&nc)
 		nc.Logger = c.log
+		// In-process clusters trust loopback; a Namenode hook can switch
+		// to mTLS (namenode.TestMTLS does).
+		nc.Auth = namenode.AuthSimple
 		if i == 0 {
 			nc.Bootstrap = true
 		}

@@ -74,9 +74,9 @@ type Config struct {
 	// Security configures block tokens: Mode (per-block, per-request,
 	// cached), lifetime, key rotation, clock skew. NodeID is set from ID.
 	Security security.Config
-	// Auth is how callers are identified: "mtls" (the client certificate's
-	// CN; needs TLS) or "simple" (the blockfs-user request metadata, like
-	// HDFS simple auth; logs a warning).
+	// Auth is how callers are identified: "mtls" (the default: the client
+	// certificate's CN; needs TLS) or "simple" (the blockfs-user request
+	// metadata, like HDFS simple auth; only when asked for, with a warning).
 	Auth string
 	// TLS, if set, is the server's TLS config (mTLS: it must require and
 	// verify client certificates); PeerTLS is what this node uses to dial
@@ -108,7 +108,7 @@ func DefaultConfig() Config {
 		MaxRequestSize: 4 << 20,
 
 		Security: security.DefaultConfig(),
-		Auth:     AuthSimple,
+		Auth:     AuthMTLS,
 
 		MaxInflightApplies: 1,
 		MaxBatch:           256,
@@ -148,7 +148,7 @@ func (c *Config) Validate() error {
 	case AuthSimple:
 	case AuthMTLS:
 		if c.TLS == nil {
-			return bad("auth mtls needs a TLS config")
+			return bad("auth mtls (the default) needs TLS: give --tls-ca, --tls-cert and --tls-key, or --auth=simple on a trusted network")
 		}
 	default:
 		return bad("auth %q: want simple or mtls", c.Auth)

@@ -157,6 +157,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	user := fs.String("user", defUser, "user to act as (default: the OS user) [$BLOCKFS_USER]")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Minute, "deadline of the whole command")
+	tlsCA := fs.String("tls-ca", os.Getenv("BLOCKFS_TLS_CA"), "cluster CA (PEM) for mTLS [$BLOCKFS_TLS_CA]")
+	tlsCert := fs.String("tls-cert", os.Getenv("BLOCKFS_TLS_CERT"), "your certificate (PEM); its CN is your user under mTLS [$BLOCKFS_TLS_CERT]")
+	tlsKey := fs.String("tls-key", os.Getenv("BLOCKFS_TLS_KEY"), "your private key (PEM) [$BLOCKFS_TLS_KEY]")
 	fs.Usage = func() { topUsage(stderr); fs.SetOutput(stderr); fs.PrintDefaults(); fs.SetOutput(io.Discard) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -216,6 +219,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *user != "" {
 		cfg.User = *user
 	}
+	tlsOpts, err := cliflag.ClientTLS(*tlsCA, *tlsCert, *tlsKey)
+	if err != nil {
+		fmt.Fprintln(stderr, "dfs:", err)
+		return 2
+	}
+	cfg.DialOptions = append(cfg.DialOptions, tlsOpts...)
 	cl, err := client.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "dfs:", err)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/blockfs/blockfs/internal/cliflag"
 	"github.com/blockfs/blockfs/security"
+	"google.golang.org/grpc"
 )
 
 func main() {
@@ -56,6 +57,7 @@ type Options struct {
 	CallTimeout time.Duration
 	ConnTimeout time.Duration
 	User        string
+	TLS         []grpc.DialOption // mTLS against a running cluster
 	Dir         string
 	JSON, CSV   string
 	Plot        string
@@ -96,6 +98,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	f.Duration(&o.CallTimeout, "call-timeout", 10*time.Second, "deadline of each timed call (a call that misses it counts as an error)")
 	f.Duration(&o.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for a reachable namenode at start")
 	f.String(&o.User, "user", "", "user to act as (default: the OS user; root with --local)")
+	var tlsCA, tlsCert, tlsKey string
+	f.String(&tlsCA, "tls-ca", "", "cluster CA (PEM), against an mTLS cluster")
+	f.String(&tlsCert, "tls-cert", "", "client certificate (PEM); its CN is the user under mTLS")
+	f.String(&tlsKey, "tls-key", "", "client private key (PEM)")
 	f.String(&o.Dir, "dir", "/loadgen", "directory the test files are written under (removed afterwards)")
 	f.String(&o.JSON, "json", "", "write the rows as a JSON array to this file")
 	f.String(&o.CSV, "csv", "", "write the rows as CSV to this file")
@@ -112,13 +118,17 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	if fs.NArg() > 0 {
 		return o, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	tlsOpts, err := cliflag.ClientTLS(tlsCA, tlsCert, tlsKey)
+	if err != nil {
+		return o, usageError{err.Error()}
+	}
+	o.TLS = tlsOpts
 	o.Namenodes = cliflag.SplitList(nns)
 	explicitNN := false
 	fs.Visit(func(fl *flag.Flag) { explicitNN = explicitNN || fl.Name == "namenodes" })
 	if o.Local && !explicitNN {
 		o.Namenodes = nil // --local wins over the environment
 	}
-	var err error
 	if o.Blocks, err = parseBlocks(blocks); err != nil {
 		return o, err
 	}

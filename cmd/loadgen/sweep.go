@@ -162,6 +162,7 @@ func remoteTarget(ctx context.Context, o Options, stderr io.Writer) (*modeTarget
 	if o.User != "" {
 		cfg.User = o.User
 	}
+	cfg.DialOptions = append(cfg.DialOptions, o.TLS...)
 	cl, err := client.New(cfg)
 	if err != nil {
 		return nil, usageError{err.Error()}

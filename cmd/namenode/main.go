@@ -2,11 +2,12 @@
 // namespace, serving ClientService, DatanodeProtocol and Admin over gRPC and
 // Prometheus metrics over HTTP.
 //
-// A three-node cluster by hand (see README.md):
+// A three-node cluster by hand on one machine (see README.md; outside a
+// trusted network drop --auth=simple and give every node --tls-* files):
 //
-//	namenode --id nn1 --data-dir /tmp/nn1 --grpc-addr 127.0.0.1:9001 --raft-addr 127.0.0.1:7001 --http-addr 127.0.0.1:9101 --bootstrap
-//	namenode --id nn2 --data-dir /tmp/nn2 --grpc-addr 127.0.0.1:9002 --raft-addr 127.0.0.1:7002 --http-addr 127.0.0.1:9102 --join 127.0.0.1:9001
-//	namenode --id nn3 --data-dir /tmp/nn3 --grpc-addr 127.0.0.1:9003 --raft-addr 127.0.0.1:7003 --http-addr 127.0.0.1:9103 --join 127.0.0.1:9001
+//	namenode --id nn1 --data-dir /tmp/nn1 --grpc-addr 127.0.0.1:9001 --raft-addr 127.0.0.1:7001 --http-addr 127.0.0.1:9101 --auth=simple --bootstrap
+//	namenode --id nn2 --data-dir /tmp/nn2 --grpc-addr 127.0.0.1:9002 --raft-addr 127.0.0.1:7002 --http-addr 127.0.0.1:9102 --auth=simple --join 127.0.0.1:9001
+//	namenode --id nn3 --data-dir /tmp/nn3 --grpc-addr 127.0.0.1:9003 --raft-addr 127.0.0.1:7003 --http-addr 127.0.0.1:9103 --auth=simple --join 127.0.0.1:9001
 package main
 
 import (
@@ -60,7 +61,7 @@ func run(args []string) error {
 	f.Duration(&cfg.Security.TokenLifetime, "token-lifetime", cfg.Security.TokenLifetime, "lifetime of every block token")
 	f.Duration(&cfg.Security.KeyRotation, "key-rotation", cfg.Security.KeyRotation, "how often this namenode makes a new token-signing key")
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
-	f.String(&cfg.Auth, "auth", cfg.Auth, "caller identity: simple (the blockfs-user request metadata; trusted network only) or mtls (client certificate CN; needs --tls-*)")
+	f.String(&cfg.Auth, "auth", cfg.Auth, "caller identity: mtls (client certificate CN; needs --tls-ca, --tls-cert, --tls-key) or simple (the blockfs-user request metadata, as HDFS simple auth; trusted networks only, logs a warning)")
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")

@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blockfs/blockfs/security"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // Set wraps a FlagSet with an environment prefix, e.g. "BLOCKFS_NN_".
@@ -146,4 +150,18 @@ func IsTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// ClientTLS returns the gRPC dial options of a client that presents the
+// certificate in certFile/keyFile and trusts the CA in caFile (the files
+// cmd/blockfs-certs writes), or none when all three are empty.
+func ClientTLS(caFile, certFile, keyFile string) ([]grpc.DialOption, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	_, client, err := security.TLSFromFiles(caFile, certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(client))}, nil
 }
