@@ -115,6 +115,7 @@ func (p *proposer) fail(batch []*proposal) {
 func (p *proposer) apply(batch []*proposal) {
 	defer p.wg.Done()
 	defer func() { <-p.inflight }()
+	p.n.met.proposal.Observe(float64(len(batch)))
 	if len(batch) == 1 {
 		res, idx, err := p.n.applyRaft(batch[0].data)
 		batch[0].done <- proposalResult{res: asResult(res), idx: idx, err: err}

@@ -53,17 +53,17 @@ func BenchmarkCreateRaft(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
-	b.ReportMetric(meanBatch(b, x.c.Namenode(l)), "entries/batch")
+	b.ReportMetric(histMean(b, x.c.Namenode(l), "blockfs_namenode_proposal_batch_commands"), "commands/entry")
 }
 
-// meanBatch reads the mean FSM apply batch size from a node's metrics.
-func meanBatch(b *testing.B, n *namenode.Namenode) float64 {
+// histMean reads the mean of a histogram from a node's metrics.
+func histMean(b *testing.B, n *namenode.Namenode, name string) float64 {
 	mfs, err := n.Registry().Gather()
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "blockfs_namenode_fsm_apply_batch_size" {
+		if mf.GetName() == name {
 			h := mf.GetMetric()[0].GetHistogram()
 			if h.GetSampleCount() > 0 {
 				return h.GetSampleSum() / float64(h.GetSampleCount())

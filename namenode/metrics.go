@@ -12,6 +12,7 @@ type metrics struct {
 	rpc      *prometheus.HistogramVec
 	fsmApply prometheus.Histogram
 	fsmBatch prometheus.Histogram
+	proposal prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
@@ -25,6 +26,11 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 			Name:    "blockfs_namenode_fsm_apply_duration_seconds",
 			Help:    "Time to apply one batch of Raft log entries to the FSM.",
 			Buckets: prometheus.ExponentialBuckets(5e-6, 2, 18),
+		}),
+		proposal: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "blockfs_namenode_proposal_batch_commands",
+			Help:    "Commands the leader coalesced into one Raft entry.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
 		fsmBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "blockfs_namenode_fsm_apply_batch_size",
@@ -42,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 			return float64([]int{f, d, b}[i])
 		}
 	}
-	reg.MustRegister(m.rpc, m.fsmApply, m.fsmBatch,
+	reg.MustRegister(m.rpc, m.fsmApply, m.fsmBatch, m.proposal,
 		gauge("blockfs_namenode_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.", func() float64 {
 			s, _, _, _, _ := n.raftStats()
 			return float64(s)
