@@ -161,23 +161,7 @@ func loadID(fs lbm.FS, dir, want string) (string, error) {
 	case want == "":
 		want = newUUID()
 	}
-	tmp := path + ".tmp"
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return "", errs.Wrap(errs.IO, op, tmp, err)
-	}
-	if _, err = f.WriteAt([]byte(want+"\n"), 0); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, path)
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
+	err := lbm.WriteFileAtomic(fs, path, []byte(want+"\n"), 0o644)
 	if err != nil {
 		return "", errs.Wrap(errs.IO, op, path, err)
 	}

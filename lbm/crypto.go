@@ -152,24 +152,7 @@ func loadOrCreateServerKey(fs FS, path string) ([]byte, error) {
 		return nil, errs.Wrap(errs.Internal, "lbm.key", path, err)
 	}
 	binary.LittleEndian.PutUint32(b[12:16], crc32c(b[16:48]))
-	tmp := path + ".tmp"
-	f, err = fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, errs.Wrap(errs.IO, "lbm.key", tmp, err)
-	}
-	_, err = f.WriteAt(b[:], 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, path)
-	}
-	if err == nil {
-		err = fs.SyncDir(dirOf(path))
-	}
+	err = WriteFileAtomic(fs, path, b[:], 0o600)
 	if err != nil {
 		return nil, errs.Wrap(errs.IO, "lbm.key", path, err)
 	}

@@ -168,3 +168,28 @@ func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func dirOf(p string) string { return filepath.Dir(filepath.Clean(p)) }
+
+// WriteFileAtomic replaces path with data durably: it writes a temporary
+// file with perm, fsyncs it, renames it over path and fsyncs the
+// directory, so a crash leaves either the old file or the whole new one.
+func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, path)
+	}
+	if err == nil {
+		err = fs.SyncDir(dirOf(path))
+	}
+	return err
+}

@@ -177,10 +177,15 @@ func (c *Cluster) Namenode(i int) *namenode.Namenode {
 func (c *Cluster) Namenodes() []*namenode.Namenode {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*namenode.Namenode
-	for _, n := range c.namenodes {
-		if n != nil {
-			out = append(out, n)
+	return running(c.namenodes)
+}
+
+// running returns the non-nil (started) nodes of xs.
+func running[T any](xs []*T) []*T {
+	var out []*T
+	for _, x := range xs {
+		if x != nil {
+			out = append(out, x)
 		}
 	}
 	return out

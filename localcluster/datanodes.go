@@ -118,13 +118,7 @@ func (c *Cluster) Datanode(i int) *datanode.Datanode {
 func (c *Cluster) Datanodes() []*datanode.Datanode {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*datanode.Datanode
-	for _, d := range c.datanodes {
-		if d != nil {
-			out = append(out, d)
-		}
-	}
-	return out
+	return running(c.datanodes)
 }
 
 // DatanodeAddrs returns the gRPC addresses of all datanodes, running or not.

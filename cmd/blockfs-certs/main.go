@@ -16,8 +16,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/blockfs/blockfs/internal/cliflag"
 
 	"github.com/blockfs/blockfs/security"
 )
@@ -53,7 +54,7 @@ func run(args []string) error {
 		return err
 	}
 	issue := func(name string, server bool) error {
-		cert, key, err := security.IssueCert(ca, name, server, split(*hosts))
+		cert, key, err := security.IssueCert(ca, name, server, cliflag.SplitList(*hosts))
 		if err != nil {
 			return err
 		}
@@ -64,12 +65,12 @@ func run(args []string) error {
 		fmt.Println(certFile)
 		return nil
 	}
-	for _, s := range split(*servers) {
+	for _, s := range cliflag.SplitList(*servers) {
 		if err := issue(s, true); err != nil {
 			return err
 		}
 	}
-	for _, u := range split(*users) {
+	for _, u := range cliflag.SplitList(*users) {
 		if err := issue(u, false); err != nil {
 			return err
 		}
@@ -93,14 +94,4 @@ func loadOrMakeCA(dir, name string) (*security.CA, error) {
 	}
 	fmt.Println(certFile)
 	return ca, nil
-}
-
-func split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
