@@ -38,11 +38,7 @@ func (s *dataService) TransferBlock(ctx context.Context, req *api.TransferBlockR
 	if req.GetBlock() == nil {
 		return nil, errs.New(errs.Invalid, "transfer block", "", "block is required")
 	}
-	inode := req.InodeId
-	if info, ok := s.d.store.Stat(req.Block.Id); ok {
-		inode = info.Inode
-	}
-	if err := s.d.tokens.checkCopy(ctx, req.Token, inode, req.Block); err != nil {
+	if err := s.d.tokens.checkCopy(ctx, req.Token, s.d.ownerInode(req.Block, req.InodeId), req.Block); err != nil {
 		return nil, err
 	}
 	stored, err := s.d.transfer(ctx, req.Block, req.InodeId, req.Token, req.Targets)
@@ -237,14 +233,7 @@ func (d *Datanode) readBlock(req *api.ReadBlockRequest, stream grpc.ServerStream
 		return errs.New(errs.Invalid, op, "", "block is required")
 	}
 	name := blockName(b.Id)
-	// The token must cover the inode recorded when the block was written,
-	// not whatever the caller claims; an unknown block is checked against
-	// the claim, so a caller without a valid token learns nothing.
-	inode := req.InodeId
-	if info, ok := d.store.Stat(b.Id); ok {
-		inode = info.Inode
-	}
-	if err := d.tokens.checkRead(ctx, req.Token, inode, b); err != nil {
+	if err := d.tokens.checkRead(ctx, req.Token, d.ownerInode(b, req.InodeId), b); err != nil {
 		return err
 	}
 	info, err := d.statReplica(op, b)
@@ -282,6 +271,17 @@ func (d *Datanode) readBlock(req *api.ReadBlockRequest, stream grpc.ServerStream
 }
 
 // statReplica finds the local replica of b, checking its generation stamp.
+// ownerInode is the inode a token for b must cover: the one recorded when
+// the block was written, never what the caller claims. For a block not
+// held here it is the claim, so a caller without a valid token learns
+// nothing about which blocks exist.
+func (d *Datanode) ownerInode(b *api.Block, claimed uint64) uint64 {
+	if info, ok := d.store.Stat(b.GetId()); ok {
+		return info.Inode
+	}
+	return claimed
+}
+
 func (d *Datanode) statReplica(op string, b *api.Block) (lbm.BlockInfo, error) {
 	info, ok := d.store.Stat(b.Id)
 	if !ok {
