@@ -2,8 +2,6 @@ package security
 
 import (
 	"hash/maphash"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -16,11 +14,11 @@ import (
 // concurrent use; in Cached mode a cache hit takes one shard mutex and does
 // no signature.
 type Issuer struct {
-	cfg    Config
-	keys   SigningKeys
-	m      *issuerMetrics
-	seed   maphash.Seed
-	shards []issuerShard
+	cfg   Config
+	keys  SigningKeys
+	m     *issuerMetrics
+	seed  maphash.Seed
+	cache *lruCache[*cacheEntry] // Cached mode only
 }
 
 type cacheKey struct {
@@ -30,34 +28,17 @@ type cacheKey struct {
 	kid    string
 }
 
-// cacheEntry is immutable but for lastUsed: a newer token for the same
-// key replaces the whole entry.
+// cacheEntry is immutable: a newer token for the same key replaces the
+// whole entry.
 type cacheEntry struct {
+	key        cacheKey
 	token      []byte
 	reuseUntil time.Time
-	lastUsed   atomic.Int64 // unix nanos, for eviction
 }
 
-// issuerShard is one part of the cached-mode token cache. Hits read a
-// sync.Map without a lock (KUDU-3210: a shared lock on the hot path costs
-// more than the work it guards); the mutex serialises only inserts and
-// evictions, which follow a signature anyway. Eviction drops the least
-// recently used entry (recency kept to the millisecond).
-type issuerShard struct {
-	mu  sync.Mutex
-	m   sync.Map // cacheKey -> *cacheEntry
-	n   int      // entries, under mu
-	cap int
-	_   [40]byte // keep neighbouring shards' mutexes off one cache line
-}
-
-// touch records a use at now, writing the shared cache line only when the
-// recorded time is a millisecond or more old.
-func (e *cacheEntry) touch(now time.Time) {
-	if t := now.UnixNano(); t-e.lastUsed.Load() >= int64(time.Millisecond) {
-		e.lastUsed.Store(t)
-	}
-}
+// issuerShards bounds the issuer cache's shard count. With 16, two
+// goroutines hitting the cache share a shard one time in 16.
+const issuerShards = 16
 
 // NewIssuer returns an issuer signing with keys. reg receives the metrics
 // (nil: none).
@@ -68,22 +49,11 @@ func NewIssuer(cfg Config, keys SigningKeys, reg prometheus.Registerer) (*Issuer
 	if keys == nil {
 		return nil, errs.New(errs.Invalid, "security.NewIssuer", "", "nil SigningKeys")
 	}
-	n := shardCount(cfg.CacheSize, 16)
-	is := &Issuer{cfg: cfg, keys: keys, m: newIssuerMetrics(reg), seed: maphash.MakeSeed(), shards: make([]issuerShard, n)}
-	for i := range is.shards {
-		is.shards[i].cap = cfg.CacheSize / n
+	is := &Issuer{cfg: cfg, keys: keys, m: newIssuerMetrics(reg), seed: maphash.MakeSeed()}
+	if cfg.Mode == Cached {
+		is.cache = newLRUCache[*cacheEntry](cfg.CacheSize, issuerShards)
 	}
 	return is, nil
-}
-
-// shardCount is the largest power of two <= min(size, max), at least 1, so
-// shards*(size/shards) <= size.
-func shardCount(size, max int) int {
-	n := 1
-	for n*2 <= size && n*2 <= max {
-		n *= 2
-	}
-	return n
 }
 
 // Mode returns the configured mode.
@@ -190,66 +160,38 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 		return nil, err
 	}
 	k := cacheKey{user: user, inode: inode, access: access, kid: kp.KID}
-	sh := &is.shards[maphash.Comparable(is.seed, k)&uint64(len(is.shards)-1)]
-	if v, ok := sh.m.Load(k); ok {
-		e := v.(*cacheEntry)
-		if now.Before(e.reuseUntil) {
-			e.touch(now)
-			is.m.hits.Inc()
-			return e.token, nil
-		}
+	h := maphash.Comparable(is.seed, k)
+	if e, ok := is.cache.get(h); ok && e.key == k && now.Before(e.reuseUntil) {
+		is.m.hits.Inc()
+		return e.token, nil
 	}
+	// A miss, a token past its reuse time, or (once in 2^64) another key
+	// under the same hash: sign, and let the new entry take the slot.
 	is.m.misses.Inc()
 	iat, exp := is.times(now)
 	s, err := is.sign(kp, newWireClaims(user, inode, access, iat, exp), is.m.signedFile)
 	if err != nil {
 		return nil, err
 	}
-	e := &cacheEntry{token: []byte(s), reuseUntil: iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))}
-	e.lastUsed.Store(now.UnixNano())
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if v, ok := sh.m.Load(k); ok {
-		if old := v.(*cacheEntry); !e.reuseUntil.After(old.reuseUntil) {
-			return old.token, nil // a concurrent miss stored a newer one
-		}
-		sh.m.Store(k, e)
-		return e.token, nil
-	}
-	sh.m.Store(k, e)
-	for sh.n++; sh.n > sh.cap; sh.n-- {
-		sh.evictOldest(k)
+	e := &cacheEntry{key: k, token: []byte(s), reuseUntil: iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))}
+	e, evicted := is.cache.put(h, e, newerToken)
+	if evicted {
+		is.m.evictions.Inc()
 	}
 	return e.token, nil
 }
 
-// evictOldest drops the least recently used entry other than keep (the
-// one just inserted); mu is held.
-func (sh *issuerShard) evictOldest(keep cacheKey) {
-	var oldest any
-	var at int64
-	sh.m.Range(func(k, v any) bool {
-		if k == keep {
-			return true
-		}
-		if t := v.(*cacheEntry).lastUsed.Load(); oldest == nil || t < at {
-			oldest, at = k, t
-		}
-		return true
-	})
-	if oldest != nil {
-		sh.m.Delete(oldest)
-	}
+// newerToken keeps a cached entry that a concurrent miss stored for the
+// same key with a reuse time at least as late as v's.
+func newerToken(old, v *cacheEntry) bool {
+	return old.key == v.key && !v.reuseUntil.After(old.reuseUntil)
 }
 
-// CacheLen returns the number of cached file tokens (all shards).
+// CacheLen returns the number of cached file tokens (all shards; 0 outside
+// Cached mode).
 func (is *Issuer) CacheLen() int {
-	n := 0
-	for i := range is.shards {
-		sh := &is.shards[i]
-		sh.mu.Lock()
-		n += sh.n
-		sh.mu.Unlock()
+	if is.cache == nil {
+		return 0
 	}
-	return n
+	return is.cache.len()
 }

@@ -209,7 +209,8 @@ func TestIssuerMetricsRegistered(t *testing.T) {
 		"blockfs_security_tokens_signed_total", "blockfs_security_token_cache_hits_total",
 		"blockfs_security_token_cache_misses_total", "blockfs_security_token_sign_seconds",
 		"blockfs_security_verify_checks_total", "blockfs_security_verify_cache_hits_total",
-		"blockfs_security_verify_rejections_total",
+		"blockfs_security_verify_rejections_total", "blockfs_security_verify_cache_misses_total",
+		"blockfs_security_token_cache_evictions_total", "blockfs_security_verify_cache_evictions_total",
 	} {
 		if !got[n] {
 			t.Errorf("metric %s not gathered", n)

@@ -32,6 +32,7 @@ type issuerMetrics struct {
 	signedWr   prometheus.Counter
 	hits       prometheus.Counter
 	misses     prometheus.Counter
+	evictions  prometheus.Counter
 	signTime   prometheus.Histogram
 }
 
@@ -48,6 +49,10 @@ func newIssuerMetrics(reg prometheus.Registerer) *issuerMetrics {
 		misses: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "token_cache_misses_total",
 			Help: "FileToken calls in cached mode that had to sign.",
+		})),
+		evictions: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "security", Name: "token_cache_evictions_total",
+			Help: "Issuer cache entries dropped, least recently used first, to make room.",
 		})),
 		signTime: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "token_sign_seconds",
@@ -88,6 +93,8 @@ var allReasons = []string{
 type verifierMetrics struct {
 	checks     prometheus.Counter
 	hits       prometheus.Counter
+	misses     prometheus.Counter
+	evictions  prometheus.Counter
 	rejections *prometheus.CounterVec
 	byReason   map[string]prometheus.Counter // resolved once; read-only after construction
 }
@@ -101,6 +108,14 @@ func newVerifierMetrics(reg prometheus.Registerer) *verifierMetrics {
 		hits: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "verify_cache_hits_total",
 			Help: "Token checks that skipped the signature thanks to the verified-token cache.",
+		})),
+		misses: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "security", Name: "verify_cache_misses_total",
+			Help: "Token checks with the verified-token cache on that found no entry and checked the signature.",
+		})),
+		evictions: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "security", Name: "verify_cache_evictions_total",
+			Help: "Verified-token cache entries dropped, least recently used first, to make room.",
 		})),
 		rejections: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "verify_rejections_total",

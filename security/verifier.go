@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -23,8 +22,20 @@ type Verifier struct {
 	keys   KeyLookup
 	parser *jwt.Parser
 	m      *verifierMetrics
-	cache  *verifiedCache // nil when Config.VerifyCache is off
+	seed   maphash.Seed
+	cache  *lruCache[*verifiedEntry] // nil when Config.VerifyCache is off
 }
+
+// verifiedEntry is one verified token and its claims, immutable. Only
+// tokens with a good signature are inserted, so an attacker cannot fill the
+// cache with garbage.
+type verifiedEntry struct {
+	token  string
+	claims Claims
+}
+
+// verifierShards bounds the verified-token cache's shard count.
+const verifierShards = 64
 
 // NewVerifier returns a verifier trusting the keys in keys. reg receives the
 // metrics (nil: none).
@@ -43,10 +54,11 @@ func NewVerifier(cfg Config, keys KeyLookup, reg prometheus.Registerer) (*Verifi
 			jwt.WithoutClaimsValidation(),                                // times are checked here, with our clock
 			jwt.WithStrictDecoding(),
 		),
-		m: newVerifierMetrics(reg),
+		m:    newVerifierMetrics(reg),
+		seed: maphash.MakeSeed(),
 	}
 	if cfg.VerifyCache {
-		v.cache = newVerifiedCache(cfg.VerifyCacheSize)
+		v.cache = newLRUCache[*verifiedEntry](cfg.VerifyCacheSize, verifierShards)
 	}
 	return v, nil
 }
@@ -72,28 +84,40 @@ func (v *Verifier) Verify(token []byte, want Request) (Claims, error) {
 		return Claims{}, v.reject(errs.Unauthenticated, reasonTooLarge, fmt.Sprintf("token too large (%d bytes, limit %d)", len(token), v.cfg.MaxTokenSize))
 	}
 	now := v.cfg.now()
+	var h uint64
 	if v.cache != nil {
-		if c, ok := v.cache.get(token); ok {
-			v.m.hits.Inc()
-			if _, ok := v.keys.Lookup(c.KID); !ok {
-				v.cache.remove(token)
-				return Claims{}, v.reject(errs.Unauthenticated, reasonUnknownKey, "unknown key")
-			}
-			if !now.Add(-v.cfg.ClockSkew).Before(c.ExpiresAt) {
-				v.cache.remove(token)
-			}
-			if err := v.check(now, &c, want); err != nil {
-				return Claims{}, err
-			}
-			return c, nil
+		h = maphash.Bytes(v.seed, token)
+		if e, ok := v.cache.get(h); ok && e.token == string(token) {
+			return v.verifyCached(h, e, now, want)
 		}
+		v.m.misses.Inc()
 	}
 	c, err := v.parse(token, now)
 	if err != nil {
 		return Claims{}, err
 	}
 	if v.cache != nil && !now.After(c.ExpiresAt.Add(v.cfg.ClockSkew)) {
-		v.cache.put(token, c, now, v.cfg.ClockSkew)
+		if _, evicted := v.cache.put(h, &verifiedEntry{token: string(token), claims: c}, nil); evicted {
+			v.m.evictions.Inc()
+		}
+	}
+	if err := v.check(now, &c, want); err != nil {
+		return Claims{}, err
+	}
+	return c, nil
+}
+
+// verifyCached finishes Verify for a token found in the cache under h: the
+// signature is not checked again, everything else is.
+func (v *Verifier) verifyCached(h uint64, e *verifiedEntry, now time.Time, want Request) (Claims, error) {
+	v.m.hits.Inc()
+	c := e.claims
+	if _, ok := v.keys.Lookup(c.KID); !ok {
+		v.cache.remove(h, e)
+		return Claims{}, v.reject(errs.Unauthenticated, reasonUnknownKey, "unknown key")
+	}
+	if !now.Add(-v.cfg.ClockSkew).Before(c.ExpiresAt) {
+		v.cache.remove(h, e) // expired: check refuses it, and it is not kept
 	}
 	if err := v.check(now, &c, want); err != nil {
 		return Claims{}, err
@@ -198,85 +222,4 @@ func (v *Verifier) CacheLen() int {
 		return 0
 	}
 	return v.cache.len()
-}
-
-// verifiedCache maps token bytes to their verified claims. Shards are picked
-// by a seeded hash of the token; each has its own RWMutex, so concurrent hits
-// on different shards share nothing and hits on one shard share a read lock.
-// Only tokens with a good signature are inserted, so an attacker cannot fill
-// it with garbage.
-type verifiedCache struct {
-	seed   maphash.Seed
-	shards []verifiedShard
-	cap    int // per shard
-}
-
-type verifiedShard struct {
-	mu sync.RWMutex
-	m  map[string]Claims
-	_  [32]byte // pad: keep neighbouring shards' locks off one cache line
-}
-
-func newVerifiedCache(size int) *verifiedCache {
-	n := shardCount(size, 64)
-	c := &verifiedCache{seed: maphash.MakeSeed(), shards: make([]verifiedShard, n), cap: size / n}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string]Claims)
-	}
-	return c
-}
-
-func (c *verifiedCache) shard(token []byte) *verifiedShard {
-	return &c.shards[maphash.Bytes(c.seed, token)&uint64(len(c.shards)-1)]
-}
-
-func (c *verifiedCache) get(token []byte) (Claims, bool) {
-	sh := c.shard(token)
-	sh.mu.RLock()
-	cl, ok := sh.m[string(token)]
-	sh.mu.RUnlock()
-	return cl, ok
-}
-
-func (c *verifiedCache) remove(token []byte) {
-	sh := c.shard(token)
-	sh.mu.Lock()
-	delete(sh.m, string(token))
-	sh.mu.Unlock()
-}
-
-// put inserts a verified token. A full shard first drops its expired
-// entries, then arbitrary ones (map order) until there is room.
-func (c *verifiedCache) put(token []byte, cl Claims, now time.Time, skew time.Duration) {
-	sh := c.shard(token)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if _, ok := sh.m[string(token)]; ok {
-		return
-	}
-	if len(sh.m) >= c.cap {
-		for k, e := range sh.m {
-			if now.After(e.ExpiresAt.Add(skew)) {
-				delete(sh.m, k)
-			}
-		}
-		for k := range sh.m {
-			if len(sh.m) < c.cap {
-				break
-			}
-			delete(sh.m, k)
-		}
-	}
-	sh.m[string(token)] = cl
-}
-
-func (c *verifiedCache) len() int {
-	n := 0
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.RLock()
-		n += len(sh.m)
-		sh.mu.RUnlock()
-	}
-	return n
 }
