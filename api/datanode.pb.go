@@ -513,10 +513,15 @@ func (x *BlockReportResponse) GetCommands() []*DatanodeCommand {
 }
 
 type IncrementalBlockReportRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DatanodeId    string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
-	Received      []*ReportedBlock       `protobuf:"bytes,2,rep,name=received,proto3" json:"received,omitempty"`
-	Deleted       []*Block               `protobuf:"bytes,3,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DatanodeId string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
+	Received   []*ReportedBlock       `protobuf:"bytes,2,rep,name=received,proto3" json:"received,omitempty"`
+	Deleted    []*Block               `protobuf:"bytes,3,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	// Replicas the datanode re-read on a VerifyBlockCommand and found intact
+	// (stored CRC32C matches, same generation stamp and length). A namenode
+	// takes this only for a verify it ordered; others ignore it. A replica
+	// that failed the check is reported through ReportBadBlocks instead.
+	Verified      []*Block `protobuf:"bytes,4,rep,name=verified,proto3" json:"verified,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -572,6 +577,13 @@ func (x *IncrementalBlockReportRequest) GetDeleted() []*Block {
 	return nil
 }
 
+func (x *IncrementalBlockReportRequest) GetVerified() []*Block {
+	if x != nil {
+		return x.Verified
+	}
+	return nil
+}
+
 type IncrementalBlockReportResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -615,6 +627,7 @@ type DatanodeCommand struct {
 	//
 	//	*DatanodeCommand_Delete
 	//	*DatanodeCommand_Replicate
+	//	*DatanodeCommand_Verify
 	Command       isDatanodeCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -675,6 +688,15 @@ func (x *DatanodeCommand) GetReplicate() *ReplicateBlockCommand {
 	return nil
 }
 
+func (x *DatanodeCommand) GetVerify() *VerifyBlockCommand {
+	if x != nil {
+		if x, ok := x.Command.(*DatanodeCommand_Verify); ok {
+			return x.Verify
+		}
+	}
+	return nil
+}
+
 type isDatanodeCommand_Command interface {
 	isDatanodeCommand_Command()
 }
@@ -687,9 +709,15 @@ type DatanodeCommand_Replicate struct {
 	Replicate *ReplicateBlockCommand `protobuf:"bytes,2,opt,name=replicate,proto3,oneof"`
 }
 
+type DatanodeCommand_Verify struct {
+	Verify *VerifyBlockCommand `protobuf:"bytes,3,opt,name=verify,proto3,oneof"`
+}
+
 func (*DatanodeCommand_Delete) isDatanodeCommand_Command() {}
 
 func (*DatanodeCommand_Replicate) isDatanodeCommand_Command() {}
+
+func (*DatanodeCommand_Verify) isDatanodeCommand_Command() {}
 
 type DeleteBlocksCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -803,6 +831,55 @@ func (x *ReplicateBlockCommand) GetToken() []byte {
 	return nil
 }
 
+// VerifyBlockCommand asks the datanode to re-read its replica of block and
+// check it against the stored CRC32C: the namenode's way of confirming a
+// replica before trusting it (a client reported it bad, or no verified copy
+// of an over-replicated or corrupt block is known). The answer is the
+// replica in IncrementalBlockReportRequest.verified, or a ReportBadBlocks.
+type VerifyBlockCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyBlockCommand) Reset() {
+	*x = VerifyBlockCommand{}
+	mi := &file_api_datanode_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyBlockCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyBlockCommand) ProtoMessage() {}
+
+func (x *VerifyBlockCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_datanode_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyBlockCommand.ProtoReflect.Descriptor instead.
+func (*VerifyBlockCommand) Descriptor() ([]byte, []int) {
+	return file_api_datanode_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *VerifyBlockCommand) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
 var File_api_datanode_proto protoreflect.FileDescriptor
 
 const file_api_datanode_proto_rawDesc = "" +
@@ -843,16 +920,18 @@ const file_api_datanode_proto_rawDesc = "" +
 	"datanodeId\x121\n" +
 	"\x06blocks\x18\x02 \x03(\v2\x19.blockfs.v1.ReportedBlockR\x06blocks\"N\n" +
 	"\x13BlockReportResponse\x127\n" +
-	"\bcommands\x18\x01 \x03(\v2\x1b.blockfs.v1.DatanodeCommandR\bcommands\"\xa4\x01\n" +
+	"\bcommands\x18\x01 \x03(\v2\x1b.blockfs.v1.DatanodeCommandR\bcommands\"\xd3\x01\n" +
 	"\x1dIncrementalBlockReportRequest\x12\x1f\n" +
 	"\vdatanode_id\x18\x01 \x01(\tR\n" +
 	"datanodeId\x125\n" +
 	"\breceived\x18\x02 \x03(\v2\x19.blockfs.v1.ReportedBlockR\breceived\x12+\n" +
-	"\adeleted\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\adeleted\" \n" +
-	"\x1eIncrementalBlockReportResponse\"\x9a\x01\n" +
+	"\adeleted\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\adeleted\x12-\n" +
+	"\bverified\x18\x04 \x03(\v2\x11.blockfs.v1.BlockR\bverified\" \n" +
+	"\x1eIncrementalBlockReportResponse\"\xd4\x01\n" +
 	"\x0fDatanodeCommand\x129\n" +
 	"\x06delete\x18\x01 \x01(\v2\x1f.blockfs.v1.DeleteBlocksCommandH\x00R\x06delete\x12A\n" +
-	"\treplicate\x18\x02 \x01(\v2!.blockfs.v1.ReplicateBlockCommandH\x00R\treplicateB\t\n" +
+	"\treplicate\x18\x02 \x01(\v2!.blockfs.v1.ReplicateBlockCommandH\x00R\treplicate\x128\n" +
+	"\x06verify\x18\x03 \x01(\v2\x1e.blockfs.v1.VerifyBlockCommandH\x00R\x06verifyB\t\n" +
 	"\acommand\"@\n" +
 	"\x13DeleteBlocksCommand\x12)\n" +
 	"\x06blocks\x18\x01 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"\xa5\x01\n" +
@@ -860,7 +939,9 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x122\n" +
 	"\atargets\x18\x03 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\atargets\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\fR\x05token2\xa8\x03\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\"=\n" +
+	"\x12VerifyBlockCommand\x12'\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block2\xa8\x03\n" +
 	"\x10DatanodeProtocol\x12E\n" +
 	"\bRegister\x12\x1b.blockfs.v1.RegisterRequest\x1a\x1c.blockfs.v1.RegisterResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.blockfs.v1.HeartbeatRequest\x1a\x1d.blockfs.v1.HeartbeatResponse\x12N\n" +
@@ -880,7 +961,7 @@ func file_api_datanode_proto_rawDescGZIP() []byte {
 	return file_api_datanode_proto_rawDescData
 }
 
-var file_api_datanode_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_datanode_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_api_datanode_proto_goTypes = []any{
 	(*GetKeysRequest)(nil),                 // 0: blockfs.v1.GetKeysRequest
 	(*GetKeysResponse)(nil),                // 1: blockfs.v1.GetKeysResponse
@@ -896,37 +977,41 @@ var file_api_datanode_proto_goTypes = []any{
 	(*DatanodeCommand)(nil),                // 11: blockfs.v1.DatanodeCommand
 	(*DeleteBlocksCommand)(nil),            // 12: blockfs.v1.DeleteBlocksCommand
 	(*ReplicateBlockCommand)(nil),          // 13: blockfs.v1.ReplicateBlockCommand
-	(*DatanodeInfo)(nil),                   // 14: blockfs.v1.DatanodeInfo
-	(*Block)(nil),                          // 15: blockfs.v1.Block
+	(*VerifyBlockCommand)(nil),             // 14: blockfs.v1.VerifyBlockCommand
+	(*DatanodeInfo)(nil),                   // 15: blockfs.v1.DatanodeInfo
+	(*Block)(nil),                          // 16: blockfs.v1.Block
 }
 var file_api_datanode_proto_depIdxs = []int32{
-	14, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
+	15, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
 	11, // 1: blockfs.v1.HeartbeatResponse.commands:type_name -> blockfs.v1.DatanodeCommand
-	15, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
+	16, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
 	6,  // 3: blockfs.v1.BlockReportRequest.blocks:type_name -> blockfs.v1.ReportedBlock
 	11, // 4: blockfs.v1.BlockReportResponse.commands:type_name -> blockfs.v1.DatanodeCommand
 	6,  // 5: blockfs.v1.IncrementalBlockReportRequest.received:type_name -> blockfs.v1.ReportedBlock
-	15, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
-	12, // 7: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
-	13, // 8: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
-	15, // 9: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
-	15, // 10: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
-	14, // 11: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
-	2,  // 12: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
-	4,  // 13: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
-	7,  // 14: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
-	9,  // 15: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
-	0,  // 16: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
-	3,  // 17: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
-	5,  // 18: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
-	8,  // 19: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
-	10, // 20: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
-	1,  // 21: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	16, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
+	16, // 7: blockfs.v1.IncrementalBlockReportRequest.verified:type_name -> blockfs.v1.Block
+	12, // 8: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
+	13, // 9: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
+	14, // 10: blockfs.v1.DatanodeCommand.verify:type_name -> blockfs.v1.VerifyBlockCommand
+	16, // 11: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
+	16, // 12: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
+	15, // 13: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
+	16, // 14: blockfs.v1.VerifyBlockCommand.block:type_name -> blockfs.v1.Block
+	2,  // 15: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
+	4,  // 16: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
+	7,  // 17: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
+	9,  // 18: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
+	0,  // 19: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
+	3,  // 20: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
+	5,  // 21: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
+	8,  // 22: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
+	10, // 23: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
+	1,  // 24: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
+	20, // [20:25] is the sub-list for method output_type
+	15, // [15:20] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_datanode_proto_init() }
@@ -938,6 +1023,7 @@ func file_api_datanode_proto_init() {
 	file_api_datanode_proto_msgTypes[11].OneofWrappers = []any{
 		(*DatanodeCommand_Delete)(nil),
 		(*DatanodeCommand_Replicate)(nil),
+		(*DatanodeCommand_Verify)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -945,7 +1031,7 @@ func file_api_datanode_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_datanode_proto_rawDesc), len(file_api_datanode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
