@@ -31,12 +31,16 @@ func (t *Tree) AllocBlock() (id, genStamp uint64) {
 	return t.AllocBlockID(), t.AllocGenStamp()
 }
 
-// writableFile resolves the file p that a writer opened as inode id.
-func (t *Tree) writableFile(op, p string, id ID) (*inode, error) {
+// writableFile resolves, for caller c, the file p that a writer opened as
+// inode id.
+func (t *Tree) writableFile(c *Caller, op, p string, id ID) (*inode, error) {
 	if err := validatePath(op, p, t.lim); err != nil {
 		return nil, err
 	}
-	n, rest := t.walk(p)
+	n, rest, err := t.resolve(c, op, p)
+	if err != nil {
+		return nil, err
+	}
 	if rest != "" {
 		return nil, errs.Newf(errs.NotFound, op, p, "file was replaced or deleted: no inode at path (expected inode %d)", id)
 	}
@@ -49,6 +53,19 @@ func (t *Tree) writableFile(op, p string, id ID) (*inode, error) {
 	return n, nil
 }
 
+// openFile resolves p for caller c and checks that it is still inode id,
+// under construction, and that c is its writer.
+func (t *Tree) openFile(c *Caller, op, p string, id ID) (*inode, error) {
+	f, err := t.writableFile(c, op, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if f.state != UnderConstruction {
+		return nil, errs.New(errs.Precondition, op, p, "file is not under construction")
+	}
+	return f, c.checkWriter(op, p, f)
+}
+
 // AddBlock appends block (newBlockID, genStamp) to the under-construction
 // file p, which must still be inode id. When the file has blocks, prev
 // must name its last block (id and generation stamp) and carries that
@@ -58,12 +75,9 @@ func (t *Tree) writableFile(op, p string, id ID) (*inode, error) {
 // past them if they are not already. The file's mtime becomes mtimeMs.
 func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint64, mtimeMs int64) (Block, uint64, error) {
 	const op = "addBlock"
-	f, err := t.writableFile(op, p, id)
+	f, err := t.openFile(nil, op, p, id)
 	if err != nil {
 		return Block{}, 0, err
-	}
-	if f.state != UnderConstruction {
-		return Block{}, 0, errs.New(errs.Precondition, op, p, "file is not under construction")
 	}
 	if newBlockID == 0 || genStamp == 0 {
 		return Block{}, 0, errs.Newf(errs.Invalid, op, p, "block id and generation stamp must be non-zero (got blk_%d_%d)", newBlockID, genStamp)
@@ -71,21 +85,36 @@ func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint6
 	if owner, used := t.blocks[newBlockID]; used {
 		return Block{}, 0, errs.Newf(errs.Exist, op, p, "block id %d already in use by inode %d", newBlockID, owner)
 	}
+	if err := t.checkAppend(op, p, f, prev); err != nil {
+		return Block{}, 0, err
+	}
+	b, off := t.appendBlock(f, prev, Block{ID: newBlockID, GenStamp: genStamp}, mtimeMs)
+	return b, off, nil
+}
+
+// checkAppend checks that prev fits the end of f's block list and that f
+// may take another block.
+func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 	n := len(f.blocks)
 	switch {
 	case n == 0 && prev != nil:
-		return Block{}, 0, errs.Newf(errs.Precondition, op, p, "previous block %v given but the file has no blocks", *prev)
+		return errs.Newf(errs.Precondition, op, p, "previous block %v given but the file has no blocks", *prev)
 	case n > 0 && prev == nil:
-		return Block{}, 0, errs.Newf(errs.Precondition, op, p, "previous block missing: the file has %d blocks, last %v", n, f.blocks[n-1])
+		return errs.Newf(errs.Precondition, op, p, "previous block missing: the file has %d blocks, last %v", n, f.blocks[n-1])
 	case n > 0 && (prev.ID != f.blocks[n-1].ID || prev.GenStamp != f.blocks[n-1].GenStamp):
-		return Block{}, 0, errs.Newf(errs.Precondition, op, p, "previous block %v is not the last block %v", *prev, f.blocks[n-1])
+		return errs.Newf(errs.Precondition, op, p, "previous block %v is not the last block %v", *prev, f.blocks[n-1])
 	case n > 0 && prev.Length > f.blockSize:
-		return Block{}, 0, errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
+		return errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
 	case n >= t.lim.MaxBlocksPerFile:
-		return Block{}, 0, errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
+		return errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
+	return nil
+}
 
-	nb := Block{ID: newBlockID, GenStamp: genStamp}
+// appendBlock appends nb to f (checkAppend passed), setting the previous
+// block's length from prev, and returns nb with its offset in the file.
+func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Block, uint64) {
+	n := len(f.blocks)
 	if n > 0 && f.blocks[n-1].Length != prev.Length {
 		// A reader may hold f.blocks: never write into it. Copy.
 		fresh := make([]Block, n+1, n+1+n/8)
@@ -99,12 +128,12 @@ func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint6
 		// caps the slice it shrinks), so appending in place is safe.
 		f.blocks = append(f.blocks, nb)
 	}
-	t.blocks[newBlockID] = f.id
+	t.blocks[nb.ID] = f.id
 	t.numBlocks++
-	t.nextBlockID = max(t.nextBlockID, newBlockID+1)
-	t.nextGenStamp = max(t.nextGenStamp, genStamp+1)
+	t.nextBlockID = max(t.nextBlockID, nb.ID+1)
+	t.nextGenStamp = max(t.nextGenStamp, nb.GenStamp+1)
 	f.mtime = mtimeMs
-	return nb, f.length, nil
+	return nb, f.length
 }
 
 // Complete closes file p (still inode id). blocks must equal the file's
@@ -112,10 +141,23 @@ func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint6
 // file already complete with the same blocks and lengths is success and
 // unchanged.
 func (t *Tree) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
+	return t.complete(nil, p, id, blocks, mtimeMs)
+}
+
+// complete is Complete for caller c, who must be the file's writer. A
+// file already complete has no writer: the unchanged-success answer to a
+// retried Complete goes to any caller who can traverse to it, as in HDFS
+// (HDFS-3031), since it changes nothing.
+func (t *Tree) complete(c *Caller, p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
 	const op = "complete"
-	f, err := t.writableFile(op, p, id)
+	f, err := t.writableFile(c, op, p, id)
 	if err != nil {
 		return FileInfo{}, err
+	}
+	if f.state == UnderConstruction {
+		if err := c.checkWriter(op, p, f); err != nil {
+			return FileInfo{}, err
+		}
 	}
 	if msg := diffBlocks(blocks, f.blocks); msg != "" {
 		return FileInfo{}, errs.New(errs.Precondition, op, p, "block list mismatch: "+msg)
@@ -142,6 +184,7 @@ func (t *Tree) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInf
 		f.length = length
 	}
 	f.state = Complete
+	f.writer = nil
 	f.mtime = mtimeMs
 	return f.info(p), nil
 }
@@ -165,14 +208,14 @@ func diffBlocks(got, have []Block) string {
 
 // AbandonBlock removes b, which must be the last block (by ID and
 // GenStamp) of the under-construction file p (still inode id).
-func (t *Tree) AbandonBlock(p string, id ID, b Block) error {
+func (t *Tree) AbandonBlock(p string, id ID, b Block) error { return t.abandonBlock(nil, p, id, b) }
+
+// abandonBlock is AbandonBlock for caller c, who must be the file's writer.
+func (t *Tree) abandonBlock(c *Caller, p string, id ID, b Block) error {
 	const op = "abandonBlock"
-	f, err := t.writableFile(op, p, id)
+	f, err := t.openFile(c, op, p, id)
 	if err != nil {
 		return err
-	}
-	if f.state != UnderConstruction {
-		return errs.New(errs.Precondition, op, p, "file is not under construction")
 	}
 	n := len(f.blocks)
 	if n == 0 {

@@ -16,7 +16,7 @@ func TestConcurrentReads(t *testing.T) {
 	}
 	var mu sync.RWMutex
 	var wg sync.WaitGroup
-	u := User{Name: "bob", Groups: []string{"staff"}}
+	bob := policy.Caller("bob", []string{"staff"}, "c1")
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
@@ -32,10 +32,9 @@ func TestConcurrentReads(t *testing.T) {
 				tr.Counts()
 				tr.Hash()
 				_ = tr.WriteImage(io.Discard)
-				_ = tr.CheckAccess(u, super, "/a/b/c", Read)
-				_ = tr.CheckParentAccess(u, super, "/a/b/new", Write)
-				_ = tr.CheckStickyBit(u, super, "/tmp/bob.txt")
-				_ = tr.CheckOwner(u, super, "/a/f")
+				_, _, _ = tr.As(bob).File("/a/f")
+				_, _ = tr.As(bob).Stat("/a/b/c")
+				_, _, _ = tr.As(bob).List("/a/b", "", 0)
 				_ = tr.NextBlockID()
 				mu.RUnlock()
 			}

@@ -31,20 +31,30 @@
 // for lookups. Inserting into a directory of n children moves n/2 pointers
 // on average, as HDFS's sorted child list does.
 //
-// Permissions follow HDFS: the superuser bypasses every check; resolving a
-// path needs Exec on every ancestor directory; then the owner, group or
-// other bits of the target (only the first class that matches the user).
-// The namenode calls, before each operation:
+// Permissions follow HDFS's FSPermissionChecker (the full table is in
+// docs/SECURITY.md). Tree.As(caller) returns a Session whose operations
+// resolve the path once, checking Exec on every directory they look a name
+// up in, then check the caller's access on the inodes that resolution
+// found (the owner, group or other bits of each, only the first class
+// that matches), and change nothing unless every check passes:
 //
-//	mkdirs, create        CheckParentAccess(Write) (nearest existing ancestor);
-//	                      create with Overwrite of an existing file also CheckAccess(Write)
-//	delete                CheckParentAccess(Write|Exec) and CheckStickyBit
-//	rename                CheckParentAccess(src, Write|Exec), CheckStickyBit(src),
-//	                      CheckParentAccess(dst, Write|Exec) (dst/base(src) when dst
-//	                      is an existing directory)
-//	list                  CheckAccess(Read|Exec)
-//	stat                  CheckAccess(0) (traverse only)
-//	open/getBlockLocations CheckAccess(Read)
-//	addBlock, complete    CheckAccess(Write)
-//	setPermission/owner   CheckOwner
+//	stat                   traverse only
+//	open (File)            Read on the file
+//	list                   Read|Exec on a directory (a file: traverse only)
+//	mkdirs                 Write|Exec on the last existing ancestor
+//	create                 Write|Exec on the parent; overwrite also Write on the
+//	                       file and the parent's sticky bit
+//	delete                 Write|Exec on the parent, the sticky bit; with
+//	                       contents, rwx on every non-empty directory beneath
+//	rename                 Write|Exec on both parents, the sticky bit on the
+//	                       source and on an existing destination
+//	addBlock, complete,    only the writer recorded at create (client id and
+//	abandonBlock           user), superuser included
+//	setPermission          the owner
+//	setOwner               owner change: superuser; group change: the owner,
+//	                       into a group they belong to
+//
+// A superuser (Policy: the superuser name or a member of the supergroup)
+// passes every check except the writer check. The Tree's own methods are
+// the system's: they check nothing.
 package namespace

@@ -13,7 +13,8 @@ import (
 // for the byte layout.
 const (
 	imageMagic   = "BFSNSIMG"
-	imageVersion = 1
+	imageVersion = 2 // 2 added the writer of files under construction
+	imageV1      = 1 // still read: its open files get their owner as writer
 
 	recMeta = 1
 	recDir  = 2
@@ -24,8 +25,9 @@ const (
 	endLen  = 3 * 8
 
 	// maxFixedRecord bounds a record without its blocks: three strings
-	// (each at most 64 KiB plus a varint) and the fixed fields.
-	maxFixedRecord = 3*(capComponentLen+binary.MaxVarintLen64) + 64
+	// (each at most 64 KiB plus a varint), the two writer strings (each at
+	// most 255 bytes plus a varint) and the fixed fields.
+	maxFixedRecord = 3*(capComponentLen+binary.MaxVarintLen64) + 2*(maxUserName+binary.MaxVarintLen64) + 64
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -131,6 +133,10 @@ func (t *Tree) writeInode(iw *imgWriter, n *inode) {
 	b = binary.LittleEndian.AppendUint32(b, n.repl)
 	b = binary.LittleEndian.AppendUint64(b, n.blockSize)
 	b = append(b, byte(n.state))
+	if n.state == UnderConstruction {
+		b = appendString(b, n.writer.Client)
+		b = appendString(b, n.writer.User)
+	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(n.blocks)))
 	for _, blk := range n.blocks {
 		b = binary.LittleEndian.AppendUint64(b, blk.ID)

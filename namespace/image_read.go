@@ -20,6 +20,7 @@ type imgReader struct {
 	buf  []byte
 	rec  int // records read
 	strs map[string]string
+	ver  uint32 // image version
 }
 
 func corrupt(format string, args ...any) error {
@@ -147,8 +148,8 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	if string(hdr[:8]) != imageMagic {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != imageVersion {
-		return nil, corrupt("unsupported image version %d", v)
+	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV1 {
+		return nil, corrupt("unsupported image version %d", ir.ver)
 	}
 	t, err := ir.readMeta()
 	if err != nil {
@@ -284,10 +285,13 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		n.repl = d.u32()
 		n.blockSize = d.u64()
 		n.state = FileState(d.u8())
+		n.writer = ir.readWriter(&d, n)
 		nb := d.u32()
 		switch {
 		case d.bad:
 			return bad("inode %d: file record too short", n.id)
+		case n.writer != nil && (len(n.writer.Client) > maxUserName || len(n.writer.User) > maxUserName):
+			return bad("inode %d: writer client id or user longer than %d bytes", n.id, maxUserName)
 		case n.repl < MinReplication || n.repl > MaxReplication:
 			return bad("inode %d: replication %d out of range", n.id, n.repl)
 		case n.blockSize == 0:
@@ -348,4 +352,19 @@ func (ir *imgReader) checkEnd(t *Tree, body []byte) error {
 			dirs, files, blocks, t.numDirs, t.numFiles, t.numBlocks)
 	}
 	return nil
+}
+
+// readWriter decodes the writer of file n, whose state is decoded: two
+// strings for a file under construction in a version 2 image, nothing
+// otherwise. A version 1 image recorded no writer; its open files take
+// their owner as writer, with no client id.
+func (ir *imgReader) readWriter(d *dec, n *inode) *Writer {
+	if n.state != UnderConstruction {
+		return nil
+	}
+	if ir.ver == imageV1 {
+		return &Writer{User: n.owner}
+	}
+	client, user := d.bytes(), d.bytes()
+	return &Writer{Client: ir.intern(client), User: ir.intern(user)}
 }

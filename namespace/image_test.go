@@ -34,6 +34,9 @@ func checkInvariants(t testing.TB, tr *Tree) {
 		}
 		seen[n.id] = true
 		if !n.dir {
+			if (n.writer != nil) != (n.state == UnderConstruction) {
+				t.Fatalf("inode %d: state %v, writer %v", n.id, n.state, n.writer)
+			}
 			files++
 			var l uint64
 			for _, b := range n.blocks {
@@ -399,7 +402,7 @@ func keepID(t *testing.T, img []byte, i int) []byte { return recordBody(t, img, 
 // length is clamped to what is left), into an image with a valid header
 // and valid checksums, so the fuzzer can reach the semantic checks.
 func frame(data []byte) []byte {
-	out := []byte("BFSNSIMG\x01\x00\x00\x00")
+	out := []byte("BFSNSIMG\x02\x00\x00\x00")
 	for len(data) >= 5 {
 		n := min(int(binary.LittleEndian.Uint32(data[1:5])), len(data)-5)
 		rec := append([]byte{data[0]}, binary.LittleEndian.AppendUint32(nil, uint32(n))...)

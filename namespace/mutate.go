@@ -21,12 +21,20 @@ type MkdirsOpts struct {
 // created and an existing directory is success. A file at p is Exist; a
 // file above p is NotDir. Each new directory and the existing directory
 // that receives the first of them take mtime MtimeMs.
-func (t *Tree) Mkdirs(p string, o MkdirsOpts) error {
+func (t *Tree) Mkdirs(p string, o MkdirsOpts) error { return t.mkdirs(nil, p, o) }
+
+// mkdirs is Mkdirs for caller c, who needs Exec on every existing
+// ancestor and, when something is created, Write on the last existing
+// one.
+func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 	const op = "mkdirs"
 	if err := t.checkNewInode(op, p, o.Perm, o.Owner, o.Group); err != nil {
 		return err
 	}
-	n, rest := t.walk(p)
+	n, rest, err := t.resolve(c, op, p)
+	if err != nil {
+		return err
+	}
 	if rest == "" {
 		if !n.dir {
 			return errs.New(errs.Exist, op, p, "a file already exists at this path")
@@ -38,6 +46,9 @@ func (t *Tree) Mkdirs(p string, o MkdirsOpts) error {
 	}
 	if !n.dir {
 		return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
+	}
+	if err := c.check(op, p, n, prefixOf(p, rest), Write|Exec, "last existing ancestor"); err != nil {
+		return err
 	}
 	if !o.Parents && strings.IndexByte(rest, '/') >= 0 {
 		return errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
@@ -107,10 +118,26 @@ type CreateOpts struct {
 // invalidate. Errors: Exist (file exists, no Overwrite), IsDir (p is a
 // directory), NotFound (parent missing, no CreateParent), NotDir (a file
 // above p), Invalid (arguments), Exhausted (directory full).
-func (t *Tree) Create(p string, o CreateOpts) (FileInfo, []Block, error) {
+func (t *Tree) Create(p string, o CreateOpts) (FileInfo, []Block, error) { return t.create(nil, p, o) }
+
+// create is Create for caller c, who needs Exec on every existing ancestor
+// and Write on the parent (the last existing ancestor with CreateParent).
+// Overwriting a file also needs Write on the file (HDFS) and passing the
+// parent's sticky bit. The new file records c as its writer.
+func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, error) {
 	const op = "create"
 	if err := t.checkNewInode(op, p, o.Perm, o.Owner, o.Group); err != nil {
 		return FileInfo{}, nil, err
+	}
+	w := &Writer{}
+	if c != nil {
+		if err := checkUserName(op, p, "writer client id", c.Client); err != nil {
+			return FileInfo{}, nil, err
+		}
+		if err := checkUserName(op, p, "writer user", c.User); err != nil {
+			return FileInfo{}, nil, err
+		}
+		w = &Writer{Client: strings.Clone(c.Client), User: strings.Clone(c.User)}
 	}
 	if err := checkReplication(op, p, o.Replication); err != nil {
 		return FileInfo{}, nil, err
@@ -118,21 +145,13 @@ func (t *Tree) Create(p string, o CreateOpts) (FileInfo, []Block, error) {
 	if o.BlockSize == 0 {
 		return FileInfo{}, nil, errs.New(errs.Invalid, op, p, "block size must be positive")
 	}
-	n, rest := t.walk(p)
-	var old *inode
-	switch {
-	case rest == "" && n.dir:
-		return FileInfo{}, nil, errs.New(errs.IsDir, op, p, "path is a directory")
-	case rest == "" && !o.Overwrite:
-		return FileInfo{}, nil, errs.New(errs.Exist, op, p, "file already exists")
-	case rest == "":
-		old = n
-	case !n.dir:
-		return FileInfo{}, nil, errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
-	case !o.CreateParent && strings.IndexByte(rest, '/') >= 0:
-		return FileInfo{}, nil, errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
-	case len(n.kids) >= t.lim.MaxDirItems:
-		return FileInfo{}, nil, t.fullDir(op, p, prefixOf(p, rest))
+	n, rest, err := t.resolve(c, op, p)
+	if err != nil {
+		return FileInfo{}, nil, err
+	}
+	old, err := t.checkCreate(c, op, p, o, n, rest)
+	if err != nil {
+		return FileInfo{}, nil, err
 	}
 
 	// Valid: change the tree.
@@ -148,148 +167,42 @@ func (t *Tree) Create(p string, o CreateOpts) (FileInfo, []Block, error) {
 	f := &inode{
 		name: strings.Clone(baseName(p)), mode: o.Perm, mtime: o.MtimeMs,
 		owner: orInherit(o.Owner, parent.owner), group: orInherit(o.Group, parent.group),
-		state: UnderConstruction, repl: o.Replication, blockSize: o.BlockSize,
+		state: UnderConstruction, repl: o.Replication, blockSize: o.BlockSize, writer: w,
 	}
 	t.newInode(parent, f)
 	parent.mtime = o.MtimeMs
 	return f.info(p), removed, nil
 }
 
-// Delete removes p and, with recursive, everything below it, returning
-// every block removed (walk order) for the caller to invalidate. Errors:
-// NotFound, Invalid for "/", NotEmpty for a non-empty directory without
-// recursive. The parent's mtime becomes mtimeMs.
-func (t *Tree) Delete(p string, recursive bool, mtimeMs int64) ([]Block, error) {
-	const op = "delete"
-	n, err := t.lookup(op, p)
-	if err != nil {
+// checkCreate decides whether c may create p, which resolved to n with
+// rest unresolved, and returns the file it replaces (nil if none).
+// Permission is checked before the state of p is reported.
+func (t *Tree) checkCreate(c *Caller, op, p string, o CreateOpts, n *inode, rest string) (*inode, error) {
+	switch {
+	case rest == "" && n.dir:
+		return nil, errs.New(errs.IsDir, op, p, "path is a directory")
+	case rest == "":
+		if err := c.check(op, p, n.parent, parentPath(p), Write|Exec, "parent"); err != nil {
+			return nil, err
+		}
+		if !o.Overwrite {
+			return nil, errs.New(errs.Exist, op, p, "file already exists")
+		}
+		if err := c.checkSticky(op, p, n, p); err != nil {
+			return nil, err
+		}
+		return n, c.check(op, p, n, p, Write, "overwrite")
+	case !n.dir:
+		return nil, errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
+	}
+	if err := c.check(op, p, n, prefixOf(p, rest), Write|Exec, "parent"); err != nil {
 		return nil, err
 	}
-	if n.parent == nil {
-		return nil, errs.New(errs.Invalid, op, p, "cannot delete the root directory")
-	}
-	if n.dir && len(n.kids) > 0 && !recursive {
-		return nil, errs.Newf(errs.NotEmpty, op, p, "directory has %d children and recursive is not set", len(n.kids))
-	}
-	removed := t.removeSubtree(n, nil)
-	n.parent.removeChild(n)
-	n.parent.mtime = mtimeMs
-	return removed, nil
-}
-
-// Rename moves src to dst with the HDFS rename rules: if dst is an existing
-// directory, src moves into it as dst/base(src) (which must not exist);
-// otherwise dst's parent must exist and be a directory, and dst must not
-// exist. src == dst (or a move into src's own parent under its own name)
-// is a successful no-op. Inode ids are kept; both parents get mtimeMs.
-func (t *Tree) Rename(src, dst string, mtimeMs int64) error {
-	const op = "rename"
-	if err := validatePath(op, dst, t.lim); err != nil {
-		return err
-	}
-	s, err := t.lookup(op, src)
-	if err != nil {
-		return err
-	}
-	if s.parent == nil {
-		return errs.New(errs.Invalid, op, src, "cannot rename the root directory")
-	}
-	if src == dst {
-		return nil
-	}
-	d, rest := t.walk(dst)
-	var newParent *inode
-	var newName string
 	switch {
-	case rest == "" && !d.dir:
-		return errs.Newf(errs.Exist, op, src, "destination %s is an existing file", dst)
-	case rest == "":
-		newParent, newName = d, s.name
-		if c := d.lookupChild(s.name); c == s {
-			return nil
-		} else if c != nil {
-			return errs.Newf(errs.Exist, op, src, "destination %s already exists", joinPath(dst, s.name))
-		}
-		if l := len(dst) + 1 + len(s.name); l > t.lim.MaxPathLen {
-			return errs.Newf(errs.Invalid, op, src, "destination path too long: %d bytes, limit %d", l, t.lim.MaxPathLen)
-		}
-	case !d.dir:
-		return errs.Newf(errs.NotDir, op, src, "destination parent %s is a file, not a directory", prefixOf(dst, rest))
-	case strings.IndexByte(rest, '/') >= 0:
-		return errs.Newf(errs.NotFound, op, src, "destination parent %s does not exist", parentPath(dst))
-	default:
-		newParent, newName = d, rest
+	case !o.CreateParent && strings.IndexByte(rest, '/') >= 0:
+		return nil, errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
+	case len(n.kids) >= t.lim.MaxDirItems:
+		return nil, t.fullDir(op, p, prefixOf(p, rest))
 	}
-	if s.dir {
-		for a := newParent; a != nil; a = a.parent {
-			if a == s {
-				return errs.Newf(errs.Invalid, op, src, "rename into own subtree: %s is below %s", dst, src)
-			}
-		}
-	}
-	if newParent != s.parent && len(newParent.kids) >= t.lim.MaxDirItems {
-		return t.fullDir(op, src, pathOf(newParent))
-	}
-
-	oldParent := s.parent
-	oldParent.removeChild(s)
-	if newName != s.name {
-		s.name = strings.Clone(newName)
-	}
-	newParent.insertChild(s)
-	oldParent.mtime = mtimeMs
-	newParent.mtime = mtimeMs
-	return nil
-}
-
-// SetPermission sets the mode bits (0..01777) of p and its mtime.
-func (t *Tree) SetPermission(p string, perm uint32, mtimeMs int64) error {
-	const op = "setPermission"
-	n, err := t.lookup(op, p)
-	if err != nil {
-		return err
-	}
-	if err := checkPerm(op, p, perm); err != nil {
-		return err
-	}
-	n.mode = perm
-	n.mtime = mtimeMs
-	return nil
-}
-
-// SetOwner sets the owner and group of p; an empty string leaves that
-// field unchanged.
-func (t *Tree) SetOwner(p, owner, group string) error {
-	const op = "setOwner"
-	n, err := t.lookup(op, p)
-	if err != nil {
-		return err
-	}
-	if err := checkUserName(op, p, "owner", owner); err != nil {
-		return err
-	}
-	if err := checkUserName(op, p, "group", group); err != nil {
-		return err
-	}
-	n.owner = orInherit(owner, n.owner)
-	n.group = orInherit(group, n.group)
-	return nil
-}
-
-// SetReplication sets the replication factor (1..32) of file p; IsDir for
-// a directory.
-func (t *Tree) SetReplication(p string, r uint32) error {
-	const op = "setReplication"
-	n, err := t.lookup(op, p)
-	if err != nil {
-		return err
-	}
-	if n.dir {
-		return errs.New(errs.IsDir, op, p, "cannot set replication of a directory")
-	}
-	if err := checkReplication(op, p, r); err != nil {
-		return err
-	}
-	n.repl = r
-	return nil
+	return nil, nil
 }

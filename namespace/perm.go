@@ -14,6 +14,7 @@ const (
 	Exec  Access = 1
 	Write Access = 2
 	Read  Access = 4
+	All          = Read | Write | Exec
 )
 
 // String renders a as "rwx" with dashes for missing bits.
@@ -31,27 +32,124 @@ func (a Access) String() string {
 	return string(b)
 }
 
-// User is the caller of an operation.
-type User struct {
-	Name   string
+// Caller is the identity an operation runs as (see Session). A nil
+// *Caller is the system itself, the namenode applying its own commands: it
+// passes every check.
+type Caller struct {
+	User   string
 	Groups []string
+	// Client is the id of the client process making the call. Create
+	// records it, with User, as the writer of the new file; AddBlock,
+	// Complete and AbandonBlock accept only that writer.
+	Client string
+	// Super marks a superuser, who passes every permission check (not
+	// the writer check). Policy.Caller sets it.
+	Super bool
 }
 
-func isSuper(u User, superuser string) bool { return superuser != "" && u.Name == superuser }
+// Policy says who is a superuser: the user named Superuser and every
+// member of the group Supergroup, as in HDFS. An empty name matches
+// nobody.
+type Policy struct {
+	Superuser, Supergroup string
+}
 
-// permits reports whether u has access a on n: the owner bits if u owns n,
-// else the group bits if u is in n's group, else the other bits.
-func (n *inode) permits(u User, a Access) bool {
+// Caller returns the caller for user, a member of groups, calling from
+// client, with Super set as the policy says. groups is kept, not copied.
+func (p Policy) Caller(user string, groups []string, client string) *Caller {
+	super := (p.Superuser != "" && user == p.Superuser) ||
+		(p.Supergroup != "" && slices.Contains(groups, p.Supergroup))
+	return &Caller{User: user, Groups: groups, Client: client, Super: super}
+}
+
+// inGroup reports whether c is a member of group g.
+func (c *Caller) inGroup(g string) bool { return slices.Contains(c.Groups, g) }
+
+// permits reports whether c has access a on n: the superuser always; else
+// the owner bits if c owns n, else the group bits if c is in n's group,
+// else the other bits (only the first class that matches counts).
+func (c *Caller) permits(n *inode, a Access) bool {
+	if c == nil || c.Super {
+		return true
+	}
 	var bits uint32
 	switch {
-	case u.Name == n.owner:
+	case c.User == n.owner:
 		bits = n.mode >> 6
-	case slices.Contains(u.Groups, n.group):
+	case c.inGroup(n.group):
 		bits = n.mode >> 3
 	default:
 		bits = n.mode
 	}
 	return Access(bits&7)&a == a
+}
+
+// check returns a Permission error unless c has access a on n, found at
+// path at while running op on p. why says which rule asked.
+func (c *Caller) check(op, p string, n *inode, at string, a Access, why string) error {
+	if c.permits(n, a) {
+		return nil
+	}
+	return errs.Newf(errs.Permission, op, p, "user=%s access=%s inode=%q:%s:%s:%s (%s)",
+		c.User, a, at, n.owner, n.group, n.modeString(), why)
+}
+
+// checkSticky applies the sticky-bit rule to removing or replacing n
+// (found at path at): when n's parent has mode bit 01000, only the owner
+// of n, the owner of the parent or a superuser may do it.
+func (c *Caller) checkSticky(op, p string, n *inode, at string) error {
+	par := n.parent
+	if c == nil || c.Super || par == nil || par.mode&stickyBit == 0 || c.User == n.owner || c.User == par.owner {
+		return nil
+	}
+	return errs.Newf(errs.Permission, op, p,
+		"user=%s access=%s inode=%q:%s:%s:%s (sticky bit on parent %q:%s:%s:%s: only the owner of the entry or of the directory may remove, rename or replace it)",
+		c.User, Write|Exec, at, n.owner, n.group, n.modeString(), pathOf(par), par.owner, par.group, par.modeString())
+}
+
+// checkOwner returns a Permission error unless c owns n or is a superuser.
+func (c *Caller) checkOwner(op, p string, n *inode) error {
+	if c == nil || c.Super || c.User == n.owner {
+		return nil
+	}
+	return errs.Newf(errs.Permission, op, p, "user=%s access=owner inode=%q:%s:%s:%s (only the owner or a superuser may change it)",
+		c.User, p, n.owner, n.group, n.modeString())
+}
+
+// checkSubtree checks that c has access a on every non-empty directory in
+// the subtree at n (n included): the rule for deleting a directory with
+// its contents. Empty directories lose no entries, so, as in HDFS, they
+// are not checked.
+func (c *Caller) checkSubtree(op, p string, n *inode, a Access) error {
+	if c == nil || c.Super || !n.dir || len(n.kids) == 0 {
+		return nil
+	}
+	if !c.permits(n, a) {
+		return c.check(op, p, n, pathOf(n), a, "recursive delete needs it on every directory beneath")
+	}
+	for _, k := range n.kids {
+		if err := c.checkSubtree(op, p, k, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWriter returns a Permission error unless c is the writer of the
+// under-construction file f (a nil c, the system, always is). The
+// superuser is no exception: a second writer would corrupt the file.
+func (c *Caller) checkWriter(op, p string, f *inode) error {
+	w := f.writer
+	if c == nil || (w != nil && c.User == w.User && (w.Client == "" || w.Client == c.Client)) {
+		return nil
+	}
+	holder := ""
+	if w != nil {
+		holder = w.User
+	}
+	return errs.Newf(errs.Permission, op, p,
+		"user=%s access=%s inode=%q:%s:%s:%s (not the writer: the file is open for writing by user %s on another client)",
+		c.User, Write, p, f.owner, f.group, f.modeString(), holder)
 }
 
 // modeString renders n's type and mode as ls does ("drwxr-xr-t").
@@ -73,116 +171,4 @@ func (n *inode) modeString() string {
 		}
 	}
 	return string(b)
-}
-
-func denied(op, p string, u User, a Access, n *inode, at, why string) error {
-	return errs.Newf(errs.Permission, op, p, "user=%s access=%s inode=%q:%s:%s:%s (%s)",
-		u.Name, a, at, n.owner, n.group, n.modeString(), why)
-}
-
-// CheckAccess checks that u may resolve p (Exec on every ancestor
-// directory) and then has access a on p itself (a may be 0 to check
-// traversal only). The superuser passes without looking. Errors:
-// Permission naming the user, the inode and the access needed; NotFound or
-// NotDir if p does not resolve (only after the traversal checks that
-// precede the missing component).
-func (t *Tree) CheckAccess(u User, superuser string, p string, a Access) error {
-	const op = "checkAccess"
-	if err := validatePath(op, p, t.lim); err != nil {
-		return err
-	}
-	if isSuper(u, superuser) {
-		return nil
-	}
-	n := t.root
-	rest := p[1:]
-	for rest != "" {
-		if !n.dir {
-			return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
-		}
-		if !n.permits(u, Exec) {
-			return denied(op, p, u, Exec, n, prefixOf(p, rest), "traverse")
-		}
-		comp, tail, _ := cutComp(rest)
-		c := n.lookupChild(comp)
-		if c == nil {
-			return t.walkErr(op, p, n, rest)
-		}
-		n, rest = c, tail
-	}
-	if !n.permits(u, a) {
-		return denied(op, p, u, a, n, p, "target")
-	}
-	return nil
-}
-
-// CheckParentAccess checks that u may resolve the parent directory of p
-// and has access a on it: the check before creating, deleting or renaming
-// p. If the parent does not exist (mkdirs -p, create with CreateParent) the
-// nearest existing ancestor is checked instead, as HDFS does. The parent
-// of "/" is "/" itself.
-func (t *Tree) CheckParentAccess(u User, superuser string, p string, a Access) error {
-	const op = "checkParentAccess"
-	if err := validatePath(op, p, t.lim); err != nil {
-		return err
-	}
-	if isSuper(u, superuser) {
-		return nil
-	}
-	n := t.root
-	rest := p[1:]
-	for {
-		comp, tail, more := cutComp(rest)
-		if !more {
-			break // n is the parent
-		}
-		c := n.lookupChild(comp)
-		if c == nil {
-			break // n is the nearest existing ancestor
-		}
-		if !n.permits(u, Exec) {
-			return denied(op, p, u, Exec, n, prefixOf(p, rest), "traverse")
-		}
-		if !c.dir {
-			return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", joinPath(prefixOf(p, rest), comp))
-		}
-		n, rest = c, tail
-	}
-	if !n.permits(u, a) {
-		return denied(op, p, u, a, n, prefixOf(p, rest), "parent")
-	}
-	return nil
-}
-
-// CheckStickyBit applies the sticky-bit rule to deleting or renaming p: in
-// a directory with mode bit 01000 only the superuser, the owner of the
-// directory or the owner of the entry may remove the entry.
-func (t *Tree) CheckStickyBit(u User, superuser string, p string) error {
-	const op = "checkStickyBit"
-	n, err := t.lookup(op, p)
-	if err != nil {
-		return err
-	}
-	par := n.parent
-	if par == nil || par.mode&stickyBit == 0 || isSuper(u, superuser) || u.Name == par.owner || u.Name == n.owner {
-		return nil
-	}
-	return errs.Newf(errs.Permission, op, p, "user=%s may not remove or rename %s owned by %s: sticky bit set on %s owned by %s",
-		u.Name, p, n.owner, pathOf(par), par.owner)
-}
-
-// CheckOwner checks that u owns p or is the superuser: the rule for
-// SetPermission and SetOwner (HDFS additionally lets only the superuser
-// give a file away, and an owner set only a group it belongs to; the
-// namenode enforces those with the FileInfo it has).
-func (t *Tree) CheckOwner(u User, superuser string, p string) error {
-	const op = "checkOwner"
-	n, err := t.lookup(op, p)
-	if err != nil {
-		return err
-	}
-	if isSuper(u, superuser) || u.Name == n.owner {
-		return nil
-	}
-	return errs.Newf(errs.Permission, op, p, "user=%s is not the owner %s of %s", u.Name, n.owner, p)
 }

@@ -7,8 +7,11 @@ import (
 )
 
 // Stat describes p.
-func (t *Tree) Stat(p string) (FileInfo, error) {
-	n, err := t.lookup("stat", p)
+func (t *Tree) Stat(p string) (FileInfo, error) { return t.stat(nil, p) }
+
+// stat is Stat for caller c, who needs Exec on every ancestor of p.
+func (t *Tree) stat(c *Caller, p string) (FileInfo, error) {
+	n, err := t.lookupAs(c, "stat", p)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -19,13 +22,21 @@ func (t *Tree) Stat(p string) (FileInfo, error) {
 // own: read it only, and only under the lock the call was made under (no
 // mutation ever writes into it, but it stops being current). IsDir for a
 // directory.
-func (t *Tree) File(p string) (FileInfo, []Block, error) {
-	n, err := t.lookup("file", p)
+func (t *Tree) File(p string) (FileInfo, []Block, error) { return t.file(nil, p) }
+
+// file is File for caller c, who needs Exec on every ancestor and Read on
+// the file.
+func (t *Tree) file(c *Caller, p string) (FileInfo, []Block, error) {
+	const op = "file"
+	n, err := t.lookupAs(c, op, p)
 	if err != nil {
 		return FileInfo{}, nil, err
 	}
 	if n.dir {
-		return FileInfo{}, nil, errs.New(errs.IsDir, "file", p, "path is a directory")
+		return FileInfo{}, nil, errs.New(errs.IsDir, op, p, "path is a directory")
+	}
+	if err := c.check(op, p, n, p, Read, "read"); err != nil {
+		return FileInfo{}, nil, err
 	}
 	return n.info(p), n.blocks, nil
 }
@@ -45,7 +56,14 @@ func (t *Tree) FileByID(id ID) (FileInfo, []Block, bool) {
 // whether more follow. Listing a file returns that file alone (nothing
 // when startAfter is set).
 func (t *Tree) List(p string, startAfter string, limit int) ([]FileInfo, bool, error) {
-	n, err := t.lookup("list", p)
+	return t.list(nil, p, startAfter, limit)
+}
+
+// list is List for caller c, who needs Exec on every ancestor and, for a
+// directory, Read and Exec on it (a file needs no more than Stat does).
+func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileInfo, bool, error) {
+	const op = "list"
+	n, err := t.lookupAs(c, op, p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -55,8 +73,11 @@ func (t *Tree) List(p string, startAfter string, limit int) ([]FileInfo, bool, e
 		}
 		return []FileInfo{n.info(p)}, false, nil
 	}
-	c, i := n.child(startAfter)
-	if c != nil {
+	if err := c.check(op, p, n, p, Read|Exec, "list"); err != nil {
+		return nil, false, err
+	}
+	k, i := n.child(startAfter)
+	if k != nil {
 		i++
 	}
 	end := len(n.kids)

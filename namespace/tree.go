@@ -41,6 +41,7 @@ type inode struct {
 	blockSize uint64
 	length    uint64  // sum of block lengths
 	blocks    []Block // copy-on-write; see the package comment
+	writer    *Writer // non-nil exactly while the file is under construction
 }
 
 // First values of the counters in a new tree.
@@ -164,13 +165,44 @@ func (t *Tree) walk(p string) (n *inode, rest string) {
 	return n, ""
 }
 
+// resolve is walk for caller c: it checks, before looking a name up in a
+// directory, that c may traverse it (Exec), so reaching an inode proves c
+// had Exec on every directory above it. A path is resolved once per
+// operation, and its checks run on the inodes that resolution found.
+func (t *Tree) resolve(c *Caller, op, p string) (n *inode, rest string, err error) {
+	n = t.root
+	rest = p[1:]
+	for rest != "" {
+		if !n.dir {
+			return n, rest, nil
+		}
+		if !c.permits(n, Exec) {
+			return nil, "", c.check(op, p, n, prefixOf(p, rest), Exec, "traverse")
+		}
+		comp, tail, _ := cutComp(rest)
+		k := n.lookupChild(comp)
+		if k == nil {
+			return n, rest, nil
+		}
+		n, rest = k, tail
+	}
+	return n, "", nil
+}
+
 // lookup validates p and returns its inode: NotFound if it does not exist,
 // NotDir if a file stands where a directory should.
-func (t *Tree) lookup(op, p string) (*inode, error) {
+func (t *Tree) lookup(op, p string) (*inode, error) { return t.lookupAs(nil, op, p) }
+
+// lookupAs is lookup for caller c: Permission if c may not traverse to p
+// (checked before any NotFound or NotDir below the denied directory).
+func (t *Tree) lookupAs(c *Caller, op, p string) (*inode, error) {
 	if err := validatePath(op, p, t.lim); err != nil {
 		return nil, err
 	}
-	n, rest := t.walk(p)
+	n, rest, err := t.resolve(c, op, p)
+	if err != nil {
+		return nil, err
+	}
 	if rest == "" {
 		return n, nil
 	}
@@ -226,6 +258,9 @@ func (n *inode) info(p string) FileInfo {
 		fi.BlockSize = n.blockSize
 		fi.Length = n.length
 		fi.NumBlocks = len(n.blocks)
+		if n.writer != nil {
+			fi.Writer = *n.writer
+		}
 	}
 	return fi
 }

@@ -93,6 +93,16 @@ type FileInfo struct {
 	NumBlocks    int       // files only
 	State        FileState // Complete for directories
 	Children     int       // directories only
+	// Writer is the client that holds a file under construction open
+	// for writing; zero for complete files and directories.
+	Writer Writer
+}
+
+// Writer identifies the client writing a file under construction: the
+// client id and user of the Create that made it. A writer with an empty
+// Client (its Create sent no client id) is identified by User alone.
+type Writer struct {
+	Client, User string
 }
 
 // Replication bounds.

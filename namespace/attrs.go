@@ -1,0 +1,82 @@
+package namespace
+
+import "github.com/blockfs/blockfs/errs"
+
+// SetPermission sets the mode bits (0..01777) of p and its mtime.
+func (t *Tree) SetPermission(p string, perm uint32, mtimeMs int64) error {
+	return t.setPermission(nil, p, perm, mtimeMs)
+}
+
+// setPermission is SetPermission for caller c, who needs Exec on every
+// ancestor and to own p or be a superuser.
+func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) error {
+	const op = "setPermission"
+	n, err := t.lookupAs(c, op, p)
+	if err != nil {
+		return err
+	}
+	if err := c.checkOwner(op, p, n); err != nil {
+		return err
+	}
+	if err := checkPerm(op, p, perm); err != nil {
+		return err
+	}
+	n.mode = perm
+	n.mtime = mtimeMs
+	return nil
+}
+
+// SetOwner sets the owner and group of p; an empty string leaves that
+// field unchanged.
+func (t *Tree) SetOwner(p, owner, group string) error { return t.setOwner(nil, p, owner, group) }
+
+// setOwner is SetOwner for caller c, who needs Exec on every ancestor and
+// to own p; only a superuser may change the owner, and an owner may set
+// only a group they belong to (HDFS's rules).
+func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
+	const op = "setOwner"
+	n, err := t.lookupAs(c, op, p)
+	if err != nil {
+		return err
+	}
+	if err := c.checkOwner(op, p, n); err != nil {
+		return err
+	}
+	if c != nil && !c.Super {
+		if owner != "" && owner != c.User {
+			return errs.Newf(errs.Permission, op, p, "user=%s access=chown inode=%q:%s:%s:%s (only a superuser may change the owner, here to %s)",
+				c.User, p, n.owner, n.group, n.modeString(), owner)
+		}
+		if group != "" && !c.inGroup(group) {
+			return errs.Newf(errs.Permission, op, p, "user=%s access=chgrp inode=%q:%s:%s:%s (user %s is not a member of group %s)",
+				c.User, p, n.owner, n.group, n.modeString(), c.User, group)
+		}
+	}
+	if err := checkUserName(op, p, "owner", owner); err != nil {
+		return err
+	}
+	if err := checkUserName(op, p, "group", group); err != nil {
+		return err
+	}
+	n.owner = orInherit(owner, n.owner)
+	n.group = orInherit(group, n.group)
+	return nil
+}
+
+// SetReplication sets the replication factor (1..32) of file p; IsDir for
+// a directory.
+func (t *Tree) SetReplication(p string, r uint32) error {
+	const op = "setReplication"
+	n, err := t.lookup(op, p)
+	if err != nil {
+		return err
+	}
+	if n.dir {
+		return errs.New(errs.IsDir, op, p, "cannot set replication of a directory")
+	}
+	if err := checkReplication(op, p, r); err != nil {
+		return err
+	}
+	n.repl = r
+	return nil
+}

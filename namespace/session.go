@@ -1,0 +1,124 @@
+package namespace
+
+// Session is the tree as one caller sees and changes it: every operation
+// resolves its path once, checks the caller's permissions on the inodes
+// it resolved (HDFS's FSPermissionChecker rules, docs/SECURITY.md), and
+// only then changes anything, so a refused call leaves the tree as it was.
+// A Session with a nil caller is the system: no checks. A Session is a
+// small value; make one per operation with Tree.As. Its read methods
+// follow the Tree's read-lock rules, its others the write-lock rules.
+type Session struct {
+	t *Tree
+	c *Caller
+}
+
+// As returns the session of caller c on t (nil c: the system).
+func (t *Tree) As(c *Caller) Session { return Session{t: t, c: c} }
+
+// Stat is Tree.Stat; the caller needs Exec on every ancestor of p.
+func (s Session) Stat(p string) (FileInfo, error) { return s.t.stat(s.c, p) }
+
+// File is Tree.File; the caller needs Exec on every ancestor and Read on
+// the file.
+func (s Session) File(p string) (FileInfo, []Block, error) { return s.t.file(s.c, p) }
+
+// List is Tree.List; the caller needs Exec on every ancestor and, for a
+// directory, Read and Exec on it.
+func (s Session) List(p, startAfter string, limit int) ([]FileInfo, bool, error) {
+	return s.t.list(s.c, p, startAfter, limit)
+}
+
+// Mkdirs is Tree.Mkdirs; the caller needs Exec on every existing ancestor
+// and Write on the last existing one (when anything is created). The new
+// directories belong to the caller unless o.Owner says otherwise.
+func (s Session) Mkdirs(p string, o MkdirsOpts) error {
+	if s.c != nil && o.Owner == "" {
+		o.Owner = s.c.User
+	}
+	return s.t.mkdirs(s.c, p, o)
+}
+
+// Create is Tree.Create; the caller needs Exec on every existing ancestor
+// and Write on the parent (the last existing ancestor with CreateParent);
+// overwriting also needs Write on the old file and passing the parent's
+// sticky bit. The file belongs to the caller unless o.Owner says
+// otherwise, and records the caller (client id and user) as its writer.
+func (s Session) Create(p string, o CreateOpts) (FileInfo, []Block, error) {
+	if s.c != nil && o.Owner == "" {
+		o.Owner = s.c.User
+	}
+	return s.t.create(s.c, p, o)
+}
+
+// Delete is Tree.Delete; the caller needs Exec on every ancestor, Write on
+// the parent, to pass the parent's sticky bit, and for a directory with
+// contents rwx on every non-empty directory of the subtree.
+func (s Session) Delete(p string, recursive bool, mtimeMs int64) ([]Block, error) {
+	return s.t.delete(s.c, p, recursive, mtimeMs)
+}
+
+// Rename is Tree.Rename; the caller needs Write on both parents, Exec on
+// their ancestors, and to pass the sticky bit of the source's parent and,
+// for an existing destination, of the destination's parent.
+func (s Session) Rename(src, dst string, mtimeMs int64) error {
+	return s.t.rename(s.c, src, dst, mtimeMs)
+}
+
+// SetPermission is Tree.SetPermission; only the owner or a superuser may.
+func (s Session) SetPermission(p string, perm uint32, mtimeMs int64) error {
+	return s.t.setPermission(s.c, p, perm, mtimeMs)
+}
+
+// SetOwner is Tree.SetOwner; only a superuser may change the owner, and
+// the owner may change the group to one they are a member of.
+func (s Session) SetOwner(p, owner, group string) error {
+	return s.t.setOwner(s.c, p, owner, group)
+}
+
+// Complete is Tree.Complete; only the file's writer may, except that the
+// unchanged answer for an already complete file goes to anyone.
+func (s Session) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
+	return s.t.complete(s.c, p, id, blocks, mtimeMs)
+}
+
+// AbandonBlock is Tree.AbandonBlock; only the file's writer may.
+func (s Session) AbandonBlock(p string, id ID, b Block) error {
+	return s.t.abandonBlock(s.c, p, id, b)
+}
+
+// NewBlock is the answer of Session.AddBlock.
+type NewBlock struct {
+	Block  Block    // the new last block (length 0)
+	Offset uint64   // where it starts in the file
+	File   FileInfo // the file after the call
+	// Retried is set when the call repeated the previous AddBlock (the
+	// writer lost the answer): Block is the one that call allocated and
+	// nothing changed.
+	Retried bool
+}
+
+// AddBlock is Tree.AddBlock with the block id and generation stamp taken
+// from the tree's counters (only once every check passed, so a refused
+// call moves no counter). Only the file's writer may add a block. A writer
+// retrying an AddBlock whose answer it lost (the file's last block is
+// still empty and prev names the block before it, or is nil with one
+// block) gets that last block again, as HDFS answers it.
+func (s Session) AddBlock(p string, id ID, prev *Block, mtimeMs int64) (NewBlock, error) {
+	const op = "addBlock"
+	t := s.t
+	f, err := t.openFile(s.c, op, p, id)
+	if err != nil {
+		return NewBlock{}, err
+	}
+	if k := len(f.blocks); k > 0 && f.blocks[k-1].Length == 0 {
+		if (k == 1 && prev == nil) || (k >= 2 && prev != nil && prev.ID == f.blocks[k-2].ID && prev.GenStamp == f.blocks[k-2].GenStamp) {
+			return NewBlock{Block: f.blocks[k-1], Offset: f.length, File: f.info(p), Retried: true}, nil
+		}
+	}
+	if err := t.checkAppend(op, p, f, prev); err != nil {
+		return NewBlock{}, err
+	}
+	bid, gs := t.AllocBlock()
+	b, off := t.appendBlock(f, prev, Block{ID: bid, GenStamp: gs}, mtimeMs)
+	return NewBlock{Block: b, Offset: off, File: f.info(p)}, nil
+}
