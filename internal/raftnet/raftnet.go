@@ -1,0 +1,243 @@
+// Package raftnet is the stream layer under hashicorp/raft's
+// NetworkTransport: plain TCP for a loopback-only cluster, or mutual TLS 1.3
+// where both ends must show a namenode certificate of the cluster's CA and
+// trust domain.
+//
+// Raft's transport accepts connections in one goroutine, so a server-side
+// handshake never runs in Accept: it runs on the connection's first Read or
+// Write (in the goroutine Raft starts for that connection), bounded by a
+// handshake timeout. A refused connection is reported through
+// Options.Refused, and Raft sees only an end of stream: no RPC is decoded.
+package raftnet
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
+)
+
+// ALPN is the application protocol both ends announce, so that a Raft
+// client never mistakes another TLS port of a namenode (gRPC, which
+// presents the same certificate) for a Raft port.
+const ALPN = "blockfs-raft"
+
+// DefaultHandshakeTimeout bounds a TLS handshake when Options leaves it 0.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// Directions of a refused connection, as passed to Options.Refused.
+const (
+	Inbound  = "in"
+	Outbound = "out"
+)
+
+// Options configures a StreamLayer.
+type Options struct {
+	// ServerTLS and ClientTLS are the node's own TLS configs (its certificate
+	// and the cluster CA). Both nil means plain TCP; otherwise both are
+	// required. They are cloned: TLS 1.3 and the ALPN are enforced, client
+	// certificates are required and verified, and the peer must be a
+	// namenode of TrustDomain.
+	ServerTLS, ClientTLS *tls.Config
+	// TrustDomain is the SPIFFE trust domain every peer certificate must name.
+	TrustDomain string
+	// PeerName maps an address about to be dialed to the Raft server id
+	// expected there (from the Raft configuration). When it reports one, the
+	// server's certificate must name exactly that namenode.
+	PeerName func(raft.ServerAddress) (id string, ok bool)
+	// HandshakeTimeout bounds every TLS handshake (DefaultHandshakeTimeout
+	// when 0), so a silent peer holds nothing for longer.
+	HandshakeTimeout time.Duration
+	// Refused, if set, is told about every connection refused in either
+	// direction, with a short reason (see Reason) and the cause.
+	Refused func(direction, reason string, remote net.Addr, err error)
+}
+
+// StreamLayer is a raft.StreamLayer over a TCP listener, with or without
+// mutual TLS.
+type StreamLayer struct {
+	lis     net.Listener
+	opts    Options
+	server  *tls.Config // nil: plain TCP
+	client  *tls.Config
+	timeout time.Duration
+
+	mu     sync.Mutex
+	conns  map[*serverConn]struct{} // accepted, not yet closed
+	closed bool
+}
+
+var _ raft.StreamLayer = (*StreamLayer)(nil)
+
+// New returns a stream layer that accepts on lis and dials TCP. The
+// listener must have a specific address: Raft advertises it to its peers.
+// On success the layer owns lis (Close closes it); on error lis is left
+// open.
+func New(lis net.Listener, o Options) (*StreamLayer, error) {
+	const op = "raftnet.New"
+	if a, ok := lis.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+		return nil, errs.Newf(errs.Invalid, op, lis.Addr().String(), "raft must listen on a specific TCP address that peers can dial")
+	}
+	s := &StreamLayer{lis: lis, opts: o, timeout: o.HandshakeTimeout, conns: map[*serverConn]struct{}{}}
+	if s.timeout <= 0 {
+		s.timeout = DefaultHandshakeTimeout
+	}
+	if (o.ServerTLS == nil) != (o.ClientTLS == nil) {
+		return nil, errs.New(errs.Invalid, op, "", "need both a server and a client TLS config, or neither")
+	}
+	if o.ServerTLS == nil {
+		return s, nil
+	}
+	if err := security.ValidateTrustDomain(o.TrustDomain); err != nil {
+		return nil, err
+	}
+	s.server = o.ServerTLS.Clone()
+	s.server.MinVersion = tls.VersionTLS13
+	s.server.ClientAuth = tls.RequireAndVerifyClientCert
+	s.server.NextProtos = []string{ALPN}
+	s.server.VerifyConnection = s.verifier("", false)
+	s.client = o.ClientTLS.Clone()
+	s.client.MinVersion = tls.VersionTLS13
+	s.client.NextProtos = []string{ALPN}
+	return s, nil
+}
+
+// Secure reports whether the layer speaks mutual TLS.
+func (s *StreamLayer) Secure() bool { return s.server != nil }
+
+// Addr is the listener's address, which Raft advertises.
+func (s *StreamLayer) Addr() net.Addr { return s.lis.Addr() }
+
+// Accept waits for the next connection. Under TLS it returns at once; the
+// handshake happens on the connection's first Read or Write.
+func (s *StreamLayer) Accept() (net.Conn, error) {
+	c, err := s.lis.Accept()
+	if err != nil || s.server == nil {
+		return c, err
+	}
+	sc := &serverConn{Conn: tls.Server(c, s.server), s: s}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	s.conns[sc] = struct{}{}
+	s.mu.Unlock()
+	return sc, nil
+}
+
+// Close stops accepting and closes every accepted connection, so the
+// goroutines Raft runs for them end.
+func (s *StreamLayer) Close() error {
+	err := s.lis.Close()
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns
+	s.conns = map[*serverConn]struct{}{}
+	s.mu.Unlock()
+	for c := range conns {
+		c.Conn.Close()
+	}
+	return err
+}
+
+func (s *StreamLayer) forget(c *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Dial connects to a peer within timeout. Under TLS it completes the
+// handshake before returning (within the handshake timeout), requiring a
+// namenode certificate, and the one named by Options.PeerName when that
+// knows the address.
+func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.Dial("tcp", string(address))
+	if err != nil || s.client == nil {
+		return c, err
+	}
+	cfg := s.client.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(string(address))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cfg.ServerName = host
+	}
+	want, known := "", false
+	if s.opts.PeerName != nil {
+		want, known = s.opts.PeerName(address)
+	}
+	cfg.VerifyConnection = s.verifier(want, known)
+	tc := tls.Client(c, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		s.refuse(Outbound, c.RemoteAddr(), err)
+		return nil, errs.Wrap(errs.Unauthenticated, "raft dial", string(address), err)
+	}
+	return tc, nil
+}
+
+func (s *StreamLayer) refuse(dir string, remote net.Addr, err error) {
+	if s.opts.Refused != nil {
+		s.opts.Refused(dir, Reason(err), remote, err)
+	}
+}
+
+// serverConn is an accepted TLS connection whose handshake runs on first
+// use, in the goroutine that reads it, not in Accept.
+type serverConn struct {
+	*tls.Conn
+	s    *StreamLayer
+	once sync.Once
+	err  error
+}
+
+func (c *serverConn) handshake() error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.s.timeout)
+		defer cancel()
+		if err := c.Conn.HandshakeContext(ctx); err != nil {
+			c.s.refuse(Inbound, c.RemoteAddr(), err)
+			c.Close()
+			// Raft's connection loop ends quietly on EOF; the refusal has
+			// been reported once, above.
+			c.err = io.EOF
+		}
+	})
+	return c.err
+}
+
+// Read completes the handshake, then reads.
+func (c *serverConn) Read(p []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+// Write completes the handshake, then writes.
+func (c *serverConn) Write(p []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// Close closes the connection and forgets it.
+func (c *serverConn) Close() error {
+	c.s.forget(c)
+	return c.Conn.Close()
+}
