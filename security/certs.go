@@ -11,29 +11,12 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
 )
-
-// IdentityFromTLS returns the caller's user name: the Common Name of the
-// client certificate, which must have been verified against the configured
-// CA (a certificate that was merely presented is not enough).
-func IdentityFromTLS(state tls.ConnectionState) (string, error) {
-	const op = "security.IdentityFromTLS"
-	if !state.HandshakeComplete {
-		return "", errs.New(errs.Unauthenticated, op, "", "TLS handshake not complete")
-	}
-	if len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
-		return "", errs.New(errs.Unauthenticated, op, "", "no verified client certificate")
-	}
-	cn := state.VerifiedChains[0][0].Subject.CommonName
-	if cn == "" {
-		return "", errs.New(errs.Unauthenticated, op, "", "client certificate has no common name")
-	}
-	return cn, nil
-}
 
 // CA is a certificate authority for a cluster's mutual TLS.
 type CA struct {
@@ -113,15 +96,29 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 // CertValidity is how long IssueCert's certificates are valid.
 const CertValidity = 365 * 24 * time.Hour
 
-// IssueCert issues an ECDSA P-256 leaf certificate for cn signed by ca. Every
-// certificate may authenticate as a TLS client; isServer adds server use and
-// the subject alternative names in hosts (IP literals become IP SANs, others
-// DNS SANs). It returns the certificate and PKCS#8 key as PEM.
-func IssueCert(ca *CA, cn string, isServer bool, hosts []string) (certPEM, keyPEM []byte, err error) {
+// IssueCert issues an ECDSA P-256 leaf certificate for id in trustDomain,
+// signed by ca. The identity is the one URI SAN spiffe://<trust
+// domain>/<role>/<name> (the CN repeats the name for people; nothing reads
+// it). Namenode and datanode certificates serve and dial (server and client
+// use, with the SANs in hosts: IP literals become IP SANs, others DNS SANs);
+// user certificates are client-only. It returns the certificate and PKCS#8
+// key as PEM.
+func IssueCert(ca *CA, trustDomain string, id Identity, hosts []string) (certPEM, keyPEM []byte, err error) {
 	const op = "security.IssueCert"
-	if ca == nil || cn == "" {
-		return nil, nil, errs.New(errs.Invalid, op, cn, "need a CA and a common name")
+	cn := id.Name
+	if ca == nil {
+		return nil, nil, errs.New(errs.Invalid, op, cn, "need a CA")
 	}
+	if id.Role < RoleNamenode || id.Role > RoleUser {
+		return nil, nil, errs.Newf(errs.Invalid, op, cn, "unknown role %v", id.Role)
+	}
+	if err := ValidateName(id.Name); err != nil {
+		return nil, nil, err
+	}
+	if err := ValidateTrustDomain(trustDomain); err != nil {
+		return nil, nil, err
+	}
+	isServer := id.Role != RoleUser
 	key, keyPEM, err := newKey()
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Internal, op, cn, err)
@@ -138,6 +135,7 @@ func IssueCert(ca *CA, cn string, isServer bool, hosts []string) (certPEM, keyPE
 		NotAfter:     now.Add(CertValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		URIs:         []*url.URL{id.URI(trustDomain)},
 	}
 	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
 		tmpl.NotAfter = ca.Cert.NotAfter

@@ -22,7 +22,7 @@ func TestTLSHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvCert, srvKey, err := IssueCert(ca, "nn1", true, []string{"127.0.0.1", "localhost"})
+	srvCert, srvKey, err := IssueCert(ca, DefaultTrustDomain, Identity{RoleNamenode, "nn1"}, []string{"127.0.0.1", "localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,11 @@ func TestTLSHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aliceCert, aliceKey, err := IssueCert(ca, "alice", false, nil)
+	aliceCert, aliceKey, err := IssueCert(ca, DefaultTrustDomain, Identity{RoleUser, "alice"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	malCert, malKey, err := IssueCert(other, "alice", false, nil)
+	malCert, malKey, err := IssueCert(other, DefaultTrustDomain, Identity{RoleUser, "alice"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +77,8 @@ func TestTLSHandshake(t *testing.T) {
 					done <- result{err: err}
 					return
 				}
-				u, err := IdentityFromTLS(s.ConnectionState())
-				done <- result{u, err}
+				id, err := IdentityFromTLS(s.ConnectionState(), DefaultTrustDomain)
+				done <- result{id.Name, err}
 			}()
 			cl := tls.Client(b, cliCfg)
 			herr := cl.Handshake()
@@ -102,10 +102,10 @@ func TestTLSHandshake(t *testing.T) {
 }
 
 func TestIdentityFromTLSRequiresVerifiedChain(t *testing.T) {
-	_, err := IdentityFromTLS(tls.ConnectionState{})
+	_, err := IdentityFromTLS(tls.ConnectionState{}, DefaultTrustDomain)
 	wantErr(t, err, errs.Unauthenticated, "handshake not complete")
-	_, err = IdentityFromTLS(tls.ConnectionState{HandshakeComplete: true})
-	wantErr(t, err, errs.Unauthenticated, "no verified client certificate")
+	_, err = IdentityFromTLS(tls.ConnectionState{HandshakeComplete: true}, DefaultTrustDomain)
+	wantErr(t, err, errs.Unauthenticated, "no verified peer certificate")
 }
 
 func TestTLSConfigRejectsBadPEM(t *testing.T) {

@@ -1,13 +1,15 @@
 // Command blockfs-certs makes the certificates of a blockfs cluster run
-// with --auth=mtls: a CA, one certificate per server (namenode or datanode,
-// usable as server and as client), and one client certificate per user
-// (the certificate's CN is the user name the namenode sees).
+// with --auth=mtls: a CA and role certificates. Each certificate names one
+// role and one name in its only URI SAN, spiffe://<trust-domain>/<role>/<name>:
+// namenodes (name = Raft id) and datanodes (name = datanode id) get server
+// and client use with the --hosts SANs; users get client-only certificates.
 //
-//	blockfs-certs --dir certs --servers nn1,nn2,nn3,dn1,dn2 --hosts 127.0.0.1,localhost --users root,alice
+//	blockfs-certs --dir certs --namenodes nn1,nn2,nn3 --datanodes dn1,dn2 --users root,alice --hosts 127.0.0.1,localhost
 //
-// writes certs/ca.pem, certs/ca-key.pem, and <name>.pem + <name>-key.pem
-// for each server and user. An existing CA in --dir is reused, so more
-// certificates can be added later.
+// writes certs/ca.pem, certs/ca-key.pem, and <role>-<name>.pem +
+// <role>-<name>-key.pem for each (namenode-nn1.pem, user-alice.pem, ...).
+// An existing CA in --dir is reused, so more certificates can be added
+// later.
 package main
 
 import (
@@ -33,8 +35,10 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("blockfs-certs", flag.ContinueOnError)
 	dir := fs.String("dir", "certs", "directory to write the PEM files to")
-	servers := fs.String("servers", "", "comma-separated server names (namenode and datanode ids)")
+	namenodes := fs.String("namenodes", "", "comma-separated namenode ids (their Raft server ids)")
+	datanodes := fs.String("datanodes", "", "comma-separated datanode ids")
 	users := fs.String("users", "", "comma-separated user names for client certificates")
+	trustDomain := fs.String("trust-domain", security.DefaultTrustDomain, "the cluster's SPIFFE trust domain (the namenodes' and datanodes' --trust-domain)")
 	hosts := fs.String("hosts", "127.0.0.1,::1,localhost", "comma-separated IPs and DNS names the servers are reached at")
 	caName := fs.String("ca-name", "blockfs cluster CA", "common name of a new CA")
 	if err := fs.Parse(args); err != nil {
@@ -43,8 +47,8 @@ func run(args []string) error {
 		}
 		return err
 	}
-	if *servers == "" && *users == "" {
-		return errors.New("nothing to do: give --servers and/or --users")
+	if *namenodes == "" && *datanodes == "" && *users == "" {
+		return errors.New("nothing to do: give --namenodes, --datanodes and/or --users")
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
@@ -53,26 +57,27 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	issue := func(name string, server bool) error {
-		cert, key, err := security.IssueCert(ca, name, server, cliflag.SplitList(*hosts))
+	issue := func(id security.Identity) error {
+		cert, key, err := security.IssueCert(ca, *trustDomain, id, cliflag.SplitList(*hosts))
 		if err != nil {
 			return err
 		}
-		certFile, keyFile := filepath.Join(*dir, name+".pem"), filepath.Join(*dir, name+"-key.pem")
+		base := id.Role.String() + "-" + id.Name
+		certFile, keyFile := filepath.Join(*dir, base+".pem"), filepath.Join(*dir, base+"-key.pem")
 		if err := security.WritePEMFiles(certFile, keyFile, cert, key); err != nil {
 			return err
 		}
 		fmt.Println(certFile)
 		return nil
 	}
-	for _, s := range cliflag.SplitList(*servers) {
-		if err := issue(s, true); err != nil {
-			return err
-		}
-	}
-	for _, u := range cliflag.SplitList(*users) {
-		if err := issue(u, false); err != nil {
-			return err
+	for _, g := range []struct {
+		role  security.Role
+		names string
+	}{{security.RoleNamenode, *namenodes}, {security.RoleDatanode, *datanodes}, {security.RoleUser, *users}} {
+		for _, name := range cliflag.SplitList(g.names) {
+			if err := issue(security.Identity{Role: g.role, Name: name}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

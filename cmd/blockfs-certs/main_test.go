@@ -15,7 +15,7 @@ import (
 // on a second run, and the keys are private to the owner.
 func TestCertsMakeAWorkingMTLSPair(t *testing.T) {
 	dir := t.TempDir()
-	if err := run([]string{"--dir", dir, "--servers", "nn1", "--users", "alice"}); err != nil {
+	if err := run([]string{"--dir", dir, "--namenodes", "nn1", "--datanodes", "dn1", "--users", "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	ca1, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
@@ -28,7 +28,7 @@ func TestCertsMakeAWorkingMTLSPair(t *testing.T) {
 	if ca2, _ := os.ReadFile(filepath.Join(dir, "ca.pem")); string(ca1) != string(ca2) {
 		t.Fatal("a second run replaced the CA")
 	}
-	for _, f := range []string{"ca-key.pem", "nn1-key.pem", "alice-key.pem", "bob-key.pem"} {
+	for _, f := range []string{"ca-key.pem", "namenode-nn1-key.pem", "datanode-dn1-key.pem", "user-alice-key.pem", "user-bob-key.pem"} {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -37,23 +37,23 @@ func TestCertsMakeAWorkingMTLSPair(t *testing.T) {
 			t.Fatalf("%s has mode %v, want 0600", f, st.Mode().Perm())
 		}
 	}
-	server, _, err := security.TLSFromFiles(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "nn1.pem"), filepath.Join(dir, "nn1-key.pem"))
+	server, _, err := security.TLSFromFiles(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "namenode-nn1.pem"), filepath.Join(dir, "namenode-nn1-key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, client, err := security.TLSFromFiles(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "bob.pem"), filepath.Join(dir, "bob-key.pem"))
+	_, client, err := security.TLSFromFiles(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "user-bob.pem"), filepath.Join(dir, "user-bob-key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	client.ServerName = "127.0.0.1"
 	a, b := net.Pipe()
 	done := make(chan error, 1)
-	var user string
+	var user security.Identity
 	go func() {
 		s := tls.Server(a, server)
 		err := s.Handshake()
 		if err == nil {
-			user, err = security.IdentityFromTLS(s.ConnectionState())
+			user, err = security.IdentityFromTLS(s.ConnectionState(), security.DefaultTrustDomain)
 		}
 		done <- err
 		s.Close()
@@ -66,8 +66,8 @@ func TestCertsMakeAWorkingMTLSPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if user != "bob" {
-		t.Fatalf("server saw user %q, want bob", user)
+	if want := (security.Identity{Role: security.RoleUser, Name: "bob"}); user != want {
+		t.Fatalf("server saw %v, want %v", user, want)
 	}
 	if err := run([]string{"--dir", dir}); err == nil {
 		t.Fatal("no servers and no users should be an error")

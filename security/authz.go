@@ -1,0 +1,202 @@
+package security
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Metadata keys of simple authentication: the caller states its name and
+// role (user when absent), as HDFS simple auth takes the client's login
+// name. Under mTLS they are ignored.
+const (
+	UserKey = "blockfs-user"
+	RoleKey = "blockfs-role"
+)
+
+// Env answers the authorizer's questions about the cluster. Both methods
+// are called on every RPC that needs them and must be cheap and safe for
+// concurrent use.
+type Env interface {
+	// IsSuperuser reports whether user is the superuser or a member of the
+	// supergroup (by the server's own group mapping).
+	IsSuperuser(user string) bool
+	// IsMember reports whether name is a namenode of this cluster.
+	IsMember(name string) bool
+}
+
+// AuthConfig configures an Authorizer.
+type AuthConfig struct {
+	// Simple takes the caller's name and role from request metadata
+	// (UserKey, RoleKey) instead of a verified certificate. It trusts every
+	// caller to say who it is.
+	Simple bool
+	// TrustDomain is the cluster's SPIFFE trust domain (mTLS only).
+	TrustDomain string
+	Env         Env
+	Registry    prometheus.Registerer
+}
+
+// Authorizer identifies the caller of every RPC and checks it against
+// [Policy]. It holds no lock: the policy is read-only after construction.
+type Authorizer struct {
+	cfg    AuthConfig
+	rules  map[string]Rule
+	denied *prometheus.CounterVec
+}
+
+// NewAuthorizer returns an Authorizer for cfg.
+func NewAuthorizer(cfg AuthConfig) *Authorizer {
+	if cfg.TrustDomain == "" {
+		cfg.TrustDomain = DefaultTrustDomain
+	}
+	return &Authorizer{cfg: cfg, rules: Policy(), denied: register(cfg.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "blockfs_auth_denied_total",
+		Help: "Calls refused by the authorizer, by endpoint and reason (unauthenticated, role, check, unknown_endpoint).",
+	}, []string{"endpoint", "reason"}))}
+}
+
+// Identify names the caller of ctx: under mTLS from the verified client
+// certificate's URI SAN, under simple auth from request metadata. There is
+// no fallback identity: a caller that cannot be named is refused.
+func (a *Authorizer) Identify(ctx context.Context) (Identity, error) {
+	const op = "authenticate"
+	if a.cfg.Simple {
+		user := metadata.ValueFromIncomingContext(ctx, UserKey)
+		if len(user) == 0 || user[0] == "" {
+			return Identity{}, errs.New(errs.Unauthenticated, op, "", "simple auth: no "+UserKey+" in request metadata")
+		}
+		role := RoleUser
+		if r := metadata.ValueFromIncomingContext(ctx, RoleKey); len(r) > 0 && r[0] != "" {
+			var err error
+			if role, err = ParseRole(r[0]); err != nil {
+				return Identity{}, err
+			}
+		}
+		if err := ValidateName(user[0]); err != nil {
+			return Identity{}, errs.Wrap(errs.Unauthenticated, op, "", err)
+		}
+		return Identity{Role: role, Name: user[0]}, nil
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return Identity{}, errs.New(errs.Unauthenticated, op, "", "no peer")
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return Identity{}, errs.New(errs.Unauthenticated, op, "", "not a TLS connection")
+	}
+	return IdentityFromTLS(ti.State, a.cfg.TrustDomain)
+}
+
+// Authorize identifies the caller of method and checks the method's rule
+// (req is the request message, nil for streams). It returns ctx carrying
+// the identity, or an Unauthenticated or Permission error that names the
+// role the method needs; every refusal is counted.
+func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (context.Context, error) {
+	rule, ok := a.rules[method]
+	if !ok {
+		a.denied.WithLabelValues(method, "unknown_endpoint").Inc()
+		return ctx, errs.Newf(errs.Permission, method, "", "no rule admits anyone to this endpoint")
+	}
+	if rule.Public {
+		return ctx, nil
+	}
+	id, err := a.Identify(ctx)
+	if err != nil {
+		a.denied.WithLabelValues(method, "unauthenticated").Inc()
+		return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
+	}
+	if err := a.check(rule, id, req); err != nil {
+		return ctx, a.refuse(method, err)
+	}
+	return WithIdentity(ctx, id), nil
+}
+
+func (a *Authorizer) refuse(method string, err *errs.Error) error {
+	reason := "check"
+	if err.Op == "role" {
+		reason = "role"
+	}
+	a.denied.WithLabelValues(method, reason).Inc()
+	err.Op = method
+	return err
+}
+
+// check applies rule to id: the role, then the role's standing check.
+func (a *Authorizer) check(rule Rule, id Identity, req any) *errs.Error {
+	if !rule.Allows(id.Role) {
+		return errs.Newf(errs.Permission, "role", id.Name, "%s may not call this: needs role %s", id, rolesString(rule.Roles))
+	}
+	switch id.Role {
+	case RoleNamenode:
+		if rule.Open || a.cfg.Env == nil {
+			return nil
+		}
+		if rule.SelfJoin {
+			if r, ok := req.(*api.AddServerRequest); ok && r.GetId() == id.Name {
+				return nil
+			}
+		}
+		if !a.cfg.Env.IsMember(id.Name) {
+			return errs.Newf(errs.Permission, "member", id.Name, "%s is not a namenode of this cluster", id)
+		}
+	case RoleDatanode:
+		if dn, ok := requestDatanode(req); ok && dn != id.Name {
+			return errs.Newf(errs.Permission, "datanode id", id.Name, "%s may only speak for itself, not for datanode %q", id, dn)
+		}
+	case RoleUser:
+		if rule.Superuser && (a.cfg.Env == nil || !a.cfg.Env.IsSuperuser(id.Name)) {
+			return errs.Newf(errs.Permission, "superuser", id.Name, "%s may not do this: needs the superuser or the supergroup", id)
+		}
+	}
+	return nil
+}
+
+// requestDatanode returns the datanode a request speaks for, if it names one.
+func requestDatanode(req any) (string, bool) {
+	switch r := req.(type) {
+	case *api.RegisterRequest:
+		return r.GetNode().GetId(), true
+	case interface{ GetDatanodeId() string }:
+		return r.GetDatanodeId(), true
+	}
+	return "", false
+}
+
+// HTTP wraps h, served at pattern (a "METHOD /path" key of [Policy]), with
+// the pattern's rule. Only public rules can be served over plain HTTP; any
+// other is refused with 403 until the endpoint has an authenticated
+// transport.
+func (a *Authorizer) HTTP(pattern string, h http.Handler) http.Handler {
+	rule, ok := a.rules[pattern]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok && rule.Public {
+			h.ServeHTTP(w, r)
+			return
+		}
+		a.denied.WithLabelValues(pattern, "unknown_endpoint").Inc()
+		http.Error(w, "forbidden: no rule admits this endpoint", http.StatusForbidden)
+	})
+}
+
+// SimpleCredentials states id in request metadata on every call, for a
+// server's own outgoing calls under simple auth (a datanode to namenodes, a
+// namenode to its peers). It adds nothing under mTLS, where the certificate
+// speaks.
+func SimpleCredentials(id Identity) credentials.PerRPCCredentials { return simpleCreds{id} }
+
+type simpleCreds struct{ id Identity }
+
+func (c simpleCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{UserKey: c.id.Name, RoleKey: c.id.Role.String()}, nil
+}
+
+func (simpleCreds) RequireTransportSecurity() bool { return false }

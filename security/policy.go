@@ -1,0 +1,118 @@
+package security
+
+import (
+	"github.com/blockfs/blockfs/api"
+)
+
+// Rule says who may call one endpoint (a gRPC full method name or an HTTP
+// path). Every endpoint of every blockfs server has exactly one Rule in
+// [Policy]; an endpoint without one is refused to everyone.
+//
+// Beyond the role, each role carries its standing check, applied by the
+// [Authorizer] wherever that role is admitted:
+//   - namenode: the caller's name is a namenode of this cluster
+//     ([Env.IsMember]), except on an Open rule, and except on a SelfJoin rule
+//     when the name equals the id in the request (a node adding itself);
+//   - datanode: when the request names a datanode (a datanode_id field, or
+//     Register's node), that id equals the caller's name;
+//   - user: on a Superuser rule, the caller is the superuser or in the
+//     supergroup ([Env.IsSuperuser]).
+type Rule struct {
+	// Public endpoints need no identity at all (/metrics, /healthz).
+	Public bool
+	// Roles that may call; empty with Public false means nobody.
+	Roles []Role
+	// Superuser restricts the user role to the superuser and supergroup.
+	Superuser bool
+	// SelfJoin admits a namenode that is not yet a member when the request's
+	// id is its own name (Admin.AddServer on --join).
+	SelfJoin bool
+	// Open skips the namenode membership check (health, reflection).
+	Open bool
+	// Token notes that the handler also checks a block token (DataService);
+	// the authorizer only checks the role.
+	Token string
+}
+
+// Allows reports whether r admits role (before the role's standing check).
+func (r Rule) Allows(role Role) bool {
+	for _, x := range r.Roles {
+		if x == role {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	anyRole  = []Role{RoleNamenode, RoleDatanode, RoleUser}
+	users    = []Role{RoleUser}
+	nodes    = []Role{RoleNamenode}
+	dnodes   = []Role{RoleDatanode}
+	usersDNs = []Role{RoleUser, RoleDatanode}
+	admins   = []Role{RoleUser, RoleNamenode}
+)
+
+// Policy returns the one table of who may call what, for the namenode's and
+// the datanode's gRPC services and HTTP endpoints. docs/SECURITY.md prints
+// it; a test checks that every registered method has a row.
+func Policy() map[string]Rule {
+	return map[string]Rule{
+		// ClientService: users. ReportBadBlocks also takes datanodes, which
+		// report replicas they found corrupt (a user's report only makes a
+		// replica suspect; see namenode ReportBadBlocks).
+		api.ClientService_Mkdirs_FullMethodName:            {Roles: users},
+		api.ClientService_Create_FullMethodName:            {Roles: users},
+		api.ClientService_AddBlock_FullMethodName:          {Roles: users},
+		api.ClientService_Complete_FullMethodName:          {Roles: users},
+		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users},
+		api.ClientService_GetBlockLocations_FullMethodName: {Roles: users},
+		api.ClientService_GetFileInfo_FullMethodName:       {Roles: users},
+		api.ClientService_ListStatus_FullMethodName:        {Roles: users},
+		api.ClientService_Delete_FullMethodName:            {Roles: users},
+		api.ClientService_Rename_FullMethodName:            {Roles: users},
+		api.ClientService_SetPermission_FullMethodName:     {Roles: users},
+		api.ClientService_SetOwner_FullMethodName:          {Roles: users},
+		api.ClientService_ReportBadBlocks_FullMethodName:   {Roles: usersDNs},
+		api.ClientService_ClusterStatus_FullMethodName:     {Roles: anyRole},
+
+		// Admin: the superuser; a member namenode forwarding a superuser's
+		// call to the leader; AddServer also a namenode adding itself.
+		api.Admin_AddServer_FullMethodName:          {Roles: admins, Superuser: true, SelfJoin: true},
+		api.Admin_RemoveServer_FullMethodName:       {Roles: admins, Superuser: true},
+		api.Admin_TransferLeadership_FullMethodName: {Roles: admins, Superuser: true},
+		api.Admin_Snapshot_FullMethodName:           {Roles: admins, Superuser: true},
+
+		// NamenodeInternal: member namenodes only. A forwarded command
+		// carries its caller, so anyone else could act as any user.
+		api.NamenodeInternal_Apply_FullMethodName:     {Roles: nodes},
+		api.NamenodeInternal_ReadIndex_FullMethodName: {Roles: nodes},
+
+		// DatanodeProtocol: datanodes, each only as itself.
+		api.DatanodeProtocol_Register_FullMethodName:               {Roles: dnodes},
+		api.DatanodeProtocol_Heartbeat_FullMethodName:              {Roles: dnodes},
+		api.DatanodeProtocol_BlockReport_FullMethodName:            {Roles: dnodes},
+		api.DatanodeProtocol_IncrementalBlockReport_FullMethodName: {Roles: dnodes},
+		api.DatanodeProtocol_GetKeys_FullMethodName:                {Roles: dnodes},
+
+		// DataService (on datanodes): a block token decides what is read or
+		// written. Clients write and read; datanodes forward pipelines and
+		// replicas; TransferBlock is the namenode ordering a copy.
+		api.DataService_WriteBlock_FullMethodName:    {Roles: usersDNs, Token: "write token (user), or a copy token naming this datanode (datanode)"},
+		api.DataService_ReadBlock_FullMethodName:     {Roles: users, Token: "read token for the block's inode"},
+		api.DataService_TransferBlock_FullMethodName: {Roles: nodes, Token: "copy token"},
+
+		// Health checking and reflection: any authenticated caller, so that
+		// grpcurl and ghz work with any cluster certificate.
+		"/grpc.health.v1.Health/Check":                                   {Roles: anyRole, Open: true},
+		"/grpc.health.v1.Health/Watch":                                   {Roles: anyRole, Open: true},
+		"/grpc.health.v1.Health/List":                                    {Roles: anyRole, Open: true},
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      {Roles: anyRole, Open: true},
+		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": {Roles: anyRole, Open: true},
+
+		// HTTP: operational read-only data, public like HDFS's /jmx; bind the
+		// HTTP port to a management network.
+		"GET /metrics": {Public: true},
+		"GET /healthz": {Public: true},
+	}
+}
