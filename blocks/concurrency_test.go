@@ -173,22 +173,28 @@ func TestCollector(t *testing.T) {
 			for _, lp := range mt.GetLabel() {
 				name += "{" + lp.GetName() + "=" + lp.GetValue() + "}"
 			}
-			got[name] = mt.GetGauge().GetValue()
+			got[name] = mt.GetGauge().GetValue() + mt.GetCounter().GetValue()
 		}
 	}
 	want := map[string]float64{
-		"blockfs_blocks_datanodes{state=live}": 2,
-		"blockfs_blocks_datanodes{state=dead}": 1,
-		"blockfs_blocks_capacity_bytes":        float64(200 * gib),
-		"blockfs_blocks_used_bytes":            0,
-		"blockfs_blocks_expected":              1,
-		"blockfs_blocks_replicas":              2,
-		"blockfs_blocks_under_replicated":      1,
-		"blockfs_blocks_over_replicated":       0,
-		"blockfs_blocks_pending_replication":   0,
-		"blockfs_blocks_pending_deletion":      0,
-		"blockfs_blocks_corrupt_replicas":      0,
-		"blockfs_blocks_unknown":               0,
+		"blockfs_blocks_datanodes{state=live}":                      2,
+		"blockfs_blocks_datanodes{state=dead}":                      1,
+		"blockfs_blocks_capacity_bytes":                             float64(200 * gib),
+		"blockfs_blocks_used_bytes":                                 0,
+		"blockfs_blocks_expected":                                   1,
+		"blockfs_blocks_replicas":                                   2,
+		"blockfs_blocks_under_replicated":                           1,
+		"blockfs_blocks_over_replicated":                            0,
+		"blockfs_blocks_pending_replication":                        0,
+		"blockfs_blocks_pending_deletion":                           0,
+		"blockfs_blocks_corrupt_replicas":                           0,
+		"blockfs_blocks_unknown":                                    0,
+		"blockfs_blocks_suspect":                                    0,
+		"blockfs_blocks_verifying":                                  0,
+		"blockfs_blocks_refused_total{reason=register_conflict}":    0,
+		"blockfs_blocks_refused_total{reason=bad_report}":           0,
+		"blockfs_blocks_refused_total{reason=bad_block_report}":     0,
+		"blockfs_blocks_refused_total{reason=unrequested_verified}": 0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

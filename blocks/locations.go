@@ -3,11 +3,13 @@ package blocks
 import "time"
 
 // Locations returns the live datanodes holding a good replica of blockID,
-// best first: datanodes that heartbeat recently (within StaleAfter) before
-// stale ones, then fewer failed volumes, then lower utilization, then id.
-// Unknown, corrupt, stale-generation and invalidating replicas are never
-// returned. The result is empty, not an error, for a block with no good
-// replica. See AppendLocations for the allocation-free form.
+// best first: verified replicas before unverified ones before suspect ones
+// (see verify.go), and within each, datanodes that heartbeat recently
+// (within StaleAfter) before stale ones, then fewer failed volumes, then
+// lower utilization, then id. Unknown, corrupt, stale-generation and
+// invalidating replicas are never returned. The result is empty, not an
+// error, for a block with no good replica. See AppendLocations for the
+// allocation-free form.
 func (m *Manager) Locations(blockID uint64) []Datanode {
 	return m.AppendLocations(nil, blockID)
 }
@@ -18,21 +20,30 @@ func (m *Manager) Locations(blockID uint64) []Datanode {
 func (m *Manager) AppendLocations(dst []Datanode, blockID uint64) []Datanode {
 	s := m.shard(blockID)
 	start := len(dst)
+	cut := [4]int{start, start, start, start} // ends of the rank segments
 	rl := s.mu.RLock()
 	if b := s.blocks[blockID]; b != nil && b.expected {
-		for i := range b.locs {
-			l := &b.locs[i]
-			if !b.isGood(l) {
-				continue
+		for rank := 0; rank < 3; rank++ {
+			for i := range b.locs {
+				l := &b.locs[i]
+				if serveRank(l) != rank || !b.isGood(l) {
+					continue
+				}
+				if d := l.n.snap.Load(); d.State == Live {
+					dst = append(dst, *d)
+				}
 			}
-			if d := l.n.snap.Load(); d.State == Live {
-				dst = append(dst, *d)
-			}
+			cut[rank+1] = len(dst)
 		}
 	}
 	rl.RUnlock()
 	if len(dst)-start > 1 {
-		sortBest(dst[start:], m.cfg.Now().Add(-m.cfg.StaleAfter))
+		staleBefore := m.cfg.Now().Add(-m.cfg.StaleAfter)
+		for rank := 0; rank < 3; rank++ {
+			if cut[rank+1]-cut[rank] > 1 {
+				sortBest(dst[cut[rank]:cut[rank+1]], staleBefore)
+			}
+		}
 	}
 	return dst
 }

@@ -22,6 +22,8 @@ type Manager struct {
 
 	randMu sync.Mutex // guards rng; a leaf lock
 	rng    *rand.Rand
+
+	refused refusals
 }
 
 // New returns an empty Manager, or an errs.Invalid error if cfg does not
@@ -54,9 +56,14 @@ func (m *Manager) nodes() []*node { return m.reg.Load().sorted }
 // Register records datanode d (by d.ID) as live, with a heartbeat now,
 // replacing its addresses and usage. Re-registering a known datanode keeps
 // its replicas until its next full report. It returns an errs.Invalid error
-// if d.ID is empty. d.LastHeartbeat and d.State are ignored.
+// if d.ID is empty, and an errs.Exist error, changing nothing, if d.ID is a
+// live datanode at another address: one id is one datanode, and a second
+// process claiming it would take over its commands and replicas. The same
+// address may register again at any time (a restart), another one once the
+// old registration is dead. d.LastHeartbeat and d.State are ignored.
 func (m *Manager) Register(d Datanode) error {
 	if d.ID == "" {
+		m.Refuse(RefusedRegister)
 		return errs.New(errs.Invalid, "blocks.register", "", "empty datanode id")
 	}
 	d.State, d.LastHeartbeat = Live, m.cfg.Now()
@@ -78,9 +85,14 @@ func (m *Manager) Register(d Datanode) error {
 		m.regMu.Unlock()
 	}
 	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur := n.snap.Load(); cur.State == Live && cur.Addr != d.Addr && cur.Addr != "" {
+		m.Refuse(RefusedRegister)
+		return errs.Newf(errs.Exist, "blocks.register", d.ID,
+			"datanode %s is live at %s; refusing a second registration from %s until it is dead", d.ID, cur.Addr, d.Addr)
+	}
 	n.snap.Store(&d)
 	n.needFull = true
-	n.mu.Unlock()
 	return nil
 }
 

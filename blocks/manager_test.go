@@ -78,12 +78,31 @@ func TestRegisterHeartbeat(t *testing.T) {
 	if m.WantsFullReport("a") {
 		t.Fatal("full report should clear WantsFullReport")
 	}
-	m.Register(Datanode{ID: "a", Addr: "a:2", Capacity: 100})
-	if l := m.Locations(1); len(l) != 1 || l[0].Addr != "a:2" {
-		t.Fatalf("after re-register Locations = %+v, want a at a:2", l)
+	// Re-registration from the same address keeps replicas.
+	if err := m.Register(Datanode{ID: "a", Addr: "a:1", Capacity: 100}); err != nil {
+		t.Fatalf("re-register from the same address: %v", err)
+	}
+	if l := m.Locations(1); len(l) != 1 || l[0].Addr != "a:1" {
+		t.Fatalf("after re-register Locations = %+v, want a at a:1", l)
 	}
 	if !m.WantsFullReport("a") {
 		t.Fatal("re-registration should want a full report")
+	}
+	// A live id from another address is refused; once it is dead, the new
+	// address takes it.
+	if err := m.Register(Datanode{ID: "a", Addr: "evil:1", Capacity: 1 << 60}); !errs.Is(err, errs.Exist) {
+		t.Fatalf("Register(live id, other address) = %v, want Exist", err)
+	}
+	if d, _ := m.Datanode("a"); d.Addr != "a:1" || d.Capacity != 100 || m.Refused(RefusedRegister) != 2 {
+		t.Fatalf("refused registration changed a: %+v (refusals %d)", d, m.Refused(RefusedRegister))
+	}
+	clk.Advance(time.Hour)
+	m.CheckLiveness()
+	if err := m.Register(Datanode{ID: "a", Addr: "a:2", Capacity: 100}); err != nil {
+		t.Fatalf("register a dead id from a new address: %v", err)
+	}
+	if d, _ := m.Datanode("a"); d.Addr != "a:2" || d.State != Live {
+		t.Fatalf("a = %+v, want live at a:2", d)
 	}
 }
 

@@ -3,9 +3,10 @@ package blocks
 import "github.com/prometheus/client_golang/prometheus"
 
 type collector struct {
-	m     *Manager
-	nodes *prometheus.Desc
-	gauge []gaugeDesc
+	m       *Manager
+	nodes   *prometheus.Desc
+	refused *prometheus.Desc
+	gauge   []gaugeDesc
 }
 
 type gaugeDesc struct {
@@ -15,7 +16,8 @@ type gaugeDesc struct {
 
 // NewCollector returns a collector exporting m's Stats as gauges, computed at
 // scrape time: blockfs_blocks_datanodes{state}, capacity and used bytes,
-// blocks, replicas and the length of every queue. Register it with a
+// blocks, replicas and the length of every queue, and the counter
+// blockfs_blocks_refused_total{reason} of Refusals. Register it with a
 // prometheus.Registerer; it holds no state of its own.
 func NewCollector(m *Manager) prometheus.Collector {
 	g := func(name, help string, val func(*Stats) float64) gaugeDesc {
@@ -24,6 +26,9 @@ func NewCollector(m *Manager) prometheus.Collector {
 	return &collector{
 		m:     m,
 		nodes: prometheus.NewDesc("blockfs_blocks_datanodes", "Registered datanodes by state.", []string{"state"}, nil),
+		refused: prometheus.NewDesc("blockfs_blocks_refused_total",
+			"Datanode and bad-block reports refused or ignored, by reason (register_conflict, bad_report, bad_block_report, unrequested_verified).",
+			[]string{"reason"}, nil),
 		gauge: []gaugeDesc{
 			g("capacity_bytes", "Capacity of live datanodes.", func(s *Stats) float64 { return float64(s.Capacity) }),
 			g("used_bytes", "Bytes used on live datanodes.", func(s *Stats) float64 { return float64(s.Used) }),
@@ -35,12 +40,15 @@ func NewCollector(m *Manager) prometheus.Collector {
 			g("pending_deletion", "Replica deletions not yet sent to datanodes.", func(s *Stats) float64 { return float64(s.PendingDeletion) }),
 			g("corrupt_replicas", "Corrupt or stale replicas not yet scheduled for deletion.", func(s *Stats) float64 { return float64(s.Corrupt) }),
 			g("unknown", "Reported blocks the namespace does not know.", func(s *Stats) float64 { return float64(s.Unknown) }),
+			g("suspect", "Blocks with a replica a client reported bad, awaiting re-verification.", func(s *Stats) float64 { return float64(s.Suspect) }),
+			g("verifying", "Blocks with a verify command outstanding.", func(s *Stats) float64 { return float64(s.Verifying) }),
 		},
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.nodes
+	ch <- c.refused
 	for _, g := range c.gauge {
 		ch <- g.desc
 	}
@@ -52,5 +60,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(st.Dead), "dead")
 	for _, g := range c.gauge {
 		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.val(&st))
+	}
+	for r := Refusal(0); r < numRefusals; r++ {
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(c.m.Refused(r)), r.String())
 	}
 }

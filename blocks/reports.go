@@ -30,7 +30,7 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 		}
 	}
 	forEachShard(m, len(rs), func(i int) uint64 { return rs[i].BlockID }, func(s *shard, i int) {
-		s.addReplica(n, rs[i], now)
+		s.addReplica(n, rs[i], now, false)
 	})
 	forEachShard(m, len(gone), func(i int) uint64 { return gone[i] }, func(s *shard, i int) {
 		s.removeReplica(n, gone[i])
@@ -65,7 +65,7 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		n.blocks[r.BlockID] = struct{}{}
 		s := m.shard(r.BlockID)
 		s.mu.Lock()
-		s.addReplica(n, r, now)
+		s.addReplica(n, r, now, true)
 		s.mu.Unlock()
 	}
 	for _, b := range deleted {
@@ -91,7 +91,10 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 // ReportCorrupt marks datanode datanodeID's replica of blockID corrupt: it is
 // no longer served or counted, the block is queued for replication if that
 // leaves it short, and ComputeWork deletes the corrupt replica once the block
-// has enough good ones. It returns false if that replica is not in the map.
+// has enough good ones, at least one of them verified. It returns false if
+// that replica is not in the map. Call it for reports the namenode trusts
+// (the datanode itself found the replica corrupt); a client's report goes to
+// ReportSuspect.
 func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) {
 	n := m.lookup(datanodeID)
 	if n == nil {
@@ -109,7 +112,9 @@ func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) 
 		return false
 	}
 	before := b.tally()
-	b.locs[i].corrupt = true
+	l := &b.locs[i]
+	l.corrupt = true
+	l.verified, l.suspect, l.verifying = false, false, false
 	s.settle(blockID, b, before)
 	return true
 }
@@ -123,16 +128,21 @@ func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) 
 func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint32, complete bool) {
 	s := m.shard(blockID)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.blocks[blockID]
+	s.setExpected(ExpectedBlock{ID: blockID, GenStamp: genStamp, Inode: inode, Replication: replication, Complete: complete})
+	s.mu.Unlock()
+}
+
+// setExpected is SetExpected with s.mu held.
+func (s *shard) setExpected(e ExpectedBlock) {
+	b := s.blocks[e.ID]
 	if b == nil {
 		b = newBlockInfo(time.Time{})
-		s.blocks[blockID] = b
+		s.blocks[e.ID] = b
 	}
 	before := b.tally()
 	b.expected, b.forgotten = true, false
-	b.genStamp, b.inode, b.replication, b.complete = genStamp, inode, replication, complete
-	s.settle(blockID, b, before)
+	b.genStamp, b.inode, b.replication, b.complete = e.GenStamp, e.Inode, e.Replication, e.Complete
+	s.settle(e.ID, b, before)
 }
 
 // Forget records that the namespace no longer has these blocks (file
@@ -144,13 +154,18 @@ func (m *Manager) Forget(blockIDs ...uint64) {
 		s := m.shard(id)
 		s.mu.Lock()
 		if b := s.blocks[id]; b != nil {
-			before := b.tally()
-			b.expected, b.forgotten = false, true
-			for i := range b.locs {
-				b.invalidate(id, &b.locs[i])
-			}
-			s.settle(id, b, before)
+			s.forget(id, b)
 		}
 		s.mu.Unlock()
 	}
+}
+
+// forget is Forget of one block with s.mu held.
+func (s *shard) forget(id uint64, b *blockInfo) {
+	before := b.tally()
+	b.expected, b.forgotten = false, true
+	for i := range b.locs {
+		b.invalidate(id, &b.locs[i])
+	}
+	s.settle(id, b, before)
 }

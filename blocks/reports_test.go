@@ -99,7 +99,7 @@ func TestReports(t *testing.T) {
 
 func TestLocationsFilterAndOrder(t *testing.T) {
 	m, clk := newTestManager(t, 4)
-	place(t, m, 1, 3, dn(1), dn(2), dn(3), dn(4))
+	place(t, m, 1, 4, dn(1), dn(2), dn(3), dn(4)) // all four verified
 	// Usage decides the order: dn3 emptiest, dn1 fullest.
 	m.Heartbeat(dn(1), 100*gib, 90*gib, 0)
 	m.Heartbeat(dn(2), 100*gib, 50*gib, 0)

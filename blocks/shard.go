@@ -27,6 +27,15 @@ type loc struct {
 	// invalidating: a delete was scheduled; uncounted and unserved until
 	// the datanode reports the replica gone.
 	invalidating bool
+	// verified: this namenode has evidence the replica holds the block's
+	// bytes (see verify.go); unverified copies are deleted first and the
+	// last verified one never is.
+	verified bool
+	// suspect: a client reported it bad; still good until its datanode
+	// re-verifies it (verified again) or reports it corrupt.
+	suspect bool
+	// verifying: a Verify command was queued for it and not yet answered.
+	verifying bool
 }
 
 // blockInfo is everything this namenode knows about one block.
@@ -122,6 +131,10 @@ type shard struct {
 	corrupt map[uint64]struct{} // has bad (corrupt or stale) replicas
 	unknown map[uint64]struct{} // reported, not expected, not forgotten
 	pending map[uint64]*pending
+	// suspect: blocks with a suspect replica; verifying: blocks with a
+	// Verify outstanding, by the time it is given up (verify.go).
+	suspect   map[uint64]struct{}
+	verifying map[uint64]time.Time
 	// counters, kept by settle
 	nBlocks, nGood, nBad int
 	_                    [64]byte // keep shards' locks on separate cache lines
@@ -134,6 +147,8 @@ func (s *shard) init() {
 	s.corrupt = make(map[uint64]struct{})
 	s.unknown = make(map[uint64]struct{})
 	s.pending = make(map[uint64]*pending)
+	s.suspect = make(map[uint64]struct{})
+	s.verifying = make(map[uint64]time.Time)
 }
 
 func (s *shard) dropPending(id uint64, p *pending) {
@@ -195,8 +210,10 @@ func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 	}
 }
 
-// addReplica records that n holds r. Caller holds n.mu and s.mu.
-func (s *shard) addReplica(n *node, r Replica, now time.Time) {
+// addReplica records that n holds r; received is true for an incremental
+// report (the datanode just stored it), false for a full report. Caller
+// holds n.mu and s.mu.
+func (s *shard) addReplica(n *node, r Replica, now time.Time, received bool) {
 	id := r.BlockID
 	b := s.blocks[id]
 	if b == nil {
@@ -211,11 +228,16 @@ func (s *shard) addReplica(n *node, r Replica, now time.Time) {
 	} else {
 		l := &b.locs[i]
 		if l.genStamp != r.GenStamp {
-			l.corrupt = false // a different replica than the one reported corrupt
+			// A different replica than the one reported corrupt, suspect
+			// or verified.
+			l.corrupt, l.verified, l.suspect, l.verifying = false, false, false, false
 		}
 		l.genStamp, l.length = r.GenStamp, r.Length
 	}
 	l := &b.locs[i]
+	if received && !l.verified && s.writtenHere(id, b, l) {
+		l.verified = true
+	}
 	if b.forgotten {
 		l.invalidating = true
 	}

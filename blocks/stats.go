@@ -28,6 +28,8 @@ func (m *Manager) Stats() Stats {
 		st.OverReplicated += len(s.over)
 		st.PendingReplication += len(s.pending)
 		st.Unknown += len(s.unknown)
+		st.Suspect += len(s.suspect)
+		st.Verifying += len(s.verifying)
 		rl.RUnlock()
 	}
 	return st

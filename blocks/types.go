@@ -71,6 +71,10 @@ const (
 	// Replicate: copy Command.Block from the receiving datanode (the source)
 	// to Command.Targets.
 	Replicate
+	// Verify: re-read Command.Block on the receiving datanode and check it
+	// against its stored checksum; the datanode answers with ReportVerified
+	// or a corruption report.
+	Verify
 )
 
 func (k CommandKind) String() string {
@@ -79,6 +83,8 @@ func (k CommandKind) String() string {
 		return "delete"
 	case Replicate:
 		return "replicate"
+	case Verify:
+		return "verify"
 	}
 	return "unknown"
 }
@@ -88,7 +94,8 @@ type Command struct {
 	Kind CommandKind
 	// Blocks are the replicas to delete (Delete).
 	Blocks []Replica
-	// Block is the replica to copy and Targets where to (Replicate).
+	// Block is the replica to copy and Targets where to (Replicate), or the
+	// replica to re-check (Verify).
 	Block   Replica
 	Targets []Datanode
 }
@@ -113,4 +120,9 @@ type Stats struct {
 	Corrupt int
 	// Unknown: blocks reported by datanodes that the namespace does not know.
 	Unknown int
+	// Suspect: blocks with a replica a client reported bad, waiting for its
+	// datanode to re-verify it.
+	Suspect int
+	// Verifying: blocks with a verify command outstanding.
+	Verifying int
 }

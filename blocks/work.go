@@ -12,10 +12,17 @@ import (
 //     targets all died, are forgotten, so their blocks are scheduled again;
 //   - replicas of blocks unknown for longer than UnknownReplicaGrace are
 //     scheduled for deletion;
+//   - verifies unanswered after ReplicationTimeout are given up, and every
+//     suspect replica (see ReportSuspect) without one gets a Verify command;
 //   - corrupt and stale replicas of complete blocks that have enough good
-//     replicas are scheduled for deletion;
-//   - over-replicated blocks lose their excess replicas, from the fullest
-//     holders first;
+//     replicas, one of them verified, are scheduled for deletion (never the
+//     last replica);
+//   - over-replicated blocks lose their excess replicas: unverified copies
+//     first, then suspect ones, then verified ones, each from the fullest
+//     holders first, never the last verified copy (see verify.go);
+//   - a corrupt or over-replicated block with no verified good replica gets
+//     a Verify command for each good one instead, and loses nothing until
+//     an answer arrives;
 //   - under-replicated blocks, fewest good replicas first, get a Replicate
 //     command on a live good holder with fewer than MaxReplicationStreams
 //     replications in flight, to targets from ChooseTargets that exclude
@@ -33,9 +40,12 @@ func (m *Manager) ComputeWork() {
 		good int
 	}
 	var todo []job
+	due := now.Add(m.cfg.ReplicationTimeout)
 	for si := range m.shards {
 		s := &m.shards[si]
 		s.mu.Lock()
+		s.expireVerifies(now)
+		s.verifySuspects(due)
 		for id, p := range s.pending {
 			if !now.Before(p.expiry) {
 				s.dropPending(id, p)
@@ -59,7 +69,11 @@ func (m *Manager) ComputeWork() {
 		for id := range s.corrupt {
 			b := s.blocks[id]
 			before := b.tally()
-			if !b.complete || before.good < int(b.replication) {
+			if !b.complete || before.good < max(1, int(b.replication)) {
+				continue
+			}
+			if b.verifiedGood() == 0 {
+				s.verifyUnverified(id, b, due)
 				continue
 			}
 			for i := range b.locs {
@@ -72,10 +86,16 @@ func (m *Manager) ComputeWork() {
 		for id := range s.over {
 			b := s.blocks[id]
 			before := b.tally()
+			if b.verifiedGood() == 0 {
+				s.verifyUnverified(id, b, due)
+				continue
+			}
 			for excess := before.good - int(b.replication); excess > 0; excess-- {
-				if f := fullestGood(b); f != nil {
-					b.invalidate(id, f)
+				f := b.excessReplica()
+				if f == nil {
+					break
 				}
+				b.invalidate(id, f)
 			}
 			s.settle(id, b, before)
 		}
@@ -118,24 +138,6 @@ func (m *Manager) ComputeWork() {
 			n.flushInvalidates(m.cfg.MaxBlocksPerDelete)
 		}
 	}
-}
-
-// fullestGood returns the good replica on the datanode with the least free
-// space (ties: highest id), or nil.
-func fullestGood(b *blockInfo) *loc {
-	var f *loc
-	var fd *Datanode
-	for i := range b.locs {
-		l := &b.locs[i]
-		if !b.isGood(l) {
-			continue
-		}
-		d := l.n.snap.Load()
-		if f == nil || d.free() < fd.free() || (d.free() == fd.free() && d.ID > fd.ID) {
-			f, fd = l, d
-		}
-	}
-	return f
 }
 
 // scheduleReplication schedules one replication of block id if it is still
@@ -190,8 +192,8 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 
 // PendingCommands hands out (and forgets) up to MaxCommandsPerHeartbeat of
 // the commands queued for datanode id, oldest first, for the reply to its
-// heartbeat. Replicate commands for blocks the namespace has since forgotten
-// are dropped. Nil if there are none or id is unknown.
+// heartbeat. Replicate and Verify commands for blocks the namespace has
+// since forgotten are dropped. Nil if there are none or id is unknown.
 func (m *Manager) PendingCommands(id string) []Command {
 	n := m.lookup(id)
 	if n == nil {
@@ -212,7 +214,7 @@ func (m *Manager) PendingCommands(id string) []Command {
 
 	kept := out[:0]
 	for _, c := range out {
-		if c.Kind == Replicate && !m.expected(c.Block.BlockID) {
+		if (c.Kind == Replicate || c.Kind == Verify) && !m.expected(c.Block.BlockID) {
 			continue
 		}
 		kept = append(kept, c)

@@ -145,7 +145,9 @@ func TestReplicationStreamsAndCommandLimit(t *testing.T) {
 
 func TestOverReplication(t *testing.T) {
 	m, _ := newTestManager(t, 4)
-	place(t, m, 1, 2, dn(1), dn(2), dn(3), dn(4))
+	// Written to four (all verified), then the replication lowered to two.
+	place(t, m, 1, 4, dn(1), dn(2), dn(3), dn(4))
+	m.SetExpected(1, 1, 100, 2, true)
 	m.Heartbeat(dn(1), 100*gib, 10*gib, 0)
 	m.Heartbeat(dn(2), 100*gib, 95*gib, 0) // fullest
 	m.Heartbeat(dn(3), 100*gib, 80*gib, 0) // next fullest

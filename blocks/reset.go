@@ -1,0 +1,75 @@
+package blocks
+
+import "slices"
+
+// ExpectedBlock is what the namespace says about one block: SetExpected's
+// arguments.
+type ExpectedBlock struct {
+	ID, GenStamp, Inode uint64
+	Replication         uint32
+	Complete            bool
+}
+
+// resetBatch is how many blocks a Reset applies per pass over the shards.
+const resetBatch = 4096
+
+// Reset replaces the set of blocks a Manager expects with another, as a
+// namenode does when it installs a snapshot: the blocks of the old
+// namespace that the new one lacks must be forgotten, not kept forever.
+// Start one with BeginReset, Add every block of the new namespace, then
+// Finish. While a Reset runs, nothing else may call SetExpected or Forget
+// (the FSM holds its lock); reports, reads and work go on.
+type Reset struct {
+	m     *Manager
+	batch []ExpectedBlock
+	seen  [numShards][]uint64
+}
+
+// BeginReset starts replacing the expected set.
+func (m *Manager) BeginReset() *Reset {
+	return &Reset{m: m, batch: make([]ExpectedBlock, 0, resetBatch)}
+}
+
+// Add says the new namespace has block e, as SetExpected does. Blocks are
+// applied in batches, each shard's lock taken once per batch.
+func (r *Reset) Add(e ExpectedBlock) {
+	r.batch = append(r.batch, e)
+	if len(r.batch) == resetBatch {
+		r.flush()
+	}
+}
+
+func (r *Reset) flush() {
+	bs := r.batch
+	forEachShard(r.m, len(bs), func(i int) uint64 { return bs[i].ID }, func(s *shard, i int) {
+		s.setExpected(bs[i])
+	})
+	for i := range bs {
+		si := shardIndex(bs[i].ID)
+		r.seen[si] = append(r.seen[si], bs[i].ID)
+	}
+	r.batch = bs[:0]
+}
+
+// Finish applies the last batch, then forgets every block that was expected
+// but not added: its replicas are scheduled for deletion (sent by the
+// leader's ComputeWork) and it leaves every queue. It returns how many
+// blocks it forgot. The Reset must not be used afterwards.
+func (r *Reset) Finish() (forgotten int) {
+	r.flush()
+	for si := range r.m.shards {
+		seen := r.seen[si]
+		slices.Sort(seen)
+		s := &r.m.shards[si]
+		s.mu.Lock()
+		for id, b := range s.blocks {
+			if _, ok := slices.BinarySearch(seen, id); b.expected && !ok {
+				s.forget(id, b)
+				forgotten++
+			}
+		}
+		s.mu.Unlock()
+		r.seen[si] = nil
+	}
+	return forgotten
+}

@@ -1,0 +1,247 @@
+package blocks
+
+import "time"
+
+// A replica is verified when this namenode has evidence, beyond the
+// datanode's say-so in a full report, that it holds the block's bytes:
+//
+//   - it arrived in an incremental report (the datanode just stored it)
+//     with the expected generation stamp while the block had fewer verified
+//     replicas than its replication: the write pipeline filling up, or
+//   - its datanode was a target of a replication this namenode scheduled,
+//     or
+//   - its datanode re-read it on a Verify command this namenode ordered and
+//     answered that the stored checksum matches (ReportVerified).
+//
+// A replica that only appears in a full report (a namenode restart, a
+// datanode coming back, or a datanode claiming blocks it never received) is
+// unverified. Verification is soft state like the rest of the map: a
+// restarted or newly elected namenode re-verifies before it relies on it.
+//
+// ComputeWork uses it so that no report can talk the namenode into deleting
+// the real copies: over-replication deletes unverified copies first and
+// never the last verified one, and corrupt replicas are deleted only while a
+// verified good copy exists. When a block needs one and has none, the
+// namenode orders Verify commands and deletes nothing until answers arrive.
+
+// verifiedGood counts the good replicas that are verified.
+func (b *blockInfo) verifiedGood() int {
+	k := 0
+	for i := range b.locs {
+		if l := &b.locs[i]; l.verified && b.isGood(l) {
+			k++
+		}
+	}
+	return k
+}
+
+// writtenHere reports whether a replica its datanode just reported
+// receiving counts as verified (see above). Caller holds s.mu.
+func (s *shard) writtenHere(id uint64, b *blockInfo, l *loc) bool {
+	if !b.isGood(l) {
+		return false
+	}
+	if p := s.pending[id]; p != nil {
+		for _, t := range p.targets {
+			if t == l.n {
+				return true
+			}
+		}
+	}
+	return b.verifiedGood() < int(b.replication)
+}
+
+// orderVerify queues a Verify command for l, unless one is outstanding, the
+// replica is being deleted, or its datanode is not live. due is when an
+// unanswered verify is given up (and may be ordered again). Caller holds
+// s.mu.
+func (s *shard) orderVerify(id uint64, b *blockInfo, l *loc, due time.Time) {
+	if l.verifying || l.invalidating || l.n.snap.Load().State != Live {
+		return
+	}
+	l.verifying = true
+	if d, ok := s.verifying[id]; !ok || d.Before(due) {
+		s.verifying[id] = due
+	}
+	l.n.queueCommand(Command{Kind: Verify, Block: b.replica(id, l)})
+}
+
+// verifyUnverified orders a verify of every good unverified replica of b.
+func (s *shard) verifyUnverified(id uint64, b *blockInfo, due time.Time) {
+	for i := range b.locs {
+		if l := &b.locs[i]; !l.verified && b.isGood(l) {
+			s.orderVerify(id, b, l, due)
+		}
+	}
+}
+
+// expireVerifies gives up verifies unanswered by their deadline, so the
+// next round may order them again. Caller holds s.mu.
+func (s *shard) expireVerifies(now time.Time) {
+	for id, due := range s.verifying {
+		b := s.blocks[id]
+		if b != nil && now.Before(due) {
+			continue
+		}
+		delete(s.verifying, id)
+		if b == nil {
+			continue
+		}
+		for i := range b.locs {
+			b.locs[i].verifying = false
+		}
+	}
+}
+
+// verifySuspects orders a verify of every suspect replica that has none
+// outstanding, and drops blocks without suspect replicas from the queue.
+// Caller holds s.mu.
+func (s *shard) verifySuspects(due time.Time) {
+	for id := range s.suspect {
+		b := s.blocks[id]
+		any := false
+		if b != nil {
+			for i := range b.locs {
+				if l := &b.locs[i]; l.suspect && !l.invalidating {
+					any = true
+					s.orderVerify(id, b, l, due)
+				}
+			}
+		}
+		if !any {
+			delete(s.suspect, id)
+		}
+	}
+}
+
+// excessReplica picks the good replica of an over-replicated block to
+// delete next: unverified before suspect before verified, and within each
+// the one on the datanode with the least free space (ties: highest id).
+// It never picks the last verified good replica; nil if nothing may go.
+func (b *blockInfo) excessReplica() *loc {
+	var f *loc
+	var fd *Datanode
+	fr := 0
+	for i := range b.locs {
+		l := &b.locs[i]
+		if !b.isGood(l) {
+			continue
+		}
+		r, d := excessRank(l), l.n.snap.Load()
+		if f == nil || r < fr || (r == fr && (d.free() < fd.free() || (d.free() == fd.free() && d.ID > fd.ID))) {
+			f, fd, fr = l, d, r
+		}
+	}
+	if f != nil && f.verified && b.verifiedGood() <= 1 {
+		return nil
+	}
+	return f
+}
+
+func excessRank(l *loc) int {
+	switch {
+	case !l.verified:
+		return 0
+	case l.suspect:
+		return 1
+	}
+	return 2
+}
+
+// serveRank orders good replicas for readers: verified first, then
+// unverified, suspect last.
+func serveRank(l *loc) int {
+	switch {
+	case l.suspect:
+		return 2
+	case !l.verified:
+		return 1
+	}
+	return 0
+}
+
+// ReportSuspect records a client's claim that datanode datanodeID's replica
+// of blockID (generation genStamp) is bad. A client cannot be trusted to
+// say so (any user can name any replica), so the replica stays good and
+// served, only listed last, and the leader's next ComputeWork asks its
+// datanode to re-verify it: the datanode then reports it corrupt (trusted,
+// ReportCorrupt) or verified (ReportVerified, which clears the mark). It
+// returns false, changing nothing, if that replica is not in the map, has
+// another generation stamp, or is already corrupt, stale or being deleted.
+func (m *Manager) ReportSuspect(blockID, genStamp uint64, datanodeID string) (found bool) {
+	n := m.lookup(datanodeID)
+	if n == nil {
+		return false
+	}
+	s := m.shard(blockID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.blocks[blockID]
+	if b == nil {
+		return false
+	}
+	i := b.find(n)
+	if i < 0 {
+		return false
+	}
+	l := &b.locs[i]
+	if l.genStamp != genStamp || !b.isGood(l) {
+		return false
+	}
+	l.suspect = true
+	s.suspect[blockID] = struct{}{}
+	return true
+}
+
+// ReportVerified records datanode id's answers to Verify commands: each
+// replica in rs was re-read and its checksum matched. An answer counts only
+// for a verify this Manager ordered and still waits for, about the same
+// generation stamp and length; the replica becomes verified and stops being
+// suspect. Other answers (a verify another namenode ordered, one given up,
+// or a claim nobody asked for) change nothing and are counted as
+// RefusedVerified. It returns how many answers counted.
+func (m *Manager) ReportVerified(id string, rs []Replica) (accepted int) {
+	n := m.lookup(id)
+	if n == nil {
+		return 0
+	}
+	for _, r := range rs {
+		s := m.shard(r.BlockID)
+		s.mu.Lock()
+		ok := false
+		if b := s.blocks[r.BlockID]; b != nil {
+			if i := b.find(n); i >= 0 {
+				l := &b.locs[i]
+				if l.verifying && !l.corrupt && l.genStamp == r.GenStamp && l.length == r.Length {
+					l.verifying, l.suspect, l.verified = false, false, true
+					ok = true
+				}
+			}
+		}
+		s.mu.Unlock()
+		if ok {
+			accepted++
+		} else {
+			m.Refuse(RefusedVerified)
+		}
+	}
+	return accepted
+}
+
+// IsVerified reports whether datanode datanodeID holds a verified good
+// replica of blockID. For tests and fsck.
+func (m *Manager) IsVerified(blockID uint64, datanodeID string) bool {
+	n := m.lookup(datanodeID)
+	if n == nil {
+		return false
+	}
+	s := m.shard(blockID)
+	rl := s.mu.RLock()
+	defer rl.RUnlock()
+	b := s.blocks[blockID]
+	if b == nil {
+		return false
+	}
+	i := b.find(n)
+	return i >= 0 && b.locs[i].verified && b.isGood(&b.locs[i])
+}
