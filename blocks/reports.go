@@ -115,6 +115,7 @@ func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) 
 	l := &b.locs[i]
 	l.corrupt = true
 	l.verified, l.suspect, l.verifying = false, false, false
+	s.verifyDone(blockID, b)
 	s.settle(blockID, b, before)
 	return true
 }

@@ -93,6 +93,17 @@ func (s *shard) expireVerifies(now time.Time) {
 	}
 }
 
+// verifyDone drops block id from the verifying queue once none of its
+// replicas waits for an answer. Caller holds s.mu.
+func (s *shard) verifyDone(id uint64, b *blockInfo) {
+	for i := range b.locs {
+		if b.locs[i].verifying {
+			return
+		}
+	}
+	delete(s.verifying, id)
+}
+
 // verifySuspects orders a verify of every suspect replica that has none
 // outstanding, and drops blocks without suspect replicas from the queue.
 // Caller holds s.mu.
@@ -203,6 +214,9 @@ func (m *Manager) ReportSuspect(blockID, genStamp uint64, datanodeID string) (fo
 func (m *Manager) ReportVerified(id string, rs []Replica) (accepted int) {
 	n := m.lookup(id)
 	if n == nil {
+		for range rs {
+			m.Refuse(RefusedVerified)
+		}
 		return 0
 	}
 	for _, r := range rs {
@@ -214,6 +228,7 @@ func (m *Manager) ReportVerified(id string, rs []Replica) (accepted int) {
 				l := &b.locs[i]
 				if l.verifying && !l.corrupt && l.genStamp == r.GenStamp && l.length == r.Length {
 					l.verifying, l.suspect, l.verified = false, false, true
+					s.verifyDone(r.BlockID, b)
 					ok = true
 				}
 			}
