@@ -52,6 +52,19 @@ type Config struct {
 	FullReportInterval time.Duration
 	// RPCTimeout bounds each call to a namenode.
 	RPCTimeout time.Duration
+	// KeyRefreshPeriod is how often a background loop asks every namenode
+	// for its public keys, besides the keys heartbeat replies carry.
+	KeyRefreshPeriod time.Duration
+	// KeyRefreshInterval is the least time between two refreshes that
+	// tokens naming an unknown key ask for: however many such tokens come,
+	// they share one refresh per interval.
+	KeyRefreshInterval time.Duration
+	// KeyRefreshTimeout bounds one namenode's answer in a refresh; the
+	// namenodes are asked in parallel.
+	KeyRefreshTimeout time.Duration
+	// KeyRefreshWait is the longest a token check naming an unknown key
+	// waits for that refresh before refusing the call as Unauthenticated.
+	KeyRefreshWait time.Duration
 	// ChunkSize is the size of ReadBlock and forwarded WriteBlock messages.
 	ChunkSize int
 	// MaxBlockSize bounds header.block.length of a write.
@@ -84,6 +97,10 @@ func DefaultConfig() Config {
 		IncrementalReportDelay: 20 * time.Millisecond,
 		FullReportInterval:     6 * time.Hour,
 		RPCTimeout:             10 * time.Second,
+		KeyRefreshPeriod:       time.Minute,
+		KeyRefreshInterval:     200 * time.Millisecond,
+		KeyRefreshTimeout:      2 * time.Second,
+		KeyRefreshWait:         time.Second,
 		ChunkSize:              256 << 10,
 		MaxBlockSize:           1 << 30,
 		CommandWorkers:         4,
@@ -107,6 +124,8 @@ func (c *Config) Validate() error {
 		return bad("full report interval must be >= 0")
 	case c.RPCTimeout <= 0:
 		return bad("rpc timeout must be positive")
+	case c.KeyRefreshPeriod <= 0 || c.KeyRefreshInterval <= 0 || c.KeyRefreshTimeout <= 0 || c.KeyRefreshWait <= 0:
+		return bad("key refresh period, interval, timeout and wait must be positive")
 	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20-1024:
 		return bad("chunk size must be in (0, 4 MiB)")
 	case c.MaxBlockSize == 0:

@@ -121,7 +121,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 		go a.run()
 	}
 	d.wg.Add(1)
-	go func() { defer d.wg.Done(); d.tokens.refresh(d.ctx) }()
+	go d.tokens.loop(d.ctx)
 	st := d.store.OpenStats()
 	d.log.Info("datanode started", "grpc", d.addr, "http", d.HTTPAddr(), "blocks", st.LiveBlocks,
 		"containers", st.Containers, "replay", st.Duration, "namenodes", len(cfg.Namenodes))

@@ -12,23 +12,34 @@ import (
 
 // tokens checks block access tokens on every ReadBlock, WriteBlock and
 // TransferBlock. The datanode holds only public keys: it learns them from
-// GetKeys at start and from heartbeat replies, merges what every namenode
+// heartbeat replies and from a background loop that asks every namenode
+// (GetKeys) at start and every KeyRefreshPeriod, merges what every namenode
 // sends (namenodes may be at different Raft indexes), and prunes by time.
-// A token naming a key it has not heard of makes it ask the namenodes
-// again, at most once per refreshEvery, before refusing (a key is published
+//
+// A token naming a key it has not heard of asks the loop for a refresh and
+// waits for it, at most KeyRefreshWait, before refusing (a key is published
 // through Raft before it signs, but the heartbeat carrying it may not have
-// arrived yet; HDFS-17383 is what happens without this).
+// arrived yet; HDFS-17383 is what happens without this). Such requests
+// share one refresh per KeyRefreshInterval, and the refresh runs on the
+// loop, never on the caller's goroutine: a namenode that hangs delays no
+// read beyond KeyRefreshWait.
 type tokens struct {
 	d      *Datanode
 	keys   *security.KeySet
 	verify *security.Verifier
 	now    func() time.Time
 
-	refreshMu   sync.Mutex
-	lastRefresh time.Time
-}
+	period, interval, timeout, wait time.Duration
 
-const refreshEvery = 200 * time.Millisecond
+	wake chan struct{} // capacity 1: a refresh was asked for
+
+	mu        sync.Mutex
+	started   uint64        // refresh rounds begun
+	done      uint64        // refresh rounds finished
+	pending   bool          // a round was asked for and has not begun
+	lastAsked time.Time     // when an unknown key last got a round granted
+	changed   chan struct{} // closed (and replaced) when keys arrive or a round ends
+}
 
 func newTokens(d *Datanode, cfg security.Config) (*tokens, error) {
 	keys := security.NewKeySet(cfg.TokenLifetime, cfg.ClockSkew)
@@ -40,18 +51,30 @@ func newTokens(d *Datanode, cfg security.Config) (*tokens, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &tokens{d: d, keys: keys, verify: v, now: now}, nil
+	c := &d.cfg
+	return &tokens{d: d, keys: keys, verify: v, now: now,
+		period: c.KeyRefreshPeriod, interval: c.KeyRefreshInterval, timeout: c.KeyRefreshTimeout, wait: c.KeyRefreshWait,
+		wake: make(chan struct{}, 1), changed: make(chan struct{})}, nil
 }
 
 // merge adds encoded public keys to the key set and prunes expired ones.
 func (t *tokens) merge(encoded [][]byte) {
+	added := false
+	defer func() {
+		if added {
+			t.broadcast()
+		}
+	}()
 	for _, b := range encoded {
 		var pk security.PublicKey
 		if err := pk.UnmarshalBinary(b); err != nil {
 			t.d.log.Warn("namenode sent a malformed key", "err", err)
 			continue
 		}
-		if err := t.keys.Add(pk); err != nil && !errs.Is(err, errs.Exist) {
+		switch err := t.keys.Add(pk); {
+		case err == nil:
+			added = true
+		case !errs.Is(err, errs.Exist):
 			t.d.log.Warn("namenode sent a key that does not fit", "kid", pk.KID, "err", err)
 		}
 	}
@@ -68,38 +91,123 @@ func (t *tokens) keyIDs() []string {
 	return out
 }
 
-// refresh asks every namenode for its key set. It reports whether it ran
-// (false: one ran within refreshEvery).
-func (t *tokens) refresh(ctx context.Context) bool {
-	t.refreshMu.Lock()
-	defer t.refreshMu.Unlock()
-	if time.Since(t.lastRefresh) < refreshEvery {
-		return false
-	}
-	t.lastRefresh = time.Now()
-	for _, a := range t.d.actors {
-		nn, err := a.client()
-		if err != nil {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, t.d.cfg.RPCTimeout)
-		resp, err := nn.GetKeys(cctx, &api.GetKeysRequest{})
-		cancel()
-		if err == nil {
-			t.merge(resp.Keys)
-		}
-	}
-	return true
+// broadcast wakes every check waiting for keys.
+func (t *tokens) broadcast() {
+	t.mu.Lock()
+	close(t.changed)
+	t.changed = make(chan struct{})
+	t.mu.Unlock()
 }
 
-// check verifies token for want, refreshing the key set once if the key
-// is unknown.
+// loop refreshes the key set at start, every period, and when a check
+// asks (see ask); it returns when ctx is done. Rounds never overlap.
+func (t *tokens) loop(ctx context.Context) {
+	defer t.d.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.wake:
+		case <-timer.C:
+		}
+		t.refresh(ctx)
+		timer.Reset(t.period)
+	}
+}
+
+// refresh is one round: every namenode is asked in parallel, each within
+// the timeout, and what each answers is merged as it arrives.
+func (t *tokens) refresh(ctx context.Context) {
+	t.mu.Lock()
+	t.started++
+	t.pending = false
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, a := range t.d.actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nn, err := a.client()
+			if err != nil {
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, t.timeout)
+			resp, err := nn.GetKeys(cctx, &api.GetKeysRequest{})
+			cancel()
+			if err != nil {
+				t.d.log.Debug("key refresh", "namenode", a.addr, "err", err)
+				return
+			}
+			t.merge(resp.Keys)
+		}()
+	}
+	wg.Wait()
+	t.mu.Lock()
+	t.done++
+	t.mu.Unlock()
+	t.broadcast()
+}
+
+// ask is called by a check that met an unknown key. It returns the round
+// whose end the check should wait for, or ok=false if there is none to
+// wait for: one round is granted per interval (the callers in between
+// share it), and a check arriving after that may still wait for a round
+// under way.
+func (t *tokens) ask() (round uint64, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch now := time.Now(); {
+	case t.pending:
+		return t.started + 1, true
+	case now.Sub(t.lastAsked) >= t.interval:
+		t.lastAsked, t.pending = now, true
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+		return t.started + 1, true
+	case t.started > t.done:
+		return t.started, true
+	}
+	return 0, false
+}
+
+// check verifies token for want. If it names an unknown key, check asks
+// for a refresh and waits, at most the configured wait (or until ctx
+// ends), for that round or for new keys, then verifies again; a key still
+// unknown is refused as Unauthenticated.
 func (t *tokens) check(ctx context.Context, token []byte, want security.Request) error {
 	_, err := t.verify.Verify(token, want)
-	if err != nil && errs.KindOf(err) == errs.Unauthenticated && isUnknownKey(err) && t.refresh(ctx) {
-		_, err = t.verify.Verify(token, want)
+	if err == nil || errs.KindOf(err) != errs.Unauthenticated || !isUnknownKey(err) {
+		return err
 	}
-	return err
+	round, ok := t.ask()
+	if !ok {
+		return err
+	}
+	timer := time.NewTimer(t.wait)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		finished, changed := t.done >= round, t.changed
+		t.mu.Unlock()
+		if finished {
+			_, err = t.verify.Verify(token, want)
+			return err
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return err
+		case <-ctx.Done():
+			return err
+		}
+		if _, err = t.verify.Verify(token, want); err == nil || !isUnknownKey(err) {
+			return err
+		}
+	}
 }
 
 func isUnknownKey(err error) bool {
