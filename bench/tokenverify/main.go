@@ -1,99 +1,66 @@
-// Command tokenverify measures block-token verifications per second on the
-// datanode side, KUDU-3210 style: 1, 2, 4 and 8 goroutines, with the
-// verified-token cache off and on, over a realistic token set (--tokens
-// distinct valid per-request tokens, cycled), and with --global-mutex the
-// same runs with the verifier wrapped in one mutex (the KUDU-3210
-// anti-pattern) for contrast. Every configuration is measured in the same
-// run; speedup is against 1 goroutine, cache off, no global mutex.
+// Command tokenverify measures the block-token caches KUDU-3210 style, on
+// both sides: the namenode's issuer (FileToken) and the datanode's verifier
+// (Verify). Each side runs three workloads at 1 and 2 goroutines:
 //
-//	go run ./bench/tokenverify --json out.json --duration 2s
+//   - none: no cache (per-request signing; verification with the cache off)
+//   - hit:  a cache holding every key of a small hit set (--hit-set)
+//   - miss: a cache of --cache-size entries cycled over --miss-factor times
+//     as many distinct (user, inode) pairs, so nearly every call misses and
+//     evicts
+//
+// and, with --global-mutex, the verifier's none and hit again with every
+// call under one mutex (the KUDU-3210 anti-pattern) for contrast. Every
+// series is measured --runs times, interleaved so that all of them see the
+// same noise, and the median is reported; ratios are within one side.
+//
+//	go run ./bench/tokenverify --json out.json
 package main
 
 import (
-	"crypto/ed25519"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sync"
-	"sync/atomic"
-	"text/tabwriter"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blockfs/blockfs/security"
 )
 
-// control measures bare ed25519.Verify with g goroutines: the machine's own
-// scaling ceiling for the signature check (no JWT, no cache, no metrics), so
-// a missed scaling floor can be told apart from contention in the verifier.
-func control(g int, d time.Duration) float64 {
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	msg := make([]byte, 200)
-	sig := ed25519.Sign(priv, msg)
-	var stop atomic.Bool
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < g; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := int64(0)
-			for !stop.Load() {
-				if !ed25519.Verify(pub, msg, sig) {
-					log.Fatal("control: bad signature")
-				}
-				n++
-			}
-			total.Add(n)
-		}()
-	}
-	time.Sleep(d)
-	stop.Store(true)
-	wg.Wait()
-	return float64(total.Load()) / time.Since(start).Seconds()
-}
-
-// Row is one line of the JSON output.
+// Row is one line of the JSON output: the median of the runs of one series.
 type Row struct {
-	Goroutines     int     `json:"goroutines"`
-	Cache          bool    `json:"cache"`
-	GlobalMutex    bool    `json:"global_mutex"`
-	VerifiesPerSec float64 `json:"verifies_per_sec"`
-	Speedup        float64 `json:"speedup"` // vs 1 goroutine, cache off, no global mutex
-}
-
-type verifier interface {
-	Verify(tok []byte, want security.Request) (security.Claims, error)
-}
-
-// locked is the KUDU-3210 anti-pattern: every verification under one mutex.
-type locked struct {
-	mu sync.Mutex
-	v  *security.Verifier
-}
-
-func (l *locked) Verify(tok []byte, want security.Request) (security.Claims, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.v.Verify(tok, want)
+	Side        string    `json:"side"`     // issuer or verifier
+	Workload    string    `json:"workload"` // none, hit or miss
+	Goroutines  int       `json:"goroutines"`
+	GlobalMutex bool      `json:"global_mutex"`
+	OpsPerSec   float64   `json:"ops_per_sec"`         // median of Runs
+	Runs        []float64 `json:"runs_ops_per_sec"`    // every run, in order
+	HitRatio    *float64  `json:"hit_ratio,omitempty"` // cache hits / lookups over all runs; absent without a cache
+	Speedup     float64   `json:"speedup"`             // vs 1 goroutine, workload none, same side, no global mutex
 }
 
 func main() {
 	jsonOut := flag.String("json", "", "write rows as JSON to this file")
-	duration := flag.Duration("duration", 2*time.Second, "measuring time per configuration")
-	nTokens := flag.Int("tokens", 1000, "distinct valid tokens cycled through")
-	globalMutex := flag.Bool("global-mutex", true, "also measure the verifier wrapped in one global mutex")
+	duration := flag.Duration("duration", time.Second, "measuring time per series and run")
+	runs := flag.Int("runs", 5, "runs per series; the median is reported")
+	cacheSize := flag.Int("cache-size", 4096, "issuer and verifier cache size (entries)")
+	hitSet := flag.Int("hit-set", 1000, "distinct keys of the hit workload (at most --cache-size)")
+	missFactor := flag.Int("miss-factor", 8, "the miss workload cycles over this many times --cache-size distinct keys")
+	gList := flag.String("goroutines", "1,2", "goroutine counts, comma-separated (1 is required: speedups are against it)")
+	globalMutex := flag.Bool("global-mutex", true, "also measure the verifier's none and hit under one global mutex")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run")
 	flag.Parse()
 	log.SetFlags(0)
-
+	gs := parseGoroutines(*gList)
+	if *hitSet < 1 || *hitSet > *cacheSize || *missFactor < 2 || *runs < 1 {
+		log.Fatal("need 1 <= --hit-set <= --cache-size, --miss-factor >= 2, --runs >= 1")
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -106,8 +73,8 @@ func main() {
 	}
 
 	cfg := security.DefaultConfig()
-	cfg.Mode = security.PerRequest
 	cfg.TokenLifetime = time.Hour // outlives any run
+	cfg.CacheSize, cfg.VerifyCacheSize = *cacheSize, *cacheSize
 	km, err := security.NewKeyManager(cfg)
 	if err != nil {
 		log.Fatal(err)
@@ -116,107 +83,84 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ks := security.NewKeySet(cfg.TokenLifetime, cfg.ClockSkew)
-	if err := ks.Add(pk); err != nil {
+	pub := security.NewKeySet(cfg.TokenLifetime, cfg.ClockSkew)
+	if err := pub.Add(pk); err != nil {
 		log.Fatal(err)
 	}
-	is, err := security.NewIssuer(cfg, km, nil)
+	pr := cfg
+	pr.Mode = security.PerRequest
+	signer, err := security.NewIssuer(pr, km, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	toks := make([][]byte, *nTokens)
-	reqs := make([]security.Request, *nTokens)
-	for i := range toks {
-		user := fmt.Sprintf("user%d", i%37)
-		if toks[i], err = is.FileToken(user, uint64(1000+i), security.Read); err != nil {
-			log.Fatal(err)
-		}
-		reqs[i] = security.Request{Inode: uint64(1000 + i), Access: security.Read}
-	}
+	keys := newKeySet(*missFactor**cacheSize, signer)
+	fmt.Printf("tokenverify: cache %d entries, hit set %d keys, miss set %d keys, tokens ~%d bytes, %v x %d runs per series, GOMAXPROCS=%d NumCPU=%d\n",
+		*cacheSize, *hitSet, len(keys.toks), len(keys.toks[0]), *duration, *runs, runtime.GOMAXPROCS(0), runtime.NumCPU())
 
-	newVerifier := func(cache bool) *security.Verifier {
-		c := cfg
-		c.VerifyCache = cache
-		v, err := security.NewVerifier(c, ks, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		return v
+	var all []*series
+	for _, w := range []string{"none", "miss", "hit"} {
+		all = append(all, newIssuerSeries(cfg, km, w, keys, *hitSet))
 	}
-
-	type setup struct {
-		cache, global bool
+	for _, w := range []string{"none", "miss", "hit"} {
+		all = append(all, newVerifierSeries(cfg, pub, w, keys, *hitSet, false))
 	}
-	setups := []setup{{false, false}, {true, false}}
 	if *globalMutex {
-		setups = append(setups, setup{false, true}, setup{true, true})
+		for _, w := range []string{"none", "hit"} {
+			all = append(all, newVerifierSeries(cfg, pub, w, keys, *hitSet, true))
+		}
 	}
-	fmt.Printf("tokenverify: %d tokens of ~%d bytes, %v per configuration, GOMAXPROCS=%d NumCPU=%d\n",
-		len(toks), len(toks[0]), *duration, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	for _, s := range all {
+		if s.workload == "none" {
+			s.run(1, 100*time.Millisecond)
+		} else {
+			s.warm()
+		}
+	}
 
 	// The control runs right before the rows it explains, so both see the
 	// same load from whatever else shares the machine.
 	c1, c2 := control(1, *duration), control(2, *duration)
 
+	type acc struct {
+		ops        []float64
+		hits, seen float64
+	}
+	res := make([][]acc, len(all))
+	for i := range res {
+		res[i] = make([]acc, len(gs))
+	}
+	// Every run measures every series once, so the floors can compare
+	// series within one run: the machine is shared and its load drifts.
+	for r := 0; r < *runs; r++ {
+		for i, s := range all {
+			for j, g := range gs {
+				h0, m0 := s.counters()
+				ops := s.run(g, *duration)
+				h1, m1 := s.counters()
+				a := &res[i][j]
+				a.ops = append(a.ops, ops)
+				a.hits += h1 - h0
+				a.seen += h1 - h0 + m1 - m0
+			}
+		}
+	}
 	var rows []Row
-	for _, s := range setups {
-		for _, g := range []int{1, 2, 4, 8} {
-			sv := newVerifier(s.cache)
-			var v verifier = sv
-			if s.global {
-				v = &locked{v: sv}
+	for i, s := range all {
+		for j, g := range gs {
+			a := res[i][j]
+			row := Row{Side: s.side, Workload: s.workload, Goroutines: g, GlobalMutex: s.global, OpsPerSec: median(a.ops), Runs: a.ops}
+			if a.seen > 0 {
+				hr := a.hits / a.seen
+				row.HitRatio = &hr
 			}
-			// Warm up (and fill the cache when it is on).
-			run(v, toks, reqs, 1, 200*time.Millisecond)
-			if s.cache && sv.CacheLen() != len(toks) {
-				for i := range toks {
-					if _, err := v.Verify(toks[i], reqs[i]); err != nil {
-						log.Fatal(err)
-					}
-				}
-			}
-			rate := run(v, toks, reqs, g, *duration)
-			rows = append(rows, Row{Goroutines: g, Cache: s.cache, GlobalMutex: s.global, VerifiesPerSec: rate})
+			rows = append(rows, row)
 		}
 	}
-	base := rows[0].VerifiesPerSec
 	for i := range rows {
-		rows[i].Speedup = rows[i].VerifiesPerSec / base
+		rows[i].Speedup = rows[i].OpsPerSec / find(rows, rows[i].Side, "none", 1, false)
 	}
-
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "goroutines\tcache\tlock\tverifies/s\tspeedup vs 1g uncached\t")
-	for _, r := range rows {
-		lock := "sharded"
-		if r.GlobalMutex {
-			lock = "global mutex"
-		}
-		cache := "off"
-		if r.Cache {
-			cache = "on"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2fx\t\n", r.Goroutines, cache, lock, r.VerifiesPerSec, r.Speedup)
-	}
-	tw.Flush()
-
-	find := func(g int, cache, global bool) float64 {
-		for _, r := range rows {
-			if r.Goroutines == g && r.Cache == cache && r.GlobalMutex == global {
-				return r.VerifiesPerSec
-			}
-		}
-		return 0
-	}
-	check := func(name string, got, floor float64) {
-		verdict := "ok"
-		if got < floor {
-			verdict = "MISSED"
-		}
-		fmt.Printf("floor %-40s %6.2fx (floor %.1fx) %s\n", name, got, floor, verdict)
-	}
-	check("2 goroutines uncached / 1 uncached", find(2, false, false)/base, 1.6)
-	fmt.Printf("control: bare ed25519.Verify 1 goroutine %.0f/s, 2 goroutines %.0f/s (%.2fx): the machine's ceiling for the floor above\n", c1, c2, c2/c1)
-	check("1 goroutine cached / 1 uncached", find(1, true, false)/base, 30)
+	printTable(rows)
+	printFloors(rows, gs, c1, c2)
 
 	if *jsonOut != "" {
 		b, err := json.MarshalIndent(rows, "", "  ")
@@ -229,33 +173,45 @@ func main() {
 	}
 }
 
-// run verifies with g goroutines for d, each cycling through the tokens from
-// its own offset, and returns verifications per second. Every verification
-// must succeed.
-func run(v verifier, toks [][]byte, reqs []security.Request, g int, d time.Duration) float64 {
-	var stop atomic.Bool
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < g; w++ {
-		wg.Add(1)
-		go func(off int) {
-			defer wg.Done()
-			n, i := int64(0), off
-			for !stop.Load() {
-				if _, err := v.Verify(toks[i], reqs[i]); err != nil {
-					log.Fatalf("verify: %v", err)
-				}
-				n++
-				if i++; i == len(toks) {
-					i = 0
-				}
-			}
-			total.Add(n)
-		}(w * len(toks) / g)
+func parseGoroutines(s string) []int {
+	var gs []int
+	for _, f := range strings.Split(s, ",") {
+		g, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || g < 1 {
+			log.Fatalf("bad --goroutines %q", s)
+		}
+		gs = append(gs, g)
 	}
-	time.Sleep(d)
-	stop.Store(true)
-	wg.Wait()
-	return float64(total.Load()) / time.Since(start).Seconds()
+	if !slices.Contains(gs, 1) {
+		log.Fatal("--goroutines must include 1")
+	}
+	return gs
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// find returns the median ops/s of one series at g goroutines (NaN if it
+// was not measured).
+func find(rows []Row, side, workload string, g int, global bool) float64 {
+	if r := findRow(rows, side, workload, g, global); r != nil {
+		return r.OpsPerSec
+	}
+	return math.NaN()
+}
+
+func findRow(rows []Row, side, workload string, g int, global bool) *Row {
+	for i, r := range rows {
+		if r.Side == side && r.Workload == workload && r.Goroutines == g && r.GlobalMutex == global {
+			return &rows[i]
+		}
+	}
+	return nil
 }
