@@ -40,6 +40,14 @@ type Config struct {
 	// in-memory transport to cut links between chosen nodes). RaftAddr is
 	// then ignored; the transport's LocalAddr is the node's Raft address.
 	RaftTransport raft.Transport
+	// InsecureRaft lets a node without TLS serve plaintext Raft on a
+	// non-loopback address (--insecure-raft; it logs an error at start).
+	// Without it such a node refuses to start: plaintext Raft has no
+	// authentication, and one AppendEntries from anyone rewrites the
+	// namespace. A node with TLS always runs Raft over mTLS.
+	InsecureRaft bool
+	// RaftHandshakeTimeout bounds each Raft connection's TLS handshake.
+	RaftHandshakeTimeout time.Duration
 	// HTTPAddr serves /metrics; "" disables it.
 	HTTPAddr string
 
@@ -83,6 +91,9 @@ type Config struct {
 	// other namenodes.
 	TLS     *tls.Config
 	PeerTLS *tls.Config
+	// TrustDomain is the cluster's SPIFFE trust domain: under mTLS every
+	// caller's certificate must name spiffe://<TrustDomain>/<role>/<name>.
+	TrustDomain string
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node
@@ -107,11 +118,14 @@ func DefaultConfig() Config {
 		WorkInterval:   time.Second,
 		MaxRequestSize: 4 << 20,
 
-		Security: security.DefaultConfig(),
-		Auth:     AuthMTLS,
+		Security:    security.DefaultConfig(),
+		Auth:        AuthMTLS,
+		TrustDomain: security.DefaultTrustDomain,
 
 		MaxInflightApplies: 1,
 		MaxBatch:           256,
+
+		RaftHandshakeTimeout: 10 * time.Second,
 	}
 }
 
@@ -144,6 +158,9 @@ func (c *Config) Validate() error {
 	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
 		return bad("max in-flight applies and max batch must be positive")
 	}
+	if err := security.ValidateTrustDomain(c.TrustDomain); err != nil {
+		return err
+	}
 	switch c.Auth {
 	case AuthSimple:
 	case AuthMTLS:
@@ -152,6 +169,14 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return bad("auth %q: want simple or mtls", c.Auth)
+	}
+	switch {
+	case c.RaftHandshakeTimeout <= 0:
+		return bad("raft handshake timeout must be positive")
+	case c.Auth == AuthMTLS && c.PeerTLS == nil:
+		return bad("auth mtls needs the peer TLS config too: Raft and calls to other namenodes use it")
+	case c.InsecureRaft && c.Auth != AuthSimple:
+		return bad("insecure raft applies only to auth simple; under mtls Raft always runs over mTLS")
 	}
 	for _, p := range c.Peers {
 		if p.ID == "" || p.RaftAddr == "" || p.GRPCAddr == "" {

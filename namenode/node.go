@@ -184,12 +184,13 @@ func (n *Namenode) startRaft() error {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
 	var trans raft.Transport = cfg.RaftTransport
+	setRaft := func(*raft.Raft) {}
 	if trans == nil {
-		tcp, err := raft.NewTCPTransport(cfg.RaftAddr, nil, 3, 10*time.Second, logw)
+		nt, set, err := n.newRaftTransport(logw)
 		if err != nil {
-			return errs.Wrap(errs.Unavailable, "raft transport", cfg.RaftAddr, err)
+			return err
 		}
-		trans = tcp
+		trans, setRaft = nt, set
 	}
 	n.transport = trans
 	has, err := raft.HasExistingState(logs, store, snaps)
@@ -201,6 +202,7 @@ func (n *Namenode) startRaft() error {
 		return errs.Wrap(errs.Internal, "start raft", "", err)
 	}
 	n.raft = r
+	setRaft(r)
 	if !has && cfg.Bootstrap {
 		conf := raft.Configuration{}
 		if len(cfg.Peers) == 0 {
