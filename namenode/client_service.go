@@ -243,13 +243,7 @@ func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) 
 }
 
 func (s *clientService) ReportBadBlocks(ctx context.Context, req *api.ReportBadBlocksRequest) (*api.ReportBadBlocksResponse, error) {
-	if req.DatanodeId == "" || len(req.Blocks) == 0 {
-		return nil, errs.New(errs.Invalid, "report bad blocks", "", "datanode_id and blocks are required")
-	}
-	for _, b := range req.Blocks {
-		s.n.blocks.ReportCorrupt(b.GetId(), req.DatanodeId)
-	}
-	return &api.ReportBadBlocksResponse{}, nil
+	return s.n.reportBadBlocks(ctx, req) // blockmap.go: trusted only from the datanode itself
 }
 
 func (s *clientService) ClusterStatus(ctx context.Context, req *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {

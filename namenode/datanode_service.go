@@ -16,20 +16,34 @@ type datanodeService struct {
 	n *Namenode
 }
 
+// Register records the calling datanode. A live datanode id registering
+// again from another address is refused (errs.Exist): one id is one
+// datanode, and a second process taking the id would take its commands.
 func (s *datanodeService) Register(ctx context.Context, req *api.RegisterRequest) (*api.RegisterResponse, error) {
 	d := req.GetNode()
 	if d.GetId() == "" || d.GetAddr() == "" {
+		s.n.blocks.Refuse(blocks.RefusedReport)
 		return nil, errs.New(errs.Invalid, "register", "", "datanode id and addr are required")
 	}
-	s.n.blocks.Register(blocks.Datanode{
+	if err := s.n.checkDatanodeCaller(ctx, "register", d.Id); err != nil {
+		return nil, err
+	}
+	if err := s.n.blocks.Register(blocks.Datanode{
 		ID: d.Id, Addr: d.Addr, HTTPAddr: d.HttpAddr, Capacity: d.Capacity, Used: d.Used, FailedVolumes: d.FailedVolumes,
-	})
+	}); err != nil {
+		s.n.log.Warn("datanode registration refused", "datanode", d.Id, "addr", d.Addr, "err", err)
+		return nil, err
+	}
 	return &api.RegisterResponse{NamenodeId: s.n.cfg.ID, IsLeader: s.n.isReadyLeader()}, nil
 }
 
 func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {
 	if req.DatanodeId == "" {
+		s.n.blocks.Refuse(blocks.RefusedReport)
 		return nil, errs.New(errs.Invalid, "heartbeat", "", "datanode_id is required")
+	}
+	if err := s.n.checkDatanodeCaller(ctx, "heartbeat", req.DatanodeId); err != nil {
+		return nil, err
 	}
 	if !s.n.blocks.Heartbeat(req.DatanodeId, req.Capacity, req.Used, req.FailedVolumes) {
 		return &api.HeartbeatResponse{Reregister: true}, nil
@@ -49,31 +63,69 @@ func (s *datanodeService) GetKeys(ctx context.Context, req *api.GetKeysRequest) 
 }
 
 func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportRequest) (*api.BlockReportResponse, error) {
+	const op = "block report"
 	if req.DatanodeId == "" {
-		return nil, errs.New(errs.Invalid, "block report", "", "datanode_id is required")
+		s.n.blocks.Refuse(blocks.RefusedReport)
+		return nil, errs.New(errs.Invalid, op, "", "datanode_id is required")
 	}
-	rs := make([]blocks.Replica, len(req.Blocks))
-	for i, b := range req.Blocks {
-		rs[i] = toReplica(b)
+	if err := s.n.checkDatanodeCaller(ctx, op, req.DatanodeId); err != nil {
+		return nil, err
+	}
+	rs, err := s.replicas(op, req.Blocks)
+	if err != nil {
+		return nil, err
 	}
 	s.n.blocks.FullReport(req.DatanodeId, rs)
 	return &api.BlockReportResponse{}, nil
 }
 
 func (s *datanodeService) IncrementalBlockReport(ctx context.Context, req *api.IncrementalBlockReportRequest) (*api.IncrementalBlockReportResponse, error) {
+	const op = "incremental block report"
 	if req.DatanodeId == "" {
-		return nil, errs.New(errs.Invalid, "incremental block report", "", "datanode_id is required")
+		s.n.blocks.Refuse(blocks.RefusedReport)
+		return nil, errs.New(errs.Invalid, op, "", "datanode_id is required")
 	}
-	rs := make([]blocks.Replica, len(req.Received))
-	for i, b := range req.Received {
-		rs[i] = toReplica(b)
+	if err := s.n.checkDatanodeCaller(ctx, op, req.DatanodeId); err != nil {
+		return nil, err
+	}
+	rs, err := s.replicas(op, req.Received)
+	if err != nil {
+		return nil, err
 	}
 	del := make([]uint64, len(req.Deleted))
 	for i, b := range req.Deleted {
-		del[i] = b.GetId()
+		if b == nil {
+			s.n.blocks.Refuse(blocks.RefusedReport)
+			return nil, errs.New(errs.Invalid, op, "", "a deleted entry without a block")
+		}
+		del[i] = b.Id
 	}
-	s.n.blocks.IncrementalReport(req.DatanodeId, rs, del)
+	ver := make([]blocks.Replica, len(req.Verified))
+	for i, b := range req.Verified {
+		if b == nil {
+			s.n.blocks.Refuse(blocks.RefusedReport)
+			return nil, errs.New(errs.Invalid, op, "", "a verified entry without a block")
+		}
+		ver[i] = blocks.Replica{BlockID: b.Id, GenStamp: b.GenStamp, Length: b.Length}
+	}
+	if s.n.blocks.IncrementalReport(req.DatanodeId, rs, del) && len(ver) > 0 {
+		s.n.blocks.ReportVerified(req.DatanodeId, ver)
+	}
 	return &api.IncrementalBlockReportResponse{}, nil
+}
+
+// replicas converts reported blocks, refusing the whole report (changing
+// nothing) if an entry has no block.
+func (s *datanodeService) replicas(op string, bs []*api.ReportedBlock) ([]blocks.Replica, error) {
+	rs := make([]blocks.Replica, len(bs))
+	for i, b := range bs {
+		if b.GetBlock() == nil {
+			s.n.blocks.Refuse(blocks.RefusedReport)
+			return nil, errs.Newf(errs.Invalid, op, "", "entry %d has no block", i)
+		}
+		rs[i] = toReplica(b)
+	}
+	return rs, nil
 }
 
 func toReplica(b *api.ReportedBlock) blocks.Replica {
@@ -109,6 +161,9 @@ func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 				r.Targets = append(r.Targets, toDatanodeInfo(t))
 			}
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Replicate{Replicate: r}})
+		case blocks.Verify:
+			v := &api.VerifyBlockCommand{Block: replicaBlock(c.Block)}
+			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Verify{Verify: v}})
 		}
 	}
 	return out

@@ -377,11 +377,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
-	if f.events != nil {
-		st.tree.ForEachBlock(func(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
-			f.events.Expect(b, inode, repl, complete)
-		})
-	}
+	// The block map expects exactly the restored blocks: those of the old
+	// state that the snapshot lacks are forgotten, their replicas deleted.
+	f.resetBlockEvents(st)
 	f.mu.Unlock()
 	f.setApplied(applied)
 	return nil
