@@ -19,11 +19,16 @@ type actor struct {
 	mu       sync.Mutex
 	received map[uint64]*api.ReportedBlock
 	deleted  map[uint64]*api.Block
+	// verified are answers to VerifyBlock commands not yet sent. A full
+	// report does not replace them: it says what is held, not what was
+	// checked.
+	verified map[uint64]*api.Block
 	kick     chan struct{}
 }
 
 func newActor(d *Datanode, addr string) *actor {
-	return &actor{d: d, addr: addr, received: map[uint64]*api.ReportedBlock{}, deleted: map[uint64]*api.Block{}, kick: make(chan struct{}, 1)}
+	return &actor{d: d, addr: addr, received: map[uint64]*api.ReportedBlock{}, deleted: map[uint64]*api.Block{},
+		verified: map[uint64]*api.Block{}, kick: make(chan struct{}, 1)}
 }
 
 func (a *actor) client() (api.DatanodeProtocolClient, error) {
@@ -175,12 +180,12 @@ func (a *actor) heartbeat() (*api.HeartbeatResponse, error) {
 // again (unless newer news about the same block arrived meanwhile).
 func (a *actor) flushIncremental() error {
 	a.mu.Lock()
-	rec, del := a.received, a.deleted
-	if len(rec) == 0 && len(del) == 0 {
+	rec, del, ver := a.received, a.deleted, a.verified
+	if len(rec) == 0 && len(del) == 0 && len(ver) == 0 {
 		a.mu.Unlock()
 		return nil
 	}
-	a.received, a.deleted = map[uint64]*api.ReportedBlock{}, map[uint64]*api.Block{}
+	a.received, a.deleted, a.verified = map[uint64]*api.ReportedBlock{}, map[uint64]*api.Block{}, map[uint64]*api.Block{}
 	a.mu.Unlock()
 	req := &api.IncrementalBlockReportRequest{DatanodeId: a.d.id}
 	for _, r := range rec {
@@ -188,6 +193,9 @@ func (a *actor) flushIncremental() error {
 	}
 	for _, b := range del {
 		req.Deleted = append(req.Deleted, b)
+	}
+	for _, b := range ver {
+		req.Verified = append(req.Verified, b)
 	}
 	nn, err := a.client()
 	if err == nil {
@@ -205,6 +213,11 @@ func (a *actor) flushIncremental() error {
 		for id, b := range del {
 			if a.received[id] == nil && a.deleted[id] == nil {
 				a.deleted[id] = b
+			}
+		}
+		for id, b := range ver {
+			if a.verified[id] == nil && a.deleted[id] == nil {
+				a.verified[id] = b
 			}
 		}
 		a.mu.Unlock()
@@ -229,8 +242,16 @@ func (a *actor) enqueue(rec *api.ReportedBlock, del *api.Block) {
 	}
 	if del != nil {
 		delete(a.received, del.Id)
+		delete(a.verified, del.Id)
 		a.deleted[del.Id] = del
 	}
+	a.mu.Unlock()
+	a.signal()
+}
+
+func (a *actor) enqueueVerified(b *api.Block) {
+	a.mu.Lock()
+	a.verified[b.Id] = b
 	a.mu.Unlock()
 	a.signal()
 }
@@ -314,6 +335,8 @@ func (d *Datanode) commandWorker() {
 				d.deleteBlocks(c.GetDelete().Blocks)
 			case c.GetReplicate() != nil:
 				d.replicate(c.GetReplicate())
+			case c.GetVerify() != nil:
+				d.verifyBlock(c.GetVerify().GetBlock())
 			}
 		}
 	}
@@ -356,4 +379,44 @@ func (d *Datanode) replicate(c *api.ReplicateBlockCommand) {
 	}
 	d.met.replications.WithLabelValues("ok").Inc()
 	d.log.Debug("replicated", "block", id, "to", stored)
+}
+
+// verifyBlock runs a verify command: it re-reads the local replica of b in
+// full, which checks the stored CRC32C, and tells every namenode the result
+// (each keeps its own block map; only the one that asked counts it). Intact:
+// an incremental report's verified entry. Corrupt: ReportBadBlocks as this
+// datanode, even if reported before (the asking namenode may not know).
+// Gone or of another generation: reported deleted, so the namenode drops
+// what it thought was here. An I/O error answers nothing; the namenode asks
+// again later.
+func (d *Datanode) verifyBlock(b *api.Block) {
+	if b == nil {
+		return
+	}
+	info, ok := d.store.Stat(b.Id)
+	if !ok {
+		d.reportDeleted(&api.Block{Id: b.Id, GenStamp: b.GenStamp, Length: b.Length})
+		return
+	}
+	if info.GenStamp != b.GenStamp {
+		d.log.Info("verify: the replica has another generation", "block", b.Id, "have", info.GenStamp, "asked", b.GenStamp)
+		d.reportReceived(info)
+		return
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, 4*d.cfg.RPCTimeout)
+	defer cancel()
+	if _, err := d.store.Read(ctx, b.Id, 0, info.Length); err != nil {
+		if errs.Is(err, errs.Corrupt) {
+			d.corrupt.Delete(b.Id)
+			d.reportCorrupt(info)
+			return
+		}
+		d.log.Warn("verify block", "block", b.Id, "err", err)
+		return
+	}
+	d.log.Debug("verified block", "block", b.Id)
+	v := &api.Block{Id: info.ID, GenStamp: info.GenStamp, Length: uint64(info.Length)}
+	for _, a := range d.actors {
+		a.enqueueVerified(v)
+	}
 }
