@@ -113,11 +113,11 @@ func startMTLSCluster(t testing.TB, p *raftPKI, n int, adjust func(*namenode.Con
 	return c, p.conns(c)
 }
 
-// mkdirVia creates path as root through the leader, retrying while
-// leadership moves.
-func mkdirVia(t testing.TB, c *localcluster.Cluster, conns []api.ClientServiceClient, path string) {
+// mkdirVia creates path through the leader, as whoever ctx (or the
+// connection's certificate) says, retrying while leadership moves.
+func mkdirVia(ctx context.Context, t testing.TB, c *localcluster.Cluster, conns []api.ClientServiceClient, path string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
 		l, err := c.WaitLeader(ctx)
@@ -190,14 +190,14 @@ func raftTerm(t testing.TB, n *namenode.Namenode) uint64 {
 func TestRaftMTLSCluster(t *testing.T) {
 	p := newRaftPKI(t)
 	c, conns := startMTLSCluster(t, p, 3, nil)
-	mkdirVia(t, c, conns, "/before")
+	mkdirVia(t.Context(), t, c, conns, "/before")
 	converged(t, c)
 
 	old := c.Leader()
 	if err := c.StopNamenode(old); err != nil {
 		t.Fatal(err)
 	}
-	mkdirVia(t, c, conns, "/after-failover")
+	mkdirVia(t.Context(), t, c, conns, "/after-failover")
 	converged(t, c)
 	if l := c.Leader(); l == old {
 		t.Fatalf("stopped node %d still leads", old)
@@ -259,7 +259,7 @@ func raftAttacks() []raftAttack {
 func TestRaftOutsidersRefused(t *testing.T) {
 	p := newRaftPKI(t)
 	c, conns := startMTLSCluster(t, p, 3, func(nc *namenode.Config) { nc.RaftHandshakeTimeout = 500 * time.Millisecond })
-	mkdirVia(t, c, conns, "/data")
+	mkdirVia(t.Context(), t, c, conns, "/data")
 	converged(t, c)
 	li := c.Leader()
 	fi := (li + 1) % 3
@@ -341,7 +341,7 @@ func TestRaftOutsidersRefused(t *testing.T) {
 	}
 
 	// The cluster keeps working.
-	mkdirVia(t, c, conns, "/data/after")
+	mkdirVia(t.Context(), t, c, conns, "/data/after")
 	converged(t, c)
 	if follower.NamespaceHash() == hashBefore {
 		t.Error("follower did not apply the write made after the attacks")
