@@ -7,7 +7,8 @@
 // heartbeats to and sends block reports to every namenode, and each namenode
 // builds its own Manager from them. The namespace tells the Manager which
 // blocks should exist (SetExpected, Forget) as it applies the Raft log, so a
-// follower's Manager is as complete as a leader's; only the leader calls
+// follower's Manager is as complete as a leader's (a snapshot restore
+// replaces the whole expected set with a Reset); only the leader calls
 // ComputeWork and hands the resulting commands to datanodes
 // (PendingCommands).
 //
@@ -31,6 +32,12 @@
 //   - invalidating: a delete was scheduled (Forget, over-replication,
 //     corrupt, unknown past grace). It stays in the map, uncounted and
 //     unserved, until the datanode reports the replica gone.
+//
+// A good replica is also verified or not, and may be suspect (verify.go):
+// verified when this namenode saw it written or its datanode re-checked it
+// on a Verify command; suspect when a client reported it bad, which only
+// orders that re-check. Deletions of good copies prefer unverified ones and
+// never take the last verified one.
 //
 // # Concurrency
 //
