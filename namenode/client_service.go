@@ -67,13 +67,14 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	}
 	// Choose the pipeline before allocating, so a cluster with no
 	// datanodes fails without leaving an empty block behind.
-	info, err := s.statLocal(req.Path)
+	c := s.n.caller(ctx)
+	info, err := s.statLocal(c, req.Path)
 	if errs.Is(err, errs.NotFound) {
 		// This node may lag the create (a client that moved to it after a
 		// leader change, a node catching up after a restart): catch up to
 		// the leader's read index and look again.
 		if berr := s.n.readBarrier(ctx, nil); berr == nil {
-			info, err = s.statLocal(req.Path)
+			info, err = s.statLocal(c, req.Path)
 		}
 	}
 	if err != nil {
@@ -84,7 +85,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		return nil, err
 	}
 	res, idx, err := s.n.propose(ctx, cmdAddBlock, &api.AddBlockCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(),
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -93,7 +94,8 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	for _, d := range targets {
 		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
 	}
-	tok, err := s.n.issuer.WriteToken(s.n.caller(ctx).User, req.InodeId, res.Block.Id, res.Block.GenStamp)
+	// The FSM gave out the block only to the file's writer.
+	tok, err := s.n.issuer.WriteToken(c.User, req.InodeId, res.Block.Id, res.Block.GenStamp)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +170,13 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	u := s.n.caller(ctx)
 	f := s.n.fsm
 	defer f.mu.RLock().RUnlock()
-	if err := f.checkTraverse(u, req.Path); err != nil {
+	ns, err := f.as(s.n.caller(ctx), "get file info", req.Path)
+	if err != nil {
 		return nil, err
 	}
-	fi, err := f.st.tree.Stat(req.Path)
+	fi, err := ns.Stat(req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -194,12 +196,11 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	}
 	f := s.n.fsm
 	defer f.mu.RLock().RUnlock()
-	if u, ok := f.user(s.n.caller(ctx)); ok {
-		if err := f.st.tree.CheckAccess(u, f.superuser, req.Path, namespace.Read|namespace.Exec); err != nil {
-			return nil, err
-		}
+	ns, err := f.as(s.n.caller(ctx), "list", req.Path)
+	if err != nil {
+		return nil, err
 	}
-	entries, more, err := f.st.tree.List(req.Path, req.StartAfter, limit)
+	entries, more, err := ns.List(req.Path, req.StartAfter, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +251,16 @@ func (s *clientService) ClusterStatus(ctx context.Context, req *api.ClusterStatu
 	return s.n.clusterStatus(ctx)
 }
 
-// statLocal stats a path from local state (used to size a pipeline; the
-// FSM re-checks everything when the command applies).
-func (s *clientService) statLocal(p string) (namespace.FileInfo, error) {
+// statLocal stats a path from local state as caller c (used to size a
+// pipeline; the FSM re-checks everything when the command applies).
+func (s *clientService) statLocal(c *api.Caller, p string) (namespace.FileInfo, error) {
 	f := s.n.fsm
 	defer f.mu.RLock().RUnlock()
-	return f.st.tree.Stat(p)
+	ns, err := f.as(c, "add block", p)
+	if err != nil {
+		return namespace.FileInfo{}, err
+	}
+	return ns.Stat(p)
 }
 
 func (n *Namenode) writeHeader(idx uint64) *api.ResponseHeader {

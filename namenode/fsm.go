@@ -191,7 +191,6 @@ func (f *fsm) applyOne(data []byte) *api.CommandResult {
 }
 
 func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error) {
-	tree := f.st.tree
 	switch t {
 	case cmdMkdirs:
 		return f.applyMkdirs(msg.(*api.MkdirsCommand))
@@ -202,27 +201,16 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 	case cmdComplete:
 		return f.applyComplete(msg.(*api.CompleteCommand))
 	case cmdAbandonBlock:
-		c := msg.(*api.AbandonBlockCommand)
-		if err := f.checkParent(c.Caller, c.Path, namespace.Write); err != nil {
-			return nil, err
-		}
-		b := fromAPIBlock(c.Block)
-		if err := tree.AbandonBlock(c.Path, namespace.ID(c.InodeId), b); err != nil {
-			return nil, err
-		}
-		f.forget([]namespace.Block{b})
-		return nil, nil
+		return f.applyAbandonBlock(msg.(*api.AbandonBlockCommand))
 	case cmdDelete:
 		return f.applyDelete(msg.(*api.DeleteCommand))
 	case cmdRename:
 		c := msg.(*api.RenameCommand)
-		if err := f.checkRemove(c.Caller, c.Src); err != nil {
+		s, err := f.as(c.Caller, "rename", c.Src)
+		if err != nil {
 			return nil, err
 		}
-		if err := f.checkParent(c.Caller, c.Dst, namespace.Write); err != nil && !errs.Is(err, errs.NotFound) {
-			return nil, err
-		}
-		return nil, tree.Rename(c.Src, c.Dst, c.MtimeUnixMs)
+		return nil, s.Rename(c.Src, c.Dst, c.MtimeUnixMs)
 	case cmdSetMember:
 		m := proto.Clone(msg.(*api.SetMemberCommand).Member).(*api.Member)
 		if m == nil || m.Id == "" {
@@ -235,16 +223,18 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 		return nil, nil
 	case cmdSetPermission:
 		c := msg.(*api.SetPermissionCommand)
-		if err := f.checkOwner(c.Caller, c.Path); err != nil {
+		s, err := f.as(c.Caller, "setPermission", c.Path)
+		if err != nil {
 			return nil, err
 		}
-		return nil, tree.SetPermission(c.Path, c.Perm, c.MtimeUnixMs)
+		return nil, s.SetPermission(c.Path, c.Perm, c.MtimeUnixMs)
 	case cmdSetOwner:
 		c := msg.(*api.SetOwnerCommand)
-		if err := f.checkChown(c.Caller, c.Path, c.Owner, c.Group); err != nil {
+		s, err := f.as(c.Caller, "setOwner", c.Path)
+		if err != nil {
 			return nil, err
 		}
-		return nil, tree.SetOwner(c.Path, c.Owner, c.Group)
+		return nil, s.SetOwner(c.Path, c.Owner, c.Group)
 	case cmdRegisterKey:
 		return nil, f.applyRegisterKey(msg.(*api.RegisterKeyCommand))
 	case cmdPruneKeys:
@@ -254,24 +244,27 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 	return nil, errs.Newf(errs.Internal, "fsm", "", "command type %d has no handler", t)
 }
 
+// The handlers below run each namespace operation as the command's
+// caller: the Session checks permissions on the inodes it resolves and
+// changes nothing when a check fails. New inodes belong to the caller and
+// take the group of their parent directory, as in HDFS.
+
 func (f *fsm) applyMkdirs(c *api.MkdirsCommand) (*api.CommandResult, error) {
-	if err := f.checkAncestorWrite(c.Caller, c.Path); err != nil {
+	s, err := f.as(c.Caller, "mkdirs", c.Path)
+	if err != nil {
 		return nil, err
 	}
-	return nil, f.st.tree.Mkdirs(c.Path, namespace.MkdirsOpts{
-		Perm: c.Perm, Parents: c.Parents, Owner: c.Caller.GetUser(), Group: f.groupOf(c.Caller),
-		MtimeMs: c.MtimeUnixMs,
-	})
+	return nil, s.Mkdirs(c.Path, namespace.MkdirsOpts{Perm: c.Perm, Parents: c.Parents, MtimeMs: c.MtimeUnixMs})
 }
 
 func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
-	if err := f.checkAncestorWrite(c.Caller, c.Path); err != nil {
+	s, err := f.as(c.Caller, "create", c.Path)
+	if err != nil {
 		return nil, err
 	}
-	fi, removed, err := f.st.tree.Create(c.Path, namespace.CreateOpts{
+	fi, removed, err := s.Create(c.Path, namespace.CreateOpts{
 		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
-		Replication: c.Replication, BlockSize: c.BlockSize,
-		Owner: c.Caller.GetUser(), Group: f.groupOf(c.Caller), MtimeMs: c.MtimeUnixMs,
+		Replication: c.Replication, BlockSize: c.BlockSize, MtimeMs: c.MtimeUnixMs,
 	})
 	if err != nil {
 		return nil, err
@@ -280,9 +273,12 @@ func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 	return &api.CommandResult{Status: toFileStatus(fi)}, nil
 }
 
+// applyAddBlock allocates the next block for the file's writer. A writer
+// retrying an AddBlock whose answer it lost gets the same block again
+// (namespace.Session.AddBlock), not a second allocation.
 func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) {
-	tree := f.st.tree
-	if err := f.checkParent(c.Caller, c.Path, namespace.Write); err != nil {
+	s, err := f.as(c.Caller, "addBlock", c.Path)
+	if err != nil {
 		return nil, err
 	}
 	var prev *namespace.Block
@@ -290,33 +286,26 @@ func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 		b := fromAPIBlock(c.Previous)
 		prev = &b
 	}
-	fi, err := tree.Stat(c.Path)
+	nb, err := s.AddBlock(c.Path, namespace.ID(c.InodeId), prev, c.MtimeUnixMs)
 	if err != nil {
 		return nil, err
 	}
-	if b, off, ok := retriedAddBlock(tree, c, fi); ok {
-		return &api.CommandResult{Block: toAPIBlock(b), Offset: off, Status: toFileStatus(fi)}, nil
+	if !nb.Retried && f.events != nil {
+		f.events.Expect(nb.Block, nb.File.ID, nb.File.Replication, false)
 	}
-	id, gs := tree.AllocBlock()
-	b, off, err := tree.AddBlock(c.Path, namespace.ID(c.InodeId), prev, id, gs, c.MtimeUnixMs)
-	if err != nil {
-		return nil, err
-	}
-	if f.events != nil {
-		f.events.Expect(b, fi.ID, fi.Replication, false)
-	}
-	return &api.CommandResult{Block: toAPIBlock(b), Offset: off, Status: toFileStatus(fi)}, nil
+	return &api.CommandResult{Block: toAPIBlock(nb.Block), Offset: nb.Offset, Status: toFileStatus(nb.File)}, nil
 }
 
 func (f *fsm) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) {
-	if err := f.checkParent(c.Caller, c.Path, namespace.Write); err != nil {
+	s, err := f.as(c.Caller, "complete", c.Path)
+	if err != nil {
 		return nil, err
 	}
 	bs := make([]namespace.Block, len(c.Blocks))
 	for i, b := range c.Blocks {
 		bs[i] = fromAPIBlock(b)
 	}
-	fi, err := f.st.tree.Complete(c.Path, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
+	fi, err := s.Complete(c.Path, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
 	if err != nil {
 		return nil, err
 	}
@@ -328,11 +317,25 @@ func (f *fsm) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) 
 	return &api.CommandResult{Status: toFileStatus(fi)}, nil
 }
 
-func (f *fsm) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
-	if err := f.checkRemove(c.Caller, c.Path); err != nil {
+func (f *fsm) applyAbandonBlock(c *api.AbandonBlockCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "abandonBlock", c.Path)
+	if err != nil {
 		return nil, err
 	}
-	removed, err := f.st.tree.Delete(c.Path, c.Recursive, c.MtimeUnixMs)
+	b := fromAPIBlock(c.Block)
+	if err := s.AbandonBlock(c.Path, namespace.ID(c.InodeId), b); err != nil {
+		return nil, err
+	}
+	f.forget([]namespace.Block{b})
+	return nil, nil
+}
+
+func (f *fsm) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "delete", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	removed, err := s.Delete(c.Path, c.Recursive, c.MtimeUnixMs)
 	if err != nil {
 		return nil, err
 	}
@@ -494,26 +497,3 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() {}
-
-// retriedAddBlock recognises a client retrying an AddBlock whose reply it
-// never got (HDFS does the same): the file's last block is still empty and
-// the request's previous block is the one before it (or the file has one
-// block and the request names none). The answer is that last block again,
-// not a second allocation and not an error.
-func retriedAddBlock(tree *namespace.Tree, c *api.AddBlockCommand, fi namespace.FileInfo) (namespace.Block, uint64, bool) {
-	if fi.IsDir || uint64(fi.ID) != c.InodeId || fi.State != namespace.UnderConstruction {
-		return namespace.Block{}, 0, false
-	}
-	_, bs, err := tree.File(c.Path)
-	if err != nil || len(bs) == 0 || bs[len(bs)-1].Length != 0 {
-		return namespace.Block{}, 0, false
-	}
-	last := bs[len(bs)-1]
-	switch {
-	case len(bs) == 1 && c.Previous == nil:
-	case len(bs) >= 2 && c.Previous != nil && c.Previous.Id == bs[len(bs)-2].ID && c.Previous.GenStamp == bs[len(bs)-2].GenStamp:
-	default:
-		return namespace.Block{}, 0, false
-	}
-	return last, blockOffset(bs, len(bs)-1), true
-}

@@ -35,12 +35,11 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
 	f := n.fsm
 	defer f.mu.RLock().RUnlock()
-	if u, ok := f.user(c); ok {
-		if err := f.st.tree.CheckAccess(u, f.superuser, req.Path, namespace.Read); err != nil {
-			return nil, err
-		}
+	ns, err := f.as(c, "get block locations", req.Path)
+	if err != nil {
+		return nil, err
 	}
-	fi, bs, err := f.st.tree.File(req.Path)
+	fi, bs, err := ns.File(req.Path) // one walk: traverse and read checks included
 	if err != nil {
 		return nil, err
 	}
