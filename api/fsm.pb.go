@@ -1002,9 +1002,14 @@ func (x *SetOwnerCommand) GetGroup() string {
 }
 
 // RegisterKeyCommand publishes a namenode's token-signing public key.
+// RegisterKeyCommand publishes a namenode's public signing key. proposer is
+// set by the leader to the namenode that proposed it (itself, or the peer
+// whose certificate forwarded it through NamenodeInternal.Apply); the FSM
+// refuses a key whose kid does not belong to the proposer.
 type RegisterKeyCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	PublicKey     []byte                 `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	PublicKey     []byte                 `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"` // security.PublicKey encoding
+	Proposer      string                 `protobuf:"bytes,2,opt,name=proposer,proto3" json:"proposer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1044,6 +1049,13 @@ func (x *RegisterKeyCommand) GetPublicKey() []byte {
 		return x.PublicKey
 	}
 	return nil
+}
+
+func (x *RegisterKeyCommand) GetProposer() string {
+	if x != nil {
+		return x.Proposer
+	}
+	return ""
 }
 
 // PruneKeysCommand drops every key whose not-after time is before the
@@ -1173,10 +1185,11 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
 	"\x05owner\x18\x03 \x01(\tR\x05owner\x12\x14\n" +
-	"\x05group\x18\x04 \x01(\tR\x05group\"3\n" +
+	"\x05group\x18\x04 \x01(\tR\x05group\"O\n" +
 	"\x12RegisterKeyCommand\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x01 \x01(\fR\tpublicKey\"8\n" +
+	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x1a\n" +
+	"\bproposer\x18\x02 \x01(\tR\bproposer\"8\n" +
 	"\x10PruneKeysCommand\x12$\n" +
 	"\x0ecutoff_unix_ms\x18\x01 \x01(\x03R\fcutoffUnixMsB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 

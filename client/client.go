@@ -20,13 +20,12 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // Metadata keys of simple authentication (see namenode.UserKey) and of
 // the namenode's retry cache (namenode.ClientIDKey, CallIDKey).
 const (
-	userKey     = "blockfs-user"
-	groupsKey   = "blockfs-groups"
 	clientIDKey = "blockfs-client-id"
 	callIDKey   = "blockfs-call-id"
 )
@@ -35,10 +34,11 @@ const (
 type Config struct {
 	// Namenodes are the gRPC addresses of the namenodes (any subset).
 	Namenodes []string
-	// User and Groups are the identity sent under simple authentication;
-	// User defaults to the OS user.
-	User   string
-	Groups []string
+	// User is the user name sent under simple authentication (defaults to
+	// the OS user). Under mTLS the client certificate names the user, and
+	// User is ignored. Groups are never sent: the namenode's own group
+	// mapping decides them.
+	User string
 	// Consistency of namespace reads; the zero value is linearizable.
 	Consistency api.ReadConsistency
 	// MinBackoff and MaxBackoff bound the retry backoff.
@@ -118,7 +118,12 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	if conn, ok := c.conns[addr]; ok {
 		return conn, nil
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.cfg.DialOptions...)
+	// Every call states the user for simple auth, to namenodes and
+	// datanodes alike; under mTLS the certificate decides and the servers
+	// ignore it.
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleUser, Name: c.cfg.User}))},
+		c.cfg.DialOptions...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, "dial", addr, err)
@@ -127,21 +132,13 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-func (c *Client) outgoing(ctx context.Context) context.Context {
-	kv := []string{userKey, c.cfg.User}
-	for _, g := range c.cfg.Groups {
-		kv = append(kv, groupsKey, g)
-	}
-	return metadata.AppendToOutgoingContext(ctx, kv...)
-}
-
 // call runs fn against the namenode believed to lead, following leader
 // hints and rotating through the namenodes on Unavailable, with jittered
 // exponential backoff, until it succeeds, fails for good, or ctx ends.
 func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Context, nn api.ClientServiceClient) error) error {
 	backoff := c.cfg.MinBackoff
 	next := 0
-	ctx = metadata.AppendToOutgoingContext(c.outgoing(ctx), clientIDKey, c.id, callIDKey, strconv.FormatUint(c.calls.Add(1), 10))
+	ctx = metadata.AppendToOutgoingContext(ctx, clientIDKey, c.id, callIDKey, strconv.FormatUint(c.calls.Add(1), 10))
 	for attempt := 0; ; attempt++ {
 		addr := c.current.Load().(string)
 		conn, err := c.conn(addr)

@@ -77,10 +77,18 @@ type Config struct {
 	// Security configures token verification (clock skew, maximum token
 	// size, the verified-token cache). Tokens are always checked.
 	Security security.Config
+	// Auth is how callers are identified: AuthMTLS (the default: the
+	// client certificate's SPIFFE URI; needs TLS, and the datanode's own id
+	// is its certificate's name) or AuthSimple (request metadata; only when
+	// asked for: a datanode without TLS refuses to start otherwise).
+	Auth string
+	// TrustDomain is the cluster's SPIFFE trust domain.
+	TrustDomain string
 	// TLS, if set, is the DataService's server TLS config (mTLS).
 	TLS *tls.Config
 	// DialOptions are added to every outgoing connection (to namenodes and
-	// downstream datanodes); the default is insecure transport.
+	// downstream datanodes); the default is insecure transport. Under mTLS
+	// they must carry the datanode's certificate.
 	DialOptions []grpc.DialOption
 
 	Logger   *slog.Logger
@@ -105,8 +113,16 @@ func DefaultConfig() Config {
 		MaxBlockSize:           1 << 30,
 		CommandWorkers:         4,
 		Store:                  lbm.DefaultConfig(),
+		Auth:                   AuthMTLS,
+		TrustDomain:            security.DefaultTrustDomain,
 	}
 }
+
+// Ways of identifying callers (Config.Auth), as on the namenode.
+const (
+	AuthSimple = "simple"
+	AuthMTLS   = "mtls"
+)
 
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
@@ -137,6 +153,18 @@ func (c *Config) Validate() error {
 		if a == "" {
 			return bad("empty namenode address")
 		}
+	}
+	if err := security.ValidateTrustDomain(c.TrustDomain); err != nil {
+		return err
+	}
+	switch c.Auth {
+	case AuthSimple:
+	case AuthMTLS:
+		if c.TLS == nil || len(c.TLS.Certificates) == 0 {
+			return bad("auth mtls (the default) needs TLS: give --tls-ca, --tls-cert and --tls-key, or --auth=simple on a trusted network")
+		}
+	default:
+		return bad("auth %q: want simple or mtls", c.Auth)
 	}
 	if err := c.Security.Validate(); err != nil {
 		return err

@@ -192,6 +192,7 @@ func testConfig(t *testing.T, nns ...string) Config {
 	c.Store.Capacity = 1 << 30
 	c.Store.MaxContainerSize = 1 << 20
 	c.Logger = slog.New(slog.DiscardHandler)
+	c.Auth = AuthSimple
 	return c
 }
 
@@ -208,8 +209,10 @@ func startDN(t *testing.T, cfg Config) *Datanode {
 	return d
 }
 
+// dataClient connects to a datanode as a user (simple auth).
 func dataClient(t *testing.T, addr string) api.DataServiceClient {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleUser, Name: "alice"})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/serve"
 	"github.com/blockfs/blockfs/lbm"
+	"github.com/blockfs/blockfs/security"
 )
 
 // Datanode is one running datanode: the block store, the DataService, the
@@ -34,6 +35,7 @@ type Datanode struct {
 	reg   *prometheus.Registry
 	met   *metrics
 	store *lbm.Store
+	authz *security.Authorizer
 
 	grpcLis  net.Listener
 	grpcSrv  *grpc.Server
@@ -83,9 +85,21 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	if fs == nil {
 		fs = lbm.OSFS()
 	}
-	if d.id, err = loadID(fs, cfg.DataDirs[0], cfg.ID); err != nil {
+	cert, err := certIdentity(cfg)
+	if err != nil {
 		return nil, err
 	}
+	want := cfg.ID
+	if cert.Name != "" {
+		want = cert.Name
+	}
+	if d.id, err = loadID(fs, cfg.DataDirs[0], want); err != nil {
+		return nil, err
+	}
+	if cfg.Auth == AuthSimple {
+		log.Warn("simple authentication: every caller is trusted to state its own user name and role in request metadata; block tokens still decide what is read and written; use --auth=mtls outside a trusted loopback network")
+	}
+	d.authz = security.NewAuthorizer(security.AuthConfig{Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{}, Registry: reg})
 	d.log = log.With("datanode", d.id)
 	d.met = newMetrics(reg, d)
 	if d.tokens, err = newTokens(d, cfg.Security); err != nil {
@@ -187,7 +201,12 @@ func (d *Datanode) conn(addr string) (*grpc.ClientConn, error) {
 		return nil, errs.New(errs.Unavailable, "dial", addr, "datanode is closing")
 	}
 	// The last transport credentials win: DialOptions may replace these.
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, d.cfg.DialOptions...)
+	// Under simple auth every call states this datanode's identity.
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if d.cfg.Auth == AuthSimple {
+		opts = append(opts, grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleDatanode, Name: d.id})))
+	}
+	opts = append(opts, d.cfg.DialOptions...)
 	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, "dial", addr, err)

@@ -44,6 +44,13 @@ type Config struct {
 	// it must be quick and safe for concurrent use) for every outgoing
 	// AppendEntries, InstallSnapshot and RequestVote.
 	RaftObserver func(RaftEvent)
+
+	// MTLS runs the cluster under mutual TLS with role certificates (a
+	// fresh CA; namenode/<id>, datanode/<id> and user/<name> identities)
+	// instead of simple auth. ClientAs and TLSFor give tests certificates.
+	MTLS bool
+	// Groups, if set, is the namenodes' group mapping (user -> groups).
+	Groups map[string][]string
 }
 
 // Cluster is a running in-process cluster.
@@ -59,6 +66,8 @@ type Cluster struct {
 	datanodes []*datanode.Datanode // nil where stopped
 	dnConfigs []datanode.Config
 	net       *inmemNet // with Config.InmemRaft; guarded by mu
+	pki       *pki      // with Config.MTLS
+	groupFile string
 }
 
 // Start starts the namenodes (the first bootstraps, the rest join) and waits
@@ -84,6 +93,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.InmemRaft {
 		c.net = newInmemNet(cfg.Namenodes, cfg.RaftObserver)
 	}
+	if cfg.MTLS {
+		var err error
+		if c.pki, err = newPKI(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.writeGroups(); err != nil {
+		return nil, err
+	}
 	c.namenodes = make([]*namenode.Namenode, cfg.Namenodes)
 	c.nnConfigs = make([]namenode.Config, cfg.Namenodes)
 	for i := range cfg.Namenodes {
@@ -98,9 +116,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.WorkInterval = 100 * time.Millisecond
 		setBlockTimings(&nc)
 		nc.Logger = c.log
-		// In-process clusters trust loopback; a Namenode hook can switch
-		// to mTLS (namenode.TestMTLS does).
-		nc.Auth = namenode.AuthSimple
+		// In-process clusters trust loopback unless Config.MTLS asks for
+		// role certificates.
+		if err := c.secureNamenode(&nc); err != nil {
+			return nil, err
+		}
 		if i == 0 {
 			nc.Bootstrap = true
 		}

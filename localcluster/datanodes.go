@@ -47,6 +47,9 @@ func (c *Cluster) startDatanodes(ctx context.Context) error {
 		dc.Store.Capacity = 64 << 30
 		dc.Store.MaxContainerSize = 64 << 20
 		dc.Logger = c.log
+		if err := c.secureDatanode(&dc); err != nil {
+			return err
+		}
 		if c.cfg.Datanode != nil {
 			c.cfg.Datanode(i, &dc)
 		}
@@ -162,8 +165,4 @@ func (c *Cluster) RestartDatanode(ctx context.Context, i int) error {
 
 // Client returns a client for every namenode, as the superuser "root".
 // The caller closes it.
-func (c *Cluster) Client() (*client.Client, error) {
-	cc := client.DefaultConfig(c.NamenodeAddrs()...)
-	cc.User = "root"
-	return client.New(cc)
-}
+func (c *Cluster) Client() (*client.Client, error) { return c.ClientAs("root") }

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
@@ -19,6 +19,7 @@ import (
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/security"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
@@ -30,7 +31,7 @@ func startCluster(t *testing.T, encrypt bool) (*localcluster.Cluster, *client.Cl
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{
-		Namenodes: 3, Datanodes: 5, Dir: t.TempDir(),
+		Namenodes: 3, Datanodes: 5, Dir: t.TempDir(), MTLS: true,
 		Datanode: func(i int, dc *datanode.Config) { dc.Store.Encrypt = encrypt },
 	})
 	if err != nil {
@@ -43,6 +44,21 @@ func startCluster(t *testing.T, encrypt bool) (*localcluster.Cluster, *client.Cl
 	}
 	t.Cleanup(func() { cl.Close() })
 	return c, cl
+}
+
+// dialAs connects to addr with a certificate of c's CA for role/name.
+func dialAs(t *testing.T, c *localcluster.Cluster, addr string, role security.Role, name string) *grpc.ClientConn {
+	t.Helper()
+	cfg, err := c.TLSFor(security.Identity{Role: role, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 func randBytes(n int) []byte {
@@ -215,11 +231,7 @@ func TestDatanodeFailures(t *testing.T) {
 		f.Close()
 
 		// The corrupt replica answers DataLoss (and reports itself) ...
-		conn, err := grpc.NewClient(dn.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := dialAs(t, c, dn.Addr(), security.RoleUser, "root")
 		s, err := api.NewDataServiceClient(conn).ReadBlock(ctxT(t), &api.ReadBlockRequest{Block: lb.Block, InodeId: locs.InodeId, Token: locs.Token})
 		if err == nil {
 			_, err = s.Recv()

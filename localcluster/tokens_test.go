@@ -6,23 +6,20 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/security"
 )
 
-// readDirect reads a whole block from one datanode, bypassing the client.
-func readDirect(t *testing.T, addr string, req *api.ReadBlockRequest) error {
+// readDirect reads a whole block from one datanode as user, bypassing the
+// client.
+func readDirect(t *testing.T, c *localcluster.Cluster, user, addr string, req *api.ReadBlockRequest) error {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialAs(t, c, addr, security.RoleUser, user)
 	s, err := api.NewDataServiceClient(conn).ReadBlock(ctxT(t), req)
 	if err != nil {
 		return err
@@ -78,18 +75,14 @@ func TestDatanodeChecksTokens(t *testing.T) {
 		{"another file's token, claiming this inode", mine.InodeId, other.Token, codes.PermissionDenied, "wrong inode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := readDirect(t, addr, &api.ReadBlockRequest{Block: lb.Block, InodeId: tc.inode, Token: tc.token})
+			err := readDirect(t, c, "root", addr, &api.ReadBlockRequest{Block: lb.Block, InodeId: tc.inode, Token: tc.token})
 			if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.msg) {
 				t.Fatalf("got %v, want %v mentioning %q", err, tc.code, tc.msg)
 			}
 		})
 	}
 	// A read token cannot write.
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialAs(t, c, addr, security.RoleUser, "root")
 	ws, err := api.NewDataServiceClient(conn).WriteBlock(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +93,6 @@ func TestDatanodeChecksTokens(t *testing.T) {
 	if _, err := ws.CloseAndRecv(); status.Code(err) != codes.PermissionDenied && status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("write with a read token: %v", err)
 	}
-	_ = c
 }
 
 // TestPrivateFileNotReadableByOthers: bob can neither get alice's 0600
@@ -122,9 +114,7 @@ func TestPrivateFileNotReadableByOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	as := func(user string) *client.Client {
-		cfg := client.DefaultConfig(c.NamenodeAddrs()...)
-		cfg.User = user
-		cl, err := client.New(cfg)
+		cl, err := c.ClientAs(user)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +140,7 @@ func TestPrivateFileNotReadableByOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := theirs.Blocks[0]
-	err = readDirect(t, lb.Locations[0].Addr, &api.ReadBlockRequest{Block: lb.Block, InodeId: theirs.InodeId, Token: own.Token})
+	err = readDirect(t, c, "bob", lb.Locations[0].Addr, &api.ReadBlockRequest{Block: lb.Block, InodeId: theirs.InodeId, Token: own.Token})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("bob reading alice's block from a datanode with his own token: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // adminService implements api.AdminServer. Membership changes run on the
@@ -20,9 +21,6 @@ type adminService struct {
 func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest) (*api.AddServerResponse, error) {
 	if req.Id == "" || req.RaftAddr == "" || req.GrpcAddr == "" {
 		return nil, errs.New(errs.Invalid, "add server", req.Id, "id, raft_addr and grpc_addr are required")
-	}
-	if err := s.n.checkAdmin(ctx, "add server", req.Id); err != nil {
-		return nil, err
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
@@ -49,9 +47,6 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
 	if req.Id == "" {
 		return nil, errs.New(errs.Invalid, "remove server", "", "id is required")
-	}
-	if err := s.n.checkAdmin(ctx, "remove server", ""); err != nil {
-		return nil, err
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
@@ -91,9 +86,6 @@ func (n *Namenode) isMember(id string) bool {
 
 func (s *adminService) TransferLeadership(ctx context.Context, req *api.TransferLeadershipRequest) (*api.TransferLeadershipResponse, error) {
 	n := s.n
-	if err := n.checkAdmin(ctx, "transfer leadership", ""); err != nil {
-		return nil, err
-	}
 	if n.raft.State() != raft.Leader {
 		conn, err := n.leaderConn(ctx)
 		if err != nil {
@@ -133,9 +125,6 @@ func (n *Namenode) memberRaftAddr(id string) (string, bool) {
 
 // Snapshot takes a Raft snapshot on the node that receives the call.
 func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (*api.SnapshotResponse, error) {
-	if err := s.n.checkAdmin(ctx, "snapshot", ""); err != nil {
-		return nil, err
-	}
 	f := s.n.raft.Snapshot()
 	if err := f.Error(); err != nil {
 		return nil, errs.Wrap(errs.Precondition, "snapshot", "", err)
@@ -156,19 +145,15 @@ type internalService struct {
 }
 
 func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
-	if err := s.n.checkPeer(ctx, "apply"); err != nil {
-		return nil, err
-	}
 	if s.n.raft.State() != raft.Leader {
 		return nil, s.n.raftError("apply", raft.ErrNotLeader)
 	}
-	if _, _, err := decodeCommand(req.Command); err != nil {
+	peer, _ := security.IdentityFromContext(ctx)
+	data, err := forwardedCommand(req.Command, peer.Name)
+	if err != nil {
 		return nil, err
 	}
-	if t, _, _ := decodeCommand(req.Command); t == cmdBatch {
-		return nil, errs.New(errs.Invalid, "apply", "", "batches are formed by the leader, not forwarded")
-	}
-	res, idx, err := s.n.applyLocal(ctx, req.Command)
+	res, idx, err := s.n.applyLocal(ctx, data)
 	if res == nil {
 		if err == nil {
 			err = errs.New(errs.Internal, "apply", "", "no result")
@@ -182,10 +167,41 @@ func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*ap
 	return &api.ApplyResponse{Result: b, Index: idx}, nil
 }
 
-func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexRequest) (*api.ReadIndexResponse, error) {
-	if err := s.n.checkPeer(ctx, "read index"); err != nil {
+// forwardedCommand checks a command that namenode peer forwarded to the
+// leader and returns the entry to propose. The authorizer has checked that
+// peer is a member namenode; this checks what a member may ask for: no
+// batches (the leader forms them), no key pruning or member removal (the
+// leader's own work), its own member entry only, and only its own signing
+// keys, which the leader stamps with peer as the proposer.
+func forwardedCommand(data []byte, peer string) ([]byte, error) {
+	const op = "apply"
+	t, msg, err := decodeCommand(data)
+	if err != nil {
 		return nil, err
 	}
+	switch t {
+	case cmdBatch, cmdPruneKeys, cmdRemoveMember:
+		return nil, errs.Newf(errs.Permission, op, "", "command type %d is the leader's own and is not taken from %s", t, peer)
+	case cmdSetMember:
+		if id := msg.(*api.SetMemberCommand).GetMember().GetId(); id != peer {
+			return nil, errs.Newf(errs.Permission, op, id, "namenode %s may only register itself", peer)
+		}
+	case cmdRegisterKey:
+		c := msg.(*api.RegisterKeyCommand)
+		var pk security.PublicKey
+		if err := pk.UnmarshalBinary(c.PublicKey); err != nil {
+			return nil, errs.Wrap(errs.Invalid, op, "", err)
+		}
+		if owner := keyOwner(pk.KID); owner != peer {
+			return nil, errs.Newf(errs.Permission, op, pk.KID, "namenode %s may only publish its own keys, not namenode %q's", peer, owner)
+		}
+		c.Proposer = peer // the FSM checks it again
+		return encodeCommand(t, c)
+	}
+	return data, nil
+}
+
+func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexRequest) (*api.ReadIndexResponse, error) {
 	if s.n.raft.State() != raft.Leader {
 		return nil, s.n.raftError("read index", raft.ErrNotLeader)
 	}
@@ -194,39 +210,4 @@ func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexReque
 		return nil, err
 	}
 	return &api.ReadIndexResponse{Index: idx}, nil
-}
-
-// checkPeer admits only other namenodes (a certificate CN that is a member
-// id) to NamenodeInternal under mTLS: a forwarded command carries its
-// caller, so anyone else could act as any user.
-func (n *Namenode) checkPeer(ctx context.Context, op string) error {
-	if n.cfg.Auth != AuthMTLS {
-		return nil
-	}
-	who := n.caller(ctx).User
-	rl := n.fsm.mu.RLock()
-	_, ok := n.fsm.st.members[who]
-	rl.RUnlock()
-	if !ok {
-		return errs.Newf(errs.Permission, op, "", "%s is not a namenode of this cluster", who)
-	}
-	return nil
-}
-
-// checkAdmin admits the superuser, other namenodes, and (for AddServer) a
-// node adding itself.
-func (n *Namenode) checkAdmin(ctx context.Context, op, self string) error {
-	if n.cfg.Auth != AuthMTLS {
-		if who := n.caller(ctx).User; who == n.cfg.Superuser {
-			return nil
-		} else if self == "" {
-			return errs.Newf(errs.Permission, op, "", "only the superuser may do this (caller %s)", who)
-		}
-		return nil
-	}
-	who := n.caller(ctx).User
-	if who == n.cfg.Superuser || (self != "" && who == self) || n.checkPeer(ctx, op) == nil {
-		return nil
-	}
-	return errs.Newf(errs.Permission, op, "", "only the superuser or a namenode may do this (caller %s)", who)
 }

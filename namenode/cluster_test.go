@@ -17,6 +17,7 @@ import (
 	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
+	"github.com/blockfs/blockfs/security"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
@@ -63,6 +64,12 @@ func (x *tc) as(user string) context.Context {
 
 func (x *tc) root() context.Context { return x.as("root") }
 
+// asDatanode returns a context for calls made by datanode id (simple auth:
+// the role and the name are stated in metadata).
+func asDatanode(ctx context.Context, id string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, security.UserKey, id, security.RoleKey, security.RoleDatanode.String())
+}
+
 func (x *tc) leader() int {
 	i, err := x.c.WaitLeader(context.Background())
 	if err != nil {
@@ -99,7 +106,7 @@ func (x *tc) registerDatanodes(n int) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		ctx := metadata.AppendToOutgoingContext(context.Background(), namenode.UserKey, "root")
+		ctx := context.Background()
 		for {
 			for i, conn := range x.conns {
 				if x.c.Namenode(i) == nil {
@@ -107,7 +114,7 @@ func (x *tc) registerDatanodes(n int) {
 				}
 				dp := api.NewDatanodeProtocolClient(conn)
 				for d := range n {
-					cctx, cancel := context.WithTimeout(ctx, time.Second)
+					cctx, cancel := context.WithTimeout(asDatanode(ctx, fmt.Sprintf("dn%d", d)), time.Second)
 					dp.Heartbeat(cctx, &api.HeartbeatRequest{DatanodeId: fmt.Sprintf("dn%d", d), Capacity: 1 << 40})
 					cancel()
 				}
@@ -131,7 +138,7 @@ func (x *tc) registerDatanodesOnly(n int) {
 		}
 		dp := api.NewDatanodeProtocolClient(conn)
 		for d := range n {
-			_, err := dp.Register(x.root(), &api.RegisterRequest{Node: &api.DatanodeInfo{
+			_, err := dp.Register(asDatanode(x.t.Context(), fmt.Sprintf("dn%d", d)), &api.RegisterRequest{Node: &api.DatanodeInfo{
 				Id: fmt.Sprintf("dn%d", d), Addr: fmt.Sprintf("127.0.0.1:%d", 1+d), Capacity: 1 << 40,
 			}})
 			if err != nil {

@@ -94,6 +94,9 @@ type Config struct {
 	// TrustDomain is the cluster's SPIFFE trust domain: under mTLS every
 	// caller's certificate must name spiffe://<TrustDomain>/<role>/<name>.
 	TrustDomain string
+	// GroupFile is the group mapping (security.GroupMapping; "" for none):
+	// users' groups come only from it, reloaded by ReloadGroups (SIGHUP).
+	GroupFile string
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node

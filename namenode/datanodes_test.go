@@ -45,7 +45,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 				if id == victim.Load().(string) {
 					continue
 				}
-				hr, err := dp.Heartbeat(x.root(), &api.HeartbeatRequest{DatanodeId: id, Capacity: 1 << 40})
+				hr, err := dp.Heartbeat(asDatanode(x.t.Context(), id), &api.HeartbeatRequest{DatanodeId: id, Capacity: 1 << 40})
 				if err != nil {
 					continue
 				}
@@ -83,7 +83,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	}
 	x.converge()
 	for id := range holders {
-		_, err := dp.BlockReport(x.root(), &api.BlockReportRequest{DatanodeId: id, Blocks: []*api.ReportedBlock{{Block: b, InodeId: cr.Status.InodeId}}})
+		_, err := dp.BlockReport(asDatanode(x.t.Context(), id), &api.BlockReportRequest{DatanodeId: id, Blocks: []*api.ReportedBlock{{Block: b, InodeId: cr.Status.InodeId}}})
 		if err != nil {
 			t.Fatal(err)
 		}

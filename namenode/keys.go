@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/blockfs/blockfs/api"
@@ -24,12 +25,24 @@ func (f *fsm) applyRegisterKey(c *api.RegisterKeyCommand) error {
 	if err := pk.UnmarshalBinary(c.PublicKey); err != nil {
 		return errs.Wrap(errs.Invalid, "register key", "", err)
 	}
+	if owner := keyOwner(pk.KID); c.Proposer == "" || owner != c.Proposer {
+		return errs.Newf(errs.Permission, "register key", pk.KID, "key of namenode %q proposed by %q: a namenode may only publish its own keys", owner, c.Proposer)
+	}
 	if old, ok := f.st.keys[pk.KID]; ok && string(old) != string(c.PublicKey) {
 		return errs.New(errs.Exist, "register key", pk.KID, "a different key has this kid")
 	}
 	f.st.keys[pk.KID] = slices.Clone(c.PublicKey)
 	f.keysVersion.Add(1)
 	return nil
+}
+
+// keyOwner is the namenode whose key kid is: kids are "<node id>-<hex>"
+// (security.GenerateKeyPair).
+func keyOwner(kid string) string {
+	if i := strings.LastIndexByte(kid, '-'); i > 0 {
+		return kid[:i]
+	}
+	return ""
 }
 
 func (f *fsm) applyPruneKeys(c *api.PruneKeysCommand) {
@@ -197,7 +210,7 @@ func (n *Namenode) rotateKey(now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
-	if _, _, err := n.propose(ctx, cmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub}); err != nil {
+	if _, _, err := n.propose(ctx, cmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: n.cfg.ID}); err != nil {
 		return err
 	}
 	if err := n.keys.Install(kp); err != nil {

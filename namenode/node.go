@@ -55,6 +55,9 @@ type Namenode struct {
 	httpSrv  *http.Server
 	httpLis  net.Listener
 	peers    *peerConns
+	authz    *security.Authorizer
+	groups   *security.GroupMapping
+	members  memberCache
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -90,11 +93,18 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Auth == AuthSimple {
-		log.Warn("simple authentication: callers name themselves in request metadata; use --auth=mtls outside a trusted network")
+	groups, err := security.NewGroupMapping(cfg.GroupFile)
+	if err != nil {
+		return nil, err
 	}
-	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer,
-		stop: make(chan struct{}), peers: newPeerConns(cfg.PeerTLS)}
+	if cfg.Auth == AuthSimple {
+		log.Warn("simple authentication: every caller is trusted to state its own user name and role (user, datanode, namenode) in request metadata; anyone who can reach this port can act as any user, the superuser, a datanode or a namenode; use --auth=mtls outside a trusted loopback network")
+	}
+	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups,
+		stop: make(chan struct{}), peers: newPeerConns(cfg.PeerTLS, peerIdentity(cfg))}
+	n.authz = security.NewAuthorizer(security.AuthConfig{
+		Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{n}, Registry: reg,
+	})
 	n.met = newMetrics(reg, n)
 	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
 	defer func() {

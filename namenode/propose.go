@@ -15,6 +15,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // propose replicates one command and returns the FSM's result and the log
@@ -144,15 +145,23 @@ func (n *Namenode) leaderConn(ctx context.Context) (*grpc.ClientConn, error) {
 	}
 }
 
-// peerConns caches one gRPC connection per peer address.
+// peerConns caches one gRPC connection per peer address. Calls on them
+// carry this namenode's identity: its certificate under mTLS, the simple
+// auth metadata (role namenode, name = Raft id) otherwise.
 type peerConns struct {
 	tls   *tls.Config
+	self  security.Identity
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-func newPeerConns(tlsConf *tls.Config) *peerConns {
-	return &peerConns{tls: tlsConf, conns: map[string]*grpc.ClientConn{}}
+func newPeerConns(tlsConf *tls.Config, self security.Identity) *peerConns {
+	return &peerConns{tls: tlsConf, self: self, conns: map[string]*grpc.ClientConn{}}
+}
+
+// peerIdentity is who this node is to its peers.
+func peerIdentity(cfg Config) security.Identity {
+	return security.Identity{Role: security.RoleNamenode, Name: cfg.ID}
 }
 
 func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
@@ -162,10 +171,11 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	creds := insecure.NewCredentials()
+	opts := []grpc.DialOption{grpc.WithPerRPCCredentials(security.SimpleCredentials(p.self))}
 	if p.tls != nil {
-		creds = credentials.NewTLS(p.tls)
+		creds, opts = credentials.NewTLS(p.tls), nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	c, err := grpc.NewClient(addr, append(opts, grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, "dial peer", addr, err)
 	}

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/internal/serve"
@@ -16,11 +14,9 @@ import (
 )
 
 // UserKey is the request metadata key carrying the caller's user name under
-// simple authentication, as HDFS simple auth takes the client's login name.
-const UserKey = "blockfs-user"
-
-// GroupsKey carries the caller's groups (repeatable) under simple auth.
-const GroupsKey = "blockfs-groups"
+// simple authentication, as HDFS simple auth takes the client's login name
+// (security.UserKey; security.RoleKey names the role, user by default).
+const UserKey = security.UserKey
 
 // ClientIDKey and CallIDKey name one logical call of one client; a client
 // sends the same pair on every retry of the call (see retrycache.go).
@@ -32,7 +28,7 @@ const (
 func (n *Namenode) startGRPC() {
 	n.grpcSrv = serve.NewGRPC(n.cfg.TLS, func(method, code string, d time.Duration) {
 		n.met.rpc.WithLabelValues(method, code).Observe(d.Seconds())
-	}, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize))
+	}, n.authz, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize))
 	api.RegisterClientServiceServer(n.grpcSrv, &clientService{n: n})
 	api.RegisterDatanodeProtocolServer(n.grpcSrv, &datanodeService{n: n})
 	api.RegisterAdminServer(n.grpcSrv, &adminService{n: n})
@@ -41,27 +37,28 @@ func (n *Namenode) startGRPC() {
 }
 
 func (n *Namenode) startHTTP() (err error) {
-	n.httpSrv, n.httpLis, err = serve.HTTP(n.cfg.HTTPAddr, n.reg, &n.wg, n.log)
+	n.httpSrv, n.httpLis, err = serve.HTTP(n.cfg.HTTPAddr, n.reg, n.authz, &n.wg, n.log)
 	return err
 }
 
-// caller returns the identity a request runs as: under mTLS the verified
-// client certificate's CN, under simple auth the blockfs-user metadata.
+// caller returns the identity a request runs as: the user the authorizer
+// named (from the verified certificate under mTLS, the blockfs-user
+// metadata under simple auth), with the groups of the namenode's own group
+// mapping; what a client says about its groups is never read. A request
+// that reached a handler without passing the authorizer is identified here
+// the same way; if that fails the caller has no user, and the FSM refuses
+// every operation of a caller without one.
 func (n *Namenode) caller(ctx context.Context) *api.Caller {
-	if n.cfg.Auth == AuthMTLS {
-		user := "nobody"
-		if p, ok := peer.FromContext(ctx); ok {
-			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
-				if cn, err := security.IdentityFromTLS(ti.State); err == nil {
-					user = cn
-				}
-			}
+	id, ok := security.IdentityFromContext(ctx)
+	if !ok {
+		var err error
+		if id, err = n.authz.Identify(ctx); err != nil {
+			return &api.Caller{}
 		}
-		c := &api.Caller{User: user}
-		c.ClientId, c.CallId = callIDs(ctx)
-		return c
 	}
-	return callerFrom(ctx)
+	c := &api.Caller{User: id.Name, Groups: n.groups.Groups(id.Name)}
+	c.ClientId, c.CallId = callIDs(ctx)
+	return c
 }
 
 // callIDs reads the retry-cache call identity from request metadata.
@@ -76,19 +73,6 @@ func callIDs(ctx context.Context) (string, uint64) {
 		return "", 0
 	}
 	return cid[0], n
-}
-
-// callerFrom reads simple-auth identity from request metadata.
-// (ValueFromIncomingContext reads single keys without copying the whole
-// metadata map, which FromIncomingContext does on every call.)
-func callerFrom(ctx context.Context) *api.Caller {
-	user := "nobody"
-	if v := metadata.ValueFromIncomingContext(ctx, UserKey); len(v) > 0 && v[0] != "" {
-		user = v[0]
-	}
-	c := &api.Caller{User: user, Groups: metadata.ValueFromIncomingContext(ctx, GroupsKey)}
-	c.ClientId, c.CallId = callIDs(ctx)
-	return c
 }
 
 func (n *Namenode) header() *api.ResponseHeader {

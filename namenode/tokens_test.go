@@ -46,7 +46,7 @@ func (x *tc) makeFile(node int, path string, n int) uint64 {
 // verifier returns a datanode-style verifier over the keys node publishes.
 func (x *tc) verifier(node int) *security.Verifier {
 	x.t.Helper()
-	resp, err := api.NewDatanodeProtocolClient(x.conns[node]).GetKeys(x.root(), &api.GetKeysRequest{})
+	resp, err := api.NewDatanodeProtocolClient(x.conns[node]).GetKeys(asDatanode(x.t.Context(), "dn0"), &api.GetKeysRequest{})
 	if err != nil {
 		x.t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 func TestParseFlagsAndEnv(t *testing.T) {
 	t.Setenv("BLOCKFS_DN_NAMENODES", "a:1, b:2,c:3")
 	t.Setenv("BLOCKFS_DN_HEARTBEAT_INTERVAL", "250ms")
-	cfg, lvl, err := parse([]string{"--data-dirs", "/x/1,/x/2", "--encrypt", "--inmem-replay-threshold", "0", "--log-level", "debug"})
+	cfg, lvl, err := parse([]string{"--data-dirs", "/x/1,/x/2", "--encrypt", "--inmem-replay-threshold", "0", "--log-level", "debug", "--auth=simple"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,9 @@ func TestParseFlagsAndEnv(t *testing.T) {
 	if cfg.Store.KeyFile != "/x/1/server.key" {
 		t.Fatalf("key file = %q", cfg.Store.KeyFile)
 	}
-	for _, bad := range [][]string{{"--namenodes", "a:1"}, {"--data-dirs", "/x"}} {
+	// Fail closed: without TLS flags and without --auth=simple a datanode
+	// refuses to start instead of serving plaintext.
+	for _, bad := range [][]string{{"--namenodes", "a:1"}, {"--data-dirs", "/x"}, {"--data-dirs", "/x", "--namenodes", "a:1"}, {"--data-dirs", "/x", "--namenodes", "a:1", "--auth=none"}} {
 		t.Setenv("BLOCKFS_DN_NAMENODES", "")
 		if _, _, err := parse(bad); err == nil {
 			t.Errorf("parse(%v) succeeded", bad)

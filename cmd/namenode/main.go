@@ -62,7 +62,9 @@ func run(args []string) error {
 	f.Duration(&cfg.Security.TokenLifetime, "token-lifetime", cfg.Security.TokenLifetime, "lifetime of every block token")
 	f.Duration(&cfg.Security.KeyRotation, "key-rotation", cfg.Security.KeyRotation, "how often this namenode makes a new token-signing key")
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
-	f.String(&cfg.Auth, "auth", cfg.Auth, "caller identity: mtls (client certificate CN; needs --tls-ca, --tls-cert, --tls-key) or simple (the blockfs-user request metadata, as HDFS simple auth; trusted networks only, logs a warning)")
+	f.String(&cfg.Auth, "auth", cfg.Auth, "caller identity: mtls (the client certificate's spiffe://<trust-domain>/<role>/<name> URI SAN; needs --tls-ca, --tls-cert, --tls-key) or simple (the blockfs-user and blockfs-role request metadata, as HDFS simple auth; trusted networks only, logs a warning)")
+	f.String(&cfg.TrustDomain, "trust-domain", cfg.TrustDomain, "the cluster's SPIFFE trust domain: certificates name spiffe://<trust-domain>/<role>/<name>")
+	f.String(&cfg.GroupFile, "group-mapping", "", "file mapping users to groups (lines 'user = group1, group2'); reread on SIGHUP; users' groups come only from here")
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
@@ -101,7 +103,18 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			if err := n.ReloadGroups(); err != nil {
+				cfg.Logger.Error("reload group mapping; the old mapping stays", "err", err)
+			}
+		case <-ctx.Done():
+		}
+	}
 	cfg.Logger.Info("shutting down")
 	return n.Close()
 }

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 )
 
 // Observe records one finished RPC: its full method name, status code name
@@ -30,13 +31,18 @@ import (
 type Observe func(method, code string, d time.Duration)
 
 // NewGRPC returns a gRPC server with opts, TLS credentials when tlsConf is
-// set, and interceptors that time every call (unary and streaming) and turn
-// returned errors into statuses.
-func NewGRPC(tlsConf *tls.Config, observe Observe, opts ...grpc.ServerOption) *grpc.Server {
+// set, and interceptors that time every call (unary and streaming), pass it
+// through authz (every method, including health and reflection, needs a
+// rule in security.Policy) and turn returned errors into statuses.
+func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, opts ...grpc.ServerOption) *grpc.Server {
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			start := time.Now()
-			resp, err := h(ctx, req)
+			ctx, err := authz.Authorize(ctx, info.FullMethod, req)
+			var resp any
+			if err == nil {
+				resp, err = h(ctx, req)
+			}
 			if err != nil {
 				if md := errs.Trailer(err); md != nil {
 					grpc.SetTrailer(ctx, md)
@@ -48,7 +54,10 @@ func NewGRPC(tlsConf *tls.Config, observe Observe, opts ...grpc.ServerOption) *g
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			start := time.Now()
-			err := h(srv, ss)
+			ctx, err := authz.Authorize(ss.Context(), info.FullMethod, nil)
+			if err == nil {
+				err = h(srv, &identifiedStream{ServerStream: ss, ctx: ctx})
+			}
 			if err != nil {
 				if md := errs.Trailer(err); md != nil {
 					ss.SetTrailer(md)
@@ -64,6 +73,15 @@ func NewGRPC(tlsConf *tls.Config, observe Observe, opts ...grpc.ServerOption) *g
 	}
 	return grpc.NewServer(opts...)
 }
+
+// identifiedStream is a server stream whose context carries the caller's
+// identity.
+type identifiedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *identifiedStream) Context() context.Context { return s.ctx }
 
 // GRPC registers health checking (SERVING for every service registered so
 // far) and reflection on srv, and serves lis until srv stops. wg tracks the
@@ -85,9 +103,9 @@ func GRPC(srv *grpc.Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logg
 	}()
 }
 
-// HTTP serves /metrics (reg) and /healthz on addr. An empty addr serves
-// nothing and returns nil, nil.
-func HTTP(addr string, reg *prometheus.Registry, wg *sync.WaitGroup, log *slog.Logger) (*http.Server, net.Listener, error) {
+// HTTP serves /metrics (reg) and /healthz on addr, each through its rule in
+// security.Policy. An empty addr serves nothing and returns nil, nil.
+func HTTP(addr string, reg *prometheus.Registry, authz *security.Authorizer, wg *sync.WaitGroup, log *slog.Logger) (*http.Server, net.Listener, error) {
 	if addr == "" {
 		return nil, nil, nil
 	}
@@ -96,8 +114,9 @@ func HTTP(addr string, reg *prometheus.Registry, wg *sync.WaitGroup, log *slog.L
 		return nil, nil, errs.Wrap(errs.Unavailable, "metrics listen", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	handle := func(pattern string, h http.Handler) { mux.Handle(pattern, authz.HTTP(pattern, h)) }
+	handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	wg.Add(1)
 	go func() {

@@ -1,0 +1,74 @@
+package namenode
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/blockfs/blockfs/security"
+)
+
+// authEnv answers the authorizer's questions (security.Env) from this
+// node's configuration, group mapping and Raft configuration.
+type authEnv struct{ n *Namenode }
+
+// IsSuperuser: the configured superuser, or a member of the supergroup by
+// the namenode's own group mapping.
+func (e authEnv) IsSuperuser(user string) bool {
+	n := e.n
+	return user == n.cfg.Superuser || slices.Contains(n.groups.Groups(user), n.cfg.SuperGroup)
+}
+
+// IsMember: name is a server of the Raft configuration (voter or not).
+func (e authEnv) IsMember(name string) bool { return e.n.members.has(e.n, name) }
+
+// memberCache holds the ids of the Raft configuration for lock-free
+// lookups on every NamenodeInternal call. A miss rereads the configuration
+// from Raft, at most once per memberRefresh, so that a newly added server
+// is admitted at once and an outsider cannot make every call a Raft round
+// trip.
+type memberCache struct {
+	ids  atomic.Pointer[[]string]
+	last atomic.Int64 // unix nanos of the last reread
+}
+
+const memberRefresh = 100 * time.Millisecond
+
+func (m *memberCache) has(n *Namenode, id string) bool {
+	if p := m.ids.Load(); p != nil && slices.Contains(*p, id) {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := m.last.Load()
+	if now-last < int64(memberRefresh) || !m.last.CompareAndSwap(last, now) || n.raft == nil {
+		return false
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	ids := make([]string, 0, len(f.Configuration().Servers))
+	for _, s := range f.Configuration().Servers {
+		ids = append(ids, string(s.ID))
+	}
+	m.ids.Store(&ids)
+	return slices.Contains(ids, id)
+}
+
+// forget drops the cached configuration (after a server is removed).
+func (m *memberCache) forget() {
+	m.ids.Store(nil)
+	m.last.Store(0)
+}
+
+// ReloadGroups rereads the group mapping file (the namenode command calls
+// it on SIGHUP). On error the old mapping stays in force.
+func (n *Namenode) ReloadGroups() error {
+	if err := n.groups.Reload(); err != nil {
+		return err
+	}
+	n.log.Info("group mapping reloaded", "file", n.groups.File(), "users", n.groups.Users())
+	return nil
+}
+
+var _ security.Env = authEnv{}
