@@ -41,6 +41,8 @@ type Row struct {
 	GlobalMutex bool      `json:"global_mutex"`
 	OpsPerSec   float64   `json:"ops_per_sec"`         // median of Runs
 	Runs        []float64 `json:"runs_ops_per_sec"`    // every run, in order
+	CPUPerOp    float64   `json:"cpu_us_per_op"`       // median of CPURuns
+	CPURuns     []float64 `json:"runs_cpu_us_per_op"`  // process CPU time per operation, every run
 	HitRatio    *float64  `json:"hit_ratio,omitempty"` // cache hits / lookups over all runs; absent without a cache
 	Speedup     float64   `json:"speedup"`             // vs 1 goroutine, workload none, same side, no global mutex
 }
@@ -111,7 +113,7 @@ func main() {
 	}
 	for _, s := range all {
 		if s.workload == "none" {
-			s.run(1, 100*time.Millisecond)
+			_, _ = s.run(1, 100*time.Millisecond)
 		} else {
 			s.warm()
 		}
@@ -122,7 +124,7 @@ func main() {
 	c1, c2 := control(1, *duration), control(2, *duration)
 
 	type acc struct {
-		ops        []float64
+		ops, cpu   []float64
 		hits, seen float64
 	}
 	res := make([][]acc, len(all))
@@ -135,10 +137,11 @@ func main() {
 		for i, s := range all {
 			for j, g := range gs {
 				h0, m0 := s.counters()
-				ops := s.run(g, *duration)
+				ops, cpu := s.run(g, *duration)
 				h1, m1 := s.counters()
 				a := &res[i][j]
 				a.ops = append(a.ops, ops)
+				a.cpu = append(a.cpu, cpu*1e6)
 				a.hits += h1 - h0
 				a.seen += h1 - h0 + m1 - m0
 			}
@@ -148,7 +151,7 @@ func main() {
 	for i, s := range all {
 		for j, g := range gs {
 			a := res[i][j]
-			row := Row{Side: s.side, Workload: s.workload, Goroutines: g, GlobalMutex: s.global, OpsPerSec: median(a.ops), Runs: a.ops}
+			row := Row{Side: s.side, Workload: s.workload, Goroutines: g, GlobalMutex: s.global, OpsPerSec: median(a.ops), Runs: a.ops, CPUPerOp: median(a.cpu), CPURuns: a.cpu}
 			if a.seen > 0 {
 				hr := a.hits / a.seen
 				row.HitRatio = &hr

@@ -14,7 +14,7 @@ import (
 // without a cache on the same side.
 func printTable(rows []Row) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "side\tworkload\tgoroutines\tlock\tops/s (median)\tspeedup vs 1g none\thit ratio\t")
+	fmt.Fprintln(tw, "side\tworkload\tgoroutines\tlock\tops/s (median)\tspeedup vs 1g none\tcpu us/op\thit ratio\t")
 	for _, r := range rows {
 		lock := "sharded"
 		if r.GlobalMutex {
@@ -24,7 +24,7 @@ func printTable(rows []Row) {
 		if r.HitRatio != nil {
 			hr = fmt.Sprintf("%.3f", *r.HitRatio)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.0f\t%.2fx\t%s\t\n", r.Side, r.Workload, r.Goroutines, lock, r.OpsPerSec, r.Speedup, hr)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.0f\t%.2fx\t%.3f\t%s\t\n", r.Side, r.Workload, r.Goroutines, lock, r.OpsPerSec, r.Speedup, r.CPUPerOp, hr)
 	}
 	tw.Flush()
 }
@@ -70,6 +70,13 @@ func printFloors(rows []Row, gs []int, c1, c2 float64) {
 				// A miss costs none/miss times a call without a cache.
 				none, miss := findRow(rows, side, "none", g, false), findRow(rows, side, "miss", g, false)
 				floor(side, fmt.Sprintf("miss cost / none cost, %d goroutine(s)", g), none, miss, 1.3, true)
+				if none != nil && miss != nil {
+					cpu := make([]float64, len(miss.CPURuns))
+					for i := range cpu {
+						cpu[i] = miss.CPURuns[i] / none.CPURuns[i]
+					}
+					fmt.Printf("      %-8s %-36s %7.2fx (CPU per op, not subject to other load)\n", side, "  same in CPU time", median(cpu))
+				}
 			}
 		}
 		floor(side, "hit / none, 1 goroutine", findRow(rows, side, "hit", 1, false), none1, 30, false)

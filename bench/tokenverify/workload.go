@@ -6,6 +6,7 @@ import (
 	"log"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,7 +145,8 @@ func (s *series) warm() {
 // nothing beside a signature. The hit series must not pay it (it measures
 // calls of well under a microsecond that share nothing): each goroutine
 // cycles through its own slice of the hit set.
-func (s *series) run(g int, d time.Duration) float64 {
+func (s *series) run(g int, d time.Duration) (opsPerSec, cpuPerOp float64) {
+	cpu0 := cpuTime()
 	var stop atomic.Bool
 	var total atomic.Int64
 	var wg sync.WaitGroup
@@ -173,7 +175,19 @@ func (s *series) run(g int, d time.Duration) float64 {
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
-	return float64(total.Load()) / time.Since(start).Seconds()
+	ops := float64(total.Load())
+	return ops / time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds() / ops
+}
+
+// cpuTime is the CPU time (user and system) this process has used. Unlike
+// wall time it does not count time lost to other processes on the machine,
+// so CPU per operation compares costs even when the machine is busy.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // control measures bare ed25519.Verify with g goroutines: the machine's own
