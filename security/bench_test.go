@@ -73,3 +73,42 @@ func BenchmarkVerifyCachedParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFileTokenMissFull: cached mode with a full cache and every call
+// a new (user, inode): a signature plus an O(1) eviction. Compare with
+// BenchmarkSign.
+func BenchmarkFileTokenMissFull(b *testing.B) {
+	e := newEnv(b, func(c *Config) { c.CacheSize = 1024 })
+	users := []string{"alice", "bob", "carol", "dave"}
+	for i := range 4096 { // fill
+		must(b)(e.is.FileToken(users[i%4], uint64(i), Read))
+	}
+	b.ReportAllocs()
+	i := 4096
+	for b.Loop() {
+		if _, err := e.is.FileToken(users[i%4], uint64(i), Read); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkVerifyMissFull: verification with a full cache and a token not
+// in it: the signature check plus an O(1) eviction. Compare with
+// BenchmarkVerify.
+func BenchmarkVerifyMissFull(b *testing.B) {
+	e := newEnv(b, func(c *Config) { c.VerifyCacheSize = 256; c.Mode = PerRequest })
+	toks := make([][]byte, 2048)
+	for i := range toks {
+		toks[i] = must(b)(e.is.FileToken("alice", uint64(i), Read))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		n := i % len(toks)
+		if _, err := e.v.Verify(toks[n], Request{Inode: uint64(n), Access: Read}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
