@@ -14,6 +14,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/lbm"
+	"github.com/blockfs/blockfs/security"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -72,7 +73,8 @@ func (d *Datanode) writeBlock(stream grpc.ClientStreamingServer[api.WriteBlockRe
 	if b.Length > d.cfg.MaxBlockSize {
 		return errs.Newf(errs.Invalid, op, name, "declared length %d exceeds the maximum block size %d", b.Length, d.cfg.MaxBlockSize)
 	}
-	if err := d.tokens.checkWrite(ctx, h); err != nil {
+	caller, _ := security.IdentityFromContext(ctx)
+	if err := d.tokens.checkWrite(ctx, caller, h); err != nil {
 		return err
 	}
 

@@ -117,6 +117,15 @@ var signer = sync.OnceValue(func() *testSigning {
 // testInode owns every block these tests write.
 const testInode = 77
 
+// copyToken is a namenode's copy token for block id naming targets.
+func copyToken(id, gen uint64, targets ...string) []byte {
+	tok, err := signer().is.BlockToken(security.CopySubject(targets), testInode, id, gen, security.Copy)
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
+
 func blockToken(id, gen uint64, a security.Access) []byte {
 	var tok []byte
 	var err error
@@ -446,7 +455,7 @@ func TestReportsAndCommands(t *testing.T) {
 	nn1.mu.Lock()
 	nn1.cmds = []*api.DatanodeCommand{
 		{Command: &api.DatanodeCommand_Replicate{Replicate: &api.ReplicateBlockCommand{
-			Block: &api.Block{Id: 5, GenStamp: 1, Length: 700}, InodeId: testInode, Token: blockToken(5, 1, security.Copy),
+			Block: &api.Block{Id: 5, GenStamp: 1, Length: 700}, InodeId: testInode, Token: copyToken(5, 1, target.ID()),
 			Targets: []*api.DatanodeInfo{{Id: target.ID(), Addr: target.Addr()}}}}},
 		{Command: &api.DatanodeCommand_Delete{Delete: &api.DeleteBlocksCommand{Blocks: []*api.Block{{Id: 6, GenStamp: 1}}}}},
 	}
@@ -594,3 +603,46 @@ func TestConfigValidate(t *testing.T) {
 }
 
 var errNotFound = errors.New("block bytes not found in data file")
+
+// TestReplicationWriteChecks: a replication write is taken only from a
+// datanode, with a copy token that names this datanode among its targets.
+func TestReplicationWriteChecks(t *testing.T) {
+	d := startDN(t, testConfig(t))
+	as := func(role security.Role, name string) api.DataServiceClient {
+		conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: role, Name: name})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return api.NewDataServiceClient(conn)
+	}
+	data := randBytes(100)
+	repl := func(id uint64, tok []byte) []*api.WriteBlockRequest {
+		return []*api.WriteBlockRequest{{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
+			Block: &api.Block{Id: id, GenStamp: 1, Length: uint64(len(data))}, InodeId: testInode, Token: tok, Replication: true}}}, chunk(data)}
+	}
+	cases := []struct {
+		name   string
+		client api.DataServiceClient
+		token  []byte
+		code   codes.Code
+	}{
+		{"datanode with a copy token for this datanode", as(security.RoleDatanode, "dn-src"), copyToken(1, 1, "x", d.ID()), codes.OK},
+		{"datanode with a copy token for another datanode", as(security.RoleDatanode, "dn-src"), copyToken(2, 1, "dn-other"), codes.PermissionDenied},
+		{"user with a valid copy token", as(security.RoleUser, "alice"), copyToken(3, 1, d.ID()), codes.PermissionDenied},
+		{"datanode with a write token", as(security.RoleDatanode, "dn-src"), blockToken(4, 1, security.Write), codes.PermissionDenied},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := uint64(i + 1)
+			_, _, err := write(t, c.client, repl(id, c.token)...)
+			if status.Code(err) != c.code {
+				t.Fatalf("got %v, want %v", err, c.code)
+			}
+			if _, stored := d.Store().Stat(id); stored != (c.code == codes.OK) {
+				t.Fatalf("stored = %v", stored)
+			}
+		})
+	}
+}

@@ -178,14 +178,14 @@ func (t *tokens) ask() (round uint64, ok bool) {
 // for a refresh and waits, at most the configured wait (or until ctx
 // ends), for that round or for new keys, then verifies again; a key still
 // unknown is refused as Unauthenticated.
-func (t *tokens) check(ctx context.Context, token []byte, want security.Request) error {
-	_, err := t.verify.Verify(token, want)
+func (t *tokens) check(ctx context.Context, token []byte, want security.Request) (security.Claims, error) {
+	c, err := t.verify.Verify(token, want)
 	if err == nil || errs.KindOf(err) != errs.Unauthenticated || !isUnknownKey(err) {
-		return err
+		return c, err
 	}
 	round, ok := t.ask()
 	if !ok {
-		return err
+		return c, err
 	}
 	timer := time.NewTimer(t.wait)
 	defer timer.Stop()
@@ -194,18 +194,17 @@ func (t *tokens) check(ctx context.Context, token []byte, want security.Request)
 		finished, changed := t.done >= round, t.changed
 		t.mu.Unlock()
 		if finished {
-			_, err = t.verify.Verify(token, want)
-			return err
+			return t.verify.Verify(token, want)
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return err
+			return c, err
 		case <-ctx.Done():
-			return err
+			return c, err
 		}
-		if _, err = t.verify.Verify(token, want); err == nil || !isUnknownKey(err) {
-			return err
+		if c, err = t.verify.Verify(token, want); err == nil || !isUnknownKey(err) {
+			return c, err
 		}
 	}
 }
@@ -224,23 +223,40 @@ func isUnknownKey(err error) bool {
 	return false
 }
 
-// checkWrite checks a WriteBlock header: a write token for this block, or
-// a copy token for a namenode-ordered replication.
-func (t *tokens) checkWrite(ctx context.Context, h *api.WriteBlockHeader) error {
+// checkWrite checks a WriteBlock header from caller: a write token for
+// this block (a client, or an upstream datanode forwarding its pipeline),
+// or, for a namenode-ordered replication, a copy token that names this
+// datanode among its targets, presented by a datanode.
+func (t *tokens) checkWrite(ctx context.Context, caller security.Identity, h *api.WriteBlockHeader) error {
 	want := security.Request{Inode: h.InodeId, BlockID: h.Block.GetId(), GenStamp: h.Block.GetGenStamp(), Access: security.Write}
-	if h.Replication {
-		want.Access = security.Copy
+	if !h.Replication {
+		_, err := t.check(ctx, h.Token, want)
+		return err
 	}
-	return t.check(ctx, h.Token, want)
+	const op = "write block"
+	if caller.Role != security.RoleDatanode {
+		return errs.Newf(errs.Permission, op, blockName(want.BlockID), "%s may not write a replica: replication writes come from datanodes", caller)
+	}
+	want.Access = security.Copy
+	c, err := t.check(ctx, h.Token, want)
+	if err != nil {
+		return err
+	}
+	if !security.CopyTargets(c.User, t.d.id) {
+		return errs.Newf(errs.Permission, op, blockName(want.BlockID), "copy token is for %q, not for datanode %s", c.User, t.d.id)
+	}
+	return nil
 }
 
 // checkRead checks a read of a replica owned by inode (the inode recorded
 // when the block was written, not what the caller claims).
 func (t *tokens) checkRead(ctx context.Context, token []byte, inode uint64, b *api.Block) error {
-	return t.check(ctx, token, security.Request{Inode: inode, BlockID: b.GetId(), GenStamp: b.GetGenStamp(), Access: security.Read})
+	_, err := t.check(ctx, token, security.Request{Inode: inode, BlockID: b.GetId(), GenStamp: b.GetGenStamp(), Access: security.Read})
+	return err
 }
 
 // checkCopy checks a transfer of a replica owned by inode.
 func (t *tokens) checkCopy(ctx context.Context, token []byte, inode uint64, b *api.Block) error {
-	return t.check(ctx, token, security.Request{Inode: inode, BlockID: b.GetId(), GenStamp: b.GetGenStamp(), Access: security.Copy})
+	_, err := t.check(ctx, token, security.Request{Inode: inode, BlockID: b.GetId(), GenStamp: b.GetGenStamp(), Access: security.Copy})
+	return err
 }

@@ -151,7 +151,12 @@ func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Delete{Delete: d}})
 		case blocks.Replicate:
 			r := &api.ReplicateBlockCommand{Block: replicaBlock(c.Block), InodeId: c.Block.Inode}
-			tok, err := n.issuer.BlockToken(replicationUser, c.Block.Inode, c.Block.BlockID, c.Block.GenStamp, security.Copy)
+			ids := make([]string, len(c.Targets))
+			for i, t := range c.Targets {
+				ids[i] = t.ID
+			}
+			// The copy token names its targets: only they accept the replica.
+			tok, err := n.issuer.BlockToken(security.CopySubject(ids), c.Block.Inode, c.Block.BlockID, c.Block.GenStamp, security.Copy)
 			if err != nil {
 				n.log.Warn("sign replication token", "block", c.Block.BlockID, "err", err)
 				continue

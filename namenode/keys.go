@@ -272,5 +272,3 @@ func (n *Namenode) fillReadTokens(user string, out *api.GetBlockLocationsRespons
 	return nil
 }
 
-// replicationUser is the token subject of namenode-ordered transfers.
-const replicationUser = "blockfs-namenode"

@@ -52,3 +52,23 @@ func TestRetriedWriteAppliesOnce(t *testing.T) {
 		t.Fatalf("retry after a restart from snapshot: %v", err)
 	}
 }
+
+// TestRetryCacheIsPerUser: another user who replays someone's (client id,
+// call id) is not handed that call's cached answer; the call runs as them
+// and meets the permission checks.
+func TestRetryCacheIsPerUser(t *testing.T) {
+	x := startCluster(t, 3, nil)
+	l := x.leader()
+	named := func(user, p string) error {
+		ctx := metadata.AppendToOutgoingContext(x.as(user), namenode.ClientIDKey, "client-1", namenode.CallIDKey, "7")
+		_, err := x.client(l).Create(ctx, &api.CreateRequest{Path: p})
+		return err
+	}
+	if err := named("root", "/rootfile"); err != nil {
+		t.Fatal(err)
+	}
+	if err := named("root", "/rootfile"); err != nil {
+		t.Fatalf("root's own retry: %v", err)
+	}
+	wantCode(t, named("mallory", "/rootfile"), codes.PermissionDenied, "mallory")
+}

@@ -23,8 +23,12 @@ type retryCache struct {
 	head    int
 }
 
+// callKey names one call of one client of one user. The user is part of
+// the key: client ids are not authenticated, so without it another user
+// who learned someone's (client id, call id) would be handed that call's
+// answer (an AddBlock's block, say) without any permission check.
 type callKey struct {
-	client string
+	client string // user, a NUL byte, then the client id
 	call   uint64
 }
 
@@ -40,7 +44,7 @@ func keyOf(c *api.Caller) (callKey, bool) {
 	if c.GetClientId() == "" || c.GetCallId() == 0 {
 		return callKey{}, false
 	}
-	return callKey{c.ClientId, c.CallId}, true
+	return callKey{c.GetUser() + "\x00" + c.ClientId, c.CallId}, true
 }
 
 func (rc *retryCache) get(k callKey) (*api.CommandResult, bool) {
@@ -75,7 +79,7 @@ func (rc *retryCache) each(fn func(k callKey, r *api.CommandResult) error) error
 }
 
 // writeRetryCache appends the snapshot's retry-cache section: count (u32),
-// then oldest first: client id length (u16) and bytes, call id (u64),
+// then oldest first: key length (u16) and bytes (user, NUL, client id), call id (u64),
 // result length (u32) and the CommandResult protobuf.
 func writeRetryCache(w io.Writer, rc *retryCache) error {
 	var b [8]byte

@@ -1,6 +1,7 @@
 package security
 
 import (
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -95,4 +96,26 @@ func newWireClaims(user string, inode uint64, acc Access, iat, exp time.Time) *w
 		Inode:  &ino,
 		Access: acc.String(),
 	}
+}
+
+// copyPrefix starts the subject of a copy token: the namenode orders a
+// replica copied to named datanodes, and only those may accept it.
+const copyPrefix = "copy:"
+
+// CopySubject is the token subject of a copy token for the datanodes
+// targets: "copy:" and their ids joined by commas.
+func CopySubject(targets []string) string { return copyPrefix + strings.Join(targets, ",") }
+
+// CopyTargets reports whether a copy token with subject sub names datanode.
+func CopyTargets(sub, datanode string) bool {
+	rest, ok := strings.CutPrefix(sub, copyPrefix)
+	if !ok || datanode == "" {
+		return false
+	}
+	for _, id := range strings.Split(rest, ",") {
+		if id == datanode {
+			return true
+		}
+	}
+	return false
 }
