@@ -271,4 +271,3 @@ func (n *Namenode) fillReadTokens(user string, out *api.GetBlockLocationsRespons
 	out.Token = tok
 	return nil
 }
-
