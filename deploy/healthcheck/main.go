@@ -16,6 +16,16 @@
 // A namenode's check:  healthcheck -q --leader 127.0.0.1:9001
 // A datanode's check:  healthcheck -q --namenodes 127.0.0.1:9001,127.0.0.1:9002 --live-datanode 127.0.0.1:9201 127.0.0.1:9201
 // Wait for a cluster:  healthcheck --wait 60s --leader --min-datanodes 5 127.0.0.1:9001
+// Under mTLS:          healthcheck --tls-ca ca.pem --tls-cert user-root.pem --tls-key user-root-key.pem --leader 127.0.0.1:9001
+//
+// Identity. The gRPC endpoints name their caller (Health/Check admits any
+// role, ClusterStatus any role too). Against an mTLS cluster give
+// --tls-ca, --tls-cert and --tls-key (any certificate of the cluster: in
+// compose each node checks itself with its own); without them the check
+// dials in plaintext and states --user and --role in the request metadata,
+// as simple auth expects. Every flag of this group also reads
+// $BLOCKFS_HEALTHCHECK_<FLAG>, so that a compose file sets them once in a
+// service's environment and its `test:` stays the same in both modes.
 //
 // It exits 0 when healthy and 1, with the reason on stderr, otherwise, as
 // Docker expects; 2 on bad usage.
@@ -35,6 +45,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/security"
 )
 
 type options struct {
@@ -44,6 +56,7 @@ type options struct {
 	leader       bool
 	minDatanodes int
 	liveDatanode string
+	dialOpts     []grpc.DialOption
 }
 
 func (o *options) clusterChecks() bool {
@@ -66,16 +79,29 @@ func run(args []string) int {
 	fs.IntVar(&o.minDatanodes, "min-datanodes", 0, "cluster condition: at least this many datanodes are live")
 	fs.StringVar(&o.liveDatanode, "live-datanode", "", "cluster condition: the datanode with this id or gRPC address is live")
 	quiet := fs.Bool("q", false, "print nothing when healthy")
+	env := cliflag.New(fs, "BLOCKFS_HEALTHCHECK_")
+	var tlsCA, tlsCert, tlsKey, user, role string
+	env.String(&tlsCA, "tls-ca", "", "cluster CA (PEM): check an mTLS cluster")
+	env.String(&tlsCert, "tls-cert", "", "certificate (PEM) to present; any role's certificate of the cluster will do")
+	env.String(&tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	env.String(&user, "user", "healthcheck", "name stated in the request metadata for simple auth (ignored under mTLS)")
+	env.String(&role, "role", "user", "role stated with --user: user, datanode or namenode (ignored under mTLS)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: healthcheck [flags] HOST:PORT...")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := env.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	opts, err := dialOptions(tlsCA, tlsCert, tlsKey, user, role)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "healthcheck:", err)
+		return 2
+	}
+	o.dialOpts = opts
 	addrs := fs.Args()
 	if len(addrs) == 0 {
 		fs.Usage()
@@ -136,8 +162,29 @@ func check(addrs []string, o *options) (string, error) {
 	return strings.Join(seen, "; "), nil
 }
 
-func dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// dialOptions: mTLS with the given files when any is set, else plaintext;
+// always the simple-auth metadata, which an mTLS server ignores.
+func dialOptions(ca, cert, key, user, role string) ([]grpc.DialOption, error) {
+	r, err := security.ParseRole(role)
+	if err != nil {
+		return nil, fmt.Errorf("--role: %w", err)
+	}
+	if err := security.ValidateName(user); err != nil {
+		return nil, fmt.Errorf("--user: %w", err)
+	}
+	opts := []grpc.DialOption{grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: r, Name: user}))}
+	tlsOpts, err := cliflag.ClientTLS(ca, cert, key)
+	if err != nil {
+		return nil, err
+	}
+	if tlsOpts == nil {
+		tlsOpts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	return append(opts, tlsOpts...), nil
+}
+
+func dial(addr string, o *options) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, o.dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
@@ -145,7 +192,7 @@ func dial(addr string) (*grpc.ClientConn, error) {
 }
 
 func serving(addr string, o *options) error {
-	conn, err := dial(addr)
+	conn, err := dial(addr, o)
 	if err != nil {
 		return err
 	}
@@ -163,7 +210,7 @@ func serving(addr string, o *options) error {
 }
 
 func cluster(nn string, o *options) (string, error) {
-	conn, err := dial(nn)
+	conn, err := dial(nn, o)
 	if err != nil {
 		return "", err
 	}

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/security"
 )
 
 type fakeNamenode struct {
@@ -83,6 +89,95 @@ func TestHealthcheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := run(tc.args); got != tc.want {
 				t.Errorf("healthcheck %v = %d, want %d", tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+// authServe starts a namenode-like server (health + ClusterStatus with a
+// leader) whose every call goes through the real authorizer: under mTLS when
+// tlsCfg is set, else under simple auth.
+func authServe(t *testing.T, tlsCfg *tls.Config) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	az := security.NewAuthorizer(security.AuthConfig{Simple: tlsCfg == nil})
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := az.Authorize(ctx, info.FullMethod, req)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, req)
+	})}
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	s := grpc.NewServer(opts...)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(s, hs)
+	api.RegisterClientServiceServer(s, &fakeNamenode{status: &api.ClusterStatusResponse{LeaderId: "nn1", Term: 1}})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+func TestHealthcheckIdentity(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := security.GenerateCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"ca": filepath.Join(dir, "ca.pem")}
+	if err := os.WriteFile(files["ca"], ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var srvCert, srvKey []byte
+	for _, id := range []security.Identity{{Role: security.RoleNamenode, Name: "nn1"}, {Role: security.RoleDatanode, Name: "dn1"}} {
+		cert, key, err := security.IssueCert(ca, security.DefaultTrustDomain, id, []string{"127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.Role == security.RoleNamenode {
+			srvCert, srvKey = cert, key
+		}
+		c, k := filepath.Join(dir, id.Name+".pem"), filepath.Join(dir, id.Name+"-key.pem")
+		if err := security.WritePEMFiles(c, k, cert, key); err != nil {
+			t.Fatal(err)
+		}
+		files[id.Name], files[id.Name+"-key"] = c, k
+	}
+	srvTLS, err := security.ServerTLSConfig(ca.CertPEM, srvCert, srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtls := authServe(t, srvTLS)
+	simple := authServe(t, nil)
+	withCert := func(name string) []string {
+		return []string{"--tls-ca", files["ca"], "--tls-cert", files[name], "--tls-key", files[name+"-key"]}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"mtls, a datanode's certificate", append(withCert("dn1"), "-q", "--leader", mtls), nil, 0},
+		{"mtls, files from the environment", []string{"-q", "--leader", mtls},
+			map[string]string{"BLOCKFS_HEALTHCHECK_TLS_CA": files["ca"], "BLOCKFS_HEALTHCHECK_TLS_CERT": files["nn1"], "BLOCKFS_HEALTHCHECK_TLS_KEY": files["nn1-key"]}, 0},
+		{"mtls, no certificate", []string{"-q", "--timeout", "500ms", mtls}, nil, 1},
+		{"simple auth, default name", []string{"-q", "--leader", simple}, nil, 0},
+		{"simple auth, a datanode's name", []string{"-q", "--leader", simple}, map[string]string{"BLOCKFS_HEALTHCHECK_USER": "dn1", "BLOCKFS_HEALTHCHECK_ROLE": "datanode"}, 0},
+		{"simple auth, bad role", []string{"-q", "--role", "admin", simple}, nil, 2},
+		{"missing key file", []string{"-q", "--tls-ca", files["ca"], "--tls-cert", files["dn1"], "--tls-key", filepath.Join(dir, "nope"), mtls}, nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			if got := run(tc.args); got != tc.want {
+				t.Errorf("healthcheck %v (env %v) = %d, want %d", tc.args, tc.env, got, tc.want)
 			}
 		})
 	}
