@@ -98,6 +98,10 @@ func New(lis net.Listener, o Options) (*StreamLayer, error) {
 	if err := security.ValidateTrustDomain(o.TrustDomain); err != nil {
 		return nil, err
 	}
+	if o.ServerTLS.ClientCAs == nil || o.ClientTLS.RootCAs == nil {
+		// crypto/tls would fall back to the system roots: any public CA.
+		return nil, errs.New(errs.Invalid, op, "", "the TLS configs must name the cluster CA (ClientCAs and RootCAs)")
+	}
 	s.server = o.ServerTLS.Clone()
 	s.server.MinVersion = tls.VersionTLS13
 	s.server.ClientAuth = tls.RequireAndVerifyClientCert

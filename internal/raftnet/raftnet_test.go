@@ -375,6 +375,7 @@ func TestPlainAndAddress(t *testing.T) {
 		{"unspecified address", "0.0.0.0:0", raftnet.Options{}},
 		{"server TLS without client TLS", "127.0.0.1:0", raftnet.Options{ServerTLS: srv, TrustDomain: security.DefaultTrustDomain}},
 		{"bad trust domain", "127.0.0.1:0", raftnet.Options{ServerTLS: srv, ClientTLS: srv, TrustDomain: "Bad Domain"}},
+		{"client config without the cluster CA", "127.0.0.1:0", raftnet.Options{ServerTLS: srv, ClientTLS: &tls.Config{}, TrustDomain: security.DefaultTrustDomain}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lis, err := net.Listen("tcp", tc.addr)
