@@ -275,12 +275,15 @@ func (x *CreateCommand) GetMtimeUnixMs() int64 {
 }
 
 type AddBlockCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	InodeId       uint64                 `protobuf:"varint,3,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
-	Previous      *Block                 `protobuf:"bytes,4,opt,name=previous,proto3" json:"previous,omitempty"` // unset when the file has no blocks yet
-	MtimeUnixMs   int64                  `protobuf:"varint,5,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Caller      *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path        string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId     uint64                 `protobuf:"varint,3,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Previous    *Block                 `protobuf:"bytes,4,opt,name=previous,proto3" json:"previous,omitempty"` // unset when the file has no blocks yet
+	MtimeUnixMs int64                  `protobuf:"varint,5,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	// targets are the datanode ids chosen for the new block's write pipeline;
+	// only their "received" reports make a replica verified (blocks/verify.go).
+	Targets       []string `protobuf:"bytes,6,rep,name=targets,proto3" json:"targets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +351,13 @@ func (x *AddBlockCommand) GetMtimeUnixMs() int64 {
 		return x.MtimeUnixMs
 	}
 	return 0
+}
+
+func (x *AddBlockCommand) GetTargets() []string {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
 }
 
 type CompleteCommand struct {
@@ -1131,13 +1141,14 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\vreplication\x18\x06 \x01(\rR\vreplication\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\a \x01(\x04R\tblockSize\x12\"\n" +
-	"\rmtime_unix_ms\x18\b \x01(\x03R\vmtimeUnixMs\"\xbf\x01\n" +
+	"\rmtime_unix_ms\x18\b \x01(\x03R\vmtimeUnixMs\"\xd9\x01\n" +
 	"\x0fAddBlockCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12-\n" +
 	"\bprevious\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\bprevious\x12\"\n" +
-	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\xbb\x01\n" +
+	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\x12\x18\n" +
+	"\atargets\x18\x06 \x03(\tR\atargets\"\xbb\x01\n" +
 	"\x0fCompleteCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +

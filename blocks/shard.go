@@ -131,6 +131,9 @@ type shard struct {
 	corrupt map[uint64]struct{} // has bad (corrupt or stale) replicas
 	unknown map[uint64]struct{} // reported, not expected, not forgotten
 	pending map[uint64]*pending
+	// writing: the pipeline chosen for each block under construction
+	// (pipeline.go); dropped when the block completes or is forgotten.
+	writing map[uint64][]*node
 	// suspect: blocks with a suspect replica; verifying: blocks with a
 	// Verify outstanding, by the time it is given up (verify.go).
 	suspect   map[uint64]struct{}
@@ -147,6 +150,7 @@ func (s *shard) init() {
 	s.corrupt = make(map[uint64]struct{})
 	s.unknown = make(map[uint64]struct{})
 	s.pending = make(map[uint64]*pending)
+	s.writing = make(map[uint64][]*node)
 	s.suspect = make(map[uint64]struct{})
 	s.verifying = make(map[uint64]time.Time)
 }
@@ -169,6 +173,9 @@ func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 		s.corrupt[id] = struct{}{}
 	} else {
 		delete(s.corrupt, id)
+	}
+	if !b.expected || b.complete {
+		delete(s.writing, id)
 	}
 	if !b.expected || !b.complete {
 		delete(s.under, id)

@@ -6,8 +6,10 @@ import "time"
 // datanode's say-so in a full report, that it holds the block's bytes:
 //
 //   - it arrived in an incremental report (the datanode just stored it)
-//     with the expected generation stamp while the block had fewer verified
-//     replicas than its replication: the write pipeline filling up, or
+//     with the expected generation stamp from a datanode of the block's
+//     write pipeline (the AddBlock targets, pipeline.go), or, for a block
+//     whose pipeline this namenode does not know, while the block had fewer
+//     verified replicas than its replication, or
 //   - its datanode was a target of a replication this namenode scheduled,
 //     or
 //   - its datanode re-read it on a Verify command this namenode ordered and
@@ -47,6 +49,9 @@ func (s *shard) writtenHere(id uint64, b *blockInfo, l *loc) bool {
 				return true
 			}
 		}
+	}
+	if member, known := s.inPipeline(id, l.n); known {
+		return member
 	}
 	return b.verifiedGood() < int(b.replication)
 }

@@ -81,6 +81,18 @@ func (n *Namenode) checkDatanodeCaller(ctx context.Context, op, dn string) error
 	return errs.Newf(errs.Permission, op, "", "%s may not speak for datanode %q", id, dn)
 }
 
+// pipelineRecorder is a blockEvents that learns the datanodes chosen to
+// write a new block (AddBlockCommand.targets).
+type pipelineRecorder interface {
+	Pipeline(b namespace.Block, datanodes []string)
+}
+
+// Pipeline records b's write pipeline: only those datanodes' "received"
+// reports make a replica of b verified.
+func (a blockEventsAdapter) Pipeline(b namespace.Block, datanodes []string) {
+	a.m.SetPipeline(b.ID, datanodes)
+}
+
 // expectedResetter is a blockEvents that can replace its whole expected
 // set at once (fsm.Restore).
 type expectedResetter interface {

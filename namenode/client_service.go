@@ -84,8 +84,12 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(targets))
+	for i, d := range targets {
+		ids[i] = d.ID
+	}
 	res, idx, err := s.n.propose(ctx, cmdAddBlock, &api.AddBlockCommand{
-		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(),
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(), Targets: ids,
 	})
 	if err != nil {
 		return nil, err

@@ -292,6 +292,9 @@ func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 	}
 	if !nb.Retried && f.events != nil {
 		f.events.Expect(nb.Block, nb.File.ID, nb.File.Replication, false)
+		if p, ok := f.events.(pipelineRecorder); ok {
+			p.Pipeline(nb.Block, c.Targets)
+		}
 	}
 	return &api.CommandResult{Block: toAPIBlock(nb.Block), Offset: nb.Offset, Status: toFileStatus(nb.File)}, nil
 }

@@ -1,0 +1,39 @@
+package blocks
+
+import "slices"
+
+// The write pipeline of a block under construction. The namenode that
+// serves AddBlock chooses the datanodes and puts their ids in the Raft
+// command, so every namenode learns them as it applies the log. While the
+// block is being written, a "received" report makes a replica verified only
+// if its datanode is one of them: a datanode that was not asked to store the
+// block cannot race the pipeline and look like a real copy.
+
+// SetPipeline records the datanodes chosen to write block blockID. Ids of
+// datanodes not registered here are skipped. The record is dropped when the
+// block completes or is forgotten.
+func (m *Manager) SetPipeline(blockID uint64, datanodes []string) {
+	ns := make([]*node, 0, len(datanodes))
+	for _, id := range datanodes {
+		if n := m.lookup(id); n != nil {
+			ns = append(ns, n)
+		}
+	}
+	s := m.shard(blockID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.blocks[blockID]; b != nil && (b.complete || b.forgotten) {
+		return
+	}
+	s.writing[blockID] = ns
+}
+
+// inPipeline reports whether block id has a recorded pipeline (known) and
+// whether n is in it. Caller holds s.mu.
+func (s *shard) inPipeline(id uint64, n *node) (member, known bool) {
+	w, ok := s.writing[id]
+	if !ok {
+		return false, false
+	}
+	return slices.Contains(w, n), true
+}
