@@ -99,7 +99,7 @@ func (c *cluster) start() error {
 		p.args = func() []string {
 			return []string{"--id", name, "--data-dirs", p.dataDir, "--grpc-addr", p.grpc, "--http-addr", "",
 				"--namenodes", nnList, "--heartbeat-interval", hbInterval, "--encrypt",
-				"--container-max-blocks", "16", "--log-level", "warn"}
+				"--container-max-blocks", "16", "--log-level", "warn", "--auth", "simple"}
 		}
 		c.dns = append(c.dns, p)
 	}
