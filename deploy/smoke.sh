@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Smoke test of the docker-compose cluster (deploy/docker-compose.yml):
+# Smoke test of the docker-compose cluster (deploy/docker-compose.yml), under
+# mTLS with the role certificates its `certs` service makes (SMOKE_AUTH=simple:
+# under simple auth, with deploy/docker-compose.simple.yml added):
 #   1. builds the static binaries and the FROM-scratch image (deploy/build.sh);
 #   2. brings up 3 namenodes and 5 datanodes and waits until every one is healthy
 #      and every namenode counts 5 live datanodes;
 #   3. for each token mode in SMOKE_TOKEN_MODES (default per-block,per-request,cached)
-#      (re)starts the namenodes in that mode and runs the compose `loadgen` service:
+#      (re)starts the namenodes in that mode and runs the compose `loadgen` service
+#      (as root, by the user-root certificate):
 #      loadgen --blocks 1,10,100,1000 --calls 20 --json FILE; checks the JSON has
 #      4 rows for that mode, one per block count, with no errors;
-#   4. round-trips a 10 MiB file through `dfs put` / `dfs get` and compares it
-#      (skipped, saying so, while cmd/dfs does not exist);
-#   5. on exit, whatever happened, prints the logs of failing services and tears
-#      everything down, volumes included.
+#   4. round-trips a 10 MiB file through `dfs put` / `dfs get` as root (the
+#      compose `dfs` service) and compares it;
+#   5. refusals: the user alice may not write into root's /smoke (0755), and,
+#      under mTLS, a datanode's certificate used by a client is refused
+#      (ClientService admits only the user role);
+#   6. on exit, whatever happened, prints the logs of failing services and tears
+#      everything down, volumes (certificates included) too.
 # Exits non-zero on any failure. Needs docker and Compose (v2 `docker compose` or
 # v1 `docker-compose`), go, and python3 or jq.
 #
-# Environment: SMOKE_TOKEN_MODES, SMOKE_CALLS (20), SMOKE_BLOCKS (1,10,100,1000),
+# Environment: SMOKE_AUTH (mtls; or simple), SMOKE_TOKEN_MODES, SMOKE_CALLS (20), SMOKE_BLOCKS (1,10,100,1000),
 # SMOKE_SKIP_BUILD=1 (reuse deploy/bin and the image), SMOKE_KEEP=1 (leave the
 # cluster up for a look; tear down later with the printed command).
 set -euo pipefail
@@ -22,6 +28,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 deploy=$root/deploy
 
+auth=${SMOKE_AUTH:-mtls}
 modes=${SMOKE_TOKEN_MODES:-per-block,per-request,cached}
 calls=${SMOKE_CALLS:-20}
 blocks=${SMOKE_BLOCKS:-1,10,100,1000}
@@ -48,15 +55,21 @@ fail() {
 	exit 1
 }
 
+files=(-f "$deploy/docker-compose.yml")
+case $auth in
+mtls) ;;
+simple) files+=(-f "$deploy/docker-compose.simple.yml") ;;
+*) fail "SMOKE_AUTH=$auth: want mtls or simple" ;;
+esac
 if docker compose version >/dev/null 2>&1; then
-	compose=(docker compose -f "$deploy/docker-compose.yml")
+	compose=(docker compose "${files[@]}")
 elif command -v docker-compose >/dev/null 2>&1; then
-	compose=(docker-compose -f "$deploy/docker-compose.yml")
+	compose=(docker-compose "${files[@]}")
 else
 	fail "neither 'docker compose' nor 'docker-compose' is installed"
 fi
 docker info >/dev/null 2>&1 || fail "docker daemon not reachable (docker info failed)"
-say "using $("${compose[@]}" version --short 2>/dev/null || echo compose), project $COMPOSE_PROJECT_NAME"
+say "using $("${compose[@]}" version --short 2>/dev/null || echo compose), project $COMPOSE_PROJECT_NAME, auth $auth"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/blockfs-smoke.XXXXXX")
 export BLOCKFS_OUT=$tmp/out # the loadgen service's /out
@@ -84,7 +97,7 @@ cleanup() {
 		if [ "$rc" != 0 ]; then
 			say "failed (exit $rc); service states and logs of the failing ones"
 			"${compose[@]}" ps
-			for s in "${namenodes[@]}" "${datanodes[@]}" loadgen; do
+			for s in certs "${namenodes[@]}" "${datanodes[@]}" loadgen; do
 				st=$(svc_state "$s")
 				case $st in
 				healthy | "exited(0)" | missing) ;;
@@ -150,11 +163,15 @@ wait_healthy() {
 	done
 }
 
-# Every namenode knows the leader and counts all 5 datanodes live.
+# Every namenode knows the leader and counts all 5 datanodes live. The
+# healthcheck runs inside nn1's container, where its environment holds the
+# health-check identity (certificate or simple-auth name) of this mode.
 wait_cluster() {
-	local a
+	local a id
+	id=$(cid nn1)
+	[ -n "$id" ] || fail "no nn1 container"
 	for a in "${nn_addrs[@]}"; do
-		"$bin/healthcheck" --wait 60s --leader --min-datanodes "${#datanodes[@]}" "$a" ||
+		docker exec "$id" healthcheck --wait 60s --leader --min-datanodes "${#datanodes[@]}" "$a" ||
 			fail "namenode $a did not see a leader and ${#datanodes[@]} live datanodes within 60s"
 	done
 }
@@ -223,23 +240,51 @@ for mode in "${mode_list[@]}"; do
 	pass "loadgen sweep in token mode $mode"
 done
 
-say "dfs round trip of a 10 MiB file"
-if [ ! -x "$bin/dfs" ]; then
-	echo "SKIP: no dfs binary (cmd/dfs does not exist or does not build yet); dfs round trip not tested"
-	skipped=$((skipped + 1))
-else
-	head -c $((10 << 20)) /dev/urandom >"$tmp/in.bin"
-	# dfs runs in the image (host networking), as a user would with `docker compose run`.
-	dfs() { docker run --rm --network host -e BLOCKFS_NAMENODES="$NAMENODES" -v "$tmp:/work" blockfs:local dfs "$@"; }
-	dfs cluster || fail "dfs cluster"
-	dfs mkdir -p /smoke || fail "dfs mkdir -p /smoke"
-	# 1 MiB blocks: ten blocks, so the file spans pipelines to several datanodes.
-	dfs put -blocksize 1048576 /work/in.bin /smoke/in.bin || fail "dfs put"
-	dfs stat /smoke/in.bin || fail "dfs stat"
-	dfs locations /smoke/in.bin || fail "dfs locations"
-	dfs get /smoke/in.bin /work/out.bin || fail "dfs get"
-	cmp "$tmp/in.bin" "$tmp/out.bin" || fail "dfs get returned different bytes than were put"
-	pass "dfs round trip: $(wc -c <"$tmp/out.bin") bytes identical (sha256 $(sha256sum "$tmp/out.bin" | cut -c1-16)...)"
-	dfs rm /smoke/in.bin || fail "dfs rm"
+say "dfs round trip of a 10 MiB file, as root"
+[ -x "$bin/dfs" ] || fail "no dfs binary in deploy/bin (does cmd/dfs build?)"
+head -c $((10 << 20)) /dev/urandom >"$tmp/in.bin"
+# The compose service dfs (profile tools) runs dfs in the image with host
+# networking and the directory $PWD at /work, as BLOCKFS_DFS_USER (root by
+# default: the user-root certificate under mTLS); extra `run` flags go first.
+dfs() {
+	local opts=()
+	while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	PWD=$tmp "${compose[@]}" run --rm -T --no-deps "${opts[@]}" dfs "$@"
+}
+dfs -- cluster || fail "dfs cluster"
+dfs -- mkdir -p /smoke || fail "dfs mkdir -p /smoke"
+# 1 MiB blocks: ten blocks, so the file spans pipelines to several datanodes.
+dfs -- put -blocksize 1048576 /work/in.bin /smoke/in.bin || fail "dfs put"
+dfs -- stat /smoke/in.bin || fail "dfs stat"
+dfs -- locations /smoke/in.bin || fail "dfs locations"
+dfs -- get /smoke/in.bin /work/out.bin || fail "dfs get"
+cmp "$tmp/in.bin" "$tmp/out.bin" || fail "dfs get returned different bytes than were put"
+pass "dfs round trip ($auth, user root): $(wc -c <"$tmp/out.bin") bytes identical (sha256 $(sha256sum "$tmp/out.bin" | cut -c1-16)...)"
+
+# expect_refused NAME STDERR-FILE rc: the command failed, and for want of
+# permission (not, say, for a dead namenode).
+expect_refused() {
+	[ "$3" != 0 ] || fail "$1: the call succeeded; it must be refused"
+	grep -qi 'permission denied' "$2" || {
+		cat "$2" >&2
+		fail "$1: failed (exit $3), but not with 'permission denied'"
+	}
+	pass "$1: refused ($(grep -i -m1 'permission denied' "$2" | cut -c1-120))"
+}
+say "refusals"
+rc=0
+dfs -e BLOCKFS_USER=alice -e BLOCKFS_TLS_CERT=/certs/user-alice.pem -e BLOCKFS_TLS_KEY=/certs/user-alice-key.pem -- \
+	put /work/in.bin /smoke/alice.bin 2>"$tmp/err" || rc=$?
+expect_refused "user alice writing into root's /smoke" "$tmp/err" "$rc"
+if [ "$auth" = mtls ]; then
+	rc=0
+	dfs -e BLOCKFS_TLS_CERT=/certs/datanode-dn1.pem -e BLOCKFS_TLS_KEY=/certs/datanode-dn1-key.pem -- \
+		ls / 2>"$tmp/err" || rc=$?
+	expect_refused "datanode certificate dn1 used as a client (ls /)" "$tmp/err" "$rc"
 fi
+dfs -- rm /smoke/in.bin || fail "dfs rm"
 say "all checks passed"
