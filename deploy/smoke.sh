@@ -277,8 +277,8 @@ expect_refused() {
 }
 say "refusals"
 rc=0
-dfs -e BLOCKFS_USER=alice -e BLOCKFS_TLS_CERT=/certs/user-alice.pem -e BLOCKFS_TLS_KEY=/certs/user-alice-key.pem -- \
-	put /work/in.bin /smoke/alice.bin 2>"$tmp/err" || rc=$?
+# BLOCKFS_DFS_USER picks the dfs service's certificate (and simple-auth name).
+BLOCKFS_DFS_USER=alice dfs -- put /work/in.bin /smoke/alice.bin 2>"$tmp/err" || rc=$?
 expect_refused "user alice writing into root's /smoke" "$tmp/err" "$rc"
 if [ "$auth" = mtls ]; then
 	rc=0
