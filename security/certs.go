@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
@@ -157,15 +158,41 @@ func IssueCert(ca *CA, trustDomain string, id Identity, hosts []string) (certPEM
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
 }
 
-// WritePEMFiles writes a certificate (mode 0644) and its key (mode 0600).
+// WritePEMFiles writes a key (mode 0600) and then its certificate (mode
+// 0644), each to a temporary file renamed into place, so a process reading
+// them meanwhile sees the old pair or the new, never half a file.
 func WritePEMFiles(certFile, keyFile string, certPEM, keyPEM []byte) error {
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
-		return errs.Wrap(errs.IO, "security.WritePEMFiles", certFile, err)
-	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+	if err := writeAtomic(keyFile, keyPEM, 0o600); err != nil {
 		return errs.Wrap(errs.IO, "security.WritePEMFiles", keyFile, err)
 	}
+	if err := writeAtomic(certFile, certPEM, 0o644); err != nil {
+		return errs.Wrap(errs.IO, "security.WritePEMFiles", certFile, err)
+	}
 	return nil
+}
+
+func writeAtomic(name string, b []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename, a no-op
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }
 
 func pool(caPEM []byte) (*x509.CertPool, error) {

@@ -8,8 +8,9 @@
 //
 // writes certs/ca.pem, certs/ca-key.pem, and <role>-<name>.pem +
 // <role>-<name>-key.pem for each (namenode-nn1.pem, user-alice.pem, ...).
-// An existing CA in --dir is reused, so more certificates can be added
-// later.
+// An existing CA in --dir is reused, and an existing certificate is kept
+// (unless --force), so running it again only adds what is missing. Files
+// are written to a temporary name and renamed into place.
 package main
 
 import (
@@ -38,6 +39,7 @@ func run(args []string) error {
 	namenodes := fs.String("namenodes", "", "comma-separated namenode ids (their Raft server ids)")
 	datanodes := fs.String("datanodes", "", "comma-separated datanode ids")
 	users := fs.String("users", "", "comma-separated user names for client certificates")
+	force := fs.Bool("force", false, "reissue certificates that already exist in --dir (the CA is always reused)")
 	trustDomain := fs.String("trust-domain", security.DefaultTrustDomain, "the cluster's SPIFFE trust domain (the namenodes' and datanodes' --trust-domain)")
 	hosts := fs.String("hosts", "127.0.0.1,::1,localhost", "comma-separated IPs and DNS names the servers are reached at")
 	caName := fs.String("ca-name", "blockfs cluster CA", "common name of a new CA")
@@ -58,12 +60,16 @@ func run(args []string) error {
 		return err
 	}
 	issue := func(id security.Identity) error {
+		base := id.Role.String() + "-" + id.Name
+		certFile, keyFile := filepath.Join(*dir, base+".pem"), filepath.Join(*dir, base+"-key.pem")
+		if !*force && exists(certFile) && exists(keyFile) {
+			fmt.Println(certFile, "(kept)")
+			return nil
+		}
 		cert, key, err := security.IssueCert(ca, *trustDomain, id, cliflag.SplitList(*hosts))
 		if err != nil {
 			return err
 		}
-		base := id.Role.String() + "-" + id.Name
-		certFile, keyFile := filepath.Join(*dir, base+".pem"), filepath.Join(*dir, base+"-key.pem")
 		if err := security.WritePEMFiles(certFile, keyFile, cert, key); err != nil {
 			return err
 		}
@@ -99,4 +105,9 @@ func loadOrMakeCA(dir, name string) (*security.CA, error) {
 	}
 	fmt.Println(certFile)
 	return ca, nil
+}
+
+func exists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }

@@ -28,6 +28,20 @@ func TestCertsMakeAWorkingMTLSPair(t *testing.T) {
 	if ca2, _ := os.ReadFile(filepath.Join(dir, "ca.pem")); string(ca1) != string(ca2) {
 		t.Fatal("a second run replaced the CA")
 	}
+	// A rerun keeps existing certificates; --force reissues them.
+	alice1, _ := os.ReadFile(filepath.Join(dir, "user-alice.pem"))
+	if err := run([]string{"--dir", dir, "--users", "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if alice2, _ := os.ReadFile(filepath.Join(dir, "user-alice.pem")); string(alice1) != string(alice2) {
+		t.Fatal("a rerun reissued an existing certificate")
+	}
+	if err := run([]string{"--dir", dir, "--users", "alice", "--force"}); err != nil {
+		t.Fatal(err)
+	}
+	if alice3, _ := os.ReadFile(filepath.Join(dir, "user-alice.pem")); string(alice1) == string(alice3) {
+		t.Fatal("--force kept the old certificate")
+	}
 	for _, f := range []string{"ca-key.pem", "namenode-nn1-key.pem", "datanode-dn1-key.pem", "user-alice-key.pem", "user-bob-key.pem"} {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {

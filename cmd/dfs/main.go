@@ -120,11 +120,17 @@ func (e *pathErr) Error() string {
 // describe is the reason part of an error message: the kind for the
 // everyday kinds (not found, already exists...), the message otherwise.
 func describe(err error) string {
+	var e *errs.Error
 	switch k := errs.KindOf(err); k {
-	case errs.NotFound, errs.Exist, errs.NotEmpty, errs.NotDir, errs.IsDir, errs.Permission:
+	case errs.NotFound, errs.Exist, errs.NotEmpty, errs.NotDir, errs.IsDir:
+		return k.String()
+	case errs.Permission, errs.Unauthenticated:
+		// Say why: which role or access the server wanted.
+		if errors.As(err, &e) && e.Msg != "" {
+			return k.String() + " (" + e.Msg + ")"
+		}
 		return k.String()
 	}
-	var e *errs.Error
 	if errors.As(err, &e) && e.Msg != "" {
 		msg := e.Msg
 		if e.Err != nil {
@@ -158,7 +164,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Minute, "deadline of the whole command")
 	tlsCA := fs.String("tls-ca", os.Getenv("BLOCKFS_TLS_CA"), "cluster CA (PEM) for mTLS [$BLOCKFS_TLS_CA]")
-	tlsCert := fs.String("tls-cert", os.Getenv("BLOCKFS_TLS_CERT"), "your certificate (PEM); its CN is your user under mTLS [$BLOCKFS_TLS_CERT]")
+	tlsCert := fs.String("tls-cert", os.Getenv("BLOCKFS_TLS_CERT"), "your certificate (PEM); its spiffe://<trust-domain>/user/<name> URI SAN names you under mTLS [$BLOCKFS_TLS_CERT]")
 	tlsKey := fs.String("tls-key", os.Getenv("BLOCKFS_TLS_KEY"), "your private key (PEM) [$BLOCKFS_TLS_KEY]")
 	fs.Usage = func() { topUsage(stderr); fs.SetOutput(stderr); fs.PrintDefaults(); fs.SetOutput(io.Discard) }
 	if err := fs.Parse(args); err != nil {

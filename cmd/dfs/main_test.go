@@ -224,7 +224,15 @@ func TestChmodChown(t *testing.T) {
 func TestLocationsClusterFsck(t *testing.T) {
 	data := strings.Repeat("z", 2*testBlock+10) // 3 blocks
 	must(t, dfs(t, data, "put", "-replication", "2", "-", "/loc.bin"))
-	r := must(t, dfs(t, "", "locations", "/loc.bin"))
+	// Complete does not wait for the datanodes' incremental reports: the
+	// replicas may still be reporting in.
+	var r result
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r = must(t, dfs(t, "", "locations", "/loc.bin"))
+		if !strings.Contains(r.stdout, "MISSING") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !strings.Contains(r.stdout, "3 blocks, replication 2") || !strings.Contains(r.stdout, "(live)") {
 		t.Errorf("locations:\n%s", r.stdout)
 	}

@@ -100,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	f.String(&o.User, "user", "", "user to act as (default: the OS user; root with --local)")
 	var tlsCA, tlsCert, tlsKey string
 	f.String(&tlsCA, "tls-ca", "", "cluster CA (PEM), against an mTLS cluster")
-	f.String(&tlsCert, "tls-cert", "", "client certificate (PEM); its CN is the user under mTLS")
+	f.String(&tlsCert, "tls-cert", "", "client certificate (PEM); its spiffe://<trust-domain>/user/<name> URI SAN is the user under mTLS")
 	f.String(&tlsKey, "tls-key", "", "client private key (PEM)")
 	f.String(&o.Dir, "dir", "/loadgen", "directory the test files are written under (removed afterwards)")
 	f.String(&o.JSON, "json", "", "write the rows as a JSON array to this file")

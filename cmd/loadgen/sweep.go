@@ -148,6 +148,9 @@ func (t *modeTarget) close(ctx context.Context, o Options) {
 	if t.dir != "" {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CallTimeout)
 		_ = t.cl.Delete(dctx, t.dir, true)
+		// --dir itself goes too once the last mode's directory is gone (not
+		// recursively: never what someone else put there).
+		_ = t.cl.Delete(dctx, path.Dir(t.dir), false)
 		cancel()
 	}
 	t.cl.Close()
