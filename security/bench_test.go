@@ -112,3 +112,21 @@ func BenchmarkVerifyMissFull(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkFileTokenCachedParallel: issuer cache hits from all Ps.
+func BenchmarkFileTokenCachedParallel(b *testing.B) {
+	e := newEnv(b, nil)
+	for i := range 64 {
+		must(b)(e.is.FileToken("alice", uint64(i), Read))
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := e.is.FileToken("alice", uint64(i%64), Read); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}

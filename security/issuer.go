@@ -11,8 +11,8 @@ import (
 )
 
 // Issuer signs block access tokens on the namenode. It is safe for
-// concurrent use; in Cached mode a cache hit takes one shard mutex and does
-// no signature.
+// concurrent use; in Cached mode a cache hit takes one shard's read lock and
+// does no signature.
 type Issuer struct {
 	cfg   Config
 	keys  SigningKeys
@@ -161,7 +161,7 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 	}
 	k := cacheKey{user: user, inode: inode, access: access, kid: kp.KID}
 	h := maphash.Comparable(is.seed, k)
-	if e, ok := is.cache.get(h); ok && e.key == k && now.Before(e.reuseUntil) {
+	if e, ok := is.cache.get(h, now.UnixNano()); ok && e.key == k && now.Before(e.reuseUntil) {
 		is.m.hits.Inc()
 		return e.token, nil
 	}
@@ -174,7 +174,7 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 		return nil, err
 	}
 	e := &cacheEntry{key: k, token: []byte(s), reuseUntil: iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))}
-	e, evicted := is.cache.put(h, e, newerToken)
+	e, evicted := is.cache.put(h, e, now.UnixNano(), newerToken)
 	if evicted {
 		is.m.evictions.Inc()
 	}

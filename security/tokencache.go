@@ -2,6 +2,8 @@ package security
 
 import (
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -9,22 +11,33 @@ import (
 // lruCache is the cache behind both token caches: a fixed number of
 // shards, picked by the low bits of a seeded 64-bit hash, each a
 // count-bounded LRU (hashicorp/golang-lru's simplelru) under its own
-// mutex. The full hash is the LRU key, so a lookup hashes nothing twice
+// RWMutex. The full hash is the LRU key, so a lookup hashes nothing twice
 // and never allocates; values carry their real key and callers compare it,
 // which turns a hash collision into a miss and nothing worse.
 //
-// Every operation is O(1): a hit moves one list element, an insert into a
-// full shard drops that shard's least recently used entry. No lock spans
-// shards (KUDU-3210); two goroutines meet only when they touch one shard.
+// A hit takes only its shard's read lock, so hits never wait for each
+// other (KUDU-3210: no lock shared across shards, none exclusive on the
+// hot path). It moves its entry to the front of the LRU, under the write
+// lock, at most once per promoteEvery: recency is kept to that grain. An
+// insert into a full shard drops the shard's least recently used entry in
+// O(1); nothing ever scans a shard.
 type lruCache[V comparable] struct {
 	shards []lruShard[V]
 	mask   uint64
 }
 
+// promoteEvery is how often, at most, a hit moves its entry to the front.
+const promoteEvery = int64(time.Millisecond)
+
+type lruItem[V comparable] struct {
+	v        V
+	promoted atomic.Int64 // unix nanos of the last move to the front
+}
+
 type lruShard[V comparable] struct {
-	mu  sync.Mutex
-	lru *simplelru.LRU[uint64, V]
-	_   [48]byte // keep neighbouring shards' mutexes off one cache line
+	mu  sync.RWMutex
+	lru *simplelru.LRU[uint64, *lruItem[V]]
+	_   [32]byte // keep neighbouring shards' locks off one cache line
 }
 
 // newLRUCache returns a cache of at most size entries in at most
@@ -33,7 +46,7 @@ func newLRUCache[V comparable](size, maxShards int) *lruCache[V] {
 	n := shardCount(size, maxShards)
 	c := &lruCache[V]{shards: make([]lruShard[V], n), mask: uint64(n - 1)}
 	for i := range c.shards {
-		l, err := simplelru.NewLRU[uint64, V](size/n, nil)
+		l, err := simplelru.NewLRU[uint64, *lruItem[V]](size/n, nil)
 		if err != nil {
 			panic(err) // size/n >= 1 by shardCount
 		}
@@ -54,33 +67,48 @@ func shardCount(size, max int) int {
 
 func (c *lruCache[V]) shard(h uint64) *lruShard[V] { return &c.shards[h&c.mask] }
 
-// get returns the value under h and marks it most recently used.
-func (c *lruCache[V]) get(h uint64) (V, bool) {
+// get returns the value under h; now (unix nanos) decides whether the hit
+// moves it to the front.
+func (c *lruCache[V]) get(h uint64, now int64) (V, bool) {
 	sh := c.shard(h)
-	sh.mu.Lock()
-	v, ok := sh.lru.Get(h)
-	sh.mu.Unlock()
-	return v, ok
+	sh.mu.RLock()
+	it, ok := sh.lru.Peek(h)
+	sh.mu.RUnlock()
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	if now-it.promoted.Load() >= promoteEvery {
+		it.promoted.Store(now)
+		sh.mu.Lock()
+		if cur, ok := sh.lru.Peek(h); ok && cur == it {
+			sh.lru.Get(h)
+		}
+		sh.mu.Unlock()
+	}
+	return it.v, true
 }
 
 // put stores v under h unless keep(old, v) says the value already there
 // should stay, in which case it returns that one. evicted reports whether
 // the shard dropped its least recently used entry to make room.
-func (c *lruCache[V]) put(h uint64, v V, keep func(old, v V) bool) (stored V, evicted bool) {
+func (c *lruCache[V]) put(h uint64, v V, now int64, keep func(old, v V) bool) (stored V, evicted bool) {
 	sh := c.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.lru.Peek(h); ok && keep != nil && keep(old, v) {
-		return old, false
+	if old, ok := sh.lru.Peek(h); ok && keep != nil && keep(old.v, v) {
+		return old.v, false
 	}
-	return v, sh.lru.Add(h, v)
+	it := &lruItem[V]{v: v}
+	it.promoted.Store(now)
+	return v, sh.lru.Add(h, it)
 }
 
 // remove drops h if it still holds v (and not a newer value).
 func (c *lruCache[V]) remove(h uint64, v V) {
 	sh := c.shard(h)
 	sh.mu.Lock()
-	if old, ok := sh.lru.Peek(h); ok && old == v {
+	if old, ok := sh.lru.Peek(h); ok && old.v == v {
 		sh.lru.Remove(h)
 	}
 	sh.mu.Unlock()
@@ -91,9 +119,9 @@ func (c *lruCache[V]) len() int {
 	n := 0
 	for i := range c.shards {
 		sh := &c.shards[i]
-		sh.mu.Lock()
+		sh.mu.RLock()
 		n += sh.lru.Len()
-		sh.mu.Unlock()
+		sh.mu.RUnlock()
 	}
 	return n
 }

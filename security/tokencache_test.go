@@ -34,14 +34,16 @@ func TestLRUCacheOrder(t *testing.T) {
 		{"remove", 4, false, []uint64{1, 5}, []uint64{4}},
 		{"put", 6, false, []uint64{1, 5, 6}, nil},
 	}
+	now := int64(0)
 	for i, s := range steps {
+		now += promoteEvery // every hit is due a move to the front
 		switch s.op {
 		case "put":
-			if _, ev := c.put(s.h, val(s.h), nil); ev != s.evicted {
+			if _, ev := c.put(s.h, val(s.h), now, nil); ev != s.evicted {
 				t.Fatalf("step %d: put %d evicted=%v, want %v", i, s.h, ev, s.evicted)
 			}
 		case "get":
-			if v, ok := c.get(s.h); !ok || v != val(s.h) {
+			if v, ok := c.get(s.h, now); !ok || v != val(s.h) {
 				t.Fatalf("step %d: get %d missed", i, s.h)
 			}
 		case "remove":
@@ -63,14 +65,39 @@ func TestLRUCacheOrder(t *testing.T) {
 	}
 	// remove leaves a value that replaced the one named.
 	other := 99
-	c.put(1, &other, nil)
+	c.put(1, &other, now, nil)
 	c.remove(1, val(1))
-	if v, ok := c.get(1); !ok || v != &other {
+	if v, ok := c.get(1, now); !ok || v != &other {
 		t.Fatal("remove dropped a newer value")
 	}
 	// keep decides whether put replaces.
-	if got, _ := c.put(1, val(1), func(old, v *int) bool { return true }); got != &other {
+	if got, _ := c.put(1, val(1), now, func(old, v *int) bool { return true }); got != &other {
 		t.Fatal("put replaced a value keep asked to keep")
+	}
+}
+
+// TestLRUCachePromotionGrain: a hit within promoteEvery of the entry's
+// last move leaves the order alone; a later one moves it to the front.
+func TestLRUCachePromotionGrain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		hitAt   int64 // after the puts at 0
+		evicted uint64
+	}{
+		{"hit too soon: 1 stays oldest", promoteEvery - 1, 1},
+		{"hit after the grain: 2 is oldest", promoteEvery, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newLRUCache[*int](2, 1)
+			v := 0
+			c.put(1, &v, 0, nil)
+			c.put(2, &v, 0, nil)
+			c.get(1, tc.hitAt)
+			c.put(3, &v, tc.hitAt, nil)
+			if _, ok := c.shard(tc.evicted).lru.Peek(tc.evicted); ok {
+				t.Fatalf("%d still cached", tc.evicted)
+			}
+		})
 	}
 }
 
@@ -85,7 +112,7 @@ func TestLRUCacheBound(t *testing.T) {
 			evictions := 0
 			const puts = 20000
 			for i := uint64(0); i < puts; i++ {
-				if _, ev := c.put(i*0x9e3779b97f4a7c15, &v, nil); ev {
+				if _, ev := c.put(i*0x9e3779b97f4a7c15, &v, int64(i), nil); ev {
 					evictions++
 				}
 				if i%997 == 0 && c.len() > tc.size {

@@ -87,7 +87,7 @@ func (v *Verifier) Verify(token []byte, want Request) (Claims, error) {
 	var h uint64
 	if v.cache != nil {
 		h = maphash.Bytes(v.seed, token)
-		if e, ok := v.cache.get(h); ok && e.token == string(token) {
+		if e, ok := v.cache.get(h, now.UnixNano()); ok && e.token == string(token) {
 			return v.verifyCached(h, e, now, want)
 		}
 		v.m.misses.Inc()
@@ -97,7 +97,7 @@ func (v *Verifier) Verify(token []byte, want Request) (Claims, error) {
 		return Claims{}, err
 	}
 	if v.cache != nil && !now.After(c.ExpiresAt.Add(v.cfg.ClockSkew)) {
-		if _, evicted := v.cache.put(h, &verifiedEntry{token: string(token), claims: c}, nil); evicted {
+		if _, evicted := v.cache.put(h, &verifiedEntry{token: string(token), claims: c}, now.UnixNano(), nil); evicted {
 			v.m.evictions.Inc()
 		}
 	}
