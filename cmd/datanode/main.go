@@ -57,6 +57,10 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
 	var tlsCA, tlsCert, tlsKey string
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
+	f.Duration(&cfg.KeyRefreshPeriod, "key-refresh-period", cfg.KeyRefreshPeriod, "how often to ask every namenode for its token-signing public keys")
+	f.Duration(&cfg.KeyRefreshInterval, "key-refresh-interval", cfg.KeyRefreshInterval, "least time between two refreshes asked for by tokens naming an unknown key")
+	f.Duration(&cfg.KeyRefreshTimeout, "key-refresh-timeout", cfg.KeyRefreshTimeout, "bound on one namenode's answer in a key refresh")
+	f.Duration(&cfg.KeyRefreshWait, "key-refresh-wait", cfg.KeyRefreshWait, "longest a request with an unknown key waits for a refresh before it is refused")
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS (to namenodes, peers and clients)")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
