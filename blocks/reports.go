@@ -96,6 +96,20 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 // (the datanode itself found the replica corrupt); a client's report goes to
 // ReportSuspect.
 func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) {
+	return m.withReplica(blockID, datanodeID, func(s *shard, b *blockInfo, l *loc) bool {
+		before := b.tally()
+		l.corrupt = true
+		l.verified, l.suspect, l.verifying = false, false, false
+		s.verifyDone(blockID, b)
+		s.settle(blockID, b, before)
+		return true
+	})
+}
+
+// withReplica runs fn on datanode datanodeID's replica of blockID with the
+// block's shard locked, and returns what fn returns; false if the datanode
+// or the replica is not in the map.
+func (m *Manager) withReplica(blockID uint64, datanodeID string, fn func(s *shard, b *blockInfo, l *loc) bool) bool {
 	n := m.lookup(datanodeID)
 	if n == nil {
 		return false
@@ -111,13 +125,7 @@ func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) 
 	if i < 0 {
 		return false
 	}
-	before := b.tally()
-	l := &b.locs[i]
-	l.corrupt = true
-	l.verified, l.suspect, l.verifying = false, false, false
-	s.verifyDone(blockID, b)
-	s.settle(blockID, b, before)
-	return true
+	return fn(s, b, &b.locs[i])
 }
 
 // SetExpected records what the namespace says about block blockID: its

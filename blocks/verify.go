@@ -185,28 +185,14 @@ func serveRank(l *loc) int {
 // returns false, changing nothing, if that replica is not in the map, has
 // another generation stamp, or is already corrupt, stale or being deleted.
 func (m *Manager) ReportSuspect(blockID, genStamp uint64, datanodeID string) (found bool) {
-	n := m.lookup(datanodeID)
-	if n == nil {
-		return false
-	}
-	s := m.shard(blockID)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.blocks[blockID]
-	if b == nil {
-		return false
-	}
-	i := b.find(n)
-	if i < 0 {
-		return false
-	}
-	l := &b.locs[i]
-	if l.genStamp != genStamp || !b.isGood(l) {
-		return false
-	}
-	l.suspect = true
-	s.suspect[blockID] = struct{}{}
-	return true
+	return m.withReplica(blockID, datanodeID, func(s *shard, b *blockInfo, l *loc) bool {
+		if l.genStamp != genStamp || !b.isGood(l) {
+			return false
+		}
+		l.suspect = true
+		s.suspect[blockID] = struct{}{}
+		return true
+	})
 }
 
 // ReportVerified records datanode id's answers to Verify commands: each

@@ -172,27 +172,39 @@ func BenchmarkGetBlockLocationsScaling(b *testing.B) {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 			ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
 			req := &api.GetBlockLocationsRequest{Path: "/f10", Read: &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}}
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for range g {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for next.Add(1) <= int64(b.N) {
-						r, err := srv.GetBlockLocations(ctx, req)
-						if err != nil || len(r.BlockIds) != 10 {
-							b.Errorf("get block locations: %v", err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+			callsPerSec(b, g, func() error {
+				r, err := srv.GetBlockLocations(ctx, req)
+				if err == nil && len(r.BlockIds) != 10 {
+					err = fmt.Errorf("%d blocks, want 10", len(r.BlockIds))
+				}
+				return err
+			})
 		})
 	}
+}
+
+// callsPerSec runs call b.N times over g goroutines and reports calls/s;
+// the first error stops that goroutine and fails the benchmark.
+func callsPerSec(b *testing.B, g int, call func() error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := call(); err != nil {
+					b.Errorf("get block locations: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -3,10 +3,8 @@ package namenode_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/namenode"
@@ -77,26 +75,11 @@ func BenchmarkGetBlockLocationsTokenCache(b *testing.B) {
 			for _, g := range []int{1, 2} {
 				b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 					h0, m0 := tokenCacheCounts(b, n)
-					var next atomic.Int64
-					var wg sync.WaitGroup
-					b.ResetTimer()
-					start := time.Now()
-					for range g {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							for next.Add(1) <= int64(b.N) {
-								i := int(cursor.Add(1) % int64(len(reqs)))
-								if _, err := srv.GetBlockLocations(ctxs[i], reqs[i]); err != nil {
-									b.Errorf("get block locations: %v", err)
-									return
-								}
-							}
-						}()
-					}
-					wg.Wait()
-					b.StopTimer()
-					b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+					callsPerSec(b, g, func() error {
+						i := int(cursor.Add(1) % int64(len(reqs)))
+						_, err := srv.GetBlockLocations(ctxs[i], reqs[i])
+						return err
+					})
 					if h1, m1 := tokenCacheCounts(b, n); h1+m1 > h0+m0 {
 						b.ReportMetric((h1-h0)/(h1-h0+m1-m0), "hit-ratio")
 					}
