@@ -275,7 +275,7 @@ type AddBlockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
-	Previous      *Block                 `protobuf:"bytes,3,opt,name=previous,proto3" json:"previous,omitempty"`                             // the last block with its final length, if any
+	Previous      *Block                 `protobuf:"bytes,3,opt,name=previous,proto3" json:"previous,omitempty"`                             // the last block with its final length (and CRC32C), if any
 	ExcludeNodes  []string               `protobuf:"bytes,4,rep,name=exclude_nodes,json=excludeNodes,proto3" json:"exclude_nodes,omitempty"` // datanode ids the client could not write to
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -340,12 +340,16 @@ func (x *AddBlockRequest) GetExcludeNodes() []string {
 }
 
 type AddBlockResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
-	Block         *LocatedBlock          `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"` // the new block and the pipeline, first node first
-	Token         []byte                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"` // write token for the block
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Block  *LocatedBlock          `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"` // the new block and the pipeline, first node first
+	Token  []byte                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"` // write token for the block
+	// The cluster's bytes per checksum chunk (a power of two; the file's
+	// block size is a multiple of it): the writer checksums each chunk of
+	// this many bytes.
+	BytesPerChecksum uint32 `protobuf:"varint,4,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AddBlockResponse) Reset() {
@@ -399,11 +403,18 @@ func (x *AddBlockResponse) GetToken() []byte {
 	return nil
 }
 
+func (x *AddBlockResponse) GetBytesPerChecksum() uint32 {
+	if x != nil {
+		return x.BytesPerChecksum
+	}
+	return 0
+}
+
 type CompleteRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
-	Blocks        []*Block               `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"` // every block of the file, in order, with final lengths
+	Blocks        []*Block               `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"` // every block of the file, in order, with final lengths and CRC32Cs
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,8 +710,13 @@ type GetBlockLocationsResponse struct {
 	ReplicaCounts  []uint32        `protobuf:"varint,12,rep,packed,name=replica_counts,json=replicaCounts,proto3" json:"replica_counts,omitempty"`    // live replicas of each block
 	ReplicaIndexes []uint32        `protobuf:"varint,13,rep,packed,name=replica_indexes,json=replicaIndexes,proto3" json:"replica_indexes,omitempty"` // concatenated: block i's replicas are the next replica_counts[i] entries, indexes into datanodes, best first
 	BlockTokens    [][]byte        `protobuf:"bytes,14,rep,name=block_tokens,json=blockTokens,proto3" json:"block_tokens,omitempty"`                  // per-block tokens (token mode per-block only), parallel to block_ids
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Block CRC32Cs, parallel to block_ids, or empty when no listed block has
+	// one: entry i is 0 when block i has no recorded CRC32C, else
+	// 2^32 + its CRC32C (a CRC of 0 is a real value, so presence is the 33rd
+	// bit). client.ExpandLocations turns it into Block.crc32c.
+	Crc32Cs       []uint64 `protobuf:"varint,15,rep,packed,name=crc32cs,proto3" json:"crc32cs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetBlockLocationsResponse) Reset() {
@@ -827,6 +843,13 @@ func (x *GetBlockLocationsResponse) GetReplicaIndexes() []uint32 {
 func (x *GetBlockLocationsResponse) GetBlockTokens() [][]byte {
 	if x != nil {
 		return x.BlockTokens
+	}
+	return nil
+}
+
+func (x *GetBlockLocationsResponse) GetCrc32Cs() []uint64 {
+	if x != nil {
+		return x.Crc32Cs
 	}
 	return nil
 }
@@ -1809,11 +1832,12 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12-\n" +
 	"\bprevious\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\bprevious\x12#\n" +
-	"\rexclude_nodes\x18\x04 \x03(\tR\fexcludeNodes\"\x8c\x01\n" +
+	"\rexclude_nodes\x18\x04 \x03(\tR\fexcludeNodes\"\xba\x01\n" +
 	"\x10AddBlockResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x05block\x18\x02 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
-	"\x05token\x18\x03 \x01(\fR\x05token\"k\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\x12,\n" +
+	"\x12bytes_per_checksum\x18\x04 \x01(\rR\x10bytesPerChecksum\"k\n" +
 	"\x0fCompleteRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12)\n" +
@@ -1830,7 +1854,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12+\n" +
-	"\x04read\x18\x04 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\xa6\x04\n" +
+	"\x04read\x18\x04 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\xc0\x04\n" +
 	"\x19GetBlockLocationsResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
@@ -1848,7 +1872,8 @@ const file_api_client_proto_rawDesc = "" +
 	"\alengths\x18\v \x03(\x04R\alengths\x12%\n" +
 	"\x0ereplica_counts\x18\f \x03(\rR\rreplicaCounts\x12'\n" +
 	"\x0freplica_indexes\x18\r \x03(\rR\x0ereplicaIndexes\x12!\n" +
-	"\fblock_tokens\x18\x0e \x03(\fR\vblockTokens\"U\n" +
+	"\fblock_tokens\x18\x0e \x03(\fR\vblockTokens\x12\x18\n" +
+	"\acrc32cs\x18\x0f \x03(\x04R\acrc32cs\"U\n" +
 	"\x12GetFileInfoRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"y\n" +

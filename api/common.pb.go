@@ -75,13 +75,21 @@ func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
 }
 
 // Block names one block of a file: its id, its generation stamp (bumped when
-// a block is recovered, so stale replicas can be told apart) and its length
-// in bytes (0 until the block is complete).
+// a block is recovered, so stale replicas can be told apart), its length
+// in bytes (0 until the block is complete) and, once known, the CRC32C
+// (Castagnoli) of its bytes.
 type Block struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	GenStamp      uint64                 `protobuf:"varint,2,opt,name=gen_stamp,json=genStamp,proto3" json:"gen_stamp,omitempty"`
-	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	GenStamp uint64                 `protobuf:"varint,2,opt,name=gen_stamp,json=genStamp,proto3" json:"gen_stamp,omitempty"`
+	Length   uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	// CRC32C of the block's length bytes. Absent: not known (a block still
+	// being written, or one committed before blocks carried checksums). A
+	// client sets it on the blocks it finishes (AddBlock's previous,
+	// Complete); the namenode records it and returns it with the block
+	// (GetBlockLocations, replicate commands); a datanode may set it on the
+	// replicas it reports.
+	Crc32C        *uint32 `protobuf:"varint,4,opt,name=crc32c,proto3,oneof" json:"crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -133,6 +141,13 @@ func (x *Block) GetGenStamp() uint64 {
 func (x *Block) GetLength() uint64 {
 	if x != nil {
 		return x.Length
+	}
+	return 0
+}
+
+func (x *Block) GetCrc32C() uint32 {
+	if x != nil && x.Crc32C != nil {
+		return *x.Crc32C
 	}
 	return 0
 }
@@ -569,11 +584,13 @@ var File_api_common_proto protoreflect.FileDescriptor
 const file_api_common_proto_rawDesc = "" +
 	"\n" +
 	"\x10api/common.proto\x12\n" +
-	"blockfs.v1\"L\n" +
+	"blockfs.v1\"t\n" +
 	"\x05Block\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x04R\x06length\"\xf1\x01\n" +
+	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x1b\n" +
+	"\x06crc32c\x18\x04 \x01(\rH\x00R\x06crc32c\x88\x01\x01B\t\n" +
+	"\a_crc32c\"\xf1\x01\n" +
 	"\fDatanodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1b\n" +
@@ -655,6 +672,7 @@ func file_api_common_proto_init() {
 	if File_api_common_proto != nil {
 		return
 	}
+	file_api_common_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
