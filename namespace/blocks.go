@@ -105,6 +105,8 @@ func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 		return errs.Newf(errs.Precondition, op, p, "previous block %v is not the last block %v", *prev, f.blocks[n-1])
 	case n > 0 && prev.Length > f.blockSize:
 		return errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
+	case n > 0 && crcConflict(*prev, f.blocks[n-1]):
+		return errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[n-1].CRC)
 	case n >= t.lim.MaxBlocksPerFile:
 		return errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
@@ -112,15 +114,19 @@ func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 }
 
 // appendBlock appends nb to f (checkAppend passed), setting the previous
-// block's length from prev, and returns nb with its offset in the file.
+// block's length (and CRC, when prev carries one) from prev, and returns nb
+// with its offset in the file.
 func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Block, uint64) {
 	n := len(f.blocks)
-	if n > 0 && f.blocks[n-1].Length != prev.Length {
+	if n > 0 && (f.blocks[n-1].Length != prev.Length || (prev.HasCRC && !f.blocks[n-1].HasCRC)) {
 		// A reader may hold f.blocks: never write into it. Copy.
 		fresh := make([]Block, n+1, n+1+n/8)
 		copy(fresh, f.blocks)
 		f.length = f.length - fresh[n-1].Length + prev.Length
 		fresh[n-1].Length = prev.Length
+		if prev.HasCRC {
+			fresh[n-1] = fresh[n-1].WithCRC(prev.CRC)
+		}
 		fresh[n] = nb
 		f.blocks = fresh
 	} else {
@@ -137,9 +143,12 @@ func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Bloc
 }
 
 // Complete closes file p (still inode id). blocks must equal the file's
-// blocks by (ID, GenStamp), in order; their lengths become the file's. A
-// file already complete with the same blocks and lengths is success and
-// unchanged.
+// blocks by (ID, GenStamp), in order; their lengths become the file's, and
+// so do the CRCs they carry (a block without one keeps what AddBlock
+// recorded). A CRC that differs from one already recorded for that block
+// is refused (Precondition): a block is committed once. A file already
+// complete with the same blocks and lengths, and no CRC it lacks or
+// records differently, is success and unchanged.
 func (t *Tree) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
 	return t.complete(nil, p, id, blocks, mtimeMs)
 }
@@ -165,21 +174,30 @@ func (t *Tree) complete(c *Caller, p string, id ID, blocks []Block, mtimeMs int6
 	same := true
 	var length uint64
 	for i, b := range blocks {
+		have := f.blocks[i]
 		if b.Length > f.blockSize {
 			return FileInfo{}, errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", b, b.Length, f.blockSize)
 		}
-		same = same && b.Length == f.blocks[i].Length
+		if crcConflict(b, have) {
+			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", b, b.CRC, have.CRC)
+		}
+		same = same && b.Length == have.Length && (!b.HasCRC || have.HasCRC)
 		length += b.Length
 	}
 	if f.state == Complete {
 		if !same {
-			return FileInfo{}, errs.New(errs.Precondition, op, p, "file is already complete with different block lengths")
+			return FileInfo{}, errs.New(errs.Precondition, op, p, "file is already complete with different block lengths or checksums")
 		}
 		return f.info(p), nil
 	}
 	if !same {
 		fresh := make([]Block, len(blocks))
-		copy(fresh, blocks)
+		for i, b := range blocks {
+			if !b.HasCRC {
+				b.CRC, b.HasCRC = f.blocks[i].CRC, f.blocks[i].HasCRC
+			}
+			fresh[i] = b
+		}
 		f.blocks = fresh
 		f.length = length
 	}

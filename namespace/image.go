@@ -13,7 +13,8 @@ import (
 // for the byte layout.
 const (
 	imageMagic   = "BFSNSIMG"
-	imageVersion = 2 // 2 added the writer of files under construction
+	imageVersion = 3 // 3 added each block's CRC32C
+	imageV2      = 2 // still read: 2 added the writer of files under construction; its blocks have no CRC
 	imageV1      = 1 // still read: its open files get their owner as writer
 
 	recMeta = 1
@@ -23,6 +24,15 @@ const (
 
 	metaLen = 4*4 + 3*8
 	endLen  = 3 * 8
+
+	// blockLen is the size of one block entry in a FILE record: id,
+	// generation stamp, length, flags, CRC. Versions 1 and 2 stop after the
+	// length (blockLenV2).
+	blockLen   = 3*8 + 1 + 4
+	blockLenV2 = 3 * 8
+
+	// blockHasCRC is the only defined bit of a block entry's flags.
+	blockHasCRC = 1
 
 	// maxFixedRecord bounds a record without its blocks: three strings
 	// (each at most 64 KiB plus a varint), the two writer strings (each at
@@ -142,6 +152,12 @@ func (t *Tree) writeInode(iw *imgWriter, n *inode) {
 		b = binary.LittleEndian.AppendUint64(b, blk.ID)
 		b = binary.LittleEndian.AppendUint64(b, blk.GenStamp)
 		b = binary.LittleEndian.AppendUint64(b, blk.Length)
+		var flags byte
+		if blk.HasCRC {
+			flags = blockHasCRC
+		}
+		b = append(b, flags)
+		b = binary.LittleEndian.AppendUint32(b, blk.CRC)
 	}
 	iw.buf = b
 	iw.record(recFile)

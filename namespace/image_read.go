@@ -148,14 +148,14 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	if string(hdr[:8]) != imageMagic {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
-	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV1 {
+	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV2 && ir.ver != imageV1 {
 		return nil, corrupt("unsupported image version %d", ir.ver)
 	}
 	t, err := ir.readMeta()
 	if err != nil {
 		return nil, err
 	}
-	maxBody := maxFixedRecord + 24*t.lim.MaxBlocksPerFile
+	maxBody := maxFixedRecord + ir.blockLen()*t.lim.MaxBlocksPerFile
 	for {
 		start := ir.off
 		typ, body, err := ir.next(maxBody)
@@ -300,14 +300,25 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			return bad("inode %d: unknown file state %d", n.id, n.state)
 		case int64(nb) > int64(t.lim.MaxBlocksPerFile):
 			return bad("inode %d: %d blocks, limit %d", n.id, nb, t.lim.MaxBlocksPerFile)
-		case int64(len(d.b)) != 24*int64(nb):
-			return bad("inode %d: %d bytes for %d blocks, want %d", n.id, len(d.b), nb, 24*int64(nb))
+		case int64(len(d.b)) != int64(ir.blockLen())*int64(nb):
+			return bad("inode %d: %d bytes for %d blocks, want %d", n.id, len(d.b), nb, int64(ir.blockLen())*int64(nb))
 		}
 		if nb > 0 {
 			n.blocks = make([]Block, nb)
 		}
 		for i := range n.blocks {
 			b := Block{ID: d.u64(), GenStamp: d.u64(), Length: d.u64()}
+			if ir.ver >= imageVersion {
+				flags, crc := d.u8(), d.u32()
+				switch {
+				case flags&^blockHasCRC != 0:
+					return bad("inode %d: block %d has unknown flags %#x", n.id, b.ID, flags)
+				case flags == 0 && crc != 0:
+					return bad("inode %d: block %d has no CRC but CRC bytes %08x (want 0)", n.id, b.ID, crc)
+				case flags == blockHasCRC:
+					b = b.WithCRC(crc)
+				}
+			}
 			switch {
 			case b.ID == 0 || b.ID >= t.nextBlockID:
 				return bad("inode %d: block id %d outside 1..%d", n.id, b.ID, t.nextBlockID-1)
@@ -336,6 +347,14 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	n.parent = parent
 	parent.indexAdd(n)
 	return nil
+}
+
+// blockLen is the size of one block entry in this image's FILE records.
+func (ir *imgReader) blockLen() int {
+	if ir.ver >= imageVersion {
+		return blockLen
+	}
+	return blockLenV2
 }
 
 func (ir *imgReader) checkEnd(t *Tree, body []byte) error {

@@ -340,20 +340,20 @@ func TestReadImageSemanticCorruption(t *testing.T) {
 		}, "unknown file state 9"},
 		{"block beyond counter", func(i int, typ byte, b []byte) [][]byte {
 			if i == 5 {
-				u64(b, len(b)-48, 1<<40)
+				u64(b, len(b)-2*blockLen, 1<<40)
 			}
 			return keep(typ, b)
 		}, "outside 1.."},
 		{"block length", func(i int, typ byte, b []byte) [][]byte {
 			if i == 5 {
-				u64(b, len(b)-8, bs+1)
+				u64(b, len(b)-blockLen+16, bs+1)
 			}
 			return keep(typ, b)
 		}, "exceeds block size"},
 		{"shared block", func(i int, typ byte, b []byte) [][]byte {
 			if i == 7 {
 				f := recordBody(t, img, 5) // /a/f's first block id
-				copy(b[len(b)-24:len(b)-16], f[len(f)-48:len(f)-40])
+				copy(b[len(b)-blockLen:len(b)-blockLen+8], f[len(f)-2*blockLen:len(f)-2*blockLen+8])
 			}
 			return keep(typ, b)
 		}, "already belongs"},
@@ -402,7 +402,7 @@ func keepID(t *testing.T, img []byte, i int) []byte { return recordBody(t, img, 
 // length is clamped to what is left), into an image with a valid header
 // and valid checksums, so the fuzzer can reach the semantic checks.
 func frame(data []byte) []byte {
-	out := []byte("BFSNSIMG\x02\x00\x00\x00")
+	out := binary.LittleEndian.AppendUint32([]byte(imageMagic), imageVersion)
 	for len(data) >= 5 {
 		n := min(int(binary.LittleEndian.Uint32(data[1:5])), len(data)-5)
 		rec := append([]byte{data[0]}, binary.LittleEndian.AppendUint32(nil, uint32(n))...)

@@ -3,7 +3,10 @@ package namespace
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
+
+	"github.com/blockfs/blockfs/errs"
 )
 
 // TestImageKeepsWriter: the writer of an open file survives an image round
@@ -32,10 +35,45 @@ func TestImageKeepsWriter(t *testing.T) {
 	}
 }
 
-// toV1 rewrites a version 2 image as version 1 would have been written:
-// no writer strings in the records of open files.
+// toV2 rewrites a current image as version 2 would have been written:
+// block entries without flags and CRC.
+func toV2(t *testing.T, img []byte) []byte {
+	v2 := bytes.Clone(img)
+	binary.LittleEndian.PutUint32(v2[8:], imageV2)
+	return reframe(t, v2, func(_ int, typ byte, b []byte) [][]byte {
+		if typ == recFile {
+			nb := nblocks(b)
+			at := len(b) - nb*blockLen
+			out := slices.Clone(b[:at])
+			for i := range nb {
+				e := b[at+i*blockLen:]
+				out = append(out, e[:blockLenV2]...)
+			}
+			b = out
+		}
+		return [][]byte{append([]byte{typ}, b...)}
+	})
+}
+
+// nblocks decodes the block count of a current-version FILE body.
+func nblocks(b []byte) int {
+	d := dec{b: b}
+	d.take(16)
+	d.bytes()
+	d.bytes()
+	d.bytes()
+	d.take(4 + 8 + 4 + 8)
+	if FileState(d.u8()) == UnderConstruction {
+		d.bytes()
+		d.bytes()
+	}
+	return int(d.u32())
+}
+
+// toV1 rewrites a current image as version 1 would have been written: no
+// writer strings in the records of open files, no block CRCs.
 func toV1(t *testing.T, img []byte) []byte {
-	v1 := bytes.Clone(img)
+	v1 := toV2(t, img)
 	binary.LittleEndian.PutUint32(v1[8:], imageV1)
 	return reframe(t, v1, func(_ int, typ byte, b []byte) [][]byte {
 		if typ == recFile {
@@ -76,5 +114,67 @@ func TestReadImageV1(t *testing.T) {
 	}
 	if _, err := back.As(alice2).AddBlock("/a/w", w.ID, &b, 9); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImageBlockCRCs: block CRCs (0 included) survive an image round trip,
+// a block without one stays without; a version 2 image reads with none.
+func TestImageBlockCRCs(t *testing.T) {
+	tr := fixture(t)
+	want := blocksOf(t, tr, "/a/f")
+	if len(want) != 2 || !want[0].HasCRC || want[0].CRC != 0 || want[1] != want[1].WithCRC(0xdeadbeef) {
+		t.Fatalf("fixture blocks %+v", want)
+	}
+	back, err := ReadImage(bytes.NewReader(image(t, tr)))
+	must(t, err)
+	if got := blocksOf(t, back, "/a/f"); !slices.Equal(got, want) {
+		t.Fatalf("after round trip %+v, want %+v", got, want)
+	}
+	if got := blocksOf(t, back, "/a/uc"); len(got) != 1 || got[0].HasCRC {
+		t.Fatalf("open block %+v", got)
+	}
+	v2, err := ReadImage(bytes.NewReader(toV2(t, image(t, tr))))
+	must(t, err)
+	checkInvariants(t, v2)
+	for _, b := range blocksOf(t, v2, "/a/f") {
+		if b.HasCRC || b.CRC != 0 {
+			t.Fatalf("v2 block %+v has a CRC", b)
+		}
+	}
+	if mustStat(t, v2, "/a/f").Length != 150 {
+		t.Fatal("v2 lengths lost")
+	}
+	// Written back, it is the current version, and reads again.
+	again := image(t, v2)
+	if binary.LittleEndian.Uint32(again[8:]) != imageVersion {
+		t.Fatal("not rewritten as the current version")
+	}
+	_, err = ReadImage(bytes.NewReader(again))
+	must(t, err)
+}
+
+// TestReadImageBadCRCFlags: unknown flag bits, and CRC bytes on a block
+// that has no CRC (two images for one tree), are corrupt.
+func TestReadImageBadCRCFlags(t *testing.T) {
+	img := image(t, fixture(t))
+	cases := []struct {
+		name string
+		edit func(e []byte)
+		msg  string
+	}{
+		{"unknown flag", func(e []byte) { e[24] |= 0x80 }, "unknown flags 0x81"},
+		{"crc without flag", func(e []byte) { e[24] = 0 }, "has no CRC but CRC bytes deadbeef"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := reframe(t, img, func(i int, typ byte, b []byte) [][]byte {
+				if i == 5 { // /a/f: edit its second block
+					c.edit(b[len(b)-blockLen:])
+				}
+				return [][]byte{append([]byte{typ}, b...)}
+			})
+			_, err := ReadImage(bytes.NewReader(bad))
+			wantErr(t, err, errs.Corrupt, c.msg)
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package namespace
 
 import (
+	"cmp"
 	"crypto/sha256"
+	"slices"
 
 	"github.com/blockfs/blockfs/errs"
 )
@@ -96,6 +98,31 @@ func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileIn
 func (t *Tree) BlockInode(blockID uint64) (ID, bool) {
 	id, ok := t.blocks[blockID]
 	return id, ok
+}
+
+// Block returns block blockID as the namespace records it (generation
+// stamp, length, CRC) and the file that owns it. A file's block ids
+// increase along the file (AddBlock allocates them from a counter), so the
+// block is found by binary search; a file whose ids are not in order (only
+// Tree.AddBlock with ids chosen by its caller makes one) is scanned.
+func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
+	id, ok := t.blocks[blockID]
+	if !ok {
+		return Block{}, 0, false
+	}
+	f := t.inodes[id]
+	if f == nil {
+		return Block{}, 0, false
+	}
+	bs := f.blocks
+	i, found := slices.BinarySearchFunc(bs, blockID, func(b Block, id uint64) int { return cmp.Compare(b.ID, id) })
+	if !found {
+		i = slices.IndexFunc(bs, func(b Block) bool { return b.ID == blockID })
+		if i < 0 {
+			return Block{}, 0, false
+		}
+	}
+	return bs[i], id, true
 }
 
 // ForEachBlock calls fn for every block, in tree order (depth first,

@@ -1,5 +1,7 @@
 package namespace
 
+import "github.com/blockfs/blockfs/errs"
+
 // Session is the tree as one caller sees and changes it: every operation
 // resolves its path once, checks the caller's permissions on the inodes
 // it resolved (HDFS's FSPermissionChecker rules, docs/SECURITY.md), and
@@ -112,6 +114,9 @@ func (s Session) AddBlock(p string, id ID, prev *Block, mtimeMs int64) (NewBlock
 	}
 	if k := len(f.blocks); k > 0 && f.blocks[k-1].Length == 0 {
 		if (k == 1 && prev == nil) || (k >= 2 && prev != nil && prev.ID == f.blocks[k-2].ID && prev.GenStamp == f.blocks[k-2].GenStamp) {
+			if k >= 2 && crcConflict(*prev, f.blocks[k-2]) {
+				return NewBlock{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[k-2].CRC)
+			}
 			return NewBlock{Block: f.blocks[k-1], Offset: f.length, File: f.info(p), Retried: true}, nil
 		}
 	}

@@ -9,13 +9,31 @@ type ID uint64
 // RootID is the inode id of "/".
 const RootID ID = 1
 
-// Block is one block of a file: its id, generation stamp and length in
-// bytes. Two blocks name the same replica set when ID and GenStamp match.
+// Block is one block of a file: its id, generation stamp, length in bytes
+// and, once its writer finished it, the CRC32C (Castagnoli) of its bytes.
+// Two blocks name the same replica set when ID and GenStamp match.
 type Block struct {
 	ID, GenStamp, Length uint64
+	// CRC is the CRC32C of the block's Length bytes; meaningful only when
+	// HasCRC (0 is a CRC like any other). A block has none until its
+	// writer commits it (AddBlock's previous block, Complete), nor when it
+	// was committed before blocks carried checksums.
+	CRC    uint32
+	HasCRC bool
 }
 
 func (b Block) String() string { return fmt.Sprintf("blk_%d_%d", b.ID, b.GenStamp) }
+
+// WithCRC returns b with CRC crc recorded.
+func (b Block) WithCRC(crc uint32) Block {
+	b.CRC, b.HasCRC = crc, true
+	return b
+}
+
+// crcConflict reports whether got and have both carry a CRC and differ.
+func crcConflict(got, have Block) bool {
+	return got.HasCRC && have.HasCRC && got.CRC != have.CRC
+}
 
 // FileState is the life-cycle state of a file.
 type FileState uint8
