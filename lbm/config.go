@@ -44,6 +44,15 @@ type Config struct {
 	// Capacity reported by Usage; 0 means the sum of MaxContainerSize over
 	// healthy dirs is not assumed and capacity is reported as 0.
 	Capacity int64
+	// FailOnCorruptContainer makes Open fail when any container's metadata
+	// replay finds corruption (the old fail-fast behaviour). When false
+	// (the default), such a container is set aside: its files are renamed
+	// to <name>.corrupt-<unix seconds> (never deleted), the file and
+	// offset are logged, blockfs_lbm_containers_set_aside_total counts it,
+	// SetAside lists it, and Open serves every other container. Its blocks
+	// are absent from Blocks(), so the full block report omits them and the
+	// namenode re-replicates them, as HDFS does for a failed volume.
+	FailOnCorruptContainer bool
 	// Registerer receives the store's metrics; nil = not registered.
 	Registerer prometheus.Registerer
 	// Logger; nil = slog.Default().

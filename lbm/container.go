@@ -3,6 +3,7 @@ package lbm
 import (
 	"cmp"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -209,9 +210,10 @@ func (c *container) appendMetaLocked(buf []byte) error {
 }
 
 // writeBlocks appends as many of blocks as fit into c (at least one), in
-// Kudu's order: data written and fsynced, then the CREATE records appended
-// and fsynced, then the blocks published. It returns how many it stored.
-// The caller owns c as its single writer.
+// Kudu's order: data (each block followed by its chunk CRC table) written
+// and fsynced, then the CREATE2 records appended and fsynced, then the
+// blocks published. It returns how many it stored. The caller owns c as
+// its single writer.
 func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (int, error) {
 	cfg := &c.s.cfg
 	c.mu.Lock()
@@ -223,34 +225,38 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 	}
 	recs := make([]createRec, 0, len(metas))
 	var scratch []byte
+	var crcs []uint32
 	for i := range metas {
 		if len(recs) > 0 && (off >= cfg.MaxContainerSize ||
 			(cfg.MaxBlocksPerContainer > 0 && created >= cfg.MaxBlocksPerContainer)) {
 			break
 		}
 		d := datas[i]
-		w := d
+		crcs = appendChunkCRCs(crcs[:0], d, DefaultBytesPerChecksum)
+		// One write of block ‖ table, encrypted at the block's offset.
+		n := len(d) + len(crcs)*chunkCRCLen
+		scratch = slices.Grow(scratch[:0], n)[:n]
+		copy(scratch, d)
+		putCRCs(scratch[len(d):], crcs)
 		if fc != nil {
-			scratch = slices.Grow(scratch[:0], len(d))[:len(d)]
-			fc.xorAt(scratch, d, off)
-			w = scratch
+			fc.xorAt(scratch, scratch, off)
 		}
-		if len(w) > 0 {
-			if _, err := c.data.WriteAt(w, off); err != nil {
+		if n > 0 {
+			if _, err := c.data.WriteAt(scratch, off); err != nil {
 				c.markBroken()
 				return 0, errs.Wrap(errs.IO, "lbm.write", c.dataPath, err)
 			}
 		}
 		recs = append(recs, createRec{ID: metas[i].ID, Inode: metas[i].Inode, GenStamp: metas[i].GenStamp,
-			Offset: off, Length: int64(len(d)), CRC: crc32c(d), TimestampUS: now})
-		off = alignUp(off + int64(len(d)))
+			Offset: off, Length: int64(len(d)), CRC: crc32c(d), TimestampUS: now, BPC: DefaultBytesPerChecksum})
+		off = alignUp(off + int64(n))
 		created++
 	}
 	if err := c.data.Sync(); err != nil {
 		c.markBroken()
 		return 0, errs.Wrap(errs.IO, "lbm.write", c.dataPath, err)
 	}
-	buf := make([]byte, 0, len(recs)*frameLen(createBodyLen))
+	buf := make([]byte, 0, len(recs)*frameLen(create2BodyLen))
 	for i := range recs {
 		buf = appendCreate(buf, &recs[i])
 	}
@@ -265,16 +271,33 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 	c.nextBlock, c.created = off, created
 	var bytes int64
 	for i := range recs {
-		r := &recs[i]
-		e := blockEntry{c: c, off: r.Offset, length: r.Length, inode: r.Inode, gen: r.GenStamp, ts: r.TimestampUS, crc: r.CRC}
-		c.blocks[r.ID] = e
-		c.liveBytes += r.Length
-		bytes += r.Length
-		c.s.index.publish(r.ID, e)
-		c.s.used.Add(alignUp(r.Length))
+		e := recs[i].entry(c)
+		c.addLocked(recs[i].ID, e)
+		bytes += e.length
 	}
 	c.s.metrics.bytesWritten.Add(float64(bytes))
 	return len(recs), nil
+}
+
+// entry is the index entry of a CREATE/CREATE2 record in container c.
+func (r *createRec) entry(c *container) blockEntry {
+	return blockEntry{c: c, off: r.Offset, length: r.Length, inode: r.Inode, gen: r.GenStamp,
+		ts: r.TimestampUS, crc: r.CRC, bpc: r.BPC}
+}
+
+// addLocked publishes a block whose record is durable. c.mu must be held.
+func (c *container) addLocked(id uint64, e blockEntry) {
+	c.blocks[id] = e
+	c.liveBytes += e.length
+	c.s.index.publish(id, e)
+	c.s.used.Add(e.extent())
+}
+
+// putCRCs encodes crcs as u32 little-endian into dst.
+func putCRCs(dst []byte, crcs []uint32) {
+	for i, v := range crcs {
+		binary.LittleEndian.PutUint32(dst[i*chunkCRCLen:], v)
+	}
 }
 
 func (c *container) markBroken() {
@@ -298,12 +321,12 @@ func (c *container) compactLocked() error {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Compare(c.blocks[a].off, c.blocks[b].off) })
-	buf := make([]byte, 0, len(hdr)+len(ids)*frameLen(createBodyLen))
+	buf := make([]byte, 0, len(hdr)+len(ids)*frameLen(create2BodyLen))
 	buf = append(buf, hdr...)
 	for _, id := range ids {
 		e := c.blocks[id]
 		buf = appendCreate(buf, &createRec{ID: id, Inode: e.inode, GenStamp: e.gen, Offset: e.off,
-			Length: e.length, CRC: e.crc, TimestampUS: e.ts})
+			Length: e.length, CRC: e.crc, TimestampUS: e.ts, BPC: e.bpc})
 	}
 	if fc != nil {
 		body := buf[encHeaderLen+fileHeaderLen:]

@@ -17,11 +17,13 @@ const (
 
 	flagSealed = 1 << 0 // metadata header: container is full forever
 
-	recCreate = 1
-	recDelete = 2
+	recCreate  = 1 // old format: no chunk CRC table
+	recDelete  = 2
+	recCreate2 = 3 // chunked format: a chunk CRC table follows the block
 
-	createBodyLen = 56
-	deleteBodyLen = 16
+	createBodyLen  = 56
+	create2BodyLen = 64
+	deleteBodyLen  = 16
 
 	firstBlockOffset = fsBlockSize // data file header lives in block 0
 )
@@ -45,12 +47,14 @@ func decodeFileHeader(b []byte, magic string) (flags uint16, ok bool) {
 	return binary.LittleEndian.Uint16(b[10:12]), true
 }
 
-// createRec is the decoded CREATE body.
+// createRec is the decoded CREATE or CREATE2 body. BPC (bytes per
+// checksum) is 0 for a CREATE (old format, no chunk table).
 type createRec struct {
 	ID, Inode, GenStamp uint64
 	Offset, Length      int64
 	CRC                 uint32
 	TimestampUS         int64
+	BPC                 uint32
 }
 
 // CREATE body, 56 bytes:
@@ -58,9 +62,21 @@ type createRec struct {
 //	0 type u8 (=1) | 1..4 zero | 4 crc32c(block bytes) u32 | 8 block id u64 |
 //	16 inode u64 | 24 genstamp u64 | 32 offset u64 | 40 length u64 |
 //	48 timestamp (µs since epoch) i64
+//
+// CREATE2 body, 64 bytes: the same 56 bytes with type 3, then
+//
+//	56 bytes per checksum u32 | 60 zero[4]
+//
+// appendCreate writes a CREATE2 when r.BPC != 0, else a CREATE.
 func appendCreate(dst []byte, r *createRec) []byte {
-	var b [createBodyLen]byte
+	var b [create2BodyLen]byte
+	n := createBodyLen
 	b[0] = recCreate
+	if r.BPC != 0 {
+		n = create2BodyLen
+		b[0] = recCreate2
+		binary.LittleEndian.PutUint32(b[56:60], r.BPC)
+	}
 	binary.LittleEndian.PutUint32(b[4:8], r.CRC)
 	binary.LittleEndian.PutUint64(b[8:16], r.ID)
 	binary.LittleEndian.PutUint64(b[16:24], r.Inode)
@@ -68,11 +84,16 @@ func appendCreate(dst []byte, r *createRec) []byte {
 	binary.LittleEndian.PutUint64(b[32:40], uint64(r.Offset))
 	binary.LittleEndian.PutUint64(b[40:48], uint64(r.Length))
 	binary.LittleEndian.PutUint64(b[48:56], uint64(r.TimestampUS))
-	return appendFrame(dst, b[:])
+	return appendFrame(dst, b[:n])
 }
 
+// decodeCreate decodes a CREATE (56 bytes) or CREATE2 (64 bytes) body.
 func decodeCreate(b []byte, r *createRec) {
 	_ = b[createBodyLen-1]
+	r.BPC = 0
+	if len(b) >= create2BodyLen {
+		r.BPC = binary.LittleEndian.Uint32(b[56:60])
+	}
 	r.CRC = binary.LittleEndian.Uint32(b[4:8])
 	r.ID = binary.LittleEndian.Uint64(b[8:16])
 	r.Inode = binary.LittleEndian.Uint64(b[16:24])

@@ -12,6 +12,7 @@ type blockEntry struct {
 	gen    uint64
 	ts     int64 // µs since epoch
 	crc    uint32
+	bpc    uint32 // bytes per checksum; 0 = old format (no chunk table)
 }
 
 const indexShards = 64
@@ -101,12 +102,15 @@ func (x *index) remove(id uint64) (blockEntry, bool) {
 	return e, ok
 }
 
-// removeIf removes id only if it still points into container c.
-func (x *index) removeIf(id uint64, c *container) {
+// removeIf removes id only if it still points into container c, and
+// reports whether it did.
+func (x *index) removeIf(id uint64, c *container) bool {
 	s := x.shard(id)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if e, ok := s.m[id]; ok && e.c == c {
 		delete(s.m, id)
+		return true
 	}
-	s.mu.Unlock()
+	return false
 }

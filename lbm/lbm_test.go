@@ -29,6 +29,9 @@ func testConfig(fs FS, dirs []string, enc bool) Config {
 	cfg.Encrypt = enc
 	cfg.ReplayWorkers = 4
 	cfg.Logger = quietLogger()
+	// Tests want corruption to fail Open loudly; the set-aside tests
+	// turn this off.
+	cfg.FailOnCorruptContainer = true
 	return cfg
 }
 
@@ -243,7 +246,7 @@ func TestCutRecordTruncated(t *testing.T) {
 				if _, err := s.Read(ctx, 4, 0, 1); !errs.Is(err, errs.NotFound) {
 					t.Fatalf("block 4: %v", err)
 				}
-				if got, want := fileSize(t, fs, mf), good-int64(frameLen(createBodyLen)); got != want {
+				if got, want := fileSize(t, fs, mf), good-int64(frameLen(create2BodyLen)); got != want {
 					t.Fatalf("metadata size %d, want %d", got, want)
 				}
 			})
@@ -267,7 +270,7 @@ func TestFlippedBitIsCorrupt(t *testing.T) {
 					if enc {
 						hdr += encHeaderLen
 					}
-					rec2 := hdr + int64(frameLen(createBodyLen))
+					rec2 := hdr + int64(frameLen(create2BodyLen))
 					b, _ := os.ReadFile(mf)
 					b[rec2+where.at] ^= 0x04
 					os.WriteFile(mf, b, 0o644)
@@ -308,9 +311,10 @@ func TestReadDetectsCorruptBlock(t *testing.T) {
 			}
 			info, _ := s.Stat(1)
 			f, _ := os.OpenFile(info.Container+".data", os.O_RDWR, 0)
-			f.WriteAt([]byte{0x55}, firstBlockOffset+int64(len(blockData(1)))-1)
+			last := int64(len(blockData(1))) - 1
+			f.WriteAt([]byte{0x55}, firstBlockOffset+last)
 			f.Close()
-			if _, err := s.Read(ctx, 1, 0, 1); !errs.Is(err, errs.Corrupt) {
+			if _, err := s.Read(ctx, 1, last, 1); !errs.Is(err, errs.Corrupt) {
 				t.Fatalf("want Corrupt, got %v", err)
 			}
 		})
@@ -448,7 +452,7 @@ func TestCompactionAndDeadContainers(t *testing.T) {
 				hdr += encHeaderLen
 			}
 			// Compacted when live hit 5/10, then one more DELETE appended.
-			if want := hdr + 5*int64(frameLen(createBodyLen)) + int64(frameLen(deleteBodyLen)); after != want || after >= before {
+			if want := hdr + 5*int64(frameLen(create2BodyLen)) + int64(frameLen(deleteBodyLen)); after != want || after >= before {
 				t.Fatalf("compacted size %d (before %d), want %d", after, before, want)
 			}
 			for id := uint64(17); id <= 30; id++ {
@@ -505,7 +509,7 @@ func TestStartupCompactionAndDeadRemoval(t *testing.T) {
 	s = mustOpen(t, cfg)
 	defer s.Close()
 	mf := metaFiles(t, fs, dir)[0]
-	if got, want := fileSize(t, fs, mf), int64(fileHeaderLen+5*frameLen(createBodyLen)); got != want {
+	if got, want := fileSize(t, fs, mf), int64(fileHeaderLen+5*frameLen(create2BodyLen)); got != want {
 		t.Fatalf("metadata %d bytes, want %d", got, want)
 	}
 	for _, id := range []uint64{14, 16, 18, 19, 20} {

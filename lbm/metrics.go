@@ -15,6 +15,7 @@ type metrics struct {
 	bytesWritten  prometheus.Counter
 	failedDirs    prometheus.Gauge
 	truncations   prometheus.Counter
+	setAside      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		bytesRead: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "lbm", Name: "read_bytes_total",
-			Help: "Block bytes read from data files.",
+			Help: "Block and chunk CRC table bytes read from data files.",
 		}),
 		bytesWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "lbm", Name: "written_bytes_total",
@@ -52,10 +53,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "blockfs", Subsystem: "lbm", Name: "metadata_tail_truncations_total",
 			Help: "Torn metadata tails truncated at startup.",
 		}),
+		setAside: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "containers_set_aside_total",
+			Help: "Containers whose metadata replay found corruption, renamed aside at startup (their blocks are reported lost).",
+		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.replaySeconds, m.openSeconds, m.containers,
-			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.truncations} {
+			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.truncations, m.setAside} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -18,9 +18,11 @@ import (
 // container's metadata to rebuild the block index, then repairs: torn
 // metadata tails are truncated, incomplete containers and dead containers
 // removed, mostly-dead full containers compacted. A checksum mismatch that
-// is not a torn tail is an errs.Corrupt error naming the file and offset,
-// and Open fails. A directory that cannot be listed or read is marked
-// failed and Open goes on without it.
+// is not a torn tail is corruption naming the file and offset: the
+// container is set aside and Open goes on without it (see SetAside), or,
+// with Config.FailOnCorruptContainer, Open fails with that errs.Corrupt
+// error. A directory that cannot be listed or read is marked failed and
+// Open goes on without it.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -102,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		firstErr error
 		wg       sync.WaitGroup
 		next     int
+		corrupt  []corruptContainer
 	)
 	workers := min(cfg.ReplayWorkers, max(1, len(jobs)))
 	for range workers {
@@ -133,7 +136,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 					continue
 				}
 				mu.Lock()
-				if firstErr == nil {
+				if errs.Is(err, errs.Corrupt) && !cfg.FailOnCorruptContainer {
+					corrupt = append(corrupt, corruptContainer{d: j.d, id: j.id, hasData: j.hasData, hasMeta: j.hasMeta, err: err})
+				} else if firstErr == nil {
 					firstErr = err
 				}
 				mu.Unlock()
@@ -141,6 +146,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		})
 	}
 	wg.Wait()
+	if firstErr == nil {
+		firstErr = s.setAsideAll(corrupt, len(jobs))
+	}
 	if firstErr != nil {
 		s.Close()
 		return nil, firstErr
@@ -161,7 +169,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			case d.failed.Load():
 				for id := range c.blocks {
 					s.index.removeIf(id, c)
-					s.used.Add(-alignUp(c.blocks[id].length))
+					e := c.blocks[id]
+					s.used.Add(-e.extent())
 				}
 			case c.deadLocked():
 				if err := c.removeLocked(); err != nil {
@@ -239,14 +248,20 @@ type replayState struct {
 func (r *replayState) apply(body []byte, off int64) error {
 	r.records++
 	switch {
-	case len(body) == createBodyLen && body[0] == recCreate:
+	case (len(body) == createBodyLen && body[0] == recCreate) ||
+		(len(body) == create2BodyLen && body[0] == recCreate2):
 		var c createRec
 		decodeCreate(body, &c)
+		if body[0] == recCreate2 && !validBytesPerChecksum(int(c.BPC)) {
+			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+				"CREATE2 of block %d at offset %d: bytes per checksum %d", c.ID, off, c.BPC)
+		}
 		// An empty block writes no bytes, so its (aligned) offset may lie
 		// at or past the end of the data file (regression test
 		// TestZeroLengthBlockSurvivesReopen).
-		if c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 || c.Length < 0 ||
-			(c.Length > 0 && c.Offset+c.Length > r.dataSize) || c.Offset+c.Length < c.Offset {
+		span := c.Length + tableLen(c.Length, c.BPC)
+		if c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 || c.Length < 0 || c.Length > 1<<50 ||
+			(c.Length > 0 && c.Offset+span > r.dataSize) || c.Offset+span < c.Offset {
 			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
 				"malformed CREATE of block %d at offset %d (block [%d,+%d), data file %d bytes)",
 				c.ID, off, c.Offset, c.Length, r.dataSize)
@@ -254,10 +269,10 @@ func (r *replayState) apply(body []byte, off int64) error {
 		if _, dup := r.blocks[c.ID]; dup {
 			return errs.Newf(errs.Corrupt, "lbm.replay", r.path, "second CREATE of live block %d at offset %d", c.ID, off)
 		}
-		r.blocks[c.ID] = blockEntry{c: r.c, off: c.Offset, length: c.Length, inode: c.Inode,
-			gen: c.GenStamp, ts: c.TimestampUS, crc: c.CRC}
+		e := c.entry(r.c)
+		r.blocks[c.ID] = e
 		r.created++
-		r.next = max(r.next, alignUp(c.Offset+c.Length))
+		r.next = max(r.next, c.Offset+e.extent())
 	case len(body) == deleteBodyLen && body[0] == recDelete:
 		id := decodeDelete(body)
 		if _, ok := r.blocks[id]; !ok {
@@ -378,15 +393,25 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 		meta.Close()
 		return ioErr(dataPath, err)
 	}
-	c.metaOff, c.nextBlock, c.created, c.blocks = end, st.next, st.created, st.blocks
+	// New blocks go past the end of the data file, not just past the last
+	// CREATE: bytes written but never committed before a crash keep their
+	// range, so no CTR keystream position ever encrypts two plaintexts.
+	c.metaOff, c.nextBlock, c.created, c.blocks = end, max(st.next, alignUp(dataSize)), st.created, st.blocks
 	for bid, e := range st.blocks {
 		if !s.index.insert(bid, e) {
+			// Take back what this container already published: it may be
+			// set aside, and the other container keeps the id.
+			for id, e := range st.blocks {
+				if id != bid && s.index.removeIf(id, c) {
+					s.used.Add(-e.extent())
+				}
+			}
 			c.data.Close()
 			meta.Close()
 			return errs.Newf(errs.Corrupt, "lbm.replay", metaPath, "block %d is live in two containers", bid)
 		}
 		c.liveBytes += e.length
-		s.used.Add(alignUp(e.length))
+		s.used.Add(e.extent())
 	}
 	d.mu.Lock()
 	d.all[c] = struct{}{}

@@ -2,8 +2,6 @@ package lbm
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"sort"
@@ -19,6 +17,11 @@ type BlockMeta struct {
 	ID       uint64 // block id; unique in the store
 	Inode    uint64 // owning file's inode id
 	GenStamp uint64 // generation stamp
+	// Length is the declared length for Create. Put/PutBatch take the
+	// length of the data; a non-zero Length that differs is errs.Invalid.
+	Length int64
+	// CRC is ignored: the store computes every block's CRC32C itself.
+	CRC uint32
 }
 
 // BlockInfo describes a stored block (for Stat and block reports).
@@ -28,6 +31,9 @@ type BlockInfo struct {
 	GenStamp  uint64
 	Length    int64
 	CRC       uint32    // CRC32C of the block's bytes
+	// BytesPerChecksum is the chunk size of the block's stored chunk CRC
+	// table; 0 for a block written in the old format (whole-block CRC only).
+	BytesPerChecksum int
 	Created   time.Time // when the CREATE record was written
 	Dir       string    // data directory holding it
 	Container string    // container path without suffix
@@ -54,8 +60,10 @@ type Store struct {
 	metrics *metrics
 	index   *index
 	dirs    []*dataDir
-	rr      atomic.Uint64
-	used    atomic.Int64
+	rr       atomic.Uint64
+	used     atomic.Int64
+	diskRead atomic.Int64 // block and chunk-table bytes read from data files
+	setAside []string     // files renamed aside by Open (read-only after Open)
 	budget  atomic.Int64 // replay memory left
 	closed  atomic.Bool
 	statsMu sync.Mutex
@@ -72,8 +80,9 @@ func (s *Store) checkOpen(ctx context.Context, op string) error {
 	return nil
 }
 
-// Put stores one block durably: its bytes are written and fsynced, then its
-// CREATE record is appended and fsynced, before Put returns nil. A block id
+// Put stores one block durably: its bytes and chunk CRC table
+// (DefaultBytesPerChecksum) are written and fsynced, then its CREATE2
+// record is appended and fsynced, before Put returns nil. A block id
 // already stored (or being stored) gives an errs.Exist error.
 func (s *Store) Put(ctx context.Context, m BlockMeta, data []byte) error {
 	return s.PutBatch(ctx, []BlockMeta{m}, [][]byte{data})
@@ -96,6 +105,11 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 		if int64(len(datas[i])) > s.cfg.MaxContainerSize {
 			return errs.Newf(errs.Invalid, op, "", "block %d larger than a container", m.ID)
 		}
+		if m.Length != 0 && m.Length != int64(len(datas[i])) {
+			return errs.Newf(errs.Invalid, op, "", "block %d: declared length %d, data %d bytes", m.ID, m.Length, len(datas[i]))
+		}
+	}
+	for i, m := range metas {
 		if !s.index.reserve(m.ID) {
 			for _, r := range metas[:i] {
 				s.index.unreserve(r.ID)
@@ -204,11 +218,11 @@ func (s *Store) FailedDirs() []string {
 	return out
 }
 
-// Read returns n bytes at off of block id. The whole block is read at its
-// offset and its CRC32C verified before slicing, so a range read also
-// detects corruption anywhere in the block: a mismatch is errs.Corrupt (the
-// caller reports the replica). Unknown id: errs.NotFound; a range outside
-// the block: errs.Invalid.
+// Read returns n bytes at off of block id. A new-format block has only
+// the chunks the range touches read and verified (see ReadChunks); an
+// old-format block is read whole and its CRC32C verified before slicing. A
+// mismatch is errs.Corrupt (the caller reports the replica). Unknown id:
+// errs.NotFound; a range outside the block: errs.Invalid.
 func (s *Store) Read(ctx context.Context, id uint64, off, n int64) ([]byte, error) {
 	const op = "lbm.read"
 	if err := s.checkOpen(ctx, op); err != nil {
@@ -218,37 +232,24 @@ func (s *Store) Read(ctx context.Context, id uint64, off, n int64) ([]byte, erro
 	if !ok {
 		return nil, errs.Newf(errs.NotFound, op, "", "block %d not found", id)
 	}
-	if off < 0 || n < 0 || off+n > e.length {
+	if off < 0 || n < 0 || off+n > e.length || off+n < off {
 		return nil, errs.Newf(errs.Invalid, op, "", "range [%d,+%d) outside block %d of length %d", off, n, id, e.length)
 	}
-	c := e.c
-	fc, err := c.dataCipher()
+	if e.bpc == 0 {
+		b, err := s.readWhole(op, id, &e, nil)
+		if err != nil {
+			return nil, err
+		}
+		return b[off : off+n], nil
+	}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	cr, err := s.readChunked(op, id, &e, off, n, nil)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, e.length)
-	if e.length > 0 {
-		k, err := c.data.ReadAt(buf, e.off)
-		if k < len(buf) {
-			if _, still := s.index.get(id); !still {
-				return nil, errs.Newf(errs.NotFound, op, "", "block %d not found", id)
-			}
-			if err == nil || errors.Is(err, io.EOF) {
-				s.metrics.corruptReads.Inc()
-				return nil, errs.Newf(errs.Corrupt, op, c.dataPath, "block %d at offset %d: data file too short", id, e.off)
-			}
-			return nil, errs.Wrap(errs.IO, op, c.dataPath, err)
-		}
-	}
-	if fc != nil {
-		fc.xorAt(buf, buf, e.off)
-	}
-	s.metrics.bytesRead.Add(float64(len(buf)))
-	if crc32c(buf) != e.crc {
-		s.metrics.corruptReads.Inc()
-		return nil, errs.Newf(errs.Corrupt, op, c.dataPath, "block %d at offset %d: checksum mismatch", id, e.off)
-	}
-	return buf[off : off+n], nil
+	return cr.Data[off-cr.Offset : off-cr.Offset+n], nil
 }
 
 // Stat describes block id.
@@ -262,7 +263,7 @@ func (s *Store) Stat(id uint64) (BlockInfo, bool) {
 
 func (e *blockEntry) info(id uint64) BlockInfo {
 	return BlockInfo{ID: id, Inode: e.inode, GenStamp: e.gen, Length: e.length, CRC: e.crc,
-		Created: time.UnixMicro(e.ts), Dir: e.c.dir.path, Container: e.c.name()}
+		BytesPerChecksum: int(e.bpc), Created: time.UnixMicro(e.ts), Dir: e.c.dir.path, Container: e.c.name()}
 }
 
 // Blocks lists every stored block (for a full block report), sorted by id.
@@ -281,7 +282,7 @@ func (s *Store) Blocks() []BlockInfo {
 }
 
 // Usage returns Config.Capacity and the bytes used by live blocks (each
-// rounded up to 4 KiB).
+// with its chunk CRC table, rounded up to 4 KiB).
 func (s *Store) Usage() (capacity, used int64) { return s.cfg.Capacity, s.used.Load() }
 
 // OpenStats reports what Open's replay did.
@@ -369,7 +370,7 @@ func (s *Store) deleteFrom(c *container, ids []uint64, es []blockEntry) error {
 	for i, id := range ids {
 		delete(c.blocks, id)
 		c.liveBytes -= es[i].length
-		s.used.Add(-alignUp(es[i].length))
+		s.used.Add(-es[i].extent())
 	}
 	if c.deadLocked() {
 		err := c.removeLocked()
@@ -400,7 +401,7 @@ func coalesce(es []blockEntry) [][2]int64 {
 	ext := make([][2]int64, 0, len(es))
 	for _, e := range es {
 		if e.length > 0 {
-			ext = append(ext, [2]int64{e.off, alignUp(e.length)})
+			ext = append(ext, [2]int64{e.off, e.extent()})
 		}
 	}
 	sort.Slice(ext, func(i, j int) bool { return ext[i][0] < ext[j][0] })

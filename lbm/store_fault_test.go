@@ -86,7 +86,7 @@ func metaImage(t *testing.T, m *MemFS, enc bool) (string, []byte, []int64) {
 	for i := range 10 {
 		offs = append(offs, off)
 		if i < 8 {
-			off += int64(frameLen(createBodyLen))
+			off += int64(frameLen(create2BodyLen))
 		} else {
 			off += int64(frameLen(deleteBodyLen))
 		}
