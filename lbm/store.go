@@ -26,17 +26,17 @@ type BlockMeta struct {
 
 // BlockInfo describes a stored block (for Stat and block reports).
 type BlockInfo struct {
-	ID        uint64
-	Inode     uint64
-	GenStamp  uint64
-	Length    int64
-	CRC       uint32    // CRC32C of the block's bytes
+	ID       uint64
+	Inode    uint64
+	GenStamp uint64
+	Length   int64
+	CRC      uint32 // CRC32C of the block's bytes
 	// BytesPerChecksum is the chunk size of the block's stored chunk CRC
 	// table; 0 for a block written in the old format (whole-block CRC only).
 	BytesPerChecksum int
-	Created   time.Time // when the CREATE record was written
-	Dir       string    // data directory holding it
-	Container string    // container path without suffix
+	Created          time.Time // when the CREATE record was written
+	Dir              string    // data directory holding it
+	Container        string    // container path without suffix
 }
 
 // OpenStats describes the replay done by Open.
@@ -53,21 +53,21 @@ type OpenStats struct {
 // Store is a log-block-container block store. All methods are safe for
 // concurrent use.
 type Store struct {
-	cfg     Config
-	fs      FS
-	log     *slog.Logger
-	keys    *keyring // nil without a server key
-	metrics *metrics
-	index   *index
-	dirs    []*dataDir
+	cfg      Config
+	fs       FS
+	log      *slog.Logger
+	keys     *keyring // nil without a server key
+	metrics  *metrics
+	index    *index
+	dirs     []*dataDir
 	rr       atomic.Uint64
 	used     atomic.Int64
 	diskRead atomic.Int64 // block and chunk-table bytes read from data files
 	setAside []string     // files renamed aside by Open (read-only after Open)
-	budget  atomic.Int64 // replay memory left
-	closed  atomic.Bool
-	statsMu sync.Mutex
-	stats   OpenStats
+	budget   atomic.Int64 // replay memory left
+	closed   atomic.Bool
+	statsMu  sync.Mutex
+	stats    OpenStats
 }
 
 func (s *Store) checkOpen(ctx context.Context, op string) error {
