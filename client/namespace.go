@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"iter"
+	"math"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
@@ -100,8 +101,15 @@ func ExpandLocations(r *api.GetBlockLocationsResponse) error {
 		return errs.Newf(errs.Internal, "get block locations", "", "malformed reply: %s", what)
 	}
 	if len(r.GenStamps) != n || len(r.Lengths) != n || len(r.ReplicaCounts) != n ||
-		(len(r.BlockTokens) != 0 && len(r.BlockTokens) != n) {
+		(len(r.BlockTokens) != 0 && len(r.BlockTokens) != n) || (len(r.Crc32Cs) != 0 && len(r.Crc32Cs) != n) {
 		return bad("array lengths differ")
+	}
+	crcs := make([]uint32, len(r.Crc32Cs))
+	for i, v := range r.Crc32Cs {
+		if v != 0 && v>>32 != 1 {
+			return bad("a CRC entry is neither 0 nor 2^32 + a CRC32C")
+		}
+		crcs[i] = uint32(v)
 	}
 	lbs := make([]api.LocatedBlock, n)
 	bs := make([]api.Block, n)
@@ -116,9 +124,15 @@ func ExpandLocations(r *api.GetBlockLocationsResponse) error {
 	off, next := r.FirstOffset, 0
 	for i := range n {
 		bs[i] = api.Block{Id: r.BlockIds[i], GenStamp: r.GenStamps[i], Length: r.Lengths[i]}
+		if len(crcs) == n && r.Crc32Cs[i] != 0 {
+			bs[i].Crc32C = &crcs[i]
+		}
 		c := int(r.ReplicaCounts[i])
-		if next+c > len(locs) {
+		if c > len(locs)-next {
 			return bad("replica counts exceed the replica indexes")
+		}
+		if r.Lengths[i] > math.MaxUint64-off {
+			return bad("block offsets pass 2^64")
 		}
 		lb := &lbs[i]
 		lb.Block, lb.Offset, lb.Locations = &bs[i], off, locs[next:next+c:next+c]

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"slices"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
@@ -125,4 +126,71 @@ func (f *fsm) resetBlockEvents(st *state) {
 	st.tree.ForEachBlock(func(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
 		f.events.Expect(b, inode, repl, complete)
 	})
+}
+
+// committedCRC returns the CRC32C the namespace recorded for block blockID
+// at generation stamp genStamp, if it has one.
+func (f *fsm) committedCRC(blockID, genStamp uint64) (uint32, bool) {
+	defer f.mu.RLock().RUnlock()
+	b, _, ok := f.st.tree.Block(blockID)
+	if !ok || b.GenStamp != genStamp || !b.HasCRC {
+		return 0, false
+	}
+	return b.CRC, true
+}
+
+// withCommittedCRC sets b's CRC32C to the one the namespace recorded for
+// it (the writer's), so the datanode that receives a replicate or verify
+// command can check the bytes against what was written, not only against
+// what the source stored. b is left without one when the namespace has
+// none.
+func (n *Namenode) withCommittedCRC(b *api.Block) *api.Block {
+	if crc, ok := n.fsm.committedCRC(b.Id, b.GenStamp); ok {
+		b.Crc32C = &crc
+	}
+	return b
+}
+
+// crcCheckChunk bounds the reported blocks checked under one hold of the
+// FSM's read lock, so a large full report does not hold off writes.
+const crcCheckChunk = 4096
+
+// crcMismatches returns the ids of the reported replicas that carry a
+// CRC32C differing from the one the namespace recorded for the same block
+// (same id, generation stamp and length): the datanode holds other bytes
+// than the writer wrote, so the replica is corrupt.
+func (n *Namenode) crcMismatches(bs []*api.ReportedBlock) []uint64 {
+	var out []uint64
+	for start := 0; start < len(bs); start += crcCheckChunk {
+		part := bs[start:min(start+crcCheckChunk, len(bs))]
+		if !slices.ContainsFunc(part, func(rb *api.ReportedBlock) bool { return rb.GetBlock().Crc32C != nil }) {
+			continue
+		}
+		func() {
+			defer n.fsm.mu.RLock().RUnlock()
+			for _, rb := range part {
+				b := rb.GetBlock()
+				if b.Crc32C == nil {
+					continue
+				}
+				nb, _, ok := n.fsm.st.tree.Block(b.Id)
+				if ok && nb.HasCRC && nb.GenStamp == b.GenStamp && nb.Length == b.Length && nb.CRC != *b.Crc32C {
+					out = append(out, b.Id)
+				}
+			}
+		}()
+	}
+	return out
+}
+
+// reportCRCMismatches marks datanode dn's replicas whose reported CRC32C
+// differs from the namespace's corrupt, through the block map's corrupt
+// path (re-replicated from a good copy, then deleted; never the last
+// replica), as if dn had reported them bad itself.
+func (n *Namenode) reportCRCMismatches(dn string, bs []*api.ReportedBlock) {
+	for _, id := range n.crcMismatches(bs) {
+		if n.blocks.ReportCorrupt(id, dn) {
+			n.log.Warn("replica checksum differs from the namespace's: marked corrupt", "datanode", dn, "block", id)
+		}
+	}
 }

@@ -154,7 +154,7 @@ func (x *bmCluster) writeBlock(p string, r uint32) (*api.Block, uint64, []string
 	x.t.Helper()
 	t := x.t.(*testing.T)
 	c := x.client(0)
-	cr, err := c.Create(x.root(), &api.CreateRequest{Path: p, Replication: r, BlockSize: 100})
+	cr, err := c.Create(x.root(), &api.CreateRequest{Path: p, Replication: r, BlockSize: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

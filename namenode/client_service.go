@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namespace"
 )
@@ -48,6 +49,9 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 	if bs == 0 {
 		bs = s.n.cfg.DefaultBlock
 	}
+	if msg := s.n.cfg.blockSizeProblem(bs); msg != "" {
+		return nil, errs.Newf(errs.Invalid, "create", req.Path, "block size %d is %s", bs, msg)
+	}
 	res, idx, err := s.n.propose(ctx, cmdCreate, &api.CreateCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
@@ -82,6 +86,9 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	}
 	targets, err := s.n.blocks.ChooseTargets(int(info.Replication), info.BlockSize, req.ExcludeNodes)
 	if err != nil {
+		if cerr := s.n.checkCapacity(req.Path, info.BlockSize); cerr != nil {
+			return nil, cerr
+		}
 		return nil, err
 	}
 	ids := make([]string, len(targets))
@@ -103,7 +110,29 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb, Token: tok}, nil
+	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb, Token: tok, BytesPerChecksum: s.n.cfg.BytesPerChecksum}, nil
+}
+
+// checkCapacity refuses (Precondition) a block of blockSize bytes for file
+// p when live datanodes exist and none of them could ever hold it: its
+// capacity, not only its free space, is smaller. The client does not
+// retry that, where "no datanode with space" (Unavailable) is worth a
+// retry. With no live datanode at all it says nothing: they may be
+// starting.
+func (n *Namenode) checkCapacity(p string, blockSize uint64) error {
+	var largest uint64
+	live := 0
+	for _, d := range n.blocks.Datanodes() {
+		if d.State != blocks.Live {
+			continue
+		}
+		live++
+		largest = max(largest, d.Capacity)
+	}
+	if live == 0 || largest >= blockSize {
+		return nil
+	}
+	return errs.Newf(errs.Precondition, "add block", p, "block size %d is larger than the capacity of every live datanode (%d live, the largest holds %d bytes)", blockSize, live, largest)
 }
 
 func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) (*api.CompleteResponse, error) {

@@ -61,10 +61,20 @@ type Config struct {
 	Join string
 
 	// Superuser may do anything; by default the user that started the process.
-	Superuser      string
-	SuperGroup     string
-	DefaultRepl    uint32
-	DefaultBlock   uint64
+	Superuser    string
+	SuperGroup   string
+	DefaultRepl  uint32
+	DefaultBlock uint64
+	// BytesPerChecksum is the cluster's checksum chunk: a writer checksums
+	// every chunk of this many bytes of a block (AddBlockResponse carries
+	// it). A power of two in [MinBytesPerChecksum, MaxBytesPerChecksum].
+	BytesPerChecksum uint32
+	// MinBlockSize and MaxBlockSize bound the block size a Create may ask
+	// for, as HDFS's dfs.namenode.fs-limits.{min,max}-block-size do; the
+	// block size must also be a multiple of BytesPerChecksum. Files created
+	// before a change keep their block size.
+	MinBlockSize   uint64
+	MaxBlockSize   uint64
 	MaxListPage    int
 	ApplyTimeout   time.Duration
 	SnapshotEvery  uint64 // Raft SnapshotThreshold
@@ -105,21 +115,29 @@ type Config struct {
 // DefaultConfig returns a Config with the defaults a production node uses.
 func DefaultConfig() Config {
 	return Config{
-		GRPCAddr:       "127.0.0.1:9000",
-		RaftAddr:       "127.0.0.1:7000",
-		HTTPAddr:       "127.0.0.1:9100",
-		Superuser:      "root",
-		SuperGroup:     "supergroup",
-		DefaultRepl:    3,
-		DefaultBlock:   64 << 20,
-		MaxListPage:    1000,
-		ApplyTimeout:   10 * time.Second,
-		SnapshotEvery:  8192,
-		RaftHeartbeat:  500 * time.Millisecond,
-		RaftElection:   1000 * time.Millisecond,
-		Blocks:         blocks.DefaultConfig(),
-		WorkInterval:   time.Second,
-		MaxRequestSize: 4 << 20,
+		GRPCAddr:     "127.0.0.1:9000",
+		RaftAddr:     "127.0.0.1:7000",
+		HTTPAddr:     "127.0.0.1:9100",
+		Superuser:    "root",
+		SuperGroup:   "supergroup",
+		DefaultRepl:  3,
+		DefaultBlock: 64 << 20,
+		// HDFS's minimum is 1 MiB; ours is 1 KiB because the HDFS-1081
+		// experiment (loadgen) writes files of up to 1000 blocks of 1 KiB.
+		// The maximum is the datanodes' default largest block (datanode
+		// Config.MaxBlockSize), so a block the namenode allows is one a
+		// default datanode accepts.
+		BytesPerChecksum: 512,
+		MinBlockSize:     1 << 10,
+		MaxBlockSize:     1 << 30,
+		MaxListPage:      1000,
+		ApplyTimeout:     10 * time.Second,
+		SnapshotEvery:    8192,
+		RaftHeartbeat:    500 * time.Millisecond,
+		RaftElection:     1000 * time.Millisecond,
+		Blocks:           blocks.DefaultConfig(),
+		WorkInterval:     time.Second,
+		MaxRequestSize:   4 << 20,
 
 		Security:    security.DefaultConfig(),
 		Auth:        AuthMTLS,
@@ -148,6 +166,12 @@ func (c *Config) Validate() error {
 		return bad("bootstrap and join are exclusive")
 	case c.DefaultRepl < 1 || c.DefaultRepl > 32:
 		return bad("default replication %d out of 1..32", c.DefaultRepl)
+	case c.BytesPerChecksum < MinBytesPerChecksum || c.BytesPerChecksum > MaxBytesPerChecksum || c.BytesPerChecksum&(c.BytesPerChecksum-1) != 0:
+		return bad("bytes per checksum %d: want a power of two in [%d, %d]", c.BytesPerChecksum, MinBytesPerChecksum, MaxBytesPerChecksum)
+	case c.MinBlockSize == 0 || c.MinBlockSize > c.MaxBlockSize:
+		return bad("block size limits [%d, %d]: want 0 < min <= max", c.MinBlockSize, c.MaxBlockSize)
+	case c.MaxBlockSize < uint64(c.BytesPerChecksum):
+		return bad("max block size %d is below bytes per checksum %d: no block size is allowed", c.MaxBlockSize, c.BytesPerChecksum)
 	case c.DefaultBlock == 0:
 		return bad("default block size must be positive")
 	case c.MaxListPage <= 0:
@@ -160,6 +184,9 @@ func (c *Config) Validate() error {
 		return bad("max request size must be positive")
 	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
 		return bad("max in-flight applies and max batch must be positive")
+	}
+	if msg := c.blockSizeProblem(c.DefaultBlock); msg != "" {
+		return bad("default block size %d: %s", c.DefaultBlock, msg)
 	}
 	if err := security.ValidateTrustDomain(c.TrustDomain); err != nil {
 		return err
@@ -190,6 +217,26 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return c.Blocks.Validate()
+}
+
+// Bounds of Config.BytesPerChecksum.
+const (
+	MinBytesPerChecksum = 64
+	MaxBytesPerChecksum = 1 << 20
+)
+
+// blockSizeProblem says what is wrong with block size bs under c's limits,
+// or returns "".
+func (c *Config) blockSizeProblem(bs uint64) string {
+	switch {
+	case bs < c.MinBlockSize:
+		return fmt.Sprintf("below the minimum %d (--min-block-size)", c.MinBlockSize)
+	case bs > c.MaxBlockSize:
+		return fmt.Sprintf("above the maximum %d (--max-block-size)", c.MaxBlockSize)
+	case bs%uint64(c.BytesPerChecksum) != 0:
+		return fmt.Sprintf("not a multiple of the bytes per checksum %d (--bytes-per-checksum)", c.BytesPerChecksum)
+	}
+	return ""
 }
 
 // Ways of identifying callers (Config.Auth).

@@ -75,7 +75,9 @@ func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportR
 	if err != nil {
 		return nil, err
 	}
-	s.n.blocks.FullReport(req.DatanodeId, rs)
+	if s.n.blocks.FullReport(req.DatanodeId, rs) {
+		s.n.reportCRCMismatches(req.DatanodeId, req.Blocks)
+	}
 	return &api.BlockReportResponse{}, nil
 }
 
@@ -108,8 +110,11 @@ func (s *datanodeService) IncrementalBlockReport(ctx context.Context, req *api.I
 		}
 		ver[i] = blocks.Replica{BlockID: b.Id, GenStamp: b.GenStamp, Length: b.Length}
 	}
-	if s.n.blocks.IncrementalReport(req.DatanodeId, rs, del) && len(ver) > 0 {
-		s.n.blocks.ReportVerified(req.DatanodeId, ver)
+	if s.n.blocks.IncrementalReport(req.DatanodeId, rs, del) {
+		s.n.reportCRCMismatches(req.DatanodeId, req.Received)
+		if len(ver) > 0 {
+			s.n.blocks.ReportVerified(req.DatanodeId, ver)
+		}
 	}
 	return &api.IncrementalBlockReportResponse{}, nil
 }
@@ -150,7 +155,7 @@ func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 			}
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Delete{Delete: d}})
 		case blocks.Replicate:
-			r := &api.ReplicateBlockCommand{Block: replicaBlock(c.Block), InodeId: c.Block.Inode}
+			r := &api.ReplicateBlockCommand{Block: n.withCommittedCRC(replicaBlock(c.Block)), InodeId: c.Block.Inode}
 			ids := make([]string, len(c.Targets))
 			for i, t := range c.Targets {
 				ids[i] = t.ID
@@ -167,7 +172,7 @@ func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 			}
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Replicate{Replicate: r}})
 		case blocks.Verify:
-			v := &api.VerifyBlockCommand{Block: replicaBlock(c.Block)}
+			v := &api.VerifyBlockCommand{Block: n.withCommittedCRC(replicaBlock(c.Block))}
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Verify{Verify: v}})
 		}
 	}

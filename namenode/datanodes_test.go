@@ -66,7 +66,7 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f", Replication: 3, BlockSize: 100})
+	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f", Replication: 3, BlockSize: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,8 +46,11 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	if req.Offset > fi.Length && !(req.Offset == 0 && fi.Length == 0) {
 		return nil, errs.Newf(errs.Invalid, "get block locations", req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
 	}
+	// The range ends at offset+length or the end of the file, whichever
+	// comes first; offset <= file length here, so the subtraction cannot
+	// wrap, and an offset+length past 2^64 is simply past the end.
 	end := fi.Length
-	if req.Length > 0 && req.Offset+req.Length < end {
+	if req.Length > 0 && req.Length < fi.Length-req.Offset {
 		end = req.Offset + req.Length
 	}
 	out := &api.GetBlockLocationsResponse{
@@ -79,6 +82,14 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	}
 	*buf = locs[:0]
 	out.Datanodes = nodes.infos
+	for i, b := range bs[first:last] {
+		if b.HasCRC {
+			if out.Crc32Cs == nil {
+				out.Crc32Cs = make([]uint64, count)
+			}
+			out.Crc32Cs[i] = packCRC(b)
+		}
+	}
 	return out, nil
 }
 

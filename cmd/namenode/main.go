@@ -54,6 +54,10 @@ func run(args []string) error {
 	var repl int
 	f.Int(&repl, "default-replication", int(cfg.DefaultRepl), "replication of files created without one")
 	f.Uint64(&cfg.DefaultBlock, "default-block-size", cfg.DefaultBlock, "block size in bytes of files created without one")
+	f.Uint64(&cfg.MinBlockSize, "min-block-size", cfg.MinBlockSize, "smallest block size in bytes a file may be created with")
+	f.Uint64(&cfg.MaxBlockSize, "max-block-size", cfg.MaxBlockSize, "largest block size in bytes a file may be created with (keep it within the datanodes' --max-block-size)")
+	var bpc uint64
+	f.Uint64(&bpc, "bytes-per-checksum", uint64(cfg.BytesPerChecksum), "bytes per checksum chunk that writers use: a power of two in [64, 1 MiB]; block sizes must be multiples of it")
 	f.Uint64(&cfg.SnapshotEvery, "snapshot-threshold", cfg.SnapshotEvery, "Raft log entries between snapshots")
 	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")
 	f.Int(&cfg.Blocks.DeadAfterMissed, "dead-after-missed", cfg.Blocks.DeadAfterMissed, "missed heartbeats after which a datanode is dead")
@@ -76,6 +80,10 @@ func run(args []string) error {
 		return err
 	}
 	cfg.DefaultRepl = uint32(repl)
+	if bpc > namenode.MaxBytesPerChecksum {
+		return fmt.Errorf("--bytes-per-checksum %d: want a power of two in [%d, %d]", bpc, namenode.MinBytesPerChecksum, namenode.MaxBytesPerChecksum)
+	}
+	cfg.BytesPerChecksum = uint32(bpc)
 	mode, err := security.ParseMode(tokenMode)
 	if err != nil {
 		return err
