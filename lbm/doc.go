@@ -1,15 +1,17 @@
 // Package lbm is the datanode block store: log-block containers after
-// Kudu's log block manager, with per-block CRC32C, encryption at rest and
-// two startup replay paths (streaming and in-memory, KUDU-3778/3779).
+// Kudu's log block manager, with per-chunk and per-block CRC32C,
+// encryption at rest and two startup replay paths (streaming and
+// in-memory, KUDU-3778/3779).
 //
 // # Containers
 //
 // A container is <id>.data + <id>.metadata in one data directory (<id> is
 // 32 random hex digits). Block bytes are written into the data file at
 // 4096-aligned offsets (block 0 holds the data file header; the first block
-// is at 4096); a byte range, once used, is never reused. The metadata file
-// is an append-only log of CREATE and DELETE records after a file header.
-// Put writes and fsyncs the block bytes, then appends and fsyncs the CREATE
+// is at 4096), each followed by its chunk CRC table; a byte range, once
+// written, is never reused. The metadata file is an append-only log of
+// CREATE/CREATE2 and DELETE records after a file header. Put writes and
+// fsyncs the block bytes and table, then appends and fsyncs the CREATE2
 // record, then publishes the block; Delete appends and fsyncs a DELETE,
 // then punches a hole (PUNCH_HOLE|KEEP_SIZE) over the block. A container is
 // full when its data file reaches Config.MaxContainerSize or it has held
@@ -19,6 +21,26 @@
 // Config.CompactLiveRatio has its metadata rewritten with the live CREATEs
 // (temp file, fsync, rename, directory fsync); the rewritten header carries
 // a "sealed" flag so the container stays full.
+//
+// # Streamed writes and chunk checksums
+//
+// Create reserves the id and takes a container as its only writer until
+// Commit or Abort (the declared length is known up front; the container
+// limit is soft, as for a PutBatch's first block). BlockWriter.Write takes
+// whole chunks of bytesPerChecksum (the block's last may be short) with
+// one CRC32C per chunk, verifies them all, encrypts at the absolute file
+// offset and writes straight into the data file; the CRC table (4 bytes a
+// chunk) and the running whole-block CRC32C are all it keeps in memory.
+// Commit writes the table right after the block's bytes, fdatasyncs,
+// appends and fsyncs a CREATE2 record, and publishes. Abort punches what
+// was written and frees the id. A crash before the CREATE2 is durable
+// leaves only unreferenced bytes: the block does not exist after replay.
+//
+// ReadChunks (and Read) of a chunked block read only the chunks a range
+// touches and their slice of the table, with two positioned reads, and
+// verify each chunk: skip by offset, never by reading and discarding
+// (CASSANDRA-14415). A block stored with the old CREATE record (no table)
+// is read and verified whole.
 //
 // # On-disk format (all integers little-endian, all CRCs CRC-32C)
 //
@@ -33,6 +55,11 @@
 //	CREATE body (56 bytes): 0 type=1 | 1 zero[3] | 4 crc32c(block) u32 |
 //	  8 block id u64 | 16 inode u64 | 24 genstamp u64 | 32 offset u64 |
 //	  40 length u64 | 48 timestamp µs i64
+//	CREATE2 body (64 bytes): the CREATE fields with type=3, then
+//	  56 bytes per checksum u32 | 60 zero[4]
+//	data file: block bytes at offset, then (CREATE2 only) the chunk CRC
+//	  table, crc32c of each bytes-per-checksum chunk as u32, at
+//	  offset+length; the next block starts at or after the 4096-aligned end
 //	DELETE body (16 bytes): 0 type=2 | 1 zero[7] | 8 block id u64
 //	server key file (48 bytes, mode 0600): 0 "BFSKEY01" | 8 alg=1 |
 //	  9 zero[3] | 12 crc32c(key) u32 | 16 key[32]
@@ -63,14 +90,19 @@
 //     frame cut short by EOF is a truncated record: the file is truncated
 //     there and a warning logged; nothing acknowledged is lost, because
 //     acknowledged records were fsynced;
-//   - any other checksum mismatch is an errs.Corrupt error naming the file
-//     and offset, and Open fails.
+//   - any other checksum mismatch is corruption naming the file and
+//     offset: the container is set aside (both files renamed to
+//     <name>.corrupt-<unix>, never deleted; counted in
+//     blockfs_lbm_containers_set_aside_total; listed by SetAside) and Open
+//     serves the rest, its blocks missing from Blocks() so the namenode
+//     re-replicates them. With Config.FailOnCorruptContainer, or when every
+//     one of several containers is corrupt, Open fails with the
+//     errs.Corrupt error instead.
 //
 // The data file is never read by replay (only stat'ed); its header is read
-// lazily on the first Read or Put. Reads use ReadAt at the block's offset
-// (skip by offset, never by reading, CASSANDRA-14415), read the whole block
-// and verify its CRC32C before slicing the requested range (blocks are
-// checked whole; no per-chunk CRCs).
+// lazily on the first read or write. After replay new blocks start past the
+// data file's end, so bytes a crash left uncommitted keep their range and
+// no CTR keystream position ever encrypts two plaintexts.
 //
 // # Faults
 //

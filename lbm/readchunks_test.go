@@ -130,7 +130,7 @@ func TestChunkFlipCaughtOnlyByItsChunk(t *testing.T) {
 
 // putOldFormat stores data as block id the way the store did before
 // chunk tables: the bytes, then a CREATE (type 1) with the whole-block CRC.
-func putOldFormat(t *testing.T, s *Store, id uint64, data []byte) {
+func putOldFormat(t testing.TB, s *Store, id uint64, data []byte) {
 	t.Helper()
 	c, err := s.acquire()
 	if err != nil {
