@@ -10,6 +10,7 @@
 //	rm [-r] PATH...            remove files (and directories with -r)
 //	mv SRC DST                 rename
 //	stat PATH...               show a path's status
+//	checksum PATH...           a file's CRC32C (COMPOSITE-CRC32C), from its block CRCs
 //	chmod MODE PATH...         set permission bits (octal)
 //	chown OWNER[:GROUP] PATH...  set owner and group
 //	locations PATH             block locations and which replicas are live
@@ -82,6 +83,7 @@ func init() {
 		"rm":        {usage: "[-r] PATH...", help: "remove files; -r removes directories and their contents", run: cmdRm, flags: boolFlag("r", "recursive"), minArgs: 1, maxArgs: -1},
 		"mv":        {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
 		"stat":      {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
+		"checksum":  {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
 		"chmod":     {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
 		"chown":     {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
 		"locations": {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},

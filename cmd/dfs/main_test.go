@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,5 +328,81 @@ func TestFsckMissingBlocks(t *testing.T) {
 	run(ctx, args("locations", "/one.bin"), strings.NewReader(""), &out, &errb)
 	if !strings.Contains(out.String(), "MISSING") {
 		t.Errorf("locations with dead datanodes:\n%s", out.String())
+	}
+}
+
+// TestChecksum: dfs checksum prints PATH, COMPOSITE-CRC32C and the CRC32C
+// of exactly the bytes written (composed from the block CRCs, the block
+// size does not matter), as a table or JSON; a directory, a missing path
+// and an open file are errors naming the path, and the other paths still
+// print.
+func TestChecksum(t *testing.T) {
+	cases := []struct {
+		name string
+		size int
+		bs   string
+	}{
+		{"empty", 0, ""},
+		{"one byte", 1, ""},
+		{"six blocks, last partial", 5*testBlock + 12345, ""},
+		{"small blocks", 3*testBlock + 7, "8192"},
+	}
+	var paths []string
+	want := map[string]string{}
+	for i, c := range cases {
+		data := make([]byte, c.size)
+		rand.Read(data)
+		p := fmt.Sprintf("/sum/f%d", i)
+		args := []string{"put"}
+		if c.bs != "" {
+			args = append(args, "-blocksize", c.bs)
+		}
+		must(t, dfs(t, "", "mkdir", "-p", "/sum"))
+		must(t, dfs(t, string(data), append(args, "-", p)...))
+		paths = append(paths, p)
+		want[p] = fmt.Sprintf("%08x", crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
+	}
+	r := must(t, dfs(t, "", append([]string{"checksum"}, paths...)...))
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != len(paths) {
+		t.Fatalf("checksum printed %d lines for %d paths:\n%s", len(lines), len(paths), r.stdout)
+	}
+	for i, line := range lines {
+		if w := paths[i] + "\tCOMPOSITE-CRC32C\t" + want[paths[i]]; line != w {
+			t.Errorf("line %d = %q, want %q", i, line, w)
+		}
+	}
+	r = must(t, dfs(t, "", "--json", "checksum", paths[2]))
+	var js []struct {
+		Path, Algorithm, Checksum string
+		Length                    uint64
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil || len(js) != 1 ||
+		js[0].Path != paths[2] || js[0].Algorithm != "COMPOSITE-CRC32C" || js[0].Checksum != want[paths[2]] || js[0].Length != 5*testBlock+12345 {
+		t.Fatalf("checksum --json: %v %s", err, r.stdout)
+	}
+
+	// Errors: each names its path; the good path still prints.
+	cl, err := cluster.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	open, err := cl.Create(context.Background(), "/sum/open", client.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	r = dfs(t, "", "checksum", "/sum", "/sum/nope", "/sum/open", paths[1])
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range []string{"checksum /sum: is a directory", "checksum /sum/nope: not found", "checksum /sum/open: file is under construction"} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+		}
+	}
+	if r.stdout != paths[1]+"\tCOMPOSITE-CRC32C\t"+want[paths[1]]+"\n" {
+		t.Errorf("stdout %q", r.stdout)
 	}
 }
