@@ -56,6 +56,10 @@ func FuzzReplayPlainEncrypted(f *testing.F) {
 	f.Add(append(bytes.Clone(seed[:68+8]), make([]byte, 20)...), uint8(0)) // header, zero body
 	f.Add([]byte{}, uint8(200))
 	f.Add(appendDelete(nil, 9), uint8(0)) // DELETE of an unknown block: corrupt
+	chunked := appendCreate(nil, &createRec{ID: 5, Offset: 4096, Length: 1000, CRC: 9, BPC: 512})
+	f.Add(chunked, uint8(0))                                                                           // CREATE2
+	f.Add(appendCreate(nil, &createRec{ID: 5, Offset: 4096, Length: 10, BPC: 500}), uint8(0))          // bad bpc
+	f.Add(appendCreate(nil, &createRec{ID: 5, Offset: 1<<20 - 4096, Length: 4090, BPC: 64}), uint8(0)) // table past EOF
 	bad := bytes.Clone(seed)
 	bad[70] ^= 1
 	f.Add(bad, uint8(5)) // flipped bit in the middle

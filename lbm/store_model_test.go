@@ -93,6 +93,62 @@ func (sm *storeModel) put(t *rapid.T, tolerate bool) {
 	}
 }
 
+// stream writes one new block through Create/Write(/Sync)/Commit, in
+// random runs of chunks, and sometimes aborts it instead of committing.
+// A block whose writer failed before Commit, or was aborted, never had a
+// record: it must never appear. A failed Commit may or may not survive.
+func (sm *storeModel) stream(t *rapid.T, tolerate bool) {
+	sm.next++
+	id := sm.next
+	bpc := rapid.SampledFrom([]int{64, 512, 4096}).Draw(t, "bpc")
+	data := modelData(id, rapid.IntRange(0, 9000).Draw(t, "size"))
+	abort := rapid.IntRange(0, 4).Draw(t, "abort") == 0
+	sm.ops++
+	fail := func(what string, err error) {
+		if !tolerate && len(sm.s.FailedDirs()) == 0 {
+			t.Fatalf("stream %d: %s: %v", id, what, err)
+		}
+	}
+	w, err := sm.s.Create(ctx, BlockMeta{ID: id, Inode: id % 5, GenStamp: id, Length: int64(len(data))}, bpc)
+	if err != nil {
+		fail("create", err)
+		sm.gone[id] = true
+		return
+	}
+	defer w.Abort()
+	for p := 0; p < len(data); {
+		piece := data[p:min(p+bpc*rapid.IntRange(1, 5).Draw(t, "chunks"), len(data))]
+		if err := w.Write(piece, appendChunkCRCs(nil, piece, bpc)); err != nil {
+			fail("write", err)
+			sm.gone[id] = true
+			return
+		}
+		p += len(piece)
+		if rapid.IntRange(0, 3).Draw(t, "sync") == 0 {
+			if err := w.Sync(); err != nil {
+				fail("sync", err)
+				sm.gone[id] = true
+				return
+			}
+		}
+	}
+	if abort {
+		w.Abort()
+		sm.gone[id] = true
+		return
+	}
+	info, err := w.Commit(ctx)
+	if err != nil {
+		fail("commit", err)
+		sm.maybe[id] = data
+		return
+	}
+	if info.CRC != crc32c(data) || info.Length != int64(len(data)) || info.BytesPerChecksum != bpc {
+		t.Fatalf("stream %d: commit info %+v", id, info)
+	}
+	sm.live[id] = data
+}
+
 func (sm *storeModel) del(t *rapid.T, tolerate bool) {
 	ids := sortedIDs(sm.live)
 	if len(ids) == 0 || rapid.IntRange(0, 9).Draw(t, "unknownDelete") == 0 {
@@ -136,6 +192,24 @@ func (sm *storeModel) read(t *rapid.T, faulty bool) {
 	}
 	if !bytes.Equal(got, want[off:off+n]) {
 		t.Fatalf("read %d [%d,+%d): wrong bytes", id, off, n)
+	}
+	if rapid.Bool().Draw(t, "readChunks") {
+		cr, err := sm.s.ReadChunks(ctx, id, int64(off), int64(n), nil)
+		if err != nil {
+			if faulty && errs.Is(err, errs.IO) {
+				return
+			}
+			t.Fatalf("read chunks %d [%d,+%d): %v", id, off, n, err)
+		}
+		end := off + n
+		if n == 0 {
+			end = len(want)
+		}
+		lo := int(cr.Offset)
+		if (end > off && (lo > off || lo+len(cr.Data) < end)) || !bytes.Equal(cr.Data, want[lo:lo+len(cr.Data)]) ||
+			!slices.Equal(cr.CRCs, appendChunkCRCs(nil, cr.Data, cr.BytesPerChecksum)) {
+			t.Fatalf("read chunks %d [%d,+%d): wrong range at %d (%d bytes)", id, off, n, lo, len(cr.Data))
+		}
 	}
 	if off > 0 && rapid.Bool().Draw(t, "outOfRange") {
 		if _, err := sm.s.Read(ctx, id, int64(off), int64(len(want)-off+1)); !errs.Is(err, errs.Invalid) && !(faulty && errs.Is(err, errs.IO)) {
@@ -200,6 +274,7 @@ var faultOps = []Op{OpRead, OpWrite, OpSync, OpRename, OpSyncDir, OpPunch, OpRem
 func (sm *storeModel) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
 		"Put":    func(t *rapid.T) { sm.put(t, false) },
+		"Stream": func(t *rapid.T) { sm.stream(t, false) },
 		"Delete": func(t *rapid.T) { sm.del(t, false) },
 		"Read":   func(t *rapid.T) { sm.read(t, false) },
 		"Reopen": func(t *rapid.T) {
@@ -213,9 +288,12 @@ func (sm *storeModel) actions() map[string]func(*rapid.T) {
 		"CrashReopen": func(t *rapid.T) {
 			sm.m.CrashAfter(rapid.IntRange(0, 40).Draw(t, "crashAfter"))
 			for range rapid.IntRange(1, 8).Draw(t, "opsBeforeCrash") {
-				if rapid.IntRange(0, 2).Draw(t, "crashOp") == 0 {
+				switch rapid.IntRange(0, 3).Draw(t, "crashOp") {
+				case 0:
 					sm.del(t, true)
-				} else {
+				case 1:
+					sm.stream(t, true)
+				default:
 					sm.put(t, true)
 				}
 			}
@@ -251,11 +329,13 @@ func (sm *storeModel) actions() map[string]func(*rapid.T) {
 			sm.m.Inject(Fault{Op: op, PathPrefix: dir + "/", Err: e, Count: rapid.IntRange(0, 3).Draw(t, "faultCount")})
 			sm.faults++
 			for range rapid.IntRange(1, 5).Draw(t, "opsUnderFault") {
-				switch rapid.IntRange(0, 2).Draw(t, "faultyOp") {
+				switch rapid.IntRange(0, 3).Draw(t, "faultyOp") {
 				case 0:
 					sm.put(t, true)
 				case 1:
 					sm.del(t, true)
+				case 2:
+					sm.stream(t, true)
 				default:
 					sm.read(t, true)
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/blockfs/blockfs/errs"
@@ -305,5 +306,81 @@ func TestStreamedWriteCrash(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestConcurrentStreamsAndReads runs streamed writers, range readers and
+// deleters at once (for the race detector): every committed block reads
+// back, every range read returns verified bytes.
+func TestConcurrentStreamsAndReads(t *testing.T) {
+	for _, enc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("enc=%v", enc), func(t *testing.T) {
+			cfg := testConfig(nil, []string{t.TempDir(), t.TempDir()}, enc)
+			cfg.MaxContainerSize = 64 << 10
+			s := mustOpen(t, cfg)
+			defer s.Close()
+			const writers, perWriter = 4, 12
+			var wg sync.WaitGroup
+			errc := make(chan error, 64)
+			for g := range writers {
+				wg.Go(func() {
+					for i := range perWriter {
+						id := uint64(g*perWriter + i + 1)
+						data := streamData(id, 1+int(id*997)%20000)
+						w, err := s.Create(ctx, BlockMeta{ID: id, Inode: id + 100, GenStamp: id + 200, Length: int64(len(data))}, 512)
+						if err != nil {
+							errc <- err
+							return
+						}
+						for p := 0; p < len(data); p += 2048 {
+							piece := data[p:min(p+2048, len(data))]
+							if err := w.Write(piece, chunkCRCs(piece, 512)); err != nil {
+								errc <- err
+								return
+							}
+						}
+						if _, err := w.Commit(ctx); err != nil {
+							errc <- err
+							return
+						}
+						if i%3 == 0 {
+							if err := s.Delete(ctx, id); err != nil {
+								errc <- err
+							}
+						}
+					}
+				})
+			}
+			for range 2 {
+				wg.Go(func() {
+					r := rand.New(rand.NewSource(1))
+					for range 400 {
+						id := uint64(1 + r.Intn(writers*perWriter))
+						info, ok := s.Stat(id)
+						if !ok {
+							continue
+						}
+						off := r.Int63n(info.Length)
+						cr, err := s.ReadChunks(ctx, id, off, 1, nil)
+						if errs.Is(err, errs.NotFound) {
+							continue // deleted meanwhile
+						}
+						want := streamData(id, int(info.Length))
+						if err != nil || !bytes.Equal(cr.Data, want[cr.Offset:cr.Offset+int64(len(cr.Data))]) {
+							errc <- fmt.Errorf("read %d at %d: %v", id, off, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errc)
+			for err := range errc {
+				t.Fatal(err)
+			}
+			for _, b := range s.Blocks() {
+				checkStreamed(t, s, b.ID, streamData(b.ID, int(b.Length)), 512)
+			}
+		})
 	}
 }
