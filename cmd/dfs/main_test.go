@@ -406,3 +406,26 @@ func TestChecksum(t *testing.T) {
 		t.Errorf("stdout %q", r.stdout)
 	}
 }
+
+// TestPutRefusedBlockSize: a block size the namenode does not allow fails
+// put at once with the namenode's reason (no client panic, no retry loop)
+// and leaves no file behind.
+func TestPutRefusedBlockSize(t *testing.T) {
+	cases := []struct{ name, bs, msg string }{
+		{"2^64-1", "18446744073709551615", "block size 18446744073709551615 is above the maximum"},
+		{"1 TiB", "1099511627776", "block size 1099511627776 is above the maximum"},
+		{"not a multiple of the checksum chunk", "65537", "block size 65537 is not a multiple of the bytes per checksum"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := fmt.Sprintf("/badbs%d", i)
+			r := dfs(t, "some bytes", "put", "-blocksize", c.bs, "-", p)
+			if r.code != 1 || !strings.Contains(r.stderr, "put "+p+": ") || !strings.Contains(r.stderr, c.msg) {
+				t.Fatalf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, c.msg)
+			}
+			if r := dfs(t, "", "stat", p); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+				t.Fatalf("%s exists after the refused put: %s%s", p, r.stdout, r.stderr)
+			}
+		})
+	}
+}
