@@ -55,7 +55,7 @@ func run(args []string) error {
 	f.Int(&repl, "default-replication", int(cfg.DefaultRepl), "replication of files created without one")
 	f.Uint64(&cfg.DefaultBlock, "default-block-size", cfg.DefaultBlock, "block size in bytes of files created without one")
 	f.Uint64(&cfg.MinBlockSize, "min-block-size", cfg.MinBlockSize, "smallest block size in bytes a file may be created with")
-	f.Uint64(&cfg.MaxBlockSize, "max-block-size", cfg.MaxBlockSize, "largest block size in bytes a file may be created with (keep it within the datanodes' --max-block-size)")
+	f.Uint64(&cfg.MaxBlockSize, "max-block-size", cfg.MaxBlockSize, "largest block size in bytes a file may be created with (datanodes accept blocks up to 1 GiB by default)")
 	var bpc uint64
 	f.Uint64(&bpc, "bytes-per-checksum", uint64(cfg.BytesPerChecksum), "bytes per checksum chunk that writers use: a power of two in [64, 1 MiB]; block sizes must be multiples of it")
 	f.Uint64(&cfg.SnapshotEvery, "snapshot-threshold", cfg.SnapshotEvery, "Raft log entries between snapshots")
