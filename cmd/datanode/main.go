@@ -54,6 +54,7 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&budget, "replay-memory-budget", uint64(cfg.Store.ReplayMemoryBudget), "bytes of metadata held in memory by concurrent in-memory replays; containers that do not fit stream")
 	f.Uint64(&maxBytes, "container-max-bytes", uint64(cfg.Store.MaxContainerSize), "bytes: a container whose data file reaches this size is full")
 	f.Int(&maxBlocks, "container-max-blocks", maxBlocks, "blocks after which a container is full (0 = unlimited)")
+	f.Bool(&cfg.Store.FailOnCorruptContainer, "fail-on-corrupt-container", false, "refuse to start when any container's metadata is corrupt (default: set that container aside, renamed, serve the rest, and let the namenode re-replicate its blocks)")
 	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
 	var tlsCA, tlsCert, tlsKey string
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")

@@ -8,7 +8,7 @@ import (
 func TestParseFlagsAndEnv(t *testing.T) {
 	t.Setenv("BLOCKFS_DN_NAMENODES", "a:1, b:2,c:3")
 	t.Setenv("BLOCKFS_DN_HEARTBEAT_INTERVAL", "250ms")
-	cfg, lvl, err := parse([]string{"--data-dirs", "/x/1,/x/2", "--encrypt", "--inmem-replay-threshold", "0", "--log-level", "debug", "--auth=simple", "--key-refresh-wait", "300ms"})
+	cfg, lvl, err := parse([]string{"--data-dirs", "/x/1,/x/2", "--encrypt", "--inmem-replay-threshold", "0", "--log-level", "debug", "--auth=simple", "--key-refresh-wait", "300ms", "--fail-on-corrupt-container"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,6 +17,9 @@ func TestParseFlagsAndEnv(t *testing.T) {
 	}
 	if len(cfg.DataDirs) != 2 || !cfg.Store.Encrypt || cfg.Store.InmemReplayThreshold != 0 || lvl != "debug" {
 		t.Fatalf("flags not applied: %+v", cfg)
+	}
+	if !cfg.Store.FailOnCorruptContainer {
+		t.Fatal("--fail-on-corrupt-container not applied")
 	}
 	if cfg.KeyRefreshWait != 300*time.Millisecond {
 		t.Fatalf("key refresh wait = %v", cfg.KeyRefreshWait)
