@@ -384,3 +384,25 @@ func TestConcurrentStreamsAndReads(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterAfterClose: a write open when the store closes fails with
+// Unavailable and does not mark its data dir failed.
+func TestWriterAfterClose(t *testing.T) {
+	s := mustOpen(t, testConfig(nil, []string{t.TempDir()}, false))
+	w, err := s.Create(ctx, BlockMeta{ID: 1, Length: 1024}, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	data := streamData(1, 512)
+	if err := w.Write(data, chunkCRCs(data, 512)); !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("write after close: %v", err)
+	}
+	if _, err := w.Commit(ctx); !errs.Is(err, errs.Precondition) {
+		t.Fatalf("commit after close: %v", err)
+	}
+	w.Abort()
+	if len(s.FailedDirs()) != 0 {
+		t.Fatalf("close failed dirs %v", s.FailedDirs())
+	}
+}

@@ -246,6 +246,10 @@ func (w *BlockWriter) Abort() {
 }
 
 func (w *BlockWriter) usable(op string) error {
+	if w.s.closed.Load() && w.state == writerOpen {
+		w.releaseLocked()
+		return errs.New(errs.Unavailable, op, "", "store is closed")
+	}
 	switch w.state {
 	case writerCommitted:
 		return errs.Newf(errs.Precondition, op, "", "block %d: writer already committed", w.meta.ID)
