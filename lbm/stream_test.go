@@ -72,6 +72,7 @@ func TestStreamedWriteReplay(t *testing.T) {
 	}{
 		{0, 512, 1}, {1, 512, 1}, {511, 512, 4}, {512, 512, 1}, {513, 512, 1},
 		{5000, 512, 3}, {5000, 64, 7}, {70000, 4096, 2}, {1 << 20, 1 << 20, 1},
+		{3<<20 + 5, 4096, 1024}, // one Write of it all: past the encrypting scratch bound
 	}
 	for _, enc := range []bool{false, true} {
 		for _, mode := range replayModes {

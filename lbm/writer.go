@@ -28,11 +28,15 @@ type BlockWriter struct {
 	written int64
 	crc     uint32   // running CRC32C of the bytes written
 	crcs    []uint32 // chunk CRC table so far (4 bytes per chunk of data: 1/128 of it at 512)
-	scratch []byte   // ciphertext of one Write
+	scratch []byte   // ciphertext, at most maxWriteScratch bytes
+	touched int64    // bytes past off that any write reached (punched on release)
 	keep    bool     // on release, leave the bytes (the CREATE2 may be durable)
 }
 
 type writerState uint8
+
+// maxWriteScratch bounds the ciphertext buffer of an encrypting writer.
+const maxWriteScratch = 1 << 20
 
 const (
 	writerOpen writerState = iota
@@ -130,14 +134,21 @@ func (w *BlockWriter) Write(data []byte, crcs []uint32) error {
 		return nil
 	}
 	at := w.off + w.written
-	out := data
-	if w.fc != nil {
-		w.scratch = slices.Grow(w.scratch[:0], len(data))[:len(data)]
-		w.fc.xorAt(w.scratch, data, at)
-		out = w.scratch
-	}
-	if _, err := w.c.data.WriteAt(out, at); err != nil {
-		return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+	w.touched = max(w.touched, w.written+n)
+	if w.fc == nil {
+		if _, err := w.c.data.WriteAt(data, at); err != nil {
+			return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+		}
+	} else {
+		// Encrypt through a bounded scratch buffer, whatever the call's size.
+		for p := 0; p < len(data); p += maxWriteScratch {
+			piece := data[p:min(p+maxWriteScratch, len(data))]
+			w.scratch = slices.Grow(w.scratch[:0], len(piece))[:len(piece)]
+			w.fc.xorAt(w.scratch, piece, at+int64(p))
+			if _, err := w.c.data.WriteAt(w.scratch, at+int64(p)); err != nil {
+				return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+			}
+		}
 	}
 	w.written += n
 	w.crc = crc32.Update(w.crc, castagnoli, data)
@@ -200,6 +211,7 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 	if w.fc != nil {
 		w.fc.xorAt(table, table, at)
 	}
+	w.touched = max(w.touched, w.written+int64(len(table)))
 	if len(table) > 0 {
 		if _, err := c.data.WriteAt(table, at); err != nil {
 			return BlockInfo{}, w.failLocked(errs.Wrap(errs.IO, op, c.dataPath, err))
@@ -270,7 +282,7 @@ func (w *BlockWriter) failLocked(err error) error {
 
 func (w *BlockWriter) releaseLocked() {
 	w.state = writerDone
-	if n := alignUp(w.written + int64(len(w.crcs))*chunkCRCLen); n > 0 {
+	if n := alignUp(max(w.touched, w.written+int64(len(w.crcs))*chunkCRCLen)); n > 0 {
 		c := w.c
 		c.mu.Lock()
 		c.nextBlock = max(c.nextBlock, w.off+n)
