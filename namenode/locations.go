@@ -46,13 +46,7 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	if req.Offset > fi.Length && !(req.Offset == 0 && fi.Length == 0) {
 		return nil, errs.Newf(errs.Invalid, "get block locations", req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
 	}
-	// The range ends at offset+length or the end of the file, whichever
-	// comes first; offset <= file length here, so the subtraction cannot
-	// wrap, and an offset+length past 2^64 is simply past the end.
-	end := fi.Length
-	if req.Length > 0 && req.Length < fi.Length-req.Offset {
-		end = req.Offset + req.Length
-	}
+	end := rangeEnd(req.Offset, req.Length, fi.Length)
 	out := &api.GetBlockLocationsResponse{
 		Header:            n.header(),
 		InodeId:           uint64(fi.ID),
@@ -102,6 +96,17 @@ func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
 		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Capacity: d.Capacity, Used: d.Used,
 		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
 	}
+}
+
+// rangeEnd is where a read of length bytes (0: to the end) from off stops
+// in a file of fileLen bytes: off+length or the end of the file, whichever
+// comes first. off <= fileLen (checked before), so the subtraction cannot
+// wrap, and an off+length past 2^64 is simply past the end.
+func rangeEnd(off, length, fileLen uint64) uint64 {
+	if length > 0 && off <= fileLen && length < fileLen-off {
+		return off + length
+	}
+	return fileLen
 }
 
 // overlapping returns the index range [first, last) of the blocks that
