@@ -24,7 +24,10 @@
 // slice without copying (GetBlockLocations on a 1000-block file costs no
 // allocation), and no later mutation ever writes into memory a reader may
 // hold. Appends go into spare capacity that was never part of a published
-// slice; changing an existing element (a block's length) copies the slice.
+// slice; changing an existing element (a block's length or CRC) copies the
+// slice. A block's CRC32C is set once, when its writer commits the block
+// (AddBlock's previous block, Complete); a different CRC for it later is
+// refused (Precondition).
 //
 // Children of a directory are a slice sorted by name (binary-search
 // insert, paging for List) plus, from 64 children on, a name -> child map
