@@ -247,6 +247,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if perr := Plot(res, o.Plot); perr != nil {
 			fmt.Fprintln(stderr, "loadgen:", perr)
 			code = 1
+		} else {
+			fmt.Fprintln(stderr, "loadgen: plot written to", o.Plot)
 		}
 	}
 	if res.Errors() > 0 {

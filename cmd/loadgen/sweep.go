@@ -225,6 +225,7 @@ func localTarget(ctx context.Context, o Options, mode string, stderr io.Writer) 
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	fmt.Fprintf(stderr, "loadgen: starting an in-process cluster (%d namenodes, %d datanodes) in token mode %s\n", o.LocalNamenodes, o.LocalDatanodes, mode)
 	lc, err := localcluster.Start(sctx, localcluster.Config{
 		Namenodes: o.LocalNamenodes,
 		Datanodes: o.LocalDatanodes,
@@ -349,6 +350,13 @@ func sweepTargets(ctx context.Context, o Options, ts []*modeTarget, stderr io.Wr
 			}
 			out[i].Cells = append(out[i].Cells, c)
 		}
+		if o.NoProgress || !cliflag.IsTerminal(stderr) { // no bar to watch: say what finished
+			var parts []string
+			for i, t := range ts {
+				parts = append(parts, fmt.Sprintf("%s %.3f ms", t.mode, gbl[i].Summary.Median))
+			}
+			fmt.Fprintf(stderr, "loadgen: %d blocks done, median %s\n", n, strings.Join(parts, ", "))
+		}
 	}
 	return out, ctx.Err()
 }
@@ -364,6 +372,9 @@ func setup(ctx context.Context, cl *client.Client, o Options, dir, mode string, 
 	}
 	bar := newBar(stderr, o, total, fmt.Sprintf("setup %-11s", mode))
 	defer bar.Finish()
+	if o.NoProgress || !cliflag.IsTerminal(stderr) {
+		fmt.Fprintf(stderr, "loadgen: %s: writing %d test files (%d blocks) under %s\n", mode, len(o.Blocks), total, dir)
+	}
 	block := make([]byte, o.BlockSize)
 	for i := range block {
 		block[i] = byte(i*31 + 7)
