@@ -45,13 +45,16 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// DialOptions are added to every connection (TLS credentials, say).
 	DialOptions []grpc.DialOption
-	// ChunkSize is the size of WriteBlock/ReadBlock stream messages.
+	// ChunkSize is the data size of one WriteBlock packet, rounded down to
+	// whole checksum chunks.
 	ChunkSize int
+	// Window is how many packets a block write keeps unacknowledged.
+	Window int
 }
 
 // DefaultConfig returns the defaults for the given namenodes.
 func DefaultConfig(namenodes ...string) Config {
-	c := Config{Namenodes: namenodes, MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Second, ChunkSize: 256 << 10}
+	c := Config{Namenodes: namenodes, MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Second, ChunkSize: 256 << 10, Window: 16}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -65,8 +68,10 @@ func (c *Config) Validate() error {
 		return errs.New(errs.Invalid, "client config", "", "at least one namenode address is required")
 	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
 		return errs.New(errs.Invalid, "client config", "", "backoff bounds must be positive and ordered")
-	case c.ChunkSize <= 0:
-		return errs.New(errs.Invalid, "client config", "", "chunk size must be positive")
+	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20:
+		return errs.New(errs.Invalid, "client config", "", "chunk (packet) size must be in (0, 4 MiB]")
+	case c.Window <= 0:
+		return errs.New(errs.Invalid, "client config", "", "window must be positive")
 	}
 	return nil
 }

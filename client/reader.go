@@ -19,6 +19,7 @@ type Reader struct {
 	mu   sync.Mutex // guards locs
 	locs *api.GetBlockLocationsResponse
 	pos  int64
+	seq  sequential // Read's streams
 }
 
 // Open fetches p's block locations and returns a Reader. ctx bounds every
@@ -47,11 +48,34 @@ func (r *Reader) Locations() *api.GetBlockLocationsResponse {
 // reported to the namenode yet, and failed replicas get re-replicated.
 const maxLocationRefreshes = 6
 
-// Read reads from the current position.
+// Read reads from the current position. Sequential reads stream: the
+// current block's replica is read by one ReadBlock stream, and the next
+// block's stream is opened while this one is consumed (read-ahead bounded
+// by gRPC flow control). A stream that fails hands over to ReadAt, which
+// tries the other replicas and reports a corrupt one.
 func (r *Reader) Read(p []byte) (int, error) {
-	n, err := r.ReadAt(p, r.pos)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.pos >= r.Size() {
+		return 0, io.EOF
+	}
+	n, err := r.seq.read(r, p)
+	if err != nil {
+		r.seq.drop()
+		n, err = r.ReadAt(p[:min(int64(len(p)), r.blockEnd(r.pos)-r.pos)], r.pos)
+		if err == io.EOF && n > 0 {
+			err = nil
+		}
+	}
 	r.pos += int64(n)
 	return n, err
+}
+
+// Close ends the Reader's open streams.
+func (r *Reader) Close() error {
+	r.seq.drop()
+	return nil
 }
 
 // Seek sets the position for Read.
@@ -145,37 +169,6 @@ func (c *Client) readBlock(ctx context.Context, locs *api.GetBlockLocationsRespo
 	return 0, lastErr
 }
 
-func (c *Client) readReplica(ctx context.Context, d *api.DatanodeInfo, b *api.Block, inode uint64, token []byte, from uint64, dst []byte) (int, error) {
-	conn, err := c.conn(d.Addr)
-	if err != nil {
-		return 0, err
-	}
-	stream, err := api.NewDataServiceClient(conn).ReadBlock(ctx, &api.ReadBlockRequest{
-		Block: b, InodeId: inode, Offset: from, Length: uint64(len(dst)), Token: token,
-	})
-	if err != nil {
-		return 0, errs.FromStatus(err, nil)
-	}
-	n := 0
-	for {
-		m, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, errs.FromStatus(err, stream.Trailer())
-		}
-		if n+len(m.Chunk) > len(dst) {
-			return 0, errs.Newf(errs.Corrupt, "read block", "", "datanode %s sent more than asked", d.Id)
-		}
-		n += copy(dst[n:], m.Chunk)
-	}
-	if n != len(dst) {
-		return 0, errs.Newf(errs.Unavailable, "read block", "", "datanode %s sent %d of %d bytes", d.Id, n, len(dst))
-	}
-	return n, nil
-}
-
 func (c *Client) reportBad(ctx context.Context, b *api.Block, datanode string) {
 	_ = c.call(ctx, "report bad blocks", func(ctx context.Context, nn api.ClientServiceClient) error {
 		_, err := nn.ReportBadBlocks(ctx, &api.ReportBadBlocksRequest{Blocks: []*api.Block{b}, DatanodeId: datanode}, trailerOpt(ctx))
@@ -202,8 +195,9 @@ func (c *Client) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	buf := make([]byte, r.Size())
-	if _, err := r.ReadAt(buf, 0); err != nil && err != io.EOF {
+	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
 	return buf, nil

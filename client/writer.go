@@ -2,19 +2,17 @@ package client
 
 import (
 	"context"
-	"errors"
-	"hash/crc32"
-	"io"
-
-	"google.golang.org/grpc/metadata"
+	"strconv"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/blockstream"
+	"github.com/blockfs/blockfs/internal/chunks"
 )
 
 // BadNodeKey is the trailer key in which a datanode names the pipeline
 // member that failed a write, so the client can exclude it next time.
-const BadNodeKey = "blockfs-bad-node"
+const BadNodeKey = blockstream.BadNodeKey
 
 // CreateOptions are the options of Create; zero values take the
 // namenode's defaults.
@@ -37,6 +35,7 @@ type Writer struct {
 	blockSize uint64
 	buf       []byte
 	blocks    []*api.Block
+	sums      blockSums
 	err       error
 	closed    bool
 }
@@ -120,12 +119,15 @@ func (w *Writer) flushBlock() error {
 		if err != nil {
 			return err
 		}
-		bad, err := w.c.writePipeline(w.ctx, resp, w.inode, data)
+		bad, err := w.c.writePipeline(w.ctx, resp, w.inode, data, &w.sums)
 		if err == nil {
 			b := resp.Block.Block
 			b.Length = uint64(len(data))
+			crc := w.sums.block
+			b.Crc32C = &crc
 			w.blocks = append(w.blocks, b)
 			w.buf = w.buf[:0]
+			w.sums.reset()
 			return nil
 		}
 		lastErr = err
@@ -161,48 +163,84 @@ func (w *Writer) addBlock(exclude []string) (*api.AddBlockResponse, error) {
 }
 
 // writePipeline streams one block to the first datanode of the pipeline,
-// which forwards it down the rest. It returns the id of a datanode the
-// pipeline blamed, if any.
-func (c *Client) writePipeline(ctx context.Context, ab *api.AddBlockResponse, inode uint64, data []byte) (string, error) {
+// which forwards it down the rest: packets of whole chunks, each chunk
+// with its CRC32C, at most cfg.Window packets unacknowledged. It returns
+// the block's CRC32C, and on failure the id of a datanode the pipeline
+// blamed, if any.
+func (c *Client) writePipeline(ctx context.Context, ab *api.AddBlockResponse, inode uint64, data []byte, sums *blockSums) (string, error) {
 	lb := ab.Block
 	first := lb.Locations[0]
 	conn, err := c.conn(first.Addr)
 	if err != nil {
 		return first.Id, err
 	}
-	var trailer metadata.MD
-	stream, err := api.NewDataServiceClient(conn).WriteBlock(ctx)
-	if err != nil {
-		return first.Id, errs.FromStatus(err, nil)
+	bpc := int(ab.BytesPerChecksum)
+	if bpc == 0 {
+		bpc = chunks.Default
 	}
+	if !chunks.Valid(bpc) {
+		return "", errs.Newf(errs.Invalid, "write block", blockName(lb.Block.Id), "namenode gave bytes per checksum %d", bpc)
+	}
+	sums.compute(data, bpc)
 	hdr := &api.WriteBlockHeader{
-		Block:    &api.Block{Id: lb.Block.Id, GenStamp: lb.Block.GenStamp, Length: uint64(len(data))},
-		InodeId:  inode,
-		Token:    ab.Token,
-		Pipeline: lb.Locations[1:],
+		Block:            &api.Block{Id: lb.Block.Id, GenStamp: lb.Block.GenStamp, Length: uint64(len(data))},
+		InodeId:          inode,
+		Token:            ab.Token,
+		Pipeline:         lb.Locations[1:],
+		BytesPerChecksum: uint32(bpc),
 	}
-	if err := stream.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: hdr}}); err != nil && !errors.Is(err, io.EOF) {
-		return first.Id, errs.FromStatus(err, nil)
-	}
-	for off := 0; off < len(data); off += c.cfg.ChunkSize {
-		end := min(off+c.cfg.ChunkSize, len(data))
-		if err := stream.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Chunk{Chunk: data[off:end]}}); err != nil {
-			break // the real error comes from CloseAndRecv
-		}
-	}
-	resp, err := stream.CloseAndRecv()
-	trailer = stream.Trailer()
+	w, err := blockstream.Start(ctx, api.NewDataServiceClient(conn), hdr, c.cfg.Window)
 	if err != nil {
-		bad := ""
-		if v := trailer.Get(BadNodeKey); len(v) > 0 {
-			bad = v[0]
-		}
-		return bad, errs.FromStatus(err, trailer)
+		return blamed(w, first.Id), err
 	}
-	if resp.Crc32C != crc32.Checksum(data, castagnoli) || resp.Length != uint64(len(data)) {
-		return first.Id, errs.New(errs.Corrupt, "write block", "", "datanode acknowledged different bytes than were sent")
+	packet := max(c.cfg.ChunkSize/bpc, 1) * bpc
+	for off := 0; ; off += packet {
+		end := min(off+packet, len(data))
+		if err := w.Send(data[off:end], sums.crcs[off/bpc:chunks.Count(end, bpc)], end == len(data)); err != nil {
+			return blamed(w, first.Id), err
+		}
+		if end == len(data) {
+			break
+		}
+	}
+	ack, err := w.Finish()
+	if err != nil {
+		return blamed(w, first.Id), err
+	}
+	if ack.Crc32C != sums.block || ack.Length != uint64(len(data)) {
+		return first.Id, errs.New(errs.Corrupt, "write block", blockName(lb.Block.Id), "datanode acknowledged different bytes than were sent")
 	}
 	return "", nil
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// blamed is the datanode a failed stream named, else def.
+func blamed(w *blockstream.Writer, def string) string {
+	if w != nil {
+		if b := w.BadNode(); b != "" {
+			return b
+		}
+	}
+	return def
+}
+
+func blockName(id uint64) string { return "block " + strconv.FormatUint(id, 10) }
+
+// blockSums are the checksums of the block being written, computed once
+// for all the pipelines it may take; the slice is reused block to block.
+type blockSums struct {
+	bpc   int
+	n     int
+	crcs  []uint32
+	block uint32
+}
+
+func (s *blockSums) compute(data []byte, bpc int) {
+	if s.bpc == bpc && s.n == len(data) && s.crcs != nil {
+		return
+	}
+	s.bpc, s.n = bpc, len(data)
+	s.crcs = chunks.Sums(s.crcs[:0], data, bpc)
+	s.block = chunks.CRC(data)
+}
+
+func (s *blockSums) reset() { s.crcs, s.n = s.crcs[:0], -1 }

@@ -23,6 +23,10 @@ const IDFile = "datanode-id"
 // here so the server does not import the client library.
 const BadNodeKey = "blockfs-bad-node"
 
+// BadOffsetKey is the trailer key giving the block offset of the chunk a
+// failed write blames, when it blames one.
+const BadOffsetKey = "blockfs-bad-offset"
+
 // Config configures a Datanode. Start from DefaultConfig and call Validate
 // (Start does).
 type Config struct {
@@ -65,8 +69,18 @@ type Config struct {
 	// KeyRefreshWait is the longest a token check naming an unknown key
 	// waits for that refresh before refusing the call as Unauthenticated.
 	KeyRefreshWait time.Duration
-	// ChunkSize is the size of ReadBlock and forwarded WriteBlock messages.
+	// ChunkSize is the size of ReadBlock messages and of the packets a
+	// re-replication sends (rounded down to whole checksum chunks).
 	ChunkSize int
+	// MaxPacketBytes bounds the data of one WriteBlock packet.
+	MaxPacketBytes int
+	// MaxInflightBytes caps the packet bytes all write streams together
+	// hold between receiving a packet and acknowledging it; a stream that
+	// would pass it stops receiving until others acknowledge.
+	MaxInflightBytes int64
+	// StreamIdleTimeout ends a WriteBlock or ReadBlock call whose peer has
+	// neither sent nor taken anything for this long.
+	StreamIdleTimeout time.Duration
 	// MaxBlockSize bounds header.block.length of a write.
 	MaxBlockSize uint64
 	// CommandWorkers run delete and replicate commands.
@@ -110,6 +124,9 @@ func DefaultConfig() Config {
 		KeyRefreshTimeout:      2 * time.Second,
 		KeyRefreshWait:         time.Second,
 		ChunkSize:              256 << 10,
+		MaxPacketBytes:         4 << 20,
+		MaxInflightBytes:       256 << 20,
+		StreamIdleTimeout:      time.Minute,
 		MaxBlockSize:           1 << 30,
 		CommandWorkers:         4,
 		Store:                  lbm.DefaultConfig(),
@@ -144,6 +161,12 @@ func (c *Config) Validate() error {
 		return bad("key refresh period, interval, timeout and wait must be positive")
 	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20-1024:
 		return bad("chunk size must be in (0, 4 MiB)")
+	case c.MaxPacketBytes < 4<<10 || c.MaxPacketBytes > maxRecvMsg-64<<10:
+		return bad("max packet bytes must be in [4 KiB, %d]", maxRecvMsg-64<<10)
+	case c.MaxInflightBytes < 2*int64(c.MaxPacketBytes):
+		return bad("max in-flight bytes %d must be at least two packets (2 x %d)", c.MaxInflightBytes, c.MaxPacketBytes)
+	case c.StreamIdleTimeout <= 0:
+		return bad("stream idle timeout must be positive")
 	case c.MaxBlockSize == 0:
 		return bad("max block size must be positive")
 	case c.CommandWorkers < 1:

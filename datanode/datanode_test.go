@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/internal/chunks"
 	"github.com/blockfs/blockfs/internal/leaktest"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
@@ -235,12 +237,32 @@ func hdr(id, gen, length uint64, pipeline ...*api.DatanodeInfo) *api.WriteBlockR
 		Token: blockToken(id, gen, security.Write)}}}
 }
 
-func chunk(b []byte) *api.WriteBlockRequest {
-	return &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Chunk{Chunk: b}}
+// pkt is packet seq at off carrying data with correct 512-byte chunk CRCs.
+func pkt(seq, off uint64, data []byte, last bool) *api.WriteBlockRequest {
+	return &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Packet{Packet: &api.WritePacket{
+		Seqno: seq, Offset: off, Data: data, Crcs: chunks.Sums(nil, data, 512), Last: last}}}
 }
 
-// write sends msgs and returns the response, the trailer and the error.
-func write(t *testing.T, c api.DataServiceClient, msgs ...*api.WriteBlockRequest) (*api.WriteBlockResponse, metadata.MD, error) {
+// packets cuts data into packets of size bytes (a multiple of 512).
+func packets(data []byte, size int) []*api.WriteBlockRequest {
+	var out []*api.WriteBlockRequest
+	for off := 0; ; off += size {
+		end := min(off+size, len(data))
+		out = append(out, pkt(uint64(len(out)), uint64(off), data[off:end], end == len(data)))
+		if end == len(data) {
+			return out
+		}
+	}
+}
+
+// msgs is a header followed by data in 512-byte packets.
+func msgs(h *api.WriteBlockRequest, data []byte) []*api.WriteBlockRequest {
+	return append([]*api.WriteBlockRequest{h}, packets(data, 512)...)
+}
+
+// write sends msgs, half-closes, and returns the final ack, the trailer
+// and the error.
+func write(t *testing.T, c api.DataServiceClient, msgs ...*api.WriteBlockRequest) (*api.WriteBlockAck, metadata.MD, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := c.WriteBlock(ctx)
@@ -252,10 +274,23 @@ func write(t *testing.T, c api.DataServiceClient, msgs ...*api.WriteBlockRequest
 			break
 		}
 	}
-	resp, err := s.CloseAndRecv()
-	return resp, s.Trailer(), err
+	s.CloseSend()
+	for {
+		a, err := s.Recv()
+		if err == io.EOF {
+			return nil, s.Trailer(), errors.New("stream ended without a final ack")
+		}
+		if err != nil {
+			return nil, s.Trailer(), err
+		}
+		if a.Last {
+			return a, s.Trailer(), nil
+		}
+	}
 }
 
+// read reads [off, off+n) (n 0: to the end), checking every chunk CRC and
+// trimming the chunk-aligned messages to the range.
 func read(c api.DataServiceClient, id, gen, off, n uint64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -265,15 +300,23 @@ func read(c api.DataServiceClient, id, gen, off, n uint64) ([]byte, error) {
 		return nil, err
 	}
 	var out []byte
+	pos := off
 	for {
 		m, err := s.Recv()
 		if err == io.EOF {
+			if n > 0 && uint64(len(out)) > n {
+				out = out[:n]
+			}
 			return out, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m.Chunk...)
+		if chunks.Verify(m.Data, m.Crcs, int(m.BytesPerChecksum)) >= 0 || m.Offset > pos || m.Offset%uint64(m.BytesPerChecksum) != 0 {
+			return nil, fmt.Errorf("bad message at offset %d", m.Offset)
+		}
+		out = append(out, m.Data[pos-m.Offset:]...)
+		pos = m.Offset + uint64(len(m.Data))
 	}
 }
 
@@ -285,17 +328,25 @@ func randBytes(n int) []byte {
 	return b
 }
 
-func writeOK(t *testing.T, c api.DataServiceClient, id uint64, data []byte, pipeline ...*api.DatanodeInfo) *api.WriteBlockResponse {
+func writeOK(t *testing.T, c api.DataServiceClient, id uint64, data []byte, pipeline ...*api.DatanodeInfo) *api.WriteBlockAck {
 	t.Helper()
-	msgs := []*api.WriteBlockRequest{hdr(id, 1, uint64(len(data)), pipeline...)}
-	for off := 0; off < len(data); off += 300 {
-		msgs = append(msgs, chunk(data[off:min(off+300, len(data))]))
-	}
-	resp, _, err := write(t, c, msgs...)
+	resp, _, err := write(t, c, append([]*api.WriteBlockRequest{hdr(id, 1, uint64(len(data)), pipeline...)}, packets(data, 1024)...)...)
 	if err != nil {
 		t.Fatalf("write block %d: %v", id, err)
 	}
 	return resp
+}
+
+// badCRC returns m with its packet changed by f.
+func badCRC(m *api.WriteBlockRequest, f func(*api.WritePacket)) *api.WriteBlockRequest {
+	f(m.GetPacket())
+	return m
+}
+
+// withBPC returns header m with bytes per checksum bpc.
+func withBPC(m *api.WriteBlockRequest, bpc uint32) *api.WriteBlockRequest {
+	m.GetHeader().BytesPerChecksum = bpc
+	return m
 }
 
 func TestBadNodeKeyMatchesClient(t *testing.T) {
@@ -315,12 +366,19 @@ func TestWriteBlockBadInput(t *testing.T) {
 		code codes.Code
 		msg  string
 	}{
-		{"no header", 1, []*api.WriteBlockRequest{chunk(data)}, codes.InvalidArgument, "first message must be the header"},
+		{"no header", 1, packets(data, 512), codes.InvalidArgument, "first message must be the header"},
 		{"empty stream", 2, nil, codes.InvalidArgument, "first message must be the header"},
-		{"chunk past length", 3, []*api.WriteBlockRequest{hdr(3, 1, 500), chunk(data[:400]), chunk(data[400:600])}, codes.InvalidArgument, "past the declared length"},
-		{"short write", 4, []*api.WriteBlockRequest{hdr(4, 1, 1000), chunk(data[:999])}, codes.InvalidArgument, "short write"},
+		{"chunk past length", 3, []*api.WriteBlockRequest{hdr(3, 1, 500), pkt(0, 0, data[:512], false)}, codes.InvalidArgument, "block 3: packet at offset 0: chunk past the declared length 500"},
+		{"short write", 4, []*api.WriteBlockRequest{hdr(4, 1, 1000), pkt(0, 0, data[:512], false), pkt(1, 512, data[512:999], true)}, codes.InvalidArgument, "block 4: short write: last packet ends at offset 999"},
 		{"header twice", 5, []*api.WriteBlockRequest{hdr(5, 1, 10), hdr(5, 1, 10)}, codes.InvalidArgument, "header sent twice"},
 		{"too large", 6, []*api.WriteBlockRequest{hdr(6, 1, 2<<30)}, codes.InvalidArgument, "maximum block size"},
+		{"stops mid-block", 7, []*api.WriteBlockRequest{hdr(7, 1, 1000), pkt(0, 0, data[:512], false)}, codes.InvalidArgument, "block 7: stream ended at offset 512 of 1000"},
+		{"wrong offset", 8, []*api.WriteBlockRequest{hdr(8, 1, 1000), pkt(0, 0, data[:512], false), pkt(1, 500, data[500:], true)}, codes.InvalidArgument, "block 8: packet 1 at wrong offset 500: expected 512"},
+		{"out of order", 9, []*api.WriteBlockRequest{hdr(9, 1, 1000), pkt(1, 0, data, true)}, codes.InvalidArgument, "out of order"},
+		{"not whole chunks", 10, []*api.WriteBlockRequest{hdr(10, 1, 1000), pkt(0, 0, data[:300], false)}, codes.InvalidArgument, "not whole chunks"},
+		{"missing crc", 11, []*api.WriteBlockRequest{hdr(11, 1, 1000), badCRC(pkt(0, 0, data, true), func(p *api.WritePacket) { p.Crcs = p.Crcs[:1] })}, codes.InvalidArgument, "1 CRCs for 2 chunks"},
+		{"bad crc", 12, []*api.WriteBlockRequest{hdr(12, 1, 1000), pkt(0, 0, data[:512], false), badCRC(pkt(1, 512, data[512:], true), func(p *api.WritePacket) { p.Crcs[0] ^= 1 })}, codes.DataLoss, "block 12: chunk at offset 512: checksum mismatch"},
+		{"bad bytes per checksum", 13, []*api.WriteBlockRequest{withBPC(hdr(13, 1, 1000), 100)}, codes.InvalidArgument, "bytes per checksum 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,7 +402,7 @@ func TestWriteReadAndErrors(t *testing.T) {
 	c := dataClient(t, d.Addr())
 	data := randBytes(1000)
 	resp := writeOK(t, c, 10, data)
-	if resp.Length != 1000 || resp.Crc32C != crc32c(data) || len(resp.StoredOn) != 1 || resp.StoredOn[0] != d.ID() {
+	if resp.Length != 1000 || resp.Crc32C != chunks.CRC(data) || len(resp.StoredOn) != 1 || resp.StoredOn[0] != d.ID() {
 		t.Fatalf("bad response %+v", resp)
 	}
 	if info, _ := d.Store().Stat(10); info.Inode != 77 || info.GenStamp != 1 {
@@ -356,11 +414,11 @@ func TestWriteReadAndErrors(t *testing.T) {
 	writeOK(t, c, 10, data)
 	other := append([]byte{}, data...)
 	other[0] ^= 1
-	_, _, err := write(t, c, hdr(10, 1, 1000), chunk(other))
+	_, _, err := write(t, c, msgs(hdr(10, 1, 1000), other)...)
 	if status.Code(err) != codes.AlreadyExists {
 		t.Fatalf("different content: %v, want AlreadyExists", err)
 	}
-	_, _, err = write(t, c, hdr(10, 2, 1000), chunk(data))
+	_, _, err = write(t, c, msgs(hdr(10, 2, 1000), data)...)
 	if status.Code(err) != codes.AlreadyExists {
 		t.Fatalf("different gen stamp: %v, want AlreadyExists", err)
 	}
@@ -419,9 +477,9 @@ func TestPipeline(t *testing.T) {
 	deadAddr := lis.Addr().String()
 	lis.Close()
 	dead := &api.DatanodeInfo{Id: "dead-node", Addr: deadAddr}
-	_, tr, err := write(t, c, &api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
+	_, tr, err := write(t, c, append([]*api.WriteBlockRequest{{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
 		Block: &api.Block{Id: 3, GenStamp: 1, Length: 2500}, InodeId: testInode, Token: blockToken(3, 1, security.Write),
-		Pipeline: []*api.DatanodeInfo{info(b), dead}}}}, chunk(data))
+		Pipeline: []*api.DatanodeInfo{info(b), dead}}}}}, packets(data, 1024)...)...)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("dead downstream: %v, want Unavailable", err)
 	}
@@ -620,7 +678,7 @@ func TestReplicationWriteChecks(t *testing.T) {
 	data := randBytes(100)
 	repl := func(id uint64, tok []byte) []*api.WriteBlockRequest {
 		return []*api.WriteBlockRequest{{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
-			Block: &api.Block{Id: id, GenStamp: 1, Length: uint64(len(data))}, InodeId: testInode, Token: tok, Replication: true}}}, chunk(data)}
+			Block: &api.Block{Id: id, GenStamp: 1, Length: uint64(len(data))}, InodeId: testInode, Token: tok, Replication: true}}}, pkt(0, 0, data, true)}
 	}
 	cases := []struct {
 		name   string

@@ -15,6 +15,8 @@ type metrics struct {
 	readSeconds    prometheus.Histogram
 	writeSeconds   prometheus.Histogram
 	corrupt        prometheus.Counter
+	corruptPackets prometheus.Counter
+	idleStreams    prometheus.Counter
 	replications   *prometheus.CounterVec // result
 	deletes        prometheus.Counter
 	heartbeatFails *prometheus.CounterVec // namenode
@@ -47,6 +49,14 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Namespace: "blockfs", Subsystem: "datanode", Name: "corrupt_replicas_total",
 			Help: "Local replicas found corrupt (CRC mismatch) and reported to the namenodes.",
 		}),
+		corruptPackets: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "corrupt_packets_total",
+			Help: "WriteBlock packets refused because a chunk did not match its CRC32C (damaged on the way here).",
+		}),
+		idleStreams: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "idle_streams_total",
+			Help: "WriteBlock and ReadBlock calls ended because the peer was idle past the stream idle timeout.",
+		}),
 		replications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "datanode", Name: "replications_total",
 			Help: "Replica transfers run for replicate commands and TransferBlock, by result.",
@@ -60,9 +70,17 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Help: "Failed heartbeats, by namenode address.",
 		}, []string{"namenode"}),
 	}
-	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt,
+	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt, m.corruptPackets, m.idleStreams,
 		m.replications, m.deletes, m.heartbeatFails)
 	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "inflight_bytes",
+			Help: "Packet bytes write streams hold between receipt and acknowledgement (capped by --max-inflight-bytes).",
+		}, func() float64 { return float64(d.inflightBytes.used.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "inflight_limit_bytes",
+			Help: "The cap on in-flight packet bytes (--max-inflight-bytes).",
+		}, func() float64 { return float64(d.inflightBytes.max) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "blockfs", Subsystem: "datanode", Name: "failed_volumes",
 			Help: "Data directories marked failed by the block store.",

@@ -48,7 +48,9 @@ type Datanode struct {
 	tokens   *tokens
 	cmds     chan *api.DatanodeCommand
 	inflight sync.Map // block id -> struct{}: replications running
-	corrupt  sync.Map // block id -> struct{}: replicas reported corrupt
+	// inflightBytes caps the packet bytes held by write streams.
+	inflightBytes *inflight
+	corrupt       sync.Map // block id -> struct{}: replicas reported corrupt
 
 	ctx      context.Context // canceled by Close
 	cancel   context.CancelFunc
@@ -101,6 +103,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	}
 	d.authz = security.NewAuthorizer(security.AuthConfig{Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{}, Registry: reg})
 	d.log = log.With("datanode", d.id)
+	d.inflightBytes = newInflight(cfg.MaxInflightBytes)
 	d.met = newMetrics(reg, d)
 	if d.tokens, err = newTokens(d, cfg.Security); err != nil {
 		return nil, err

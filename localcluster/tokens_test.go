@@ -11,6 +11,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/internal/chunks"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/security"
 )
@@ -89,8 +90,9 @@ func TestDatanodeChecksTokens(t *testing.T) {
 	}
 	ws.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: &api.WriteBlockHeader{
 		Block: &api.Block{Id: lb.Block.Id + 1000, GenStamp: 1, Length: 1}, InodeId: mine.InodeId, Token: mine.Token}}})
-	ws.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Chunk{Chunk: []byte{1}}})
-	if _, err := ws.CloseAndRecv(); status.Code(err) != codes.PermissionDenied && status.Code(err) != codes.Unauthenticated {
+	ws.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Packet{Packet: &api.WritePacket{Data: []byte{1}, Crcs: []uint32{chunks.CRC([]byte{1})}, Last: true}}})
+	ws.CloseSend()
+	if _, err := ws.Recv(); status.Code(err) != codes.PermissionDenied && status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("write with a read token: %v", err)
 	}
 }
