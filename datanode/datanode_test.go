@@ -594,9 +594,18 @@ func TestFailedDataDir(t *testing.T) {
 	}
 	fs.Inject(lbm.Fault{Op: lbm.OpWrite, PathPrefix: "/d1/", Err: syscall.EIO})
 	fs.Inject(lbm.Fault{Op: lbm.OpCreate, PathPrefix: "/d1/", Err: syscall.EIO})
+	// A streamed write that meets the failing dir fails (its bytes went
+	// out as they came, so there is nothing to redo elsewhere; the client
+	// re-places the block); the dir is then marked failed and the retry
+	// lands on the other dir.
 	for id := uint64(5); id <= 12; id++ {
 		blocks[id] = randBytes(500)
-		writeOK(t, c, id, blocks[id])
+		if _, _, err := write(t, c, msgs(hdr(id, 1, 500), blocks[id])...); err != nil {
+			if status.Code(err) != codes.Internal {
+				t.Fatalf("write block %d on a failing dir: %v, want Internal", id, err)
+			}
+			writeOK(t, c, id, blocks[id])
+		}
 	}
 	if got := d.Store().FailedDirs(); len(got) != 1 || got[0] != "/d1" {
 		t.Fatalf("failed dirs %v", got)

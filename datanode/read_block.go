@@ -54,7 +54,7 @@ func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, str
 	var buf []byte
 	for pos, end := int64(off), int64(off+n); pos < end; {
 		next := min(end, pos/bpc*bpc+span)
-		cr, err := d.readChunks(ctx, b.Id, pos, next-pos, int(bpc), buf)
+		cr, err := d.readChunks(ctx, b.Id, pos, next-pos, buf)
 		if err != nil {
 			if errs.Is(err, errs.Corrupt) {
 				d.reportCorrupt(info)

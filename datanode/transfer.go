@@ -51,7 +51,7 @@ func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, tok
 	span := max(int64(d.cfg.ChunkSize)/int64(bpc), 1) * int64(bpc)
 	for pos := int64(0); ; {
 		n := min(span, info.Length-pos)
-		cr, err := d.readChunks(ctx, info.ID, pos, n, bpc, nil)
+		cr, err := d.readChunks(ctx, info.ID, pos, n, nil)
 		if err != nil {
 			w.Abort()
 			if errs.Is(err, errs.Corrupt) {

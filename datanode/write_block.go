@@ -130,7 +130,7 @@ func (w *writeStream) open() error {
 	}
 	w.bpc = int(h.BytesPerChecksum)
 	if w.bpc == 0 {
-		w.bpc = chunks.Default
+		w.bpc = lbm.DefaultBytesPerChecksum
 	}
 	if !chunks.Valid(w.bpc) || w.bpc > d.cfg.MaxPacketBytes {
 		return errs.Newf(errs.Invalid, op, w.name, "bytes per checksum %d: want a power of two in [%d, %d], at most the packet size %d", h.BytesPerChecksum, chunks.Min, chunks.Max, d.cfg.MaxPacketBytes)
@@ -139,8 +139,8 @@ func (w *writeStream) open() error {
 	if err := d.tokens.checkWrite(w.ctx, caller, h); err != nil {
 		return err
 	}
-	meta := lbm.BlockMeta{ID: b.Id, Inode: h.InodeId, GenStamp: b.GenStamp}
-	w.bw, err = d.createBlock(w.ctx, meta, w.length, w.bpc)
+	meta := lbm.BlockMeta{ID: b.Id, Inode: h.InodeId, GenStamp: b.GenStamp, Length: w.length}
+	w.bw, err = d.createBlock(w.ctx, meta, w.bpc)
 	switch {
 	case err == nil:
 		w.fresh = true

@@ -103,7 +103,7 @@ func (s *floorService) ReadBlock(req *api.ReadBlockRequest, stream grpc.ServerSt
 	scratch := make([]byte, s.size)
 	for off := int64(0); off < int64(req.Length); {
 		k := int(min(int64(s.size), int64(req.Length)-off))
-		if err := stream.Send(&api.ReadBlockResponse{Chunk: s.pat.at(off, k, scratch)}); err != nil {
+		if err := stream.Send(&api.ReadBlockResponse{Offset: uint64(off), Data: s.pat.at(off, k, scratch)}); err != nil {
 			return err
 		}
 		off += int64(k)
@@ -164,8 +164,8 @@ func (f *streamFloor) measure(ctx context.Context, size int64) (float64, error) 
 		if err != nil {
 			return 0, err
 		}
-		copy(buf, m.Chunk)
-		got += int64(len(m.Chunk))
+		copy(buf, m.Data)
+		got += int64(len(m.Data))
 	}
 	d := time.Since(start)
 	if got != size {
