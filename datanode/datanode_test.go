@@ -222,13 +222,17 @@ func startDN(t *testing.T, cfg Config) *Datanode {
 
 // dataClient connects to a datanode as a user (simple auth).
 func dataClient(t *testing.T, addr string) api.DataServiceClient {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleUser, Name: "alice"})))
+	conn, err := grpc.NewClient(addr, dataDialOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	return api.NewDataServiceClient(conn)
+}
+
+func dataDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleUser, Name: "alice"}))}
 }
 
 func hdr(id, gen, length uint64, pipeline ...*api.DatanodeInfo) *api.WriteBlockRequest {
