@@ -17,16 +17,22 @@
 //
 // # Write pipeline
 //
-// WriteBlock takes a header, then chunks. Each chunk is forwarded at once
-// to the next datanode of the pipeline (header.pipeline[0], with the rest
-// of the pipeline) and appended to an in-memory buffer. When the client
-// closes its side with exactly header.block.length bytes, the local lbm Put
-// (all or nothing, durable on return) and the downstream acknowledgement
-// proceed in parallel; the response goes back only when both succeeded. A
-// downstream failure fails the write with Unavailable and names, in the
-// trailer key BadNodeKey, the first datanode that failed; the local copy,
-// if it was just stored, is deleted again, so a failed write leaves nothing
-// visible anywhere.
+// WriteBlock takes a header, then packets of whole chunks with their
+// CRC32Cs (docs/FORMATS.md, "Data transfer"). For each packet the receive
+// loop checks sequence and offset, verifies every chunk, forwards the
+// packet to the next datanode and writes it into an lbm BlockWriter at
+// once; a responder goroutine waits for the downstream ack of each packet
+// and then acks it upstream, in order. The last packet commits the
+// replica; its ack (the final one) goes up once the downstream committed
+// too. Bytes are held only from a packet's receipt to its ack, and all
+// streams together hold at most MaxInflightBytes: past it a stream stops
+// receiving. A failure names the member to blame in the trailer
+// (BadNodeKey, BadOffsetKey) and drops what this datanode wrote, so a
+// failed write leaves nothing visible anywhere. A peer idle past
+// StreamIdleTimeout ends the call (watch).
+//
+// ReadBlock answers chunk-aligned messages with the stored chunk CRCs,
+// read with lbm ReadChunks: only the chunks the range touches.
 //
 // # Tokens
 //

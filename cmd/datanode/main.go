@@ -56,6 +56,10 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Int(&maxBlocks, "container-max-blocks", maxBlocks, "blocks after which a container is full (0 = unlimited)")
 	f.Bool(&cfg.Store.FailOnCorruptContainer, "fail-on-corrupt-container", false, "refuse to start when any container's metadata is corrupt (default: set that container aside, renamed, serve the rest, and let the namenode re-replicate its blocks)")
 	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
+	var inflight uint64
+	f.Uint64(&inflight, "max-inflight-bytes", uint64(cfg.MaxInflightBytes), "bytes of WriteBlock packets held across all streams between receipt and ack; a stream past it stops receiving (back-pressure) until others are acked")
+	f.Int(&cfg.MaxPacketBytes, "max-packet-bytes", cfg.MaxPacketBytes, "largest WriteBlock packet (data bytes) taken")
+	f.Duration(&cfg.StreamIdleTimeout, "stream-idle-timeout", cfg.StreamIdleTimeout, "end a WriteBlock or ReadBlock whose peer neither sends nor takes anything for this long")
 	var tlsCA, tlsCert, tlsKey string
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
 	f.Duration(&cfg.KeyRefreshPeriod, "key-refresh-period", cfg.KeyRefreshPeriod, "how often to ask every namenode for its token-signing public keys")
@@ -87,6 +91,7 @@ func parse(args []string) (datanode.Config, string, error) {
 	cfg.Store.MaxContainerSize = int64(maxBytes)
 	cfg.Store.MaxBlocksPerContainer = maxBlocks
 	cfg.Store.Capacity = int64(capacity)
+	cfg.MaxInflightBytes = int64(inflight)
 	if tlsCA != "" || tlsCert != "" || tlsKey != "" {
 		server, client, err := security.TLSFromFiles(tlsCA, tlsCert, tlsKey)
 		if err != nil {

@@ -252,6 +252,7 @@ func (e *env) copyOut(op, remote string, w io.Writer) error {
 	if err != nil {
 		return &pathErr{op, remote, err}
 	}
+	defer r.Close()
 	size := r.Size()
 	bufSize := int64(4 << 20)
 	if locs := r.Locations(); len(locs.Blocks) > 0 {
