@@ -171,20 +171,79 @@ func requestDatanode(req any) (string, bool) {
 	return "", false
 }
 
+// HTTPUserParam is the query parameter that names the caller of an HTTP
+// request under simple auth, as in Hadoop's simple HTTP authentication.
+const HTTPUserParam = "user.name"
+
+// HTTPDenied writes the refusal of an HTTP request: status is 401 when the
+// caller could not be named, 403 when its role or standing check failed,
+// and err says why.
+type HTTPDenied func(w http.ResponseWriter, r *http.Request, status int, err error)
+
 // HTTP wraps h, served at pattern (a "METHOD /path" key of [Policy]), with
-// the pattern's rule. Only public rules can be served over plain HTTP; any
-// other is refused with 403 until the endpoint has an authenticated
-// transport.
+// the pattern's rule; refusals are plain text. See [Authorizer.HTTPWith].
 func (a *Authorizer) HTTP(pattern string, h http.Handler) http.Handler {
+	return a.HTTPWith(pattern, h, nil)
+}
+
+// HTTPWith wraps h, served at pattern, with the pattern's rule. A public
+// rule serves anyone. Any other names the caller ([Authorizer.IdentifyHTTP]),
+// applies the rule as for an RPC without a request message, and serves h
+// with the identity in the request's context ([IdentityFromContext]). A
+// pattern without a rule is refused to everyone. deny writes refusals (nil:
+// plain text); every refusal is counted.
+func (a *Authorizer) HTTPWith(pattern string, h http.Handler, deny HTTPDenied) http.Handler {
 	rule, ok := a.rules[pattern]
+	if deny == nil {
+		deny = func(w http.ResponseWriter, _ *http.Request, status int, err error) {
+			http.Error(w, http.StatusText(status)+": "+err.Error(), status)
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok && rule.Public {
+		if !ok {
+			a.denied.WithLabelValues(pattern, "unknown_endpoint").Inc()
+			deny(w, r, http.StatusForbidden, errs.New(errs.Permission, pattern, "", "no rule admits anyone to this endpoint"))
+			return
+		}
+		if rule.Public {
 			h.ServeHTTP(w, r)
 			return
 		}
-		a.denied.WithLabelValues(pattern, "unknown_endpoint").Inc()
-		http.Error(w, "forbidden: no rule admits this endpoint", http.StatusForbidden)
+		id, err := a.IdentifyHTTP(r)
+		if err != nil {
+			a.denied.WithLabelValues(pattern, "unauthenticated").Inc()
+			deny(w, r, http.StatusUnauthorized, err)
+			return
+		}
+		if err := a.check(rule, id, nil); err != nil {
+			deny(w, r, http.StatusForbidden, a.refuse(pattern, err))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
 	})
+}
+
+// IdentifyHTTP names the caller of an HTTP request: under mTLS from the
+// client certificate its TLS connection verified (the listener asks for
+// one but, so that public endpoints stay reachable, does not require it);
+// under simple auth from the [HTTPUserParam] query parameter, always as a
+// user. There is no fallback identity.
+func (a *Authorizer) IdentifyHTTP(r *http.Request) (Identity, error) {
+	const op = "authenticate"
+	if a.cfg.Simple {
+		name := r.URL.Query().Get(HTTPUserParam)
+		if name == "" {
+			return Identity{}, errs.New(errs.Unauthenticated, op, "", "simple auth: no "+HTTPUserParam+" query parameter")
+		}
+		if err := ValidateName(name); err != nil {
+			return Identity{}, errs.Wrap(errs.Unauthenticated, op, "", err)
+		}
+		return Identity{Role: RoleUser, Name: name}, nil
+	}
+	if r.TLS == nil {
+		return Identity{}, errs.New(errs.Unauthenticated, op, "", "not a TLS connection")
+	}
+	return IdentityFromTLS(*r.TLS, a.cfg.TrustDomain)
 }
 
 // SimpleCredentials states id in request metadata on every call, for a

@@ -111,8 +111,22 @@ func Policy() map[string]Rule {
 		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": {Roles: anyRole, Open: true},
 
 		// HTTP: operational read-only data, public like HDFS's /jmx; bind the
-		// HTTP port to a management network.
+		// HTTP port to a management network. Under mTLS the namenode serves
+		// them over TLS on the same port as its UI, with no client
+		// certificate needed.
 		"GET /metrics": {Public: true},
 		"GET /healthz": {Public: true},
+
+		// The namenode's web UI (namenode/webui), read-only. Cluster pages
+		// are operational data for any authenticated role; browse shows the
+		// namespace and runs as the user, through the same permission checks
+		// as GetFileInfo, ListStatus and GetBlockLocations. The stylesheet is
+		// public so that a refusal page is styled too.
+		"GET /{$}":              {Roles: anyRole, Open: true},
+		"GET /namenodes":        {Roles: anyRole, Open: true},
+		"GET /datanodes":        {Roles: anyRole, Open: true},
+		"GET /datanodes/{id}":   {Roles: anyRole, Open: true},
+		"GET /browse/{path...}": {Roles: users},
+		"GET /static/{file}":    {Public: true},
 	}
 }
