@@ -379,7 +379,7 @@ func (r *rig) get(ctx context.Context, dir string, n int) (float64, error) {
 // read4k writes one file of one block, then reads 4 KiB at its start and
 // at its end, alternating batches, timing each ReadAt and counting the
 // bytes lbm read from its data files per batch (all datanodes: the reader
-// picks the replica).
+// picks the replica); disk bytes per read is the median batch's.
 func (r *rig) read4k(ctx context.Context, run int) (medUS, diskPerRead [2]float64, bpc int, err error) {
 	p := fmt.Sprintf("/datapath/read4k-%d", run)
 	cl := r.clients[0]
@@ -414,25 +414,26 @@ func (r *rig) read4k(ctx context.Context, run int) (medUS, diskPerRead [2]float6
 		}
 	}
 	const batch = 10
-	var lat [2][]float64
-	var disk [2]int64
+	var lat, disk [2][]float64
 	for done := 0; done < r.cfg.Reads; done += batch {
 		for k, off := range offs {
 			before := diskBytesRead(r.c)
-			for j := 0; j < batch && done+j < r.cfg.Reads; j++ {
+			j := 0
+			for ; j < batch && done+j < r.cfg.Reads; j++ {
 				d, err := read(off)
 				if err != nil {
 					return medUS, diskPerRead, bpc, err
 				}
 				lat[k] = append(lat[k], float64(d.Nanoseconds())/1e3)
 			}
-			after := diskBytesRead(r.c)
-			disk[k] += after - before
+			disk[k] = append(disk[k], float64(diskBytesRead(r.c)-before)/float64(j))
 		}
 	}
 	for k := range offs {
 		medUS[k] = median(lat[k])
-		diskPerRead[k] = float64(disk[k]) / float64(len(lat[k]))
+		// The median batch: a background read of a whole block (a verify
+		// or a re-replication) lands in one batch and is left out.
+		diskPerRead[k] = median(disk[k])
 	}
 	return medUS, diskPerRead, bpc, nil
 }
