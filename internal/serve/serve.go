@@ -106,22 +106,61 @@ func GRPC(srv *grpc.Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logg
 // HTTP serves /metrics (reg) and /healthz on addr, each through its rule in
 // security.Policy. An empty addr serves nothing and returns nil, nil.
 func HTTP(addr string, reg *prometheus.Registry, authz *security.Authorizer, wg *sync.WaitGroup, log *slog.Logger) (*http.Server, net.Listener, error) {
-	if addr == "" {
+	return StartHTTP(HTTPConfig{Addr: addr, Registry: reg, Authz: authz}, wg, log)
+}
+
+// HTTPConfig is a server's HTTP endpoint: /metrics and /healthz, and more
+// routes.
+type HTTPConfig struct {
+	// Addr is the listen address; "" serves nothing.
+	Addr     string
+	Registry *prometheus.Registry
+	Authz    *security.Authorizer
+	// TLS, if set, serves HTTPS. The client certificate is verified when
+	// one is given but not required (tls.VerifyClientCertIfGiven), so that
+	// public endpoints (/metrics, /healthz: scrapers and probes) need none,
+	// while the authorizer names the caller of any other endpoint from it.
+	TLS *tls.Config
+	// Routes maps more "METHOD /path" patterns to handlers, each served
+	// through its rule in security.Policy.
+	Routes map[string]http.Handler
+	// Denied writes the refusals of Routes (nil: plain text).
+	Denied security.HTTPDenied
+}
+
+// StartHTTP serves cfg until the returned server is closed; wg tracks the
+// serving goroutine. An empty cfg.Addr serves nothing and returns nil, nil.
+func StartHTTP(cfg HTTPConfig, wg *sync.WaitGroup, log *slog.Logger) (*http.Server, net.Listener, error) {
+	if cfg.Addr == "" {
 		return nil, nil, nil
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Unavailable, "metrics listen", addr, err)
+		return nil, nil, errs.Wrap(errs.Unavailable, "http listen", cfg.Addr, err)
 	}
 	mux := http.NewServeMux()
-	handle := func(pattern string, h http.Handler) { mux.Handle(pattern, authz.HTTP(pattern, h)) }
-	handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	handle := func(pattern string, h http.Handler) { mux.Handle(pattern, cfg.Authz.HTTPWith(pattern, h, cfg.Denied)) }
+	handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
 	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }))
+	for pattern, h := range cfg.Routes {
+		handle(pattern, h)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if cfg.TLS != nil {
+		srv.TLSConfig = cfg.TLS.Clone()
+		srv.TLSConfig.ClientAuth = tls.VerifyClientCertIfGiven
+		srv.TLSConfig.NextProtos = nil // ServeTLS offers h2 and http/1.1
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := srv.Serve(lis); err != nil && err != http.ErrServerClosed {
+		var err error
+		if srv.TLSConfig != nil {
+			err = srv.ServeTLS(lis, "", "")
+		} else {
+			err = srv.Serve(lis)
+		}
+		if err != nil && err != http.ErrServerClosed {
 			log.Error("http serve", "err", err)
 		}
 	}()
