@@ -41,10 +41,10 @@ func TestStartHTTPTLS(t *testing.T) {
 	var wg sync.WaitGroup
 	srv, lis, err := StartHTTP(HTTPConfig{
 		Addr: "127.0.0.1:0", Registry: prometheus.NewRegistry(), Authz: authz, TLS: serverTLS,
-		Routes: map[string]http.Handler{"GET /{$}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Routes: map[string]Route{"GET /{$}": {Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, _ := security.IdentityFromContext(r.Context())
 			io.WriteString(w, id.String())
-		})},
+		})}},
 	}, &wg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

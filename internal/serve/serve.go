@@ -121,10 +121,16 @@ type HTTPConfig struct {
 	// public endpoints (/metrics, /healthz: scrapers and probes) need none,
 	// while the authorizer names the caller of any other endpoint from it.
 	TLS *tls.Config
-	// Routes maps more "METHOD /path" patterns to handlers, each served
-	// through its rule in security.Policy.
-	Routes map[string]http.Handler
-	// Denied writes the refusals of Routes (nil: plain text).
+	// Routes maps more "METHOD /path" patterns to their handlers, each
+	// served through its rule in security.Policy.
+	Routes map[string]Route
+}
+
+// Route is one HTTP endpoint beyond /metrics and /healthz.
+type Route struct {
+	Handler http.Handler
+	// Denied writes the authorizer's refusals (nil: plain text), so that an
+	// HTML page refuses with a page and a REST API with its error body.
 	Denied security.HTTPDenied
 }
 
@@ -139,11 +145,11 @@ func StartHTTP(cfg HTTPConfig, wg *sync.WaitGroup, log *slog.Logger) (*http.Serv
 		return nil, nil, errs.Wrap(errs.Unavailable, "http listen", cfg.Addr, err)
 	}
 	mux := http.NewServeMux()
-	handle := func(pattern string, h http.Handler) { mux.Handle(pattern, cfg.Authz.HTTPWith(pattern, h, cfg.Denied)) }
-	handle("GET /metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
-	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }))
-	for pattern, h := range cfg.Routes {
-		handle(pattern, h)
+	handle := func(pattern string, r Route) { mux.Handle(pattern, cfg.Authz.HTTPWith(pattern, r.Handler, r.Denied)) }
+	handle("GET /metrics", Route{Handler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})})
+	handle("GET /healthz", Route{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })})
+	for pattern, r := range cfg.Routes {
+		handle(pattern, r)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	if cfg.TLS != nil {
