@@ -43,14 +43,10 @@ func TestDatanodeChecksTokens(t *testing.T) {
 	c, cl := startCluster(t, false)
 	writeFile(t, cl, "/mine", randBytes(blockSize))
 	writeFile(t, cl, "/other", randBytes(blockSize))
-	mine, err := cl.GetBlockLocations(ctxT(t), "/mine", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := cl.GetBlockLocations(ctxT(t), "/other", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A write returns once the pipeline has the block; the namenode learns
+	// of the replicas from the datanodes' reports a moment later.
+	mine := waitReplicas(t, cl, "/mine", 3)
+	other := waitReplicas(t, cl, "/other", 3)
 	lb := mine.Blocks[0]
 	addr := lb.Locations[0].Addr
 	// Change one character of the signature to another base64url one, so
