@@ -2,6 +2,7 @@ package security
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,9 @@ type AuthConfig struct {
 	TrustDomain string
 	Env         Env
 	Registry    prometheus.Registerer
+	// Redirects, if set, checks the redirect tokens a datanode presents
+	// (DelegationKey metadata) to act as a WebHDFS user on a Delegated rule.
+	Redirects *RedirectVerifier
 }
 
 // Authorizer identifies the caller of every RPC and checks it against
@@ -114,10 +118,43 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 		a.denied.WithLabelValues(method, "unauthenticated").Inc()
 		return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
 	}
+	if id.Role == RoleDatanode && rule.Delegated {
+		if tok := metadata.ValueFromIncomingContext(ctx, DelegationKey); len(tok) > 0 {
+			if id, err = a.delegate(id, method, tok[0], req); err != nil {
+				a.denied.WithLabelValues(method, "delegation").Inc()
+				return ctx, err
+			}
+		}
+	}
 	if err := a.check(rule, id, req); err != nil {
 		return ctx, a.refuse(method, err)
 	}
 	return WithIdentity(ctx, id), nil
+}
+
+// delegate checks a redirect token that datanode dn presents for method:
+// a valid token, issued for dn, admitting this call (Redirect.Admits). It
+// returns the token's user, whom the call then runs as. A token signed by
+// a key this node has not applied yet is Unavailable, so that the client
+// retries (another namenode, or this one a moment later).
+func (a *Authorizer) delegate(dn Identity, method, token string, req any) (Identity, error) {
+	if a.cfg.Redirects == nil {
+		return Identity{}, errs.New(errs.Permission, method, "", "this server takes no redirect tokens")
+	}
+	r, err := a.cfg.Redirects.Verify([]byte(token))
+	if err != nil {
+		if errors.Is(err, ErrUnknownRedirectKey) {
+			return Identity{}, errs.Wrap(errs.Unavailable, method, "", err)
+		}
+		return Identity{}, err
+	}
+	if r.Datanode != dn.Name {
+		return Identity{}, errs.Newf(errs.Permission, method, r.Path, "%s presents a redirect token issued for datanode %q", dn, r.Datanode)
+	}
+	if err := r.Admits(method, req); err != nil {
+		return Identity{}, err
+	}
+	return Identity{Role: RoleUser, Name: r.User}, nil
 }
 
 func (a *Authorizer) refuse(method string, err *errs.Error) error {

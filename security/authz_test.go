@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,7 +44,12 @@ func TestPolicyCoversEveryMethod(t *testing.T) {
 }
 
 func filepathLike(k string) bool {
-	return len(k) > 4 && (k[:4] == "GET " || k[:6] == "/grpc.")
+	for _, m := range []string{"GET /", "PUT /", "POST /", "DELETE /"} {
+		if strings.HasPrefix(k, m) {
+			return true
+		}
+	}
+	return strings.HasPrefix(k, "/grpc.")
 }
 
 type fakeEnv struct{ super, member string }

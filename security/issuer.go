@@ -70,7 +70,7 @@ func (is *Issuer) current(now time.Time) (*KeyPair, error) {
 	return kp, nil
 }
 
-func (is *Issuer) sign(kp *KeyPair, w *wireClaims, kind prometheus.Counter) (string, error) {
+func (is *Issuer) sign(kp *KeyPair, w jwt.Claims, kind prometheus.Counter) (string, error) {
 	start := time.Now()
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, w)
 	t.Header["kid"] = kp.KID

@@ -32,6 +32,11 @@ type Rule struct {
 	// Token notes that the handler also checks a block token (DataService);
 	// the authorizer only checks the role.
 	Token string
+	// Delegated admits, besides Roles, a datanode that presents a redirect
+	// token (DelegationKey metadata) admitting the call: the call then runs
+	// as the token's user, through the user's checks (WebHDFS CREATE and
+	// OPEN; see Redirect.Admits).
+	Delegated bool
 }
 
 // Allows reports whether r admits role (before the role's standing check).
@@ -62,12 +67,12 @@ func Policy() map[string]Rule {
 		// report replicas they found corrupt (a user's report only makes a
 		// replica suspect; see namenode ReportBadBlocks).
 		api.ClientService_Mkdirs_FullMethodName:            {Roles: users},
-		api.ClientService_Create_FullMethodName:            {Roles: users},
-		api.ClientService_AddBlock_FullMethodName:          {Roles: users},
-		api.ClientService_Complete_FullMethodName:          {Roles: users},
-		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users},
-		api.ClientService_GetBlockLocations_FullMethodName: {Roles: users},
-		api.ClientService_GetFileInfo_FullMethodName:       {Roles: users},
+		api.ClientService_Create_FullMethodName:            {Roles: users, Delegated: true},
+		api.ClientService_AddBlock_FullMethodName:          {Roles: users, Delegated: true},
+		api.ClientService_Complete_FullMethodName:          {Roles: users, Delegated: true},
+		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users, Delegated: true},
+		api.ClientService_GetBlockLocations_FullMethodName: {Roles: users, Delegated: true},
+		api.ClientService_GetFileInfo_FullMethodName:       {Roles: users, Delegated: true},
 		api.ClientService_ListStatus_FullMethodName:        {Roles: users},
 		api.ClientService_Delete_FullMethodName:            {Roles: users},
 		api.ClientService_Rename_FullMethodName:            {Roles: users},
@@ -97,9 +102,11 @@ func Policy() map[string]Rule {
 
 		// DataService (on datanodes): a block token decides what is read or
 		// written. Clients write and read; datanodes forward pipelines and
-		// replicas; TransferBlock is the namenode ordering a copy.
+		// replicas; TransferBlock is the namenode ordering a copy. ReadBlock
+		// also takes a datanode: one serving a WebHDFS OPEN reads the file's
+		// replicas with the read token its user got.
 		api.DataService_WriteBlock_FullMethodName:    {Roles: usersDNs, Token: "write token (user), or a copy token naming this datanode (datanode)"},
-		api.DataService_ReadBlock_FullMethodName:     {Roles: users, Token: "read token for the block's inode"},
+		api.DataService_ReadBlock_FullMethodName:     {Roles: usersDNs, Token: "read token for the block's inode"},
 		api.DataService_TransferBlock_FullMethodName: {Roles: nodes, Token: "copy token"},
 
 		// Health checking and reflection: any authenticated caller, so that
@@ -128,5 +135,16 @@ func Policy() map[string]Rule {
 		"GET /datanodes/{id}":   {Roles: anyRole, Open: true},
 		"GET /browse/{path...}": {Roles: users},
 		"GET /static/{file}":    {Public: true},
+
+		// WebHDFS (Hadoop's REST API) on both servers' HTTP ports, as users.
+		// On the namenode each op then runs as the user through the same
+		// checks as its RPC; CREATE and OPEN answer 307 to a datanode with a
+		// redirect token. On a datanode only CREATE and OPEN are served, and
+		// only with a redirect token issued to this datanode for this op and
+		// path, unused, and (mTLS) for the certificate's user.
+		"GET /webhdfs/v1/":    {Roles: users, Token: "datanode: redirect token (OPEN)"},
+		"PUT /webhdfs/v1/":    {Roles: users, Token: "datanode: redirect token (CREATE)"},
+		"POST /webhdfs/v1/":   {Roles: users},
+		"DELETE /webhdfs/v1/": {Roles: users},
 	}
 }
