@@ -36,8 +36,13 @@ func (n *Namenode) startGRPC() {
 	serve.GRPC(n.grpcSrv, n.grpcLis, &n.wg, n.log)
 }
 
+// startHTTP serves /metrics, /healthz and the web UI (ui.go) on the HTTP
+// port: HTTPS when the node has TLS (always under mTLS), with its server
+// certificate; under mTLS a client certificate is needed only for the UI's
+// pages.
 func (n *Namenode) startHTTP() (err error) {
-	n.httpSrv, n.httpLis, err = serve.HTTP(n.cfg.HTTPAddr, n.reg, n.authz, &n.wg, n.log)
+	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.TLS, Routes: n.uiRoutes()}
+	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)
 	return err
 }
 
