@@ -18,9 +18,12 @@ const BadNodeKey = blockstream.BadNodeKey
 // CreateOptions are the options of Create; zero values take the
 // namenode's defaults.
 type CreateOptions struct {
-	Perm         uint32
-	Overwrite    bool
-	CreateParent bool
+	Perm      uint32
+	Overwrite bool
+	// NonRecursive refuses to create the file when its parent directory
+	// is missing (HDFS's createNonRecursive). By default missing parents
+	// are created, as HDFS's create does.
+	NonRecursive bool
 	Replication  uint32
 	BlockSize    uint64
 }
@@ -47,7 +50,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 	var st *api.FileStatus
 	err := c.call(ctx, "create", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Create(ctx, &api.CreateRequest{
-			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: o.CreateParent,
+			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
 			Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
 		}, trailerOpt(ctx))
 		st = r.GetStatus()

@@ -282,7 +282,7 @@ func TestProcessCrash(t *testing.T) {
 				name := fmt.Sprintf("/crash/w%d/f%05d", w, i)
 				data := Content(name, Size(name))
 				fctx, cancel := context.WithTimeout(ctx, 20*time.Second) // the last write may finish after the chaos
-				err := cl.WriteFile(fctx, name, data, client.CreateOptions{BlockSize: BlockSize, Replication: 3, CreateParent: true})
+				err := cl.WriteFile(fctx, name, data, client.CreateOptions{BlockSize: BlockSize, Replication: 3})
 				cancel()
 				led.add(name, err)
 			}

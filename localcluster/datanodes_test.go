@@ -77,7 +77,7 @@ func ctxT(t *testing.T) context.Context {
 
 func writeFile(t *testing.T, cl *client.Client, path string, data []byte) {
 	t.Helper()
-	err := cl.WriteFile(ctxT(t), path, data, client.CreateOptions{Replication: 3, BlockSize: blockSize, CreateParent: true, Perm: 0o644})
+	err := cl.WriteFile(ctxT(t), path, data, client.CreateOptions{Replication: 3, BlockSize: blockSize, Perm: 0o644})
 	if err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}

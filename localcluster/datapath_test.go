@@ -87,7 +87,7 @@ func TestClientCatchesBitFlips(t *testing.T) {
 
 	data := bytes.Repeat([]byte("blockfs data path "), 200_000) // 3.6 MB: 4 blocks
 	f.write.Store(true)
-	if err := cl.WriteFile(ctx, "/f", data, client.CreateOptions{Replication: 3, BlockSize: 1 << 20, CreateParent: true, Perm: 0o644}); err != nil {
+	if err := cl.WriteFile(ctx, "/f", data, client.CreateOptions{Replication: 3, BlockSize: 1 << 20, Perm: 0o644}); err != nil {
 		t.Fatalf("write with one flipped bit: %v", err)
 	}
 	if f.flips.Load() != 1 {

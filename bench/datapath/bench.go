@@ -330,7 +330,7 @@ func (r *rig) put(ctx context.Context, dir string, n int) (float64, error) {
 
 // writeFile writes size bytes of pat to p in ioSize pieces, as dfs put does.
 func writeFile(ctx context.Context, cl *client.Client, p string, size, blockSize int64, ioSize int, pat pattern) error {
-	w, err := cl.Create(ctx, p, client.CreateOptions{CreateParent: true, Overwrite: true, Replication: replication, BlockSize: uint64(blockSize)})
+	w, err := cl.Create(ctx, p, client.CreateOptions{Overwrite: true, Replication: replication, BlockSize: uint64(blockSize)})
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,7 @@ func (s *soak) worker(ctx context.Context, w int, rng *rand.Rand) {
 			np := fmt.Sprintf("/soak/w%d/f%d_%d", w, n, size)
 			cctx, cancel := context.WithTimeout(ctx, opTimeout)
 			t0 := time.Now()
-			err := s.cl.WriteFile(cctx, np, content(fileID(np), size), client.CreateOptions{CreateParent: true, Perm: 0o644})
+			err := s.cl.WriteFile(cctx, np, content(fileID(np), size), client.CreateOptions{Perm: 0o644})
 			cancel()
 			if ctx.Err() != nil {
 				return

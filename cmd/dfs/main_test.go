@@ -290,7 +290,7 @@ func TestFsckMissingBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.WriteFile(ctx, "/one.bin", make([]byte, testBlock+1), client.CreateOptions{Replication: 1, CreateParent: true}); err != nil {
+	if err := cl.WriteFile(ctx, "/one.bin", make([]byte, testBlock+1), client.CreateOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	args := func(a ...string) []string {

@@ -411,7 +411,7 @@ const setupAttempts = 3
 
 func writeTestFile(ctx context.Context, cl *client.Client, p string, n int, block []byte, o Options, bar *progressbar.ProgressBar) (int, error) {
 	w, err := cl.Create(ctx, p, client.CreateOptions{
-		Overwrite: true, CreateParent: true, Replication: o.Replication, BlockSize: o.BlockSize,
+		Overwrite: true, Replication: o.Replication, BlockSize: o.BlockSize,
 	})
 	if err != nil {
 		return 0, err

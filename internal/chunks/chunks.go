@@ -4,7 +4,7 @@
 // carries the CRC32C (Castagnoli) of its bytes.
 package chunks
 
-import "hash/crc32"
+import "github.com/blockfs/blockfs/internal/crc32c"
 
 // Default is the chunk size when none is given.
 const Default = 512
@@ -15,13 +15,11 @@ const (
 	Max = 1 << 20
 )
 
-var table = crc32.MakeTable(crc32.Castagnoli)
-
 // CRC is the CRC32C of b.
-func CRC(b []byte) uint32 { return crc32.Checksum(b, table) }
+func CRC(b []byte) uint32 { return crc32c.Checksum(b) }
 
 // Update extends crc (a CRC32C so far) with b.
-func Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, table, b) }
+func Update(crc uint32, b []byte) uint32 { return crc32c.Update(crc, b) }
 
 // Valid reports whether bpc is a usable chunk size.
 func Valid(bpc int) bool { return bpc >= Min && bpc <= Max && bpc&(bpc-1) == 0 }

@@ -31,6 +31,9 @@ var table = crc32.MakeTable(crc32.Castagnoli)
 // table).
 func Checksum(b []byte) uint32 { return crc32.Checksum(b, table) }
 
+// Update extends crc, the CRC32C of some bytes, with b.
+func Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, table, b) }
+
 // mulMod returns a·b mod P, both reflected polynomials of degree < 32.
 // It walks a from x^0 upwards (its top bit down), adding the matching
 // multiple of b, and multiplies b by x (mod P) at each step.
