@@ -104,6 +104,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		stop: make(chan struct{}), peers: newPeerConns(cfg.PeerTLS, peerIdentity(cfg))}
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{n}, Registry: reg,
+		Redirects: security.NewRedirectVerifier(cfg.Security, fsmKeys{n}),
 	})
 	n.met = newMetrics(reg, n)
 	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)

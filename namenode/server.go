@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"time"
 
@@ -41,7 +42,9 @@ func (n *Namenode) startGRPC() {
 // certificate; under mTLS a client certificate is needed only for the UI's
 // pages.
 func (n *Namenode) startHTTP() (err error) {
-	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.TLS, Routes: n.uiRoutes()}
+	routes := n.uiRoutes()
+	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs.go)
+	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.TLS, Routes: routes}
 	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)
 	return err
 }

@@ -1,0 +1,138 @@
+// Package webhdfs holds what the namenode's and the datanodes' WebHDFS
+// endpoints share: the operation table, query parameter parsing, the JSON
+// shapes of Hadoop's WebHDFS REST API, and its RemoteException error body
+// with the HTTP status Hadoop gives each exception. The handlers live in
+// namenode/webhdfs*.go and datanode/webhdfs*.go.
+package webhdfs
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Exception is one Hadoop exception: the short name clients switch on
+// (fsspec and Hadoop's WebHdfsFileSystem read "exception"), its Java class
+// and the HTTP status Hadoop's WebHDFS answers it with.
+type Exception struct {
+	Name   string
+	Class  string
+	Status int
+}
+
+// The exceptions blockfs answers with. Hadoop's rule: FileNotFoundException
+// is 404, SecurityException and every other IOException 403,
+// IllegalArgumentException and UnsupportedOperationException 400, anything
+// else 500. Two are blockfs's own choices: no identity at all is 401 (as
+// Hadoop's authentication filter answers), and a namenode without a leader
+// is 503 so that curl users see a retryable status.
+var (
+	FileNotFound      = Exception{"FileNotFoundException", "java.io.FileNotFoundException", http.StatusNotFound}
+	AccessControl     = Exception{"AccessControlException", "org.apache.hadoop.security.AccessControlException", http.StatusForbidden}
+	FileAlreadyExists = Exception{"FileAlreadyExistsException", "org.apache.hadoop.fs.FileAlreadyExistsException", http.StatusForbidden}
+	NotEmptyDir       = Exception{"PathIsNotEmptyDirectoryException", "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException", http.StatusForbidden}
+	ParentNotDir      = Exception{"ParentNotDirectoryException", "org.apache.hadoop.fs.ParentNotDirectoryException", http.StatusForbidden}
+	IllegalArgument   = Exception{"IllegalArgumentException", "java.lang.IllegalArgumentException", http.StatusBadRequest}
+	InvalidPath       = Exception{"InvalidPathException", "org.apache.hadoop.fs.InvalidPathException", http.StatusBadRequest}
+	Unsupported       = Exception{"UnsupportedOperationException", "java.lang.UnsupportedOperationException", http.StatusBadRequest}
+	Security          = Exception{"SecurityException", "java.lang.SecurityException", http.StatusUnauthorized}
+	InvalidToken      = Exception{"InvalidToken", "org.apache.hadoop.security.token.SecretManager$InvalidToken", http.StatusForbidden}
+	EOF               = Exception{"EOFException", "java.io.EOFException", http.StatusForbidden}
+	Checksum          = Exception{"ChecksumException", "org.apache.hadoop.fs.ChecksumException", http.StatusForbidden}
+	IOError           = Exception{"IOException", "java.io.IOException", http.StatusForbidden}
+	Retriable         = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusServiceUnavailable}
+	Runtime           = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
+)
+
+// Error is an error to answer with a specific exception (an unknown op,
+// a bad parameter, an unsupported operation, a bad redirect token); any
+// other error is answered by its errs kind (ExceptionFor).
+type Error struct {
+	Ex  Exception
+	Msg string
+	Err error // the cause, if any
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with exception ex.
+func Errorf(ex Exception, msg string) *Error { return &Error{Ex: ex, Msg: msg} }
+
+// ExceptionFor names the exception err is answered with: the one an
+// *Error carries, else the one of its errs kind.
+func ExceptionFor(err error) Exception {
+	var we *Error
+	if errors.As(err, &we) {
+		return we.Ex
+	}
+	switch errs.KindOf(err) {
+	case errs.NotFound, errs.IsDir:
+		return FileNotFound
+	case errs.Exist:
+		return FileAlreadyExists
+	case errs.NotEmpty:
+		return NotEmptyDir
+	case errs.NotDir:
+		return ParentNotDir
+	case errs.Invalid:
+		return IllegalArgument
+	case errs.Permission:
+		return AccessControl
+	case errs.Unauthenticated:
+		return Security
+	case errs.Corrupt:
+		return Checksum
+	case errs.Unavailable, errs.NotLeader, errs.Timeout:
+		return Retriable
+	case errs.Precondition, errs.Exhausted, errs.IO, errs.Canceled:
+		return IOError
+	}
+	return Runtime
+}
+
+// remoteException is Hadoop's error body:
+// {"RemoteException":{"exception":..,"javaClassName":..,"message":..}}.
+type remoteException struct {
+	RemoteException struct {
+		Exception     string `json:"exception"`
+		JavaClassName string `json:"javaClassName"`
+		Message       string `json:"message"`
+	}
+}
+
+// WriteError answers err as a RemoteException with its exception's status.
+func WriteError(w http.ResponseWriter, err error) {
+	ex := ExceptionFor(err)
+	var body remoteException
+	body.RemoteException.Exception = ex.Name
+	body.RemoteException.JavaClassName = ex.Class
+	body.RemoteException.Message = err.Error()
+	WriteJSON(w, ex.Status, body)
+}
+
+// WriteJSON answers v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"RemoteException":{"exception":"RuntimeException","javaClassName":"java.lang.RuntimeException","message":"cannot encode the answer"}}`)
+	}
+	WriteRaw(w, status, b)
+}
+
+// WriteRaw answers b, a JSON document, with status.
+func WriteRaw(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}

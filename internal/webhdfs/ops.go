@@ -1,0 +1,114 @@
+package webhdfs
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// Op is one WebHDFS operation: the HTTP method Hadoop's specification
+// gives it and whether blockfs serves it. A known op that blockfs does not
+// serve is answered with UnsupportedOperationException (400), an unknown
+// one, or a known one under another method, with IllegalArgumentException
+// (400), as Hadoop does.
+type Op struct {
+	Name   string
+	Method string
+	// Why is empty for a served op, else why blockfs does not serve it.
+	Why string
+	// Redirect ops are answered by the namenode with 307 to a datanode,
+	// which moves the bytes.
+	Redirect bool
+}
+
+// Supported reports whether blockfs serves op.
+func (o Op) Supported() bool { return o.Why == "" }
+
+const (
+	whyLease   = "append needs leases, which blockfs does not have yet"
+	whyRepl    = "blockfs cannot change a file's replication after it is created"
+	whyTrunc   = "blockfs files cannot be truncated"
+	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshots, quotas, storage policies, erasure coding, symlinks or delegation tokens"
+	whyTimes   = "blockfs does not record access times and sets modification times itself"
+	whyConcat  = "blockfs cannot concatenate files"
+)
+
+// ops is the table of every operation of Hadoop's WebHDFS specification
+// that blockfs knows by name.
+var ops = map[string]Op{
+	// Served: metadata on the namenode.
+	"GETFILESTATUS":         {Name: "GETFILESTATUS", Method: http.MethodGet},
+	"LISTSTATUS":            {Name: "LISTSTATUS", Method: http.MethodGet},
+	"LISTSTATUS_BATCH":      {Name: "LISTSTATUS_BATCH", Method: http.MethodGet},
+	"GETCONTENTSUMMARY":     {Name: "GETCONTENTSUMMARY", Method: http.MethodGet},
+	"GETFILEBLOCKLOCATIONS": {Name: "GETFILEBLOCKLOCATIONS", Method: http.MethodGet},
+	"GET_BLOCK_LOCATIONS":   {Name: "GET_BLOCK_LOCATIONS", Method: http.MethodGet},
+	"GETFILECHECKSUM":       {Name: "GETFILECHECKSUM", Method: http.MethodGet},
+	"GETHOMEDIRECTORY":      {Name: "GETHOMEDIRECTORY", Method: http.MethodGet},
+	"MKDIRS":                {Name: "MKDIRS", Method: http.MethodPut},
+	"RENAME":                {Name: "RENAME", Method: http.MethodPut},
+	"SETPERMISSION":         {Name: "SETPERMISSION", Method: http.MethodPut},
+	"SETOWNER":              {Name: "SETOWNER", Method: http.MethodPut},
+	"DELETE":                {Name: "DELETE", Method: http.MethodDelete},
+	// Served: data, redirected to a datanode.
+	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true},
+	"CREATE": {Name: "CREATE", Method: http.MethodPut, Redirect: true},
+
+	// Known, not served.
+	"APPEND":         {Name: "APPEND", Method: http.MethodPost, Why: whyLease},
+	"SETREPLICATION": {Name: "SETREPLICATION", Method: http.MethodPut, Why: whyRepl},
+	"TRUNCATE":       {Name: "TRUNCATE", Method: http.MethodPost, Why: whyTrunc},
+	"CONCAT":         {Name: "CONCAT", Method: http.MethodPost, Why: whyConcat},
+	"SETTIMES":       {Name: "SETTIMES", Method: http.MethodPut, Why: whyTimes},
+}
+
+func init() {
+	for _, n := range []string{"GETDELEGATIONTOKEN", "GETXATTRS", "LISTXATTRS", "GETACLSTATUS", "CHECKACCESS",
+		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF", "GETSNAPSHOTTABLEDIRECTORYLIST",
+		"GETTRASHROOT", "GETQUOTAUSAGE", "GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
+		"GETSTATUS", "GETSNAPSHOTLIST", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"} {
+		ops[n] = Op{Name: n, Method: http.MethodGet, Why: whyNoXAttr}
+	}
+	for _, n := range []string{"CREATESYMLINK", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES",
+		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "SETXATTR", "REMOVEXATTR", "CREATESNAPSHOT",
+		"RENAMESNAPSHOT", "ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "SETSTORAGEPOLICY", "SETQUOTA",
+		"SETQUOTABYSTORAGETYPE", "SATISFYSTORAGEPOLICY", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"} {
+		ops[n] = Op{Name: n, Method: http.MethodPut, Why: whyNoXAttr}
+	}
+	for _, n := range []string{"UNSETSTORAGEPOLICY", "UNSETECPOLICY"} {
+		ops[n] = Op{Name: n, Method: http.MethodPost, Why: whyNoXAttr}
+	}
+	ops["DELETESNAPSHOT"] = Op{Name: "DELETESNAPSHOT", Method: http.MethodDelete, Why: whyNoXAttr}
+}
+
+// Ops returns every known op, sorted by method and name (for docs and tests).
+func Ops() []Op {
+	out := make([]Op, 0, len(ops))
+	for _, o := range ops {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Method != out[j].Method {
+			return out[i].Method < out[j].Method
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// LookupOp finds the op a request names (case-insensitive, as Hadoop
+// parses it) and checks it is served under method. Errors are the
+// *Error to answer with.
+func LookupOp(method, name string) (Op, error) {
+	if name == "" {
+		return Op{}, Errorf(IllegalArgument, `Invalid value for webhdfs parameter "op": no op given`)
+	}
+	o, ok := ops[strings.ToUpper(name)]
+	if !ok || o.Method != method {
+		return Op{}, Errorf(IllegalArgument, `Invalid value for webhdfs parameter "op": `+quoteParam(name)+" is not an operation of HTTP "+method)
+	}
+	if !o.Supported() {
+		return o, Errorf(Unsupported, o.Name+" is not supported: "+o.Why)
+	}
+	return o, nil
+}
