@@ -24,8 +24,13 @@ func (d *Datanode) startGRPC() {
 	serve.GRPC(d.grpcSrv, d.grpcLis, &d.wg, d.log)
 }
 
+// startHTTP serves /metrics, /healthz and the WebHDFS data steps
+// (webhdfs.go) on the HTTP port: HTTPS with the datanode's certificate
+// when it has TLS (always under mTLS), where, as on the namenode, only
+// WebHDFS needs a client certificate.
 func (d *Datanode) startHTTP() (err error) {
-	d.httpSrv, d.httpLis, err = serve.HTTP(d.cfg.HTTPAddr, d.reg, d.authz, &d.wg, d.log)
+	cfg := serve.HTTPConfig{Addr: d.cfg.HTTPAddr, Registry: d.reg, Authz: d.authz, TLS: d.cfg.TLS, Routes: d.webhdfsRoutes()}
+	d.httpSrv, d.httpLis, err = serve.StartHTTP(cfg, &d.wg, d.log)
 	return err
 }
 

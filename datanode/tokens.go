@@ -175,17 +175,30 @@ func (t *tokens) ask() (round uint64, ok bool) {
 }
 
 // check verifies token for want. If it names an unknown key, check asks
-// for a refresh and waits, at most the configured wait (or until ctx
-// ends), for that round or for new keys, then verifies again; a key still
+// for a refresh and waits (awaitKeys) and verifies again; a key still
 // unknown is refused as Unauthenticated.
 func (t *tokens) check(ctx context.Context, token []byte, want security.Request) (security.Claims, error) {
-	c, err := t.verify.Verify(token, want)
-	if err == nil || errs.KindOf(err) != errs.Unauthenticated || !isUnknownKey(err) {
-		return c, err
+	var c security.Claims
+	var err error
+	t.awaitKeys(ctx, func() bool {
+		c, err = t.verify.Verify(token, want)
+		return err != nil && errs.KindOf(err) == errs.Unauthenticated && isUnknownKey(err)
+	})
+	return c, err
+}
+
+// awaitKeys runs try, which reports whether it failed for want of a key.
+// If it did, awaitKeys asks for a refresh and waits, at most the
+// configured wait (or until ctx ends), for that round or for new keys,
+// running try again each time keys arrive, until it no longer fails for
+// want of a key.
+func (t *tokens) awaitKeys(ctx context.Context, try func() (unknownKey bool)) {
+	if !try() {
+		return
 	}
 	round, ok := t.ask()
 	if !ok {
-		return c, err
+		return
 	}
 	timer := time.NewTimer(t.wait)
 	defer timer.Stop()
@@ -194,17 +207,18 @@ func (t *tokens) check(ctx context.Context, token []byte, want security.Request)
 		finished, changed := t.done >= round, t.changed
 		t.mu.Unlock()
 		if finished {
-			return t.verify.Verify(token, want)
+			try()
+			return
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return c, err
+			return
 		case <-ctx.Done():
-			return c, err
+			return
 		}
-		if c, err = t.verify.Verify(token, want); err == nil || !isUnknownKey(err) {
-			return c, err
+		if !try() {
+			return
 		}
 	}
 }

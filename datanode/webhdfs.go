@@ -1,0 +1,193 @@
+package datanode
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/webhdfs"
+	"github.com/blockfs/blockfs/security"
+)
+
+// WebHDFS data steps: the second step of CREATE and OPEN, to which a
+// namenode redirected the client with a redirect token. The datanode
+// checks the token (signature, kind, times, this datanode, the op and path
+// of the request, its user is the caller's, never used before here), then
+// acts as the token's user through the Go client library: the same
+// pipeline, block tokens and checksums as a gRPC client. Under mTLS it
+// calls namenodes with its own certificate and the token in
+// security.DelegationKey metadata (the namenode runs those calls as the
+// user); under simple auth it states the user, as any simple-auth client
+// does.
+
+// webServer is a datanode's WebHDFS state.
+type webServer struct {
+	d      *Datanode
+	verify *security.RedirectVerifier
+	nonces *nonceCache
+
+	mu     sync.Mutex
+	shared *client.Client // mTLS: one client for every user (the token names the user)
+	closed bool
+}
+
+func newWebHDFS(d *Datanode) *webServer {
+	return &webServer{d: d, verify: security.NewRedirectVerifier(d.cfg.Security, d.tokens.keys), nonces: newNonceCache(maxNonces)}
+}
+
+// webhdfsRoutes returns the datanode's WebHDFS endpoints (GET for OPEN,
+// PUT for CREATE) and starts the goroutine that closes their client when
+// the datanode stops.
+func (d *Datanode) webhdfsRoutes() map[string]serve.Route {
+	wh := newWebHDFS(d)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		<-d.ctx.Done()
+		wh.close()
+	}()
+	h := http.HandlerFunc(wh.serve)
+	return map[string]serve.Route{
+		"GET " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied},
+		"PUT " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied},
+	}
+}
+
+// webDenied answers the authorizer's refusals as RemoteExceptions.
+func webDenied(w http.ResponseWriter, _ *http.Request, status int, err error) {
+	ex := webhdfs.AccessControl
+	if status == http.StatusUnauthorized {
+		ex = webhdfs.Security
+	}
+	webhdfs.WriteError(w, &webhdfs.Error{Ex: ex, Msg: "refused", Err: err})
+}
+
+func (wh *webServer) close() {
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	wh.closed = true
+	if wh.shared != nil {
+		wh.shared.Close()
+		wh.shared = nil
+	}
+}
+
+// client returns a client acting as red's user and the context to use it
+// with, and a release function. Under mTLS the client is shared and the
+// context carries the token; under simple auth it is the user's own and
+// is closed by release.
+func (wh *webServer) client(ctx context.Context, red security.Redirect, token string) (*client.Client, context.Context, func(), error) {
+	d := wh.d
+	cfg := client.DefaultConfig(d.cfg.Namenodes...)
+	cfg.DialOptions = d.cfg.DialOptions
+	cfg.ChunkSize = d.cfg.ChunkSize
+	if d.cfg.Auth == AuthSimple {
+		cfg.User = red.User
+		c, err := client.New(cfg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c, ctx, func() { c.Close() }, nil
+	}
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	if wh.closed {
+		return nil, nil, nil, errs.New(errs.Unavailable, "webhdfs", "", "datanode is stopping")
+	}
+	if wh.shared == nil {
+		cfg.User = d.id
+		c, err := client.New(cfg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		wh.shared = c
+	}
+	return wh.shared, metadata.AppendToOutgoingContext(ctx, security.DelegationKey, token), func() {}, nil
+}
+
+func (wh *webServer) serve(w http.ResponseWriter, r *http.Request) {
+	q, err := webhdfs.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	op := strings.ToUpper(q.String("op"))
+	switch {
+	case op == security.RedirectOpen && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+	case op == security.RedirectCreate && r.Method == http.MethodPut:
+	default:
+		webhdfs.WriteError(w, webhdfs.Errorf(webhdfs.IllegalArgument, `Invalid value for webhdfs parameter "op": a datanode serves only OPEN (GET) and CREATE (PUT) redirected by a namenode`))
+		return
+	}
+	p, err := webhdfs.Path(r.URL.Path)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	token := q.String(webhdfs.TokenParam)
+	red, err := wh.admit(r, token, op, p)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	c, ctx, release, err := wh.client(r.Context(), red, token)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	defer release()
+	if op == security.RedirectOpen {
+		wh.open(ctx, w, r, c, red, q)
+	} else {
+		wh.create(ctx, w, r, c, red)
+	}
+}
+
+// admit checks the redirect token of a request for op on path: valid,
+// issued for this datanode, this op and this path, to the caller the
+// authorizer named, and never used here before (it is then used up).
+func (wh *webServer) admit(r *http.Request, token, op, path string) (security.Redirect, error) {
+	bad := func(err error) (security.Redirect, error) {
+		return security.Redirect{}, &webhdfs.Error{Ex: webhdfs.InvalidToken, Msg: "redirect token refused", Err: err}
+	}
+	if token == "" {
+		return bad(errs.New(errs.Unauthenticated, "webhdfs", path, "no "+webhdfs.TokenParam+" parameter: start "+op+" at a namenode"))
+	}
+	red, err := wh.verifyToken(r.Context(), []byte(token))
+	if err != nil {
+		return bad(err)
+	}
+	if err := red.Check(wh.d.id, op, path); err != nil {
+		return bad(err)
+	}
+	if id, ok := security.IdentityFromContext(r.Context()); !ok || id.Role != security.RoleUser || id.Name != red.User {
+		return bad(errs.Newf(errs.Permission, "webhdfs", path, "token is for user %q, the caller is %v", red.User, id))
+	}
+	if err := wh.nonces.use(red.Nonce, red.ExpiresAt.Add(wh.d.cfg.Security.ClockSkew), time.Now()); err != nil {
+		if errs.KindOf(err) == errs.Unavailable {
+			return security.Redirect{}, err
+		}
+		return bad(err)
+	}
+	return red, nil
+}
+
+// verifyToken verifies a redirect token; one signed by a key this
+// datanode has not heard of waits for a key refresh, as block tokens do.
+func (wh *webServer) verifyToken(ctx context.Context, token []byte) (security.Redirect, error) {
+	var red security.Redirect
+	var err error
+	wh.d.tokens.awaitKeys(ctx, func() bool {
+		red, err = wh.verify.Verify(token)
+		return errors.Is(err, security.ErrUnknownRedirectKey)
+	})
+	return red, err
+}

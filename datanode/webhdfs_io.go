@@ -1,0 +1,108 @@
+package datanode
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/webhdfs"
+	"github.com/blockfs/blockfs/security"
+)
+
+// webReadChunk is how much of the file one ReadAt fetches while OPEN
+// streams it: big enough that a read crosses few replica RPCs, small
+// enough that a slow HTTP client holds little memory.
+const webReadChunk = 4 << 20
+
+// open streams [offset, offset+length) of the token's file: the range of
+// the URL must be the one the namenode signed, and the file must still be
+// the inode it checked.
+func (wh *webServer) open(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect, q webhdfs.Query) {
+	off, err := q.Uint("offset", 0)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	length, err := q.Uint("length", 0)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	hasLength := q.String("length") != ""
+	if off != red.Offset || hasLength != red.HasLength || length != red.Length {
+		webhdfs.WriteError(w, &webhdfs.Error{Ex: webhdfs.InvalidToken, Msg: "redirect token refused",
+			Err: errs.New(errs.Permission, "webhdfs", red.Path, "offset or length differ from the token's")})
+		return
+	}
+	rd, err := c.Open(ctx, red.Path)
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	if rd.Locations().InodeId != red.Inode {
+		webhdfs.WriteError(w, errs.New(errs.NotFound, "open", red.Path, "the file was replaced after the namenode redirected here"))
+		return
+	}
+	size := uint64(rd.Size())
+	if off > size {
+		webhdfs.WriteError(w, webhdfs.Errorf(webhdfs.EOF, "Cannot seek after EOF: offset "+strconv.FormatUint(off, 10)+" is past the end of "+red.Path))
+		return
+	}
+	n := size - off
+	if hasLength {
+		n = min(n, length)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatUint(n, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	buf := make([]byte, min(n, webReadChunk))
+	for n > 0 {
+		k := min(n, uint64(len(buf)))
+		if _, err := rd.ReadAt(buf[:k], int64(off)); err != nil {
+			// The status is sent: cut the connection so that the client
+			// sees a short body, never a wrong one.
+			wh.d.log.Warn("webhdfs open: read failed mid-stream", "path", red.Path, "offset", off, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			return // the client went away
+		}
+		off += k
+		n -= k
+	}
+}
+
+// create makes the file with the parameters the namenode signed and
+// writes the request body into it through the write pipeline. A refused
+// Create changes nothing; a body that fails midway leaves the file under
+// construction (not completed), as an interrupted HDFS write does.
+func (wh *webServer) create(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
+	cp := red.Create
+	wr, err := c.Create(ctx, red.Path, client.CreateOptions{Perm: cp.Perm, Overwrite: cp.Overwrite,
+		NonRecursive: !cp.CreateParent, Replication: cp.Replication, BlockSize: cp.BlockSize})
+	if err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	if _, err := io.Copy(wr, r.Body); err != nil {
+		if errs.KindOf(err) == errs.Other {
+			err = errs.Wrap(errs.IO, "create", red.Path, err) // the body, not the cluster
+		}
+		webhdfs.WriteError(w, err)
+		return
+	}
+	if err := wr.Close(); err != nil {
+		webhdfs.WriteError(w, err)
+		return
+	}
+	w.Header().Set("Location", "webhdfs://"+r.Host+red.Path)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusCreated)
+}
