@@ -36,6 +36,10 @@ type Config struct {
 	AdvertiseGRPC string
 	// RaftAddr is the Raft TCP transport's bind address.
 	RaftAddr string
+	// AdvertiseRaft is the Raft address peers dial and the Raft
+	// configuration records; defaults to the bound address. Set it to a
+	// stable name where the bound IP changes across restarts.
+	AdvertiseRaft string
 	// RaftTransport, if set, replaces the TCP transport (tests use raft's
 	// in-memory transport to cut links between chosen nodes). RaftAddr is
 	// then ignored; the transport's LocalAddr is the node's Raft address.

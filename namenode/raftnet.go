@@ -52,6 +52,7 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 		ClientTLS:        cfg.PeerTLS,
 		TrustDomain:      cfg.TrustDomain,
 		HandshakeTimeout: cfg.RaftHandshakeTimeout,
+		Advertise:        cfg.AdvertiseRaft,
 		PeerName:         func(a raft.ServerAddress) (string, bool) { return n.raftPeerName(current.Load(), a) },
 		Refused: func(dir, reason string, remote net.Addr, err error) {
 			refused.WithLabelValues(dir, reason).Inc()

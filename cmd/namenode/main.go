@@ -31,7 +31,9 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+// parse builds the namenode's configuration from args (and BLOCKFS_NN_*
+// variables). It returns flag.ErrHelp for --help.
+func parse(args []string) (namenode.Config, error) {
 	cfg := namenode.DefaultConfig()
 	if u, err := user.Current(); err == nil {
 		cfg.Superuser = u.Username
@@ -43,12 +45,15 @@ func run(args []string) error {
 	f.String(&cfg.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
 	f.String(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address")
 	f.String(&cfg.AdvertiseGRPC, "advertise-grpc", "", "gRPC address peers and clients use (default: the bound address)")
+	f.String(&cfg.AdvertiseRaft, "advertise-raft", "", "Raft address peers dial and the Raft configuration records (default: the bound address); a stable DNS name where the IP changes, as in a Kubernetes StatefulSet")
 	f.String(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft address: mutual TLS between namenode certificates when --tls-* are given; without TLS, plaintext and loopback only (see --insecure-raft)")
 	f.Bool(&cfg.InsecureRaft, "insecure-raft", false, "with --auth=simple and no TLS, serve plaintext Raft on a non-loopback --raft-addr anyway: unauthenticated, anyone who reaches the port can rewrite the namespace (logged as an error at start)")
-	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics and /healthz (empty disables)")
+	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics, /healthz and the web UI (HTTPS when --tls-* are given; empty disables)")
 	f.Bool(&cfg.Bootstrap, "bootstrap", false, "bootstrap a new cluster if this node has no Raft state (with --peers: all peers as voters)")
 	f.String(&peers, "peers", "", "initial cluster for --bootstrap: id=raft_addr/grpc_addr,... (every peer may pass the same list)")
 	f.String(&cfg.Join, "join", "", "gRPC address of a running namenode to join through, if this node has no Raft state")
+	var bootstrapID string
+	f.String(&bootstrapID, "bootstrap-id", "", "the namenode that bootstraps: the node whose --id this is bootstraps (ignoring --join), every other one joins (ignoring --bootstrap); lets identical arguments serve every pod of a StatefulSet")
 	f.String(&cfg.Superuser, "superuser", cfg.Superuser, "user with all permissions (default: the user running the namenode)")
 	f.String(&cfg.SuperGroup, "supergroup", cfg.SuperGroup, "group of the superuser, owner group of /")
 	var repl int
@@ -74,34 +79,48 @@ func run(args []string) error {
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
+		return cfg, err
+	}
+	if bootstrapID != "" {
+		cfg.Bootstrap = cfg.ID == bootstrapID
+		if cfg.Bootstrap {
+			cfg.Join = ""
 		}
-		return err
 	}
 	cfg.DefaultRepl = uint32(repl)
 	if bpc > namenode.MaxBytesPerChecksum {
-		return fmt.Errorf("--bytes-per-checksum %d: want a power of two in [%d, %d]", bpc, namenode.MinBytesPerChecksum, namenode.MaxBytesPerChecksum)
+		return cfg, fmt.Errorf("--bytes-per-checksum %d: want a power of two in [%d, %d]", bpc, namenode.MinBytesPerChecksum, namenode.MaxBytesPerChecksum)
 	}
 	cfg.BytesPerChecksum = uint32(bpc)
 	mode, err := security.ParseMode(tokenMode)
 	if err != nil {
-		return err
+		return cfg, err
 	}
 	cfg.Security.Mode = mode
 	if tlsCA != "" || tlsCert != "" || tlsKey != "" {
 		if cfg.TLS, cfg.PeerTLS, err = security.TLSFromFiles(tlsCA, tlsCert, tlsKey); err != nil {
-			return err
+			return cfg, err
 		}
 	}
 	if peers != "" {
 		p, err := namenode.ParsePeers(peers)
 		if err != nil {
-			return err
+			return cfg, err
 		}
 		cfg.Peers = p
 	}
 	if cfg.Logger, err = cliflag.Logger(logLevel); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func run(args []string) error {
+	cfg, err := parse(args)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
 		return err
 	}
 

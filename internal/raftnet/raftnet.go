@@ -58,6 +58,10 @@ type Options struct {
 	// Refused, if set, is told about every connection refused in either
 	// direction, with a short reason (see Reason) and the cause.
 	Refused func(direction, reason string, remote net.Addr, err error)
+	// Advertise, if set, is the address peers dial ("host:port"), which
+	// Raft records in its configuration instead of the listener's: a
+	// stable DNS name where the IP changes (a Kubernetes StatefulSet pod).
+	Advertise string
 }
 
 // StreamLayer is a raft.StreamLayer over a TCP listener, with or without
@@ -116,8 +120,20 @@ func New(lis net.Listener, o Options) (*StreamLayer, error) {
 // Secure reports whether the layer speaks mutual TLS.
 func (s *StreamLayer) Secure() bool { return s.server != nil }
 
-// Addr is the listener's address, which Raft advertises.
-func (s *StreamLayer) Addr() net.Addr { return s.lis.Addr() }
+// Addr is the address Raft advertises: Options.Advertise, else the
+// listener's.
+func (s *StreamLayer) Addr() net.Addr {
+	if s.opts.Advertise != "" {
+		return advertised(s.opts.Advertise)
+	}
+	return s.lis.Addr()
+}
+
+// advertised is an address given by name, as Options.Advertise.
+type advertised string
+
+func (a advertised) Network() string { return "tcp" }
+func (a advertised) String() string  { return string(a) }
 
 // Accept waits for the next connection. Under TLS it returns at once; the
 // handshake happens on the connection's first Read or Write.
