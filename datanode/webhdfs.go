@@ -44,7 +44,7 @@ func newWebHDFS(d *Datanode) *webServer {
 }
 
 // webhdfsRoutes returns the datanode's WebHDFS endpoints (GET for OPEN,
-// PUT for CREATE) and starts the goroutine that closes their client when
+// PUT for CREATE, POST to refuse APPEND in Hadoop's format) and starts the goroutine that closes their client when
 // the datanode stops.
 func (d *Datanode) webhdfsRoutes() map[string]serve.Route {
 	wh := newWebHDFS(d)
@@ -56,8 +56,9 @@ func (d *Datanode) webhdfsRoutes() map[string]serve.Route {
 	}()
 	h := http.HandlerFunc(wh.serve)
 	return map[string]serve.Route{
-		"GET " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied},
-		"PUT " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied},
+		"GET " + webhdfs.Prefix + "/":  {Handler: h, Denied: webDenied},
+		"PUT " + webhdfs.Prefix + "/":  {Handler: h, Denied: webDenied},
+		"POST " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied}, // APPEND: refused as unsupported
 	}
 }
 
@@ -124,6 +125,12 @@ func (wh *webServer) serve(w http.ResponseWriter, r *http.Request) {
 	case op == security.RedirectOpen && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 	case op == security.RedirectCreate && r.Method == http.MethodPut:
 	default:
+		// Unknown and unsupported ops (APPEND) get the namenode's answer;
+		// the rest are served by namenodes only.
+		if _, err := webhdfs.LookupOp(r.Method, op); err != nil {
+			webhdfs.WriteError(w, err)
+			return
+		}
 		webhdfs.WriteError(w, webhdfs.Errorf(webhdfs.IllegalArgument, `Invalid value for webhdfs parameter "op": a datanode serves only OPEN (GET) and CREATE (PUT) redirected by a namenode`))
 		return
 	}
