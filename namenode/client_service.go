@@ -142,6 +142,9 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	if req.InodeId == 0 {
 		return nil, errs.New(errs.Invalid, "complete", req.Path, "inode_id is required")
 	}
+	if err := s.n.awaitMinReplication(ctx, req.Path, req.Blocks); err != nil {
+		return nil, err
+	}
 	_, idx, err := s.n.propose(ctx, cmdComplete, &api.CompleteCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
 	})

@@ -33,7 +33,15 @@ func startCluster(t testing.TB, n int, adjust func(i int, c *namenode.Config)) *
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: n, Dir: t.TempDir(), Namenode: adjust})
+	// These tests drive scripted datanodes that report only when a test
+	// says so: Complete does not wait for reports here (MinReplication 0)
+	// unless a test sets it.
+	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: n, Dir: t.TempDir(), Namenode: func(i int, c *namenode.Config) {
+		c.MinReplication = 0
+		if adjust != nil {
+			adjust(i, c)
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,6 +108,13 @@ type Config struct {
 	// TrustDomain is the cluster's SPIFFE trust domain: under mTLS every
 	// caller's certificate must name spiffe://<TrustDomain>/<role>/<name>.
 	TrustDomain string
+	// MinReplication is how many reported replicas each block of a file
+	// needs before Complete closes it (HDFS's dfs.namenode.replication.min);
+	// 0 closes without waiting. CompleteWait bounds how long one Complete
+	// call waits for the reports before it answers Unavailable (the client
+	// retries).
+	MinReplication int
+	CompleteWait   time.Duration
 	// GroupFile is the group mapping (security.GroupMapping; "" for none):
 	// users' groups come only from it, reloaded by ReloadGroups (SIGHUP).
 	GroupFile string
@@ -149,6 +156,8 @@ func DefaultConfig() Config {
 
 		MaxInflightApplies: 1,
 		MaxBatch:           256,
+		MinReplication:     1,
+		CompleteWait:       5 * time.Second,
 
 		RaftHandshakeTimeout: 10 * time.Second,
 	}
@@ -188,6 +197,8 @@ func (c *Config) Validate() error {
 		return bad("max request size must be positive")
 	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
 		return bad("max in-flight applies and max batch must be positive")
+	case c.MinReplication < 0 || c.MinReplication > int(c.DefaultRepl) || (c.MinReplication > 0 && c.CompleteWait <= 0):
+		return bad("min replication %d must be in 0..default replication %d, with a positive complete wait", c.MinReplication, c.DefaultRepl)
 	}
 	if msg := c.blockSizeProblem(c.DefaultBlock); msg != "" {
 		return bad("default block size %d: %s", c.DefaultBlock, msg)

@@ -16,6 +16,7 @@ import (
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/namenode"
 )
 
 // Config is one benchmark invocation.
@@ -35,6 +36,9 @@ type Config struct {
 	// InflightCap is the datanode's in-flight write cap in bytes for the
 	// heap bound; -1 looks for it in datanode.DefaultConfig.
 	InflightCap int64
+	// BytesPerChecksum is the namenodes' --bytes-per-checksum, the chunk
+	// every writer checksums (0: the namenode's default).
+	BytesPerChecksum uint32
 }
 
 // DefaultConfig is the configuration.
@@ -217,6 +221,11 @@ func startRig(ctx context.Context, cfg Config, enc bool, dir string, pat pattern
 	defer cancel()
 	c, err := localcluster.Start(sctx, localcluster.Config{
 		Namenodes: 3, Datanodes: 3, Dir: dir, MTLS: cfg.MTLS,
+		Namenode: func(_ int, nc *namenode.Config) {
+			if cfg.BytesPerChecksum != 0 {
+				nc.BytesPerChecksum = cfg.BytesPerChecksum
+			}
+		},
 		Datanode: func(i int, dc *datanode.Config) {
 			dc.Store.Encrypt = enc
 			// localcluster keeps containers small for its tests; a

@@ -61,6 +61,7 @@ func main() {
 	mtls := flag.Bool("mtls", def.MTLS, "run the cluster and the stream floor under mTLS, as production datanodes do by default; false: simple auth on plaintext loopback")
 	dir := flag.String("dir", "", "parent directory of the cluster data and the disk floor's file (default: a temp dir, removed afterwards)")
 	jsonOut := flag.String("json", "", "write the rows as JSON to this file")
+	bpc := flag.Uint("bytes-per-checksum", 0, "the namenodes' --bytes-per-checksum: the chunk writers checksum (0: the namenode default, 512)")
 	inflight := flag.Int64("inflight-cap", -1, "datanode in-flight write cap in bytes, for the heap bound; -1: look for one in datanode.DefaultConfig")
 	flag.Parse()
 
@@ -96,6 +97,7 @@ func main() {
 	intFlag("reads", *reads, &cfg.Reads)
 	intFlag("writers", *writers, &cfg.Writers)
 	cfg.MTLS, cfg.Dir, cfg.JSON, cfg.InflightCap = *mtls, *dir, *jsonOut, *inflight
+	cfg.BytesPerChecksum = uint32(*bpc)
 	switch *encrypt {
 	case "both":
 		cfg.Encrypt = []bool{false, true}
