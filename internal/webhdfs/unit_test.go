@@ -1,0 +1,155 @@
+package webhdfs_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/webhdfs"
+)
+
+// TestParams: parameter parsing accepts Hadoop's forms and refuses the
+// rest with IllegalArgumentException.
+func TestParams(t *testing.T) {
+	q, err := webhdfs.ParseQuery("Overwrite=TRUE&permission=1755&offset=12&len=x&blocksize=&Op=open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := q.Bool("overwrite", false); err != nil || !b {
+		t.Errorf("overwrite: %v %v", b, err)
+	}
+	if p, err := q.Permission("permission", 0); err != nil || p != 0o1755 {
+		t.Errorf("permission: %o %v", p, err)
+	}
+	if n, err := q.Uint("blocksize", 7); err != nil || n != 7 {
+		t.Errorf("empty blocksize takes the default: %d %v", n, err)
+	}
+	if q.String("op") != "open" {
+		t.Errorf("names are case-insensitive")
+	}
+	for _, raw := range []string{"x=true&x=%zz", "overwrite=yes", "permission=8", "permission=17777", "offset=-1", "offset=1e3", "offset=99999999999999999999"} {
+		q, err := webhdfs.ParseQuery(raw)
+		if err == nil {
+			_, err1 := q.Bool("overwrite", false)
+			_, err2 := q.Permission("permission", 0)
+			_, err3 := q.Uint("offset", 0)
+			err = errors.Join(err1, err2, err3)
+		}
+		if webhdfs.ExceptionFor(err) != webhdfs.IllegalArgument {
+			t.Errorf("%s: %v, want IllegalArgumentException", raw, err)
+		}
+	}
+}
+
+// TestPaths: the namespace's path rules, with trailing slashes dropped.
+func TestPaths(t *testing.T) {
+	for in, want := range map[string]string{"/webhdfs/v1": "/", "/webhdfs/v1/": "/", "/webhdfs/v1/a/b/": "/a/b"} {
+		if got, err := webhdfs.Path(in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"/webhdfs/v1x", "/other/a", "/webhdfs/v1/a\x00b", "/webhdfs/v1/a/./b"} {
+		if _, err := webhdfs.Path(in); webhdfs.ExceptionFor(err) != webhdfs.InvalidPath {
+			t.Errorf("%q: %v, want InvalidPathException", in, err)
+		}
+	}
+}
+
+// TestLookupOp: served, unsupported and unknown ops, and methods.
+func TestLookupOp(t *testing.T) {
+	cases := []struct {
+		method, op string
+		ex         webhdfs.Exception // zero: served
+	}{
+		{"GET", "getfilestatus", webhdfs.Exception{}},
+		{"PUT", "CREATE", webhdfs.Exception{}},
+		{"POST", "APPEND", webhdfs.Unsupported},
+		{"GET", "GETACLSTATUS", webhdfs.Unsupported},
+		{"GET", "CREATE", webhdfs.IllegalArgument},
+		{"GET", "NOPE", webhdfs.IllegalArgument},
+		{"GET", "", webhdfs.IllegalArgument},
+	}
+	for _, c := range cases {
+		_, err := webhdfs.LookupOp(c.method, c.op)
+		if (c.ex == webhdfs.Exception{}) != (err == nil) || (err != nil && webhdfs.ExceptionFor(err) != c.ex) {
+			t.Errorf("%s %s: %v, want %v", c.method, c.op, err, c.ex.Name)
+		}
+	}
+	for _, o := range webhdfs.Ops() {
+		if o.Name == "" || o.Method == "" {
+			t.Errorf("op %+v", o)
+		}
+	}
+}
+
+// TestExceptionStatus: every errs kind has Hadoop's exception and status,
+// and the body is Hadoop's RemoteException.
+func TestExceptionStatus(t *testing.T) {
+	cases := []struct {
+		kind   errs.Kind
+		name   string
+		status int
+	}{
+		{errs.NotFound, "FileNotFoundException", 404},
+		{errs.Permission, "AccessControlException", 403},
+		{errs.Exist, "FileAlreadyExistsException", 403},
+		{errs.NotEmpty, "PathIsNotEmptyDirectoryException", 403},
+		{errs.Invalid, "IllegalArgumentException", 400},
+		{errs.Unauthenticated, "SecurityException", 401},
+		{errs.Unavailable, "RetriableException", 503},
+		{errs.Precondition, "IOException", 403},
+		{errs.Internal, "RuntimeException", 500},
+	}
+	for _, c := range cases {
+		w := httptest.NewRecorder()
+		webhdfs.WriteError(w, errs.New(c.kind, "op", "/p", "why"))
+		var body map[string]map[string]string
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		re := body["RemoteException"]
+		if w.Code != c.status || re["exception"] != c.name || re["javaClassName"] == "" || re["message"] != "op /p: why" {
+			t.Errorf("%v: %d %v", c.kind, w.Code, re)
+		}
+	}
+}
+
+// TestBlockEncodersRefuseMalformedReplies: the hand-written encoders check
+// every index and length of the packed reply instead of panicking, and
+// escape what they copy into JSON.
+func TestBlockEncodersRefuseMalformedReplies(t *testing.T) {
+	good := func() *api.GetBlockLocationsResponse {
+		return &api.GetBlockLocationsResponse{
+			FileLength: 10, BlockIds: []uint64{1, 2}, GenStamps: []uint64{1, 1}, Lengths: []uint64{5, 5},
+			ReplicaCounts: []uint32{1, 1}, ReplicaIndexes: []uint32{0, 0},
+			Datanodes: []*api.DatanodeInfo{{Id: "dn\"1", Addr: "127.0.0.1:1"}},
+		}
+	}
+	for name, bad := range map[string]func(r *api.GetBlockLocationsResponse){
+		"short gen stamps":   func(r *api.GetBlockLocationsResponse) { r.GenStamps = r.GenStamps[:1] },
+		"counts overrun":     func(r *api.GetBlockLocationsResponse) { r.ReplicaCounts[1] = 5 },
+		"index out of range": func(r *api.GetBlockLocationsResponse) { r.ReplicaIndexes[1] = 3 },
+		"offsets wrap":       func(r *api.GetBlockLocationsResponse) { r.Lengths[0] = ^uint64(0) },
+	} {
+		r := good()
+		bad(r)
+		if _, err := webhdfs.BlockLocations(r); err == nil {
+			t.Errorf("BlockLocations %s: no error", name)
+		}
+		if _, err := webhdfs.LocatedBlocks(r, "bp"); err == nil {
+			t.Errorf("LocatedBlocks %s: no error", name)
+		}
+	}
+	for _, enc := range []func(*api.GetBlockLocationsResponse) ([]byte, error){
+		webhdfs.BlockLocations,
+		func(r *api.GetBlockLocationsResponse) ([]byte, error) { return webhdfs.LocatedBlocks(r, "b\\p") },
+	} {
+		b, err := enc(good())
+		if err != nil || !json.Valid(b) {
+			t.Errorf("%v: invalid JSON %s", err, b)
+		}
+	}
+}
