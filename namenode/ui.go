@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/serve"
 	"github.com/blockfs/blockfs/security"
@@ -171,28 +170,28 @@ func (n *Namenode) memberURL(id, path, user string) string {
 	if m == nil || m.HttpAddr == "" {
 		return ""
 	}
-	u := url.URL{Scheme: n.httpScheme(), Host: httpHost(m), Path: path}
+	u := url.URL{Scheme: n.httpScheme(), Host: httpHost(m.HttpAddr, m.GrpcAddr), Path: path}
 	if user != "" {
 		u.RawQuery = url.Values{security.HTTPUserParam: {user}}.Encode()
 	}
 	return u.String()
 }
 
-// httpHost is where member m's HTTP port is reached: its recorded HTTP
-// address, with the host of its gRPC address when that one is unspecified
-// (a node bound to 0.0.0.0, as in Kubernetes, where the gRPC address it
-// advertises is its stable DNS name).
-func httpHost(m *api.Member) string {
-	host, port, err := net.SplitHostPort(m.HttpAddr)
+// httpHost is where a node's HTTP port is reached: its recorded HTTP
+// address, with the host of its advertised gRPC address when that one is
+// unspecified (a node bound to 0.0.0.0, as in Kubernetes, where the gRPC
+// address it advertises is its stable DNS name).
+func httpHost(httpAddr, grpcAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
 	if err != nil {
-		return m.HttpAddr
+		return httpAddr
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		if g, _, err := net.SplitHostPort(m.GrpcAddr); err == nil && g != "" {
+		if g, _, err := net.SplitHostPort(grpcAddr); err == nil && g != "" {
 			return net.JoinHostPort(g, port)
 		}
 	}
-	return m.HttpAddr
+	return httpAddr
 }
 
 // httpScheme is the scheme of the namenodes' HTTP ports.

@@ -143,7 +143,7 @@ type datanodeView struct {
 	FailedVolumes uint32
 }
 
-func newDatanodeView(d blocks.Datanode, replicas int) datanodeView {
+func newDatanodeView(d blocks.Datanode, replicas int, scheme string) datanodeView {
 	v := datanodeView{ID: d.ID, Addr: d.Addr, Live: d.State == blocks.Live, Capacity: d.Capacity, Used: d.Used,
 		Blocks: replicas, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes, UsedPercent: "-"}
 	if d.Capacity > d.Used {
@@ -153,8 +153,9 @@ func newDatanodeView(d blocks.Datanode, replicas int) datanodeView {
 		v.UsedPercent = percent(d.Used, d.Capacity)
 	}
 	if d.HTTPAddr != "" {
-		// Datanodes serve /metrics over plain HTTP (docs/SECURITY.md).
-		v.MetricsURL = (&url.URL{Scheme: "http", Host: d.HTTPAddr, Path: "/metrics"}).String()
+		// A datanode's HTTP port is HTTPS when the cluster has TLS, as the
+		// namenode's is; /metrics there needs no client certificate.
+		v.MetricsURL = (&url.URL{Scheme: scheme, Host: httpHost(d.HTTPAddr, d.Addr), Path: "/metrics"}).String()
 	}
 	return v
 }
@@ -168,7 +169,7 @@ func (n *Namenode) uiDatanodes(w http.ResponseWriter, r *http.Request) error {
 	var v datanodesView
 	for _, d := range n.blocks.Datanodes() {
 		c, _ := n.blocks.ReplicaCount(d.ID)
-		if dv := newDatanodeView(d, c); dv.Live {
+		if dv := newDatanodeView(d, c, n.httpScheme()); dv.Live {
 			v.Live = append(v.Live, dv)
 		} else {
 			v.Dead = append(v.Dead, dv)
@@ -185,7 +186,7 @@ func (n *Namenode) uiDatanode(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.NotFound, "datanode", id, "no datanode of this id has registered with this namenode")
 	}
 	c, _ := n.blocks.ReplicaCount(id)
-	n.render(w, http.StatusOK, "datanode", n.newPage(r, "Datanode "+id, newDatanodeView(d, c)))
+	n.render(w, http.StatusOK, "datanode", n.newPage(r, "Datanode "+id, newDatanodeView(d, c, n.httpScheme())))
 	return nil
 }
 

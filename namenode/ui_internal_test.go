@@ -1,10 +1,6 @@
 package namenode
 
-import (
-	"testing"
-
-	"github.com/blockfs/blockfs/api"
-)
+import "testing"
 
 // TestUIHelpers: member links, modes, sizes and breadcrumbs render as the
 // pages show them.
@@ -15,7 +11,7 @@ func TestUIHelpers(t *testing.T) {
 		{"[::]:9100", "nn1.example:9000", "nn1.example:9100"},
 		{":9100", "nn1.example:9000", "nn1.example:9100"},
 	} {
-		if got := httpHost(&api.Member{HttpAddr: tc.http, GrpcAddr: tc.grpc}); got != tc.want {
+		if got := httpHost(tc.http, tc.grpc); got != tc.want {
 			t.Errorf("httpHost(%s, %s) = %s, want %s", tc.http, tc.grpc, got, tc.want)
 		}
 	}

@@ -126,15 +126,16 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		})
 	}
-	// Datanodes serve /metrics and /healthz over plain HTTP.
+	// Under mTLS the HTTP port serves HTTPS; probes and scrapes need no
+	// client certificate there.
 	for what, p := range map[string]*k8stest.HTTPProbe{"readiness": k8stest.ProbeOf(c.ReadinessProbe), "liveness": k8stest.ProbeOf(c.LivenessProbe)} {
-		if p == nil || *p != (k8stest.HTTPProbe{Path: "/healthz", Port: "http", Scheme: "HTTP"}) {
-			t.Errorf("%s probe %+v, want GET http /healthz on port http", what, p)
+		if p == nil || *p != (k8stest.HTTPProbe{Path: "/healthz", Port: "http", Scheme: "HTTPS"}) {
+			t.Errorf("%s probe %+v, want GET https /healthz on port http", what, p)
 		}
 	}
 	a := pod.Annotations
-	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != strconv.Itoa(int(ports["http"])) || a["prometheus.io/scheme"] != "http" {
-		t.Errorf("scrape annotations %v do not name http :%d/metrics", a, ports["http"])
+	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != strconv.Itoa(int(ports["http"])) || a["prometheus.io/scheme"] != "https" {
+		t.Errorf("scrape annotations %v do not name https :%d/metrics", a, ports["http"])
 	}
 }
 
