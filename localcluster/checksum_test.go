@@ -1,0 +1,48 @@
+package localcluster_test
+
+import (
+	"hash/crc32"
+	"testing"
+)
+
+// TestChecksumSurvivesReplication: the file checksum is the CRC32C of the
+// file's bytes; after a datanode holding its blocks dies and the blocks
+// are re-replicated, every new replica stores the CRC the writer computed
+// and the file checksum is unchanged.
+func TestChecksumSurvivesReplication(t *testing.T) {
+	c, cl := startCluster(t, false)
+	data := randBytes(3*blockSize + 100)
+	writeFile(t, cl, "/sum", data)
+	want := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	sum, err := cl.FileChecksum(ctxT(t), "/sum")
+	if err != nil || sum.CRC != want {
+		t.Fatalf("checksum %+v, %v; want %08x", sum, err, want)
+	}
+	locs := waitReplicas(t, cl, "/sum", 3)
+	victim := locs.Blocks[0].Locations[0].Id
+	for i := range c.Datanodes() {
+		if c.DatanodeID(i) == victim {
+			if err := c.StopDatanode(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	locs = waitReplicas(t, cl, "/sum", 3, victim)
+	for _, lb := range locs.Blocks {
+		for _, l := range lb.Locations {
+			for i, d := range c.Datanodes() {
+				if d == nil || c.DatanodeID(i) != l.Id {
+					continue
+				}
+				info, ok := d.Store().Stat(lb.Block.Id)
+				if !ok || info.CRC != lb.Block.GetCrc32C() {
+					t.Fatalf("block %d on %s: stored CRC %08x (held %v), namespace %08x", lb.Block.Id, l.Id, info.CRC, ok, lb.Block.GetCrc32C())
+				}
+			}
+		}
+	}
+	if again, err := cl.FileChecksum(ctxT(t), "/sum"); err != nil || again.CRC != want {
+		t.Fatalf("after re-replication: %+v, %v", again, err)
+	}
+	readBack(t, cl, "/sum", data)
+}
