@@ -131,6 +131,12 @@ func TestKubernetesManifests(t *testing.T) {
 					t.Errorf("%s = %q, want %q", chk.what, chk.got, chk.want)
 				}
 			}
+			// docs/OPERATIONS.md's blockfs-certs --hosts covers the names
+			// peers and datanodes dial.
+			host, _, _ := net.SplitHostPort(cfg.AdvertiseGRPC)
+			if err := k8stest.VerifyHost(ca, host, docHosts); err != nil {
+				t.Errorf("the documented --hosts do not cover %s: %v", host, err)
+			}
 			if !k8stest.Mounted(c, "data", cfg.DataDir) || len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != "data" {
 				t.Errorf("--data-dir %s is not the volume claim template data", cfg.DataDir)
 			}
@@ -148,6 +154,10 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("scrape annotations %v do not name https :%d/metrics", a, ports["http"])
 	}
 }
+
+// docHosts are the --hosts docs/OPERATIONS.md gives blockfs-certs for
+// Kubernetes.
+var docHosts = []string{"*.blockfs-namenode.blockfs.svc", "*.blockfs-datanode.blockfs.svc", "localhost", "127.0.0.1"}
 
 // portOf returns the port of a host:port address.
 func portOf(t *testing.T, addr string) string {

@@ -5,6 +5,8 @@
 package k8stest
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -305,4 +307,22 @@ func WriteTLS(dir string, ca *security.CA, id security.Identity) error {
 		return err
 	}
 	return security.WritePEMFiles(base+".pem", base+"-key.pem", cert, key)
+}
+
+// VerifyHost reports whether a server certificate issued by ca for hosts
+// (as blockfs-certs --hosts gives them) is valid for the name host.
+func VerifyHost(ca *security.CA, host string, hosts []string) error {
+	certPEM, _, err := security.IssueCert(ca, security.DefaultTrustDomain, security.Identity{Role: security.RoleNamenode, Name: "probe"}, hosts)
+	if err != nil {
+		return err
+	}
+	blk, _ := pem.Decode(certPEM)
+	if blk == nil {
+		return fmt.Errorf("no PEM block")
+	}
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return err
+	}
+	return cert.VerifyHostname(host)
 }
