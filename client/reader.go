@@ -111,12 +111,10 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	backoff := r.c.cfg.MinBackoff
 	for bi := 0; bi < len(locs.Blocks); bi++ {
 		lb := locs.Blocks[bi]
-		bStart, bLen := int64(lb.Offset), int64(lb.Block.Length)
-		if bStart+bLen <= off+int64(n) || bStart >= off+want {
+		from, take, ok := span(lb.Offset, lb.Block.Length, off+int64(n), off+want)
+		if !ok {
 			continue
 		}
-		from := off + int64(n) - bStart
-		take := min(bLen-from, want-int64(n))
 		got, err := r.c.readBlock(r.ctx, locs, lb, uint64(from), p[n:n+int(take)])
 		if err != nil && errs.Is(err, errs.Unavailable) && refreshes < maxLocationRefreshes && r.ctx.Err() == nil {
 			refreshes++
@@ -144,6 +142,26 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// span is the part of the block [bStart, bStart+bLen) that the read of
+// [pos, end) needs: from its start in the block, take bytes; ok false when
+// they do not meet. Offsets a namenode could send that do not fit an int64
+// never meet a read.
+func span(bStart, bLen uint64, pos, end int64) (from, take int64, ok bool) {
+	const maxOff = uint64(1<<63 - 1)
+	if bStart > maxOff || bLen > maxOff-bStart || pos < 0 || end <= pos {
+		return 0, 0, false
+	}
+	s, e := int64(bStart), int64(bStart+bLen)
+	if e <= pos || s >= end {
+		return 0, 0, false
+	}
+	from = pos - s
+	if from < 0 { // a gap before this block: the read cannot start here
+		return 0, 0, false
+	}
+	return from, min(e, end) - pos, true
 }
 
 // readBlock fills dst from one replica of lb starting at from.

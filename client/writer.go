@@ -60,7 +60,22 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 	if err != nil {
 		return nil, err
 	}
+	if st.GetBlockSize() == 0 || st.GetBlockSize() > maxBlockSize {
+		return nil, errs.Newf(errs.Internal, "create", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
+	}
 	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize}, nil
+}
+
+// maxBlockSize is the largest block a Writer buffers (the namenode's
+// --max-block-size is smaller); a larger answer is a namenode bug, not a
+// reason to panic.
+const maxBlockSize = 1 << 40
+
+// fill returns how many bytes of a len(p)-byte write go into a block
+// buffer holding buffered bytes of a blockSize-byte block.
+func fill(buffered int, blockSize uint64, p int) int {
+	room := int(min(blockSize, maxBlockSize)) - buffered
+	return max(0, min(room, p))
 }
 
 // Write buffers p and writes every full block through the pipeline.
@@ -73,8 +88,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	n := len(p)
 	for len(p) > 0 {
-		room := int(w.blockSize) - len(w.buf)
-		take := min(room, len(p))
+		take := fill(len(w.buf), w.blockSize, len(p))
 		w.buf = append(w.buf, p[:take]...)
 		p = p[take:]
 		if uint64(len(w.buf)) == w.blockSize {
