@@ -107,6 +107,8 @@ func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 		return errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
 	case n > 0 && crcConflict(*prev, f.blocks[n-1]):
 		return errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[n-1].CRC)
+	case n > 0 && lengthConflict(*prev, f.blocks[n-1]):
+		return errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", *prev, prev.Length, f.blocks[n-1].Length)
 	case n >= t.lim.MaxBlocksPerFile:
 		return errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
@@ -143,7 +145,9 @@ func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Bloc
 }
 
 // Complete closes file p (still inode id). blocks must equal the file's
-// blocks by (ID, GenStamp), in order; their lengths become the file's, and
+// blocks by (ID, GenStamp), in order: after Append too, the list starts
+// with the blocks the file had when it was reopened. Their lengths become
+// the file's (a committed block's length may not change), and
 // so do the CRCs they carry (a block without one keeps what AddBlock
 // recorded). A CRC that differs from one already recorded for that block
 // is refused (Precondition): a block is committed once. A file already
@@ -180,6 +184,9 @@ func (t *Tree) complete(c *Caller, p string, id ID, blocks []Block, mtimeMs int6
 		}
 		if crcConflict(b, have) {
 			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", b, b.CRC, have.CRC)
+		}
+		if f.state == UnderConstruction && lengthConflict(b, have) {
+			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", b, b.Length, have.Length)
 		}
 		same = same && b.Length == have.Length && (!b.HasCRC || have.HasCRC)
 		length += b.Length

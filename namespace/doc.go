@@ -51,8 +51,9 @@
 //	                       contents, rwx on every non-empty directory beneath
 //	rename                 Write|Exec on both parents, the sticky bit on the
 //	                       source and on an existing destination
-//	addBlock, complete,    only the writer recorded at create (client id and
-//	abandonBlock           user), superuser included
+//	append                 Write on the file; the caller becomes its writer
+//	addBlock, complete,    only the writer recorded at create or append
+//	abandonBlock           (client id and user), superuser included
 //	setPermission          the owner
 //	setOwner               owner change: superuser; group change: the owner,
 //	                       into a group they belong to

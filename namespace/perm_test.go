@@ -88,6 +88,10 @@ func addBlock(c *Caller) func(*Tree, FileInfo) error {
 	}
 }
 
+func appendTo(c *Caller, p string) func(*Tree, FileInfo) error {
+	return func(tr *Tree, _ FileInfo) error { _, err := tr.As(c).Append(p, 9); return err }
+}
+
 func chmod(c *Caller, p string) func(*Tree, FileInfo) error {
 	return func(tr *Tree, _ FileInfo) error { return tr.As(c).SetPermission(p, 0600, 9) }
 }
@@ -198,6 +202,14 @@ var permCases = []permCase{
 	{row: "rename sticky destination", name: "denied: existing entry in destination directory",
 		setup: func(tr *Tree) { must(t0, tr.Mkdirs("/tmp/d/eve.txt", MkdirsOpts{Perm: 01777, Parents: true})) },
 		op:    rename(eve, "/tmp/eve.txt", "/tmp/d"), kind: P, msg: []string{`inode="/tmp/d/eve.txt"`, "sticky bit"}},
+
+	{row: "append", name: "allowed: w on the file (group)", setup: func(tr *Tree) { must(t0, tr.SetPermission("/a/f", 0664, 1)) },
+		op: appendTo(bob, "/a/f")},
+	{row: "append", name: "denied: no w on the file", op: appendTo(bob, "/a/f"), kind: P,
+		msg: []string{"user=bob", "access=-w-", `inode="/a/f":alice:staff:-rw-r--r--`, "append"}},
+	{row: "append", name: "denied: traverse", op: appendTo(eve, "/a/b/c/f"), kind: P, msg: []string{"user=eve", "traverse"}},
+	{row: "append", name: "allowed: then being written", op: appendTo(alice, "/a/w"), kind: errs.Precondition,
+		msg: []string{"already being written", "/a/w", "alice"}},
 
 	{row: "writer", name: "allowed: the writer", op: addBlock(alice)},
 	{row: "writer", name: "denied: another user", op: addBlock(eve), kind: P,

@@ -77,6 +77,16 @@ func (s Session) SetOwner(p, owner, group string) error {
 	return s.t.setOwner(s.c, p, owner, group)
 }
 
+// Append is Tree.Append for the caller, who needs Exec on every ancestor
+// and Write on the file, and becomes the writer of the reopened file
+// (client id and user, as Create records them). The file must exist
+// (NotFound), be a file (IsDir) and be closed (Precondition: someone is
+// writing it). New blocks start after the file's last block (HDFS's
+// NEW_BLOCK append): the existing blocks are never reopened.
+func (s Session) Append(p string, mtimeMs int64) (FileInfo, error) {
+	return s.t.append(s.c, p, mtimeMs)
+}
+
 // Complete is Tree.Complete; only the file's writer may, except that the
 // unchanged answer for an already complete file goes to anyone.
 func (s Session) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {

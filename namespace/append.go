@@ -1,0 +1,76 @@
+package namespace
+
+import (
+	"strings"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// Append reopens the closed file p for writing by the system (no writer
+// recorded) and returns it. See Session.Append.
+func (t *Tree) Append(p string, mtimeMs int64) (FileInfo, error) { return t.append(nil, p, mtimeMs) }
+
+// append reopens the closed file p for caller c with HDFS's NEW_BLOCK
+// semantics: the file's blocks stay as they are, committed (a later
+// AddBlock or Complete may not change their lengths or CRCs), and the
+// writer's next AddBlock starts a new block after the last one, however
+// short that is. c needs Exec on every ancestor and Write on the file.
+// The file becomes UnderConstruction with c (client id and user) as its
+// writer, as Create records it, so only c may add blocks, abandon them and
+// complete it. Errors: NotFound (no such file), IsDir, Permission,
+// Precondition (the file is already being written, by anyone).
+func (t *Tree) append(c *Caller, p string, mtimeMs int64) (FileInfo, error) {
+	const op = "append"
+	if err := validatePath(op, p, t.lim); err != nil {
+		return FileInfo{}, err
+	}
+	w := &Writer{}
+	if c != nil {
+		if err := checkUserName(op, p, "writer client id", c.Client); err != nil {
+			return FileInfo{}, err
+		}
+		if err := checkUserName(op, p, "writer user", c.User); err != nil {
+			return FileInfo{}, err
+		}
+		w = &Writer{Client: strings.Clone(c.Client), User: strings.Clone(c.User)}
+	}
+	n, rest, err := t.resolve(c, op, p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	switch {
+	case rest != "" && !n.dir:
+		return FileInfo{}, errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
+	case rest != "":
+		return FileInfo{}, errs.New(errs.NotFound, op, p, "file does not exist")
+	case n.dir:
+		return FileInfo{}, errs.New(errs.IsDir, op, p, "path is a directory, not a file")
+	}
+	if err := c.check(op, p, n, p, Write, "append"); err != nil {
+		return FileInfo{}, err
+	}
+	if n.state == UnderConstruction {
+		holder := ""
+		if n.writer != nil {
+			holder = n.writer.User
+		}
+		return FileInfo{}, errs.Newf(errs.Precondition, op, p,
+			"failed to append to %s: the file is already being written (by user %s); it must be closed first", p, holder)
+	}
+	if len(n.blocks) >= t.lim.MaxBlocksPerFile {
+		return FileInfo{}, errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
+	}
+	n.state = UnderConstruction
+	n.writer = w
+	n.mtime = mtimeMs
+	return n.info(p), nil
+}
+
+// committed reports whether block b was committed by a writer: its
+// length or CRC is recorded. A block AddBlock just allocated is neither
+// until the writer's next AddBlock or Complete commits it.
+func committed(b Block) bool { return b.Length != 0 || b.HasCRC }
+
+// lengthConflict reports whether got would change the length of the
+// committed block have.
+func lengthConflict(got, have Block) bool { return committed(have) && got.Length != have.Length }
