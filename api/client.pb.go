@@ -618,6 +618,115 @@ func (x *AbandonBlockResponse) GetHeader() *ResponseHeader {
 	return nil
 }
 
+// AppendRequest reopens the closed file at path for writing by the
+// caller (w on the file), with HDFS's NEW_BLOCK semantics: the file's
+// blocks stay as they are and the writer's first AddBlock (previous = the
+// file's last block, unchanged) starts a new block after them. Complete
+// then lists every block of the file, the old ones first.
+type AppendRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	ClientName    string                 `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"` // lease holder name, informational
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendRequest) Reset() {
+	*x = AppendRequest{}
+	mi := &file_api_client_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendRequest) ProtoMessage() {}
+
+func (x *AppendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendRequest.ProtoReflect.Descriptor instead.
+func (*AppendRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AppendRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AppendRequest) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+type AppendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Status        *FileStatus            `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"` // the file, now under construction
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendResponse) Reset() {
+	*x = AppendResponse{}
+	mi := &file_api_client_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendResponse) ProtoMessage() {}
+
+func (x *AppendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendResponse.ProtoReflect.Descriptor instead.
+func (*AppendResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AppendResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *AppendResponse) GetStatus() *FileStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 type GetBlockLocationsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -630,7 +739,7 @@ type GetBlockLocationsRequest struct {
 
 func (x *GetBlockLocationsRequest) Reset() {
 	*x = GetBlockLocationsRequest{}
-	mi := &file_api_client_proto_msgTypes[10]
+	mi := &file_api_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +751,7 @@ func (x *GetBlockLocationsRequest) String() string {
 func (*GetBlockLocationsRequest) ProtoMessage() {}
 
 func (x *GetBlockLocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[10]
+	mi := &file_api_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +764,7 @@ func (x *GetBlockLocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockLocationsRequest.ProtoReflect.Descriptor instead.
 func (*GetBlockLocationsRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{10}
+	return file_api_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetBlockLocationsRequest) GetPath() string {
@@ -721,7 +830,7 @@ type GetBlockLocationsResponse struct {
 
 func (x *GetBlockLocationsResponse) Reset() {
 	*x = GetBlockLocationsResponse{}
-	mi := &file_api_client_proto_msgTypes[11]
+	mi := &file_api_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +842,7 @@ func (x *GetBlockLocationsResponse) String() string {
 func (*GetBlockLocationsResponse) ProtoMessage() {}
 
 func (x *GetBlockLocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[11]
+	mi := &file_api_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +855,7 @@ func (x *GetBlockLocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockLocationsResponse.ProtoReflect.Descriptor instead.
 func (*GetBlockLocationsResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{11}
+	return file_api_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetBlockLocationsResponse) GetHeader() *ResponseHeader {
@@ -864,7 +973,7 @@ type GetFileInfoRequest struct {
 
 func (x *GetFileInfoRequest) Reset() {
 	*x = GetFileInfoRequest{}
-	mi := &file_api_client_proto_msgTypes[12]
+	mi := &file_api_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +985,7 @@ func (x *GetFileInfoRequest) String() string {
 func (*GetFileInfoRequest) ProtoMessage() {}
 
 func (x *GetFileInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[12]
+	mi := &file_api_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +998,7 @@ func (x *GetFileInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFileInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetFileInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{12}
+	return file_api_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetFileInfoRequest) GetPath() string {
@@ -916,7 +1025,7 @@ type GetFileInfoResponse struct {
 
 func (x *GetFileInfoResponse) Reset() {
 	*x = GetFileInfoResponse{}
-	mi := &file_api_client_proto_msgTypes[13]
+	mi := &file_api_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1037,7 @@ func (x *GetFileInfoResponse) String() string {
 func (*GetFileInfoResponse) ProtoMessage() {}
 
 func (x *GetFileInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[13]
+	mi := &file_api_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1050,7 @@ func (x *GetFileInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFileInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetFileInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{13}
+	return file_api_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetFileInfoResponse) GetHeader() *ResponseHeader {
@@ -970,7 +1079,7 @@ type ListStatusRequest struct {
 
 func (x *ListStatusRequest) Reset() {
 	*x = ListStatusRequest{}
-	mi := &file_api_client_proto_msgTypes[14]
+	mi := &file_api_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1091,7 @@ func (x *ListStatusRequest) String() string {
 func (*ListStatusRequest) ProtoMessage() {}
 
 func (x *ListStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[14]
+	mi := &file_api_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1104,7 @@ func (x *ListStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStatusRequest.ProtoReflect.Descriptor instead.
 func (*ListStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{14}
+	return file_api_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListStatusRequest) GetPath() string {
@@ -1037,7 +1146,7 @@ type ListStatusResponse struct {
 
 func (x *ListStatusResponse) Reset() {
 	*x = ListStatusResponse{}
-	mi := &file_api_client_proto_msgTypes[15]
+	mi := &file_api_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1158,7 @@ func (x *ListStatusResponse) String() string {
 func (*ListStatusResponse) ProtoMessage() {}
 
 func (x *ListStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[15]
+	mi := &file_api_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1171,7 @@ func (x *ListStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStatusResponse.ProtoReflect.Descriptor instead.
 func (*ListStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{15}
+	return file_api_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListStatusResponse) GetHeader() *ResponseHeader {
@@ -1096,7 +1205,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_client_proto_msgTypes[16]
+	mi := &file_api_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1217,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[16]
+	mi := &file_api_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1230,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{16}
+	return file_api_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteRequest) GetPath() string {
@@ -1148,7 +1257,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_client_proto_msgTypes[17]
+	mi := &file_api_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1269,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[17]
+	mi := &file_api_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1282,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{17}
+	return file_api_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteResponse) GetHeader() *ResponseHeader {
@@ -1200,7 +1309,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_api_client_proto_msgTypes[18]
+	mi := &file_api_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1321,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[18]
+	mi := &file_api_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1334,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{18}
+	return file_api_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RenameRequest) GetSrc() string {
@@ -1251,7 +1360,7 @@ type RenameResponse struct {
 
 func (x *RenameResponse) Reset() {
 	*x = RenameResponse{}
-	mi := &file_api_client_proto_msgTypes[19]
+	mi := &file_api_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1372,7 @@ func (x *RenameResponse) String() string {
 func (*RenameResponse) ProtoMessage() {}
 
 func (x *RenameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[19]
+	mi := &file_api_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1385,7 @@ func (x *RenameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameResponse.ProtoReflect.Descriptor instead.
 func (*RenameResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{19}
+	return file_api_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RenameResponse) GetHeader() *ResponseHeader {
@@ -1296,7 +1405,7 @@ type SetPermissionRequest struct {
 
 func (x *SetPermissionRequest) Reset() {
 	*x = SetPermissionRequest{}
-	mi := &file_api_client_proto_msgTypes[20]
+	mi := &file_api_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1417,7 @@ func (x *SetPermissionRequest) String() string {
 func (*SetPermissionRequest) ProtoMessage() {}
 
 func (x *SetPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[20]
+	mi := &file_api_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1430,7 @@ func (x *SetPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPermissionRequest.ProtoReflect.Descriptor instead.
 func (*SetPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{20}
+	return file_api_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetPermissionRequest) GetPath() string {
@@ -1347,7 +1456,7 @@ type SetPermissionResponse struct {
 
 func (x *SetPermissionResponse) Reset() {
 	*x = SetPermissionResponse{}
-	mi := &file_api_client_proto_msgTypes[21]
+	mi := &file_api_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1468,7 @@ func (x *SetPermissionResponse) String() string {
 func (*SetPermissionResponse) ProtoMessage() {}
 
 func (x *SetPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[21]
+	mi := &file_api_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1481,7 @@ func (x *SetPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPermissionResponse.ProtoReflect.Descriptor instead.
 func (*SetPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{21}
+	return file_api_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetPermissionResponse) GetHeader() *ResponseHeader {
@@ -1393,7 +1502,7 @@ type SetOwnerRequest struct {
 
 func (x *SetOwnerRequest) Reset() {
 	*x = SetOwnerRequest{}
-	mi := &file_api_client_proto_msgTypes[22]
+	mi := &file_api_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1514,7 @@ func (x *SetOwnerRequest) String() string {
 func (*SetOwnerRequest) ProtoMessage() {}
 
 func (x *SetOwnerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[22]
+	mi := &file_api_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1527,7 @@ func (x *SetOwnerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOwnerRequest.ProtoReflect.Descriptor instead.
 func (*SetOwnerRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{22}
+	return file_api_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetOwnerRequest) GetPath() string {
@@ -1451,7 +1560,7 @@ type SetOwnerResponse struct {
 
 func (x *SetOwnerResponse) Reset() {
 	*x = SetOwnerResponse{}
-	mi := &file_api_client_proto_msgTypes[23]
+	mi := &file_api_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1572,7 @@ func (x *SetOwnerResponse) String() string {
 func (*SetOwnerResponse) ProtoMessage() {}
 
 func (x *SetOwnerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[23]
+	mi := &file_api_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1585,7 @@ func (x *SetOwnerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOwnerResponse.ProtoReflect.Descriptor instead.
 func (*SetOwnerResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{23}
+	return file_api_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SetOwnerResponse) GetHeader() *ResponseHeader {
@@ -1496,7 +1605,7 @@ type ReportBadBlocksRequest struct {
 
 func (x *ReportBadBlocksRequest) Reset() {
 	*x = ReportBadBlocksRequest{}
-	mi := &file_api_client_proto_msgTypes[24]
+	mi := &file_api_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1617,7 @@ func (x *ReportBadBlocksRequest) String() string {
 func (*ReportBadBlocksRequest) ProtoMessage() {}
 
 func (x *ReportBadBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[24]
+	mi := &file_api_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1630,7 @@ func (x *ReportBadBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ReportBadBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{24}
+	return file_api_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReportBadBlocksRequest) GetBlocks() []*Block {
@@ -1546,7 +1655,7 @@ type ReportBadBlocksResponse struct {
 
 func (x *ReportBadBlocksResponse) Reset() {
 	*x = ReportBadBlocksResponse{}
-	mi := &file_api_client_proto_msgTypes[25]
+	mi := &file_api_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1667,7 @@ func (x *ReportBadBlocksResponse) String() string {
 func (*ReportBadBlocksResponse) ProtoMessage() {}
 
 func (x *ReportBadBlocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[25]
+	mi := &file_api_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1680,7 @@ func (x *ReportBadBlocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadBlocksResponse.ProtoReflect.Descriptor instead.
 func (*ReportBadBlocksResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{25}
+	return file_api_client_proto_rawDescGZIP(), []int{27}
 }
 
 type ClusterStatusRequest struct {
@@ -1582,7 +1691,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_client_proto_msgTypes[26]
+	mi := &file_api_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1703,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[26]
+	mi := &file_api_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1716,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{26}
+	return file_api_client_proto_rawDescGZIP(), []int{28}
 }
 
 type ClusterStatusResponse struct {
@@ -1627,7 +1736,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_client_proto_msgTypes[27]
+	mi := &file_api_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1748,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[27]
+	mi := &file_api_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1761,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{27}
+	return file_api_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ClusterStatusResponse) GetLeaderId() string {
@@ -1733,7 +1842,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_api_client_proto_msgTypes[28]
+	mi := &file_api_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1854,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[28]
+	mi := &file_api_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1867,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{28}
+	return file_api_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Member) GetId() string {
@@ -1849,7 +1958,14 @@ const file_api_client_proto_rawDesc = "" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
 	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"J\n" +
 	"\x14AbandonBlockResponse\x122\n" +
-	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"\x8b\x01\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"D\n" +
+	"\rAppendRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
+	"\vclient_name\x18\x02 \x01(\tR\n" +
+	"clientName\"t\n" +
+	"\x0eAppendResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
+	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\"\x8b\x01\n" +
 	"\x18GetBlockLocationsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
@@ -1936,13 +2052,14 @@ const file_api_client_proto_rawDesc = "" +
 	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\x12\x14\n" +
 	"\x05voter\x18\x05 \x01(\bR\x05voter\x12\x16\n" +
-	"\x06leader\x18\x06 \x01(\bR\x06leader2\xc2\b\n" +
+	"\x06leader\x18\x06 \x01(\bR\x06leader2\x83\t\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
 	"\bAddBlock\x12\x1b.blockfs.v1.AddBlockRequest\x1a\x1c.blockfs.v1.AddBlockResponse\x12E\n" +
 	"\bComplete\x12\x1b.blockfs.v1.CompleteRequest\x1a\x1c.blockfs.v1.CompleteResponse\x12Q\n" +
-	"\fAbandonBlock\x12\x1f.blockfs.v1.AbandonBlockRequest\x1a .blockfs.v1.AbandonBlockResponse\x12`\n" +
+	"\fAbandonBlock\x12\x1f.blockfs.v1.AbandonBlockRequest\x1a .blockfs.v1.AbandonBlockResponse\x12?\n" +
+	"\x06Append\x12\x19.blockfs.v1.AppendRequest\x1a\x1a.blockfs.v1.AppendResponse\x12`\n" +
 	"\x11GetBlockLocations\x12$.blockfs.v1.GetBlockLocationsRequest\x1a%.blockfs.v1.GetBlockLocationsResponse\x12N\n" +
 	"\vGetFileInfo\x12\x1e.blockfs.v1.GetFileInfoRequest\x1a\x1f.blockfs.v1.GetFileInfoResponse\x12K\n" +
 	"\n" +
@@ -1966,7 +2083,7 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_api_client_proto_goTypes = []any{
 	(*MkdirsRequest)(nil),             // 0: blockfs.v1.MkdirsRequest
 	(*MkdirsResponse)(nil),            // 1: blockfs.v1.MkdirsResponse
@@ -1978,93 +2095,99 @@ var file_api_client_proto_goTypes = []any{
 	(*CompleteResponse)(nil),          // 7: blockfs.v1.CompleteResponse
 	(*AbandonBlockRequest)(nil),       // 8: blockfs.v1.AbandonBlockRequest
 	(*AbandonBlockResponse)(nil),      // 9: blockfs.v1.AbandonBlockResponse
-	(*GetBlockLocationsRequest)(nil),  // 10: blockfs.v1.GetBlockLocationsRequest
-	(*GetBlockLocationsResponse)(nil), // 11: blockfs.v1.GetBlockLocationsResponse
-	(*GetFileInfoRequest)(nil),        // 12: blockfs.v1.GetFileInfoRequest
-	(*GetFileInfoResponse)(nil),       // 13: blockfs.v1.GetFileInfoResponse
-	(*ListStatusRequest)(nil),         // 14: blockfs.v1.ListStatusRequest
-	(*ListStatusResponse)(nil),        // 15: blockfs.v1.ListStatusResponse
-	(*DeleteRequest)(nil),             // 16: blockfs.v1.DeleteRequest
-	(*DeleteResponse)(nil),            // 17: blockfs.v1.DeleteResponse
-	(*RenameRequest)(nil),             // 18: blockfs.v1.RenameRequest
-	(*RenameResponse)(nil),            // 19: blockfs.v1.RenameResponse
-	(*SetPermissionRequest)(nil),      // 20: blockfs.v1.SetPermissionRequest
-	(*SetPermissionResponse)(nil),     // 21: blockfs.v1.SetPermissionResponse
-	(*SetOwnerRequest)(nil),           // 22: blockfs.v1.SetOwnerRequest
-	(*SetOwnerResponse)(nil),          // 23: blockfs.v1.SetOwnerResponse
-	(*ReportBadBlocksRequest)(nil),    // 24: blockfs.v1.ReportBadBlocksRequest
-	(*ReportBadBlocksResponse)(nil),   // 25: blockfs.v1.ReportBadBlocksResponse
-	(*ClusterStatusRequest)(nil),      // 26: blockfs.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),     // 27: blockfs.v1.ClusterStatusResponse
-	(*Member)(nil),                    // 28: blockfs.v1.Member
-	(*ResponseHeader)(nil),            // 29: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                // 30: blockfs.v1.FileStatus
-	(*Block)(nil),                     // 31: blockfs.v1.Block
-	(*LocatedBlock)(nil),              // 32: blockfs.v1.LocatedBlock
-	(*ReadOptions)(nil),               // 33: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),              // 34: blockfs.v1.DatanodeInfo
+	(*AppendRequest)(nil),             // 10: blockfs.v1.AppendRequest
+	(*AppendResponse)(nil),            // 11: blockfs.v1.AppendResponse
+	(*GetBlockLocationsRequest)(nil),  // 12: blockfs.v1.GetBlockLocationsRequest
+	(*GetBlockLocationsResponse)(nil), // 13: blockfs.v1.GetBlockLocationsResponse
+	(*GetFileInfoRequest)(nil),        // 14: blockfs.v1.GetFileInfoRequest
+	(*GetFileInfoResponse)(nil),       // 15: blockfs.v1.GetFileInfoResponse
+	(*ListStatusRequest)(nil),         // 16: blockfs.v1.ListStatusRequest
+	(*ListStatusResponse)(nil),        // 17: blockfs.v1.ListStatusResponse
+	(*DeleteRequest)(nil),             // 18: blockfs.v1.DeleteRequest
+	(*DeleteResponse)(nil),            // 19: blockfs.v1.DeleteResponse
+	(*RenameRequest)(nil),             // 20: blockfs.v1.RenameRequest
+	(*RenameResponse)(nil),            // 21: blockfs.v1.RenameResponse
+	(*SetPermissionRequest)(nil),      // 22: blockfs.v1.SetPermissionRequest
+	(*SetPermissionResponse)(nil),     // 23: blockfs.v1.SetPermissionResponse
+	(*SetOwnerRequest)(nil),           // 24: blockfs.v1.SetOwnerRequest
+	(*SetOwnerResponse)(nil),          // 25: blockfs.v1.SetOwnerResponse
+	(*ReportBadBlocksRequest)(nil),    // 26: blockfs.v1.ReportBadBlocksRequest
+	(*ReportBadBlocksResponse)(nil),   // 27: blockfs.v1.ReportBadBlocksResponse
+	(*ClusterStatusRequest)(nil),      // 28: blockfs.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),     // 29: blockfs.v1.ClusterStatusResponse
+	(*Member)(nil),                    // 30: blockfs.v1.Member
+	(*ResponseHeader)(nil),            // 31: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                // 32: blockfs.v1.FileStatus
+	(*Block)(nil),                     // 33: blockfs.v1.Block
+	(*LocatedBlock)(nil),              // 34: blockfs.v1.LocatedBlock
+	(*ReadOptions)(nil),               // 35: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),              // 36: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	29, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	30, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	31, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	29, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	31, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	29, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	29, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	33, // 10: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	29, // 11: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 12: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	34, // 13: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	33, // 14: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	29, // 15: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	30, // 16: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	33, // 17: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	29, // 18: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	30, // 19: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	29, // 20: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 21: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 22: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	29, // 23: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 24: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	28, // 25: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	34, // 26: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 27: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 28: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 29: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 30: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 31: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 32: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	12, // 33: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	14, // 34: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	16, // 35: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	18, // 36: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	20, // 37: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	22, // 38: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	24, // 39: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	26, // 40: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	1,  // 41: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 42: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 43: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 44: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 45: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 46: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	13, // 47: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	15, // 48: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	17, // 49: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	19, // 50: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	21, // 51: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	23, // 52: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	25, // 53: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	27, // 54: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	41, // [41:55] is the sub-list for method output_type
-	27, // [27:41] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	31, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	33, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	31, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	34, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	33, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	31, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	33, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	31, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	35, // 12: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	31, // 13: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	34, // 14: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	36, // 15: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	35, // 16: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	31, // 17: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 18: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	35, // 19: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	31, // 20: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 21: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	31, // 22: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 23: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 24: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 25: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	33, // 26: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	30, // 27: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	36, // 28: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	0,  // 29: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 30: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 31: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 32: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 33: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 34: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 35: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 36: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 37: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 38: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 39: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 40: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 41: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 42: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 43: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	1,  // 44: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 45: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 46: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 47: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 48: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 49: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 50: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 51: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 52: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 53: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 54: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 55: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 56: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 57: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 58: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	44, // [44:59] is the sub-list for method output_type
+	29, // [29:44] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -2079,7 +2202,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

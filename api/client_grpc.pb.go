@@ -26,6 +26,7 @@ const (
 	ClientService_AddBlock_FullMethodName          = "/blockfs.v1.ClientService/AddBlock"
 	ClientService_Complete_FullMethodName          = "/blockfs.v1.ClientService/Complete"
 	ClientService_AbandonBlock_FullMethodName      = "/blockfs.v1.ClientService/AbandonBlock"
+	ClientService_Append_FullMethodName            = "/blockfs.v1.ClientService/Append"
 	ClientService_GetBlockLocations_FullMethodName = "/blockfs.v1.ClientService/GetBlockLocations"
 	ClientService_GetFileInfo_FullMethodName       = "/blockfs.v1.ClientService/GetFileInfo"
 	ClientService_ListStatus_FullMethodName        = "/blockfs.v1.ClientService/ListStatus"
@@ -46,6 +47,7 @@ type ClientServiceClient interface {
 	AddBlock(ctx context.Context, in *AddBlockRequest, opts ...grpc.CallOption) (*AddBlockResponse, error)
 	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error)
 	AbandonBlock(ctx context.Context, in *AbandonBlockRequest, opts ...grpc.CallOption) (*AbandonBlockResponse, error)
+	Append(ctx context.Context, in *AppendRequest, opts ...grpc.CallOption) (*AppendResponse, error)
 	GetBlockLocations(ctx context.Context, in *GetBlockLocationsRequest, opts ...grpc.CallOption) (*GetBlockLocationsResponse, error)
 	GetFileInfo(ctx context.Context, in *GetFileInfoRequest, opts ...grpc.CallOption) (*GetFileInfoResponse, error)
 	ListStatus(ctx context.Context, in *ListStatusRequest, opts ...grpc.CallOption) (*ListStatusResponse, error)
@@ -109,6 +111,16 @@ func (c *clientServiceClient) AbandonBlock(ctx context.Context, in *AbandonBlock
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AbandonBlockResponse)
 	err := c.cc.Invoke(ctx, ClientService_AbandonBlock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) Append(ctx context.Context, in *AppendRequest, opts ...grpc.CallOption) (*AppendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AppendResponse)
+	err := c.cc.Invoke(ctx, ClientService_Append_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +226,7 @@ type ClientServiceServer interface {
 	AddBlock(context.Context, *AddBlockRequest) (*AddBlockResponse, error)
 	Complete(context.Context, *CompleteRequest) (*CompleteResponse, error)
 	AbandonBlock(context.Context, *AbandonBlockRequest) (*AbandonBlockResponse, error)
+	Append(context.Context, *AppendRequest) (*AppendResponse, error)
 	GetBlockLocations(context.Context, *GetBlockLocationsRequest) (*GetBlockLocationsResponse, error)
 	GetFileInfo(context.Context, *GetFileInfoRequest) (*GetFileInfoResponse, error)
 	ListStatus(context.Context, *ListStatusRequest) (*ListStatusResponse, error)
@@ -247,6 +260,9 @@ func (UnimplementedClientServiceServer) Complete(context.Context, *CompleteReque
 }
 func (UnimplementedClientServiceServer) AbandonBlock(context.Context, *AbandonBlockRequest) (*AbandonBlockResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbandonBlock not implemented")
+}
+func (UnimplementedClientServiceServer) Append(context.Context, *AppendRequest) (*AppendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Append not implemented")
 }
 func (UnimplementedClientServiceServer) GetBlockLocations(context.Context, *GetBlockLocationsRequest) (*GetBlockLocationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetBlockLocations not implemented")
@@ -382,6 +398,24 @@ func _ClientService_AbandonBlock_Handler(srv interface{}, ctx context.Context, d
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ClientServiceServer).AbandonBlock(ctx, req.(*AbandonBlockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_Append_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).Append(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_Append_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).Append(ctx, req.(*AppendRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -574,6 +608,10 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AbandonBlock",
 			Handler:    _ClientService_AbandonBlock_Handler,
+		},
+		{
+			MethodName: "Append",
+			Handler:    _ClientService_Append_Handler,
 		},
 		{
 			MethodName: "GetBlockLocations",

@@ -504,6 +504,69 @@ func (x *AbandonBlockCommand) GetBlock() *Block {
 	return nil
 }
 
+// AppendCommand reopens a closed file for writing by its caller, who
+// becomes the writer; the next AddBlock starts a new block after the
+// file's last one (HDFS's NEW_BLOCK append).
+type AppendCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,3,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendCommand) Reset() {
+	*x = AppendCommand{}
+	mi := &file_api_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendCommand) ProtoMessage() {}
+
+func (x *AppendCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendCommand.ProtoReflect.Descriptor instead.
+func (*AppendCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AppendCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *AppendCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AppendCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
 type DeleteCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -516,7 +579,7 @@ type DeleteCommand struct {
 
 func (x *DeleteCommand) Reset() {
 	*x = DeleteCommand{}
-	mi := &file_api_fsm_proto_msgTypes[6]
+	mi := &file_api_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +591,7 @@ func (x *DeleteCommand) String() string {
 func (*DeleteCommand) ProtoMessage() {}
 
 func (x *DeleteCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[6]
+	mi := &file_api_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +604,7 @@ func (x *DeleteCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCommand.ProtoReflect.Descriptor instead.
 func (*DeleteCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{6}
+	return file_api_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteCommand) GetCaller() *Caller {
@@ -584,7 +647,7 @@ type RenameCommand struct {
 
 func (x *RenameCommand) Reset() {
 	*x = RenameCommand{}
-	mi := &file_api_fsm_proto_msgTypes[7]
+	mi := &file_api_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +659,7 @@ func (x *RenameCommand) String() string {
 func (*RenameCommand) ProtoMessage() {}
 
 func (x *RenameCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[7]
+	mi := &file_api_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +672,7 @@ func (x *RenameCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameCommand.ProtoReflect.Descriptor instead.
 func (*RenameCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{7}
+	return file_api_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RenameCommand) GetCaller() *Caller {
@@ -649,7 +712,7 @@ type SetMemberCommand struct {
 
 func (x *SetMemberCommand) Reset() {
 	*x = SetMemberCommand{}
-	mi := &file_api_fsm_proto_msgTypes[8]
+	mi := &file_api_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +724,7 @@ func (x *SetMemberCommand) String() string {
 func (*SetMemberCommand) ProtoMessage() {}
 
 func (x *SetMemberCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[8]
+	mi := &file_api_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +737,7 @@ func (x *SetMemberCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMemberCommand.ProtoReflect.Descriptor instead.
 func (*SetMemberCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{8}
+	return file_api_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetMemberCommand) GetMember() *Member {
@@ -693,7 +756,7 @@ type RemoveMemberCommand struct {
 
 func (x *RemoveMemberCommand) Reset() {
 	*x = RemoveMemberCommand{}
-	mi := &file_api_fsm_proto_msgTypes[9]
+	mi := &file_api_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +768,7 @@ func (x *RemoveMemberCommand) String() string {
 func (*RemoveMemberCommand) ProtoMessage() {}
 
 func (x *RemoveMemberCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[9]
+	mi := &file_api_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +781,7 @@ func (x *RemoveMemberCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberCommand.ProtoReflect.Descriptor instead.
 func (*RemoveMemberCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{9}
+	return file_api_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemoveMemberCommand) GetId() string {
@@ -744,7 +807,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_api_fsm_proto_msgTypes[10]
+	mi := &file_api_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +819,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[10]
+	mi := &file_api_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +832,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{10}
+	return file_api_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CommandResult) GetErrorKind() uint32 {
@@ -840,7 +903,7 @@ type BatchCommand struct {
 
 func (x *BatchCommand) Reset() {
 	*x = BatchCommand{}
-	mi := &file_api_fsm_proto_msgTypes[11]
+	mi := &file_api_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +915,7 @@ func (x *BatchCommand) String() string {
 func (*BatchCommand) ProtoMessage() {}
 
 func (x *BatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[11]
+	mi := &file_api_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +928,7 @@ func (x *BatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchCommand.ProtoReflect.Descriptor instead.
 func (*BatchCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{11}
+	return file_api_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BatchCommand) GetCommands() [][]byte {
@@ -887,7 +950,7 @@ type SetPermissionCommand struct {
 
 func (x *SetPermissionCommand) Reset() {
 	*x = SetPermissionCommand{}
-	mi := &file_api_fsm_proto_msgTypes[12]
+	mi := &file_api_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +962,7 @@ func (x *SetPermissionCommand) String() string {
 func (*SetPermissionCommand) ProtoMessage() {}
 
 func (x *SetPermissionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[12]
+	mi := &file_api_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +975,7 @@ func (x *SetPermissionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPermissionCommand.ProtoReflect.Descriptor instead.
 func (*SetPermissionCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{12}
+	return file_api_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetPermissionCommand) GetCaller() *Caller {
@@ -955,7 +1018,7 @@ type SetOwnerCommand struct {
 
 func (x *SetOwnerCommand) Reset() {
 	*x = SetOwnerCommand{}
-	mi := &file_api_fsm_proto_msgTypes[13]
+	mi := &file_api_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1030,7 @@ func (x *SetOwnerCommand) String() string {
 func (*SetOwnerCommand) ProtoMessage() {}
 
 func (x *SetOwnerCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[13]
+	mi := &file_api_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1043,7 @@ func (x *SetOwnerCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOwnerCommand.ProtoReflect.Descriptor instead.
 func (*SetOwnerCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{13}
+	return file_api_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetOwnerCommand) GetCaller() *Caller {
@@ -1026,7 +1089,7 @@ type RegisterKeyCommand struct {
 
 func (x *RegisterKeyCommand) Reset() {
 	*x = RegisterKeyCommand{}
-	mi := &file_api_fsm_proto_msgTypes[14]
+	mi := &file_api_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1101,7 @@ func (x *RegisterKeyCommand) String() string {
 func (*RegisterKeyCommand) ProtoMessage() {}
 
 func (x *RegisterKeyCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[14]
+	mi := &file_api_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1114,7 @@ func (x *RegisterKeyCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterKeyCommand.ProtoReflect.Descriptor instead.
 func (*RegisterKeyCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{14}
+	return file_api_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterKeyCommand) GetPublicKey() []byte {
@@ -1080,7 +1143,7 @@ type PruneKeysCommand struct {
 
 func (x *PruneKeysCommand) Reset() {
 	*x = PruneKeysCommand{}
-	mi := &file_api_fsm_proto_msgTypes[15]
+	mi := &file_api_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1155,7 @@ func (x *PruneKeysCommand) String() string {
 func (*PruneKeysCommand) ProtoMessage() {}
 
 func (x *PruneKeysCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[15]
+	mi := &file_api_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1168,7 @@ func (x *PruneKeysCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneKeysCommand.ProtoReflect.Descriptor instead.
 func (*PruneKeysCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{15}
+	return file_api_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PruneKeysCommand) GetCutoffUnixMs() int64 {
@@ -1159,7 +1222,11 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12'\n" +
-	"\x05block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\x91\x01\n" +
+	"\x05block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"s\n" +
+	"\rAppendCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\"\n" +
+	"\rmtime_unix_ms\x18\x03 \x01(\x03R\vmtimeUnixMs\"\x91\x01\n" +
 	"\rDeleteCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
@@ -1216,7 +1283,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_api_fsm_proto_goTypes = []any{
 	(*Caller)(nil),               // 0: blockfs.v1.Caller
 	(*MkdirsCommand)(nil),        // 1: blockfs.v1.MkdirsCommand
@@ -1224,42 +1291,44 @@ var file_api_fsm_proto_goTypes = []any{
 	(*AddBlockCommand)(nil),      // 3: blockfs.v1.AddBlockCommand
 	(*CompleteCommand)(nil),      // 4: blockfs.v1.CompleteCommand
 	(*AbandonBlockCommand)(nil),  // 5: blockfs.v1.AbandonBlockCommand
-	(*DeleteCommand)(nil),        // 6: blockfs.v1.DeleteCommand
-	(*RenameCommand)(nil),        // 7: blockfs.v1.RenameCommand
-	(*SetMemberCommand)(nil),     // 8: blockfs.v1.SetMemberCommand
-	(*RemoveMemberCommand)(nil),  // 9: blockfs.v1.RemoveMemberCommand
-	(*CommandResult)(nil),        // 10: blockfs.v1.CommandResult
-	(*BatchCommand)(nil),         // 11: blockfs.v1.BatchCommand
-	(*SetPermissionCommand)(nil), // 12: blockfs.v1.SetPermissionCommand
-	(*SetOwnerCommand)(nil),      // 13: blockfs.v1.SetOwnerCommand
-	(*RegisterKeyCommand)(nil),   // 14: blockfs.v1.RegisterKeyCommand
-	(*PruneKeysCommand)(nil),     // 15: blockfs.v1.PruneKeysCommand
-	(*Block)(nil),                // 16: blockfs.v1.Block
-	(*Member)(nil),               // 17: blockfs.v1.Member
-	(*FileStatus)(nil),           // 18: blockfs.v1.FileStatus
+	(*AppendCommand)(nil),        // 6: blockfs.v1.AppendCommand
+	(*DeleteCommand)(nil),        // 7: blockfs.v1.DeleteCommand
+	(*RenameCommand)(nil),        // 8: blockfs.v1.RenameCommand
+	(*SetMemberCommand)(nil),     // 9: blockfs.v1.SetMemberCommand
+	(*RemoveMemberCommand)(nil),  // 10: blockfs.v1.RemoveMemberCommand
+	(*CommandResult)(nil),        // 11: blockfs.v1.CommandResult
+	(*BatchCommand)(nil),         // 12: blockfs.v1.BatchCommand
+	(*SetPermissionCommand)(nil), // 13: blockfs.v1.SetPermissionCommand
+	(*SetOwnerCommand)(nil),      // 14: blockfs.v1.SetOwnerCommand
+	(*RegisterKeyCommand)(nil),   // 15: blockfs.v1.RegisterKeyCommand
+	(*PruneKeysCommand)(nil),     // 16: blockfs.v1.PruneKeysCommand
+	(*Block)(nil),                // 17: blockfs.v1.Block
+	(*Member)(nil),               // 18: blockfs.v1.Member
+	(*FileStatus)(nil),           // 19: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	16, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	17, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	16, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	17, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	16, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
-	0,  // 8: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 9: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	17, // 10: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	18, // 11: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	16, // 12: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	16, // 13: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	0,  // 14: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 15: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	17, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	0,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
+	18, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	19, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	17, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	17, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	0,  // 15: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 16: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -1275,7 +1344,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

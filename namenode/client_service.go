@@ -154,6 +154,22 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	return &api.CompleteResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
+// Append reopens a closed file for the caller (the FSM checks w on it
+// and that nobody is writing it). The caller's retry of a lost answer is
+// answered from the retry cache, not refused as "already being written".
+func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
+	if err := validatePath("append", req.Path); err != nil {
+		return nil, err
+	}
+	res, idx, err := s.n.propose(ctx, cmdAppend, &api.AppendCommand{
+		Caller: s.n.caller(ctx), Path: req.Path, MtimeUnixMs: nowMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status}, nil
+}
+
 func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockRequest) (*api.AbandonBlockResponse, error) {
 	if err := validatePath("abandon block", req.Path); err != nil {
 		return nil, err

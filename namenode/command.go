@@ -26,6 +26,7 @@ const (
 	cmdSetOwner      cmdType = 12
 	cmdRegisterKey   cmdType = 13
 	cmdPruneKeys     cmdType = 14
+	cmdAppend        cmdType = 15
 )
 
 // encodeCommand frames msg as one log entry: type byte, then protobuf.
@@ -66,6 +67,8 @@ func newCommandMessage(t cmdType) proto.Message {
 		return &api.RegisterKeyCommand{}
 	case cmdPruneKeys:
 		return &api.PruneKeysCommand{}
+	case cmdAppend:
+		return &api.AppendCommand{}
 	}
 	return nil
 }

@@ -204,6 +204,17 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 		return f.applyAbandonBlock(msg.(*api.AbandonBlockCommand))
 	case cmdDelete:
 		return f.applyDelete(msg.(*api.DeleteCommand))
+	case cmdAppend:
+		c := msg.(*api.AppendCommand)
+		s, err := f.as(c.Caller, "append", c.Path)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := s.Append(c.Path, c.MtimeUnixMs)
+		if err != nil {
+			return nil, err
+		}
+		return &api.CommandResult{Status: toFileStatus(fi)}, nil
 	case cmdRename:
 		c := msg.(*api.RenameCommand)
 		s, err := f.as(c.Caller, "rename", c.Src)

@@ -34,8 +34,8 @@ type Rule struct {
 	Token string
 	// Delegated admits, besides Roles, a datanode that presents a redirect
 	// token (DelegationKey metadata) admitting the call: the call then runs
-	// as the token's user, through the user's checks (WebHDFS CREATE and
-	// OPEN; see Redirect.Admits).
+	// as the token's user, through the user's checks (WebHDFS CREATE,
+	// APPEND and OPEN; see Redirect.Admits).
 	Delegated bool
 }
 
@@ -71,6 +71,7 @@ func Policy() map[string]Rule {
 		api.ClientService_AddBlock_FullMethodName:          {Roles: users, Delegated: true},
 		api.ClientService_Complete_FullMethodName:          {Roles: users, Delegated: true},
 		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users, Delegated: true},
+		api.ClientService_Append_FullMethodName:            {Roles: users, Delegated: true},
 		api.ClientService_GetBlockLocations_FullMethodName: {Roles: users, Delegated: true},
 		api.ClientService_GetFileInfo_FullMethodName:       {Roles: users, Delegated: true},
 		api.ClientService_ListStatus_FullMethodName:        {Roles: users},
@@ -138,13 +139,13 @@ func Policy() map[string]Rule {
 
 		// WebHDFS (Hadoop's REST API) on both servers' HTTP ports, as users.
 		// On the namenode each op then runs as the user through the same
-		// checks as its RPC; CREATE and OPEN answer 307 to a datanode with a
-		// redirect token. On a datanode only CREATE and OPEN are served, and
+		// checks as its RPC; CREATE, APPEND and OPEN answer 307 to a datanode
+		// with a redirect token. On a datanode only those three are served, and
 		// only with a redirect token issued to this datanode for this op and
 		// path, unused, and (mTLS) for the certificate's user.
 		"GET /webhdfs/v1/":    {Roles: users, Token: "datanode: redirect token (OPEN)"},
 		"PUT /webhdfs/v1/":    {Roles: users, Token: "datanode: redirect token (CREATE)"},
-		"POST /webhdfs/v1/":   {Roles: users},
+		"POST /webhdfs/v1/":   {Roles: users, Token: "datanode: redirect token (APPEND)"},
 		"DELETE /webhdfs/v1/": {Roles: users},
 	}
 }

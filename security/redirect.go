@@ -11,7 +11,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 )
 
-// Redirect tokens carry a WebHDFS data operation (CREATE, OPEN) from the
+// Redirect tokens carry a WebHDFS data operation (CREATE, APPEND, OPEN) from the
 // namenode that answered its first step to the one datanode it redirected
 // the client to. The datanode then acts as the token's user: it calls the
 // namenode with its own identity plus the token in DelegationKey metadata,
@@ -34,6 +34,7 @@ const redirectKind = "webhdfs"
 // RedirectOps are the operations a redirect token can carry.
 const (
 	RedirectCreate = "CREATE"
+	RedirectAppend = "APPEND"
 	RedirectOpen   = "OPEN"
 )
 
@@ -51,10 +52,10 @@ type CreateParams struct {
 // Datanode only, once (Nonce), until ExpiresAt.
 type Redirect struct {
 	User     string // sub
-	Op       string // op: RedirectCreate or RedirectOpen
+	Op       string // op: RedirectCreate, RedirectAppend or RedirectOpen
 	Path     string // pth
 	Datanode string // dn: the datanode the client was sent to
-	Inode    uint64 // ino: OPEN's file (0 for CREATE: not made yet)
+	Inode    uint64 // ino: OPEN's and APPEND's file (0 for CREATE: not made yet)
 	// OPEN's range as the client asked it (off, len; HasLength false: to
 	// the end).
 	Offset, Length uint64
@@ -87,8 +88,8 @@ func (is *Issuer) RedirectToken(r Redirect) ([]byte, Redirect, error) {
 	if err := checkUser(op, r.User); err != nil {
 		return nil, r, err
 	}
-	if (r.Op != RedirectCreate && r.Op != RedirectOpen) || r.Path == "" || r.Datanode == "" {
-		return nil, r, errs.Newf(errs.Invalid, op, r.Path, "a redirect token needs op CREATE or OPEN, a path and a datanode (op %q)", r.Op)
+	if (r.Op != RedirectCreate && r.Op != RedirectAppend && r.Op != RedirectOpen) || r.Path == "" || r.Datanode == "" {
+		return nil, r, errs.Newf(errs.Invalid, op, r.Path, "a redirect token needs op CREATE, APPEND or OPEN, a path and a datanode (op %q)", r.Op)
 	}
 	now := is.cfg.now()
 	kp, err := is.current(now)
@@ -188,6 +189,7 @@ func (v *RedirectVerifier) Verify(token []byte) (Redirect, error) {
 	switch {
 	case c.Op == RedirectCreate && c.Create != nil && c.Length == nil && c.Offset == 0 && c.Inode == 0:
 		r.Create = *c.Create
+	case c.Op == RedirectAppend && c.Create == nil && c.Length == nil && c.Offset == 0 && c.Inode != 0:
 	case c.Op == RedirectOpen && c.Create == nil && c.Inode != 0:
 		if c.Length != nil {
 			r.Length, r.HasLength = *c.Length, true

@@ -7,6 +7,7 @@ import (
 
 // Admits reports whether r lets its datanode make the ClientService call
 // method with req as r's user: the few calls a CREATE (Create, AddBlock,
+// Complete, AbandonBlock, GetFileInfo), an APPEND (Append, AddBlock,
 // Complete, AbandonBlock, GetFileInfo) or an OPEN (GetBlockLocations,
 // GetFileInfo) needs, on r's path only, and a Create only with the
 // parameters the namenode fixed in r. Anything else is an errs.Permission
@@ -17,6 +18,7 @@ func (r Redirect) Admits(method string, req any) error {
 	}
 	var path string
 	create := r.Op == RedirectCreate
+	writes := create || r.Op == RedirectAppend // the calls of a write after the file is open
 	switch q := req.(type) {
 	case *api.CreateRequest:
 		if !create || method != api.ClientService_Create_FullMethodName {
@@ -29,18 +31,23 @@ func (r Redirect) Admits(method string, req any) error {
 		}
 		path = q.Path
 	case *api.AddBlockRequest:
-		if !create || method != api.ClientService_AddBlock_FullMethodName {
-			return deny("not a CREATE")
+		if !writes || method != api.ClientService_AddBlock_FullMethodName {
+			return deny("not a CREATE or APPEND")
 		}
 		path = q.Path
 	case *api.CompleteRequest:
-		if !create || method != api.ClientService_Complete_FullMethodName {
-			return deny("not a CREATE")
+		if !writes || method != api.ClientService_Complete_FullMethodName {
+			return deny("not a CREATE or APPEND")
 		}
 		path = q.Path
 	case *api.AbandonBlockRequest:
-		if !create || method != api.ClientService_AbandonBlock_FullMethodName {
-			return deny("not a CREATE")
+		if !writes || method != api.ClientService_AbandonBlock_FullMethodName {
+			return deny("not a CREATE or APPEND")
+		}
+		path = q.Path
+	case *api.AppendRequest:
+		if r.Op != RedirectAppend || method != api.ClientService_Append_FullMethodName {
+			return deny("not an APPEND")
 		}
 		path = q.Path
 	case *api.GetBlockLocationsRequest:

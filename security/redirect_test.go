@@ -32,6 +32,7 @@ func TestRedirectTokenRoundTrip(t *testing.T) {
 		{User: "alice", Op: RedirectCreate, Path: "/a/f", Datanode: "dn1", Create: testCreate},
 		{User: "bob", Op: RedirectOpen, Path: "/b", Datanode: "dn2", Inode: 7, Offset: 5, Length: 9, HasLength: true},
 		{User: "bob", Op: RedirectOpen, Path: "/b", Datanode: "dn2", Inode: 7},
+		{User: "carol", Op: RedirectAppend, Path: "/c", Datanode: "dn3", Inode: 9},
 	} {
 		tok, signed, err := e.is.RedirectToken(in)
 		if err != nil {
@@ -96,7 +97,9 @@ func TestRedirectTokenRefusals(t *testing.T) {
 		{"kind missing", signed(func(p jwt.MapClaims) { delete(p, "knd") }), "not a redirect token"},
 		{"nonce missing", signed(func(p jwt.MapClaims) { delete(p, "jti") }), "not a redirect token"},
 		{"open without inode", signed(func(p jwt.MapClaims) { delete(p, "ino") }), "do not fit"},
-		{"unknown op", signed(func(p jwt.MapClaims) { p["op"] = "APPEND" }), "do not fit"},
+		{"unknown op", signed(func(p jwt.MapClaims) { p["op"] = "TRUNCATE" }), "do not fit"},
+		{"append with a range", signed(func(p jwt.MapClaims) { p["op"] = "APPEND"; p["len"] = 5 }), "do not fit"},
+		{"append without inode", signed(func(p jwt.MapClaims) { p["op"] = "APPEND"; delete(p, "ino") }), "do not fit"},
 		{"long lifetime", signed(func(p jwt.MapClaims) { p["exp"] = epoch.Add(time.Hour).Unix() }), "lifetime"},
 	}
 	for _, c := range cases {
@@ -145,6 +148,7 @@ func TestAuthorizeDelegated(t *testing.T) {
 	a := NewAuthorizer(AuthConfig{Simple: true, Redirects: NewRedirectVerifier(e.cfg, e.ks)})
 	create := redirectFor(t, e, Redirect{User: "alice", Op: RedirectCreate, Path: "/f", Datanode: "dn1", Create: testCreate})
 	open := redirectFor(t, e, Redirect{User: "bob", Op: RedirectOpen, Path: "/f", Datanode: "dn1", Inode: 4})
+	appendTok := redirectFor(t, e, Redirect{User: "carol", Op: RedirectAppend, Path: "/f", Datanode: "dn1", Inode: 4})
 	goodCreate := &api.CreateRequest{Path: "/f", Overwrite: true, CreateParent: true, Mode: 0o640, Replication: 2, BlockSize: 1 << 20}
 	cases := []struct {
 		name   string
@@ -160,6 +164,17 @@ func TestAuthorizeDelegated(t *testing.T) {
 		{"complete", "dn1", create, api.ClientService_Complete_FullMethodName, &api.CompleteRequest{Path: "/f"}, "alice", 0},
 		{"open", "dn1", open, api.ClientService_GetBlockLocations_FullMethodName, &api.GetBlockLocationsRequest{Path: "/f"}, "bob", 0},
 		{"stat", "dn1", open, api.ClientService_GetFileInfo_FullMethodName, &api.GetFileInfoRequest{Path: "/f"}, "bob", 0},
+		{"append", "dn1", appendTok, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/f"}, "carol", 0},
+		{"append adds a block", "dn1", appendTok, api.ClientService_AddBlock_FullMethodName, &api.AddBlockRequest{Path: "/f"}, "carol", 0},
+		{"append completes", "dn1", appendTok, api.ClientService_Complete_FullMethodName, &api.CompleteRequest{Path: "/f"}, "carol", 0},
+		{"append abandons", "dn1", appendTok, api.ClientService_AbandonBlock_FullMethodName, &api.AbandonBlockRequest{Path: "/f"}, "carol", 0},
+		{"append stats", "dn1", appendTok, api.ClientService_GetFileInfo_FullMethodName, &api.GetFileInfoRequest{Path: "/f"}, "carol", 0},
+		{"append token creates", "dn1", appendTok, api.ClientService_Create_FullMethodName, goodCreate, "", errs.Permission},
+		{"append token reads", "dn1", appendTok, api.ClientService_GetBlockLocations_FullMethodName, &api.GetBlockLocationsRequest{Path: "/f"}, "", errs.Permission},
+		{"append token deletes", "dn1", appendTok, api.ClientService_Delete_FullMethodName, &api.DeleteRequest{Path: "/f"}, "", errs.Permission},
+		{"append other path", "dn1", appendTok, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/g"}, "", errs.Permission},
+		{"create token appends", "dn1", create, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/f"}, "", errs.Permission},
+		{"open token appends", "dn1", open, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/f"}, "", errs.Permission},
 		{"other datanode", "dn2", create, api.ClientService_Create_FullMethodName, goodCreate, "", errs.Permission},
 		{"other path", "dn1", create, api.ClientService_Create_FullMethodName, &api.CreateRequest{Path: "/g", Overwrite: true, CreateParent: true, Mode: 0o640, Replication: 2, BlockSize: 1 << 20}, "", errs.Permission},
 		{"other params", "dn1", create, api.ClientService_Create_FullMethodName, &api.CreateRequest{Path: "/f", Overwrite: true, CreateParent: true, Mode: 0o777, Replication: 2, BlockSize: 1 << 20}, "", errs.Permission},
