@@ -676,9 +676,14 @@ func (x *AppendRequest) GetClientName() string {
 }
 
 type AppendResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
-	Status        *FileStatus            `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"` // the file, now under construction
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Status *FileStatus            `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"` // the file, now under construction
+	// The file's blocks as they stand, committed, with lengths and
+	// CRC32Cs: the writer names the last as AddBlock's previous and lists
+	// them all, then its own, in Complete. (Append needs w, not r, so the
+	// writer cannot ask GetBlockLocations.)
+	Blocks        []*Block `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -723,6 +728,13 @@ func (x *AppendResponse) GetHeader() *ResponseHeader {
 func (x *AppendResponse) GetStatus() *FileStatus {
 	if x != nil {
 		return x.Status
+	}
+	return nil
+}
+
+func (x *AppendResponse) GetBlocks() []*Block {
+	if x != nil {
+		return x.Blocks
 	}
 	return nil
 }
@@ -1962,10 +1974,11 @@ const file_api_client_proto_rawDesc = "" +
 	"\rAppendRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
-	"clientName\"t\n" +
+	"clientName\"\x9f\x01\n" +
 	"\x0eAppendResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
-	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\"\x8b\x01\n" +
+	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12)\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"\x8b\x01\n" +
 	"\x18GetBlockLocationsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
@@ -2136,58 +2149,59 @@ var file_api_client_proto_depIdxs = []int32{
 	31, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
 	31, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
 	32, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	35, // 12: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	31, // 13: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	34, // 14: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	36, // 15: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	35, // 16: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	31, // 17: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 18: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	35, // 19: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	31, // 20: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 21: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	31, // 22: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 23: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 24: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 25: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	33, // 26: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	30, // 27: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	36, // 28: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 29: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 30: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 31: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 32: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 33: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 34: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 35: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 36: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 37: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 38: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 39: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 40: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 41: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 42: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 43: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	1,  // 44: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 45: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 46: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 47: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 48: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 49: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 50: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 51: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 52: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 53: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 54: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 55: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 56: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 57: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 58: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	44, // [44:59] is the sub-list for method output_type
-	29, // [29:44] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	33, // 12: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	35, // 13: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	31, // 14: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	34, // 15: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	36, // 16: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	35, // 17: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	31, // 18: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 19: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	35, // 20: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	31, // 21: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	32, // 22: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	31, // 23: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 24: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 25: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	31, // 26: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	33, // 27: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	30, // 28: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	36, // 29: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	0,  // 30: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 31: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 32: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 33: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 34: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 35: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 36: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 37: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 38: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 39: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 40: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 41: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 42: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 43: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 44: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	1,  // 45: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 46: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 47: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 48: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 49: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 50: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 51: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 52: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 53: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 54: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 55: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 56: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 57: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 58: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 59: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	45, // [45:60] is the sub-list for method output_type
+	30, // [30:45] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }

@@ -801,6 +801,7 @@ type CommandResult struct {
 	Block         *Block                 `protobuf:"bytes,6,opt,name=block,proto3" json:"block,omitempty"`
 	Offset        uint64                 `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
 	Removed       []*Block               `protobuf:"bytes,8,rep,name=removed,proto3" json:"removed,omitempty"`
+	Blocks        []*Block               `protobuf:"bytes,9,rep,name=blocks,proto3" json:"blocks,omitempty"` // Append: the reopened file's blocks, with lengths and CRC32Cs
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -887,6 +888,13 @@ func (x *CommandResult) GetOffset() uint64 {
 func (x *CommandResult) GetRemoved() []*Block {
 	if x != nil {
 		return x.Removed
+	}
+	return nil
+}
+
+func (x *CommandResult) GetBlocks() []*Block {
+	if x != nil {
+		return x.Blocks
 	}
 	return nil
 }
@@ -1240,7 +1248,7 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x10SetMemberCommand\x12*\n" +
 	"\x06member\x18\x01 \x01(\v2\x12.blockfs.v1.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xa3\x02\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xce\x02\n" +
 	"\rCommandResult\x12\x1d\n" +
 	"\n" +
 	"error_kind\x18\x01 \x01(\rR\terrorKind\x12\x1b\n" +
@@ -1251,7 +1259,8 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12'\n" +
 	"\x05block\x18\x06 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x04R\x06offset\x12+\n" +
-	"\aremoved\x18\b \x03(\v2\x11.blockfs.v1.BlockR\aremoved\"*\n" +
+	"\aremoved\x18\b \x03(\v2\x11.blockfs.v1.BlockR\aremoved\x12)\n" +
+	"\x06blocks\x18\t \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"*\n" +
 	"\fBatchCommand\x12\x1a\n" +
 	"\bcommands\x18\x01 \x03(\fR\bcommands\"\x8e\x01\n" +
 	"\x14SetPermissionCommand\x12*\n" +
@@ -1322,13 +1331,14 @@ var file_api_fsm_proto_depIdxs = []int32{
 	19, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
 	17, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
 	17, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	0,  // 15: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 16: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	17, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	0,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }

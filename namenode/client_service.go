@@ -167,7 +167,7 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 	if err != nil {
 		return nil, err
 	}
-	return &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status}, nil
+	return &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks}, nil
 }
 
 func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockRequest) (*api.AbandonBlockResponse, error) {

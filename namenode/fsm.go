@@ -214,7 +214,12 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 		if err != nil {
 			return nil, err
 		}
-		return &api.CommandResult{Status: toFileStatus(fi)}, nil
+		_, bs, _ := f.st.tree.FileByID(fi.ID)
+		out := &api.CommandResult{Status: toFileStatus(fi), Blocks: make([]*api.Block, len(bs))}
+		for i, b := range bs {
+			out.Blocks[i] = toAPIBlock(b)
+		}
+		return out, nil
 	case cmdRename:
 		c := msg.(*api.RenameCommand)
 		s, err := f.as(c.Caller, "rename", c.Src)
