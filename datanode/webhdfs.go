@@ -17,7 +17,7 @@ import (
 	"github.com/blockfs/blockfs/security"
 )
 
-// WebHDFS data steps: the second step of CREATE and OPEN, to which a
+// WebHDFS data steps: the second step of CREATE, APPEND and OPEN, to which a
 // namenode redirected the client with a redirect token. The datanode
 // checks the token (signature, kind, times, this datanode, the op and path
 // of the request, its user is the caller's, never used before here), then
@@ -44,8 +44,8 @@ func newWebHDFS(d *Datanode) *webServer {
 }
 
 // webhdfsRoutes returns the datanode's WebHDFS endpoints (GET for OPEN,
-// PUT for CREATE, POST to refuse APPEND in Hadoop's format) and starts the goroutine that closes their client when
-// the datanode stops.
+// PUT for CREATE, POST for APPEND) and starts the goroutine that closes
+// their client when the datanode stops.
 func (d *Datanode) webhdfsRoutes() map[string]serve.Route {
 	wh := newWebHDFS(d)
 	d.wg.Add(1)
@@ -58,7 +58,7 @@ func (d *Datanode) webhdfsRoutes() map[string]serve.Route {
 	return map[string]serve.Route{
 		"GET " + webhdfs.Prefix + "/":  {Handler: h, Denied: webDenied},
 		"PUT " + webhdfs.Prefix + "/":  {Handler: h, Denied: webDenied},
-		"POST " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied}, // APPEND: refused as unsupported
+		"POST " + webhdfs.Prefix + "/": {Handler: h, Denied: webDenied},
 	}
 }
 
@@ -124,14 +124,15 @@ func (wh *webServer) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case op == security.RedirectOpen && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 	case op == security.RedirectCreate && r.Method == http.MethodPut:
+	case op == security.RedirectAppend && r.Method == http.MethodPost:
 	default:
-		// Unknown and unsupported ops (APPEND) get the namenode's answer;
-		// the rest are served by namenodes only.
+		// Unknown and unsupported ops get the namenode's answer; the rest
+		// are served by namenodes only.
 		if _, err := webhdfs.LookupOp(r.Method, op); err != nil {
 			webhdfs.WriteError(w, err)
 			return
 		}
-		webhdfs.WriteError(w, webhdfs.Errorf(webhdfs.IllegalArgument, `Invalid value for webhdfs parameter "op": a datanode serves only OPEN (GET) and CREATE (PUT) redirected by a namenode`))
+		webhdfs.WriteError(w, webhdfs.Errorf(webhdfs.IllegalArgument, `Invalid value for webhdfs parameter "op": a datanode serves only OPEN (GET), CREATE (PUT) and APPEND (POST) redirected by a namenode`))
 		return
 	}
 	p, err := webhdfs.Path(r.URL.Path)
@@ -151,16 +152,27 @@ func (wh *webServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if op == security.RedirectOpen {
+	switch op {
+	case security.RedirectOpen:
 		wh.open(ctx, w, r, c, red, q)
-	} else {
+	case security.RedirectCreate:
 		wh.create(ctx, w, r, c, red)
+	default:
+		wh.append(ctx, w, r, c, red)
 	}
 }
 
 // admit checks the redirect token of a request for op on path: valid,
 // issued for this datanode, this op and this path, to the caller the
 // authorizer named, and never used here before (it is then used up).
+//
+// APPEND is the exception, because Hadoop's clients reuse the datanode
+// URL of a write: fsspec sends every chunk of a file as a POST op=APPEND
+// to the one URL, and after a CREATE to the CREATE's URL with CREATE
+// replaced by APPEND. So an APPEND is admitted with an APPEND token or a
+// CREATE token (same datanode, path and user), as often as the caller
+// likes until the token expires; each is an Append as the token's user,
+// who needs w on the file for it.
 func (wh *webServer) admit(r *http.Request, token, op, path string) (security.Redirect, error) {
 	bad := func(err error) (security.Redirect, error) {
 		return security.Redirect{}, &webhdfs.Error{Ex: webhdfs.InvalidToken, Msg: "redirect token refused", Err: err}
@@ -172,11 +184,18 @@ func (wh *webServer) admit(r *http.Request, token, op, path string) (security.Re
 	if err != nil {
 		return bad(err)
 	}
-	if err := red.Check(wh.d.id, op, path); err != nil {
+	want := op
+	if op == security.RedirectAppend && red.Op == security.RedirectCreate {
+		want = security.RedirectCreate // the appends of the write it started
+	}
+	if err := red.Check(wh.d.id, want, path); err != nil {
 		return bad(err)
 	}
 	if id, ok := security.IdentityFromContext(r.Context()); !ok || id.Role != security.RoleUser || id.Name != red.User {
 		return bad(errs.Newf(errs.Permission, "webhdfs", path, "token is for user %q, the caller is %v", red.User, id))
+	}
+	if op == security.RedirectAppend {
+		return red, nil
 	}
 	if err := wh.nonces.use(red.Nonce, red.ExpiresAt.Add(wh.d.cfg.Security.ClockSkew), time.Now()); err != nil {
 		if errs.KindOf(err) == errs.Unavailable {

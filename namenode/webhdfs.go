@@ -16,8 +16,8 @@ import (
 // its RPC runs (validation, read barrier, forwarding to the leader, and
 // the FSM's permission checks as the caller), with the caller the
 // authorizer named from the request (user.name under simple auth, the
-// client certificate under mTLS). CREATE and OPEN answer 307 to a datanode
-// (webhdfs_data.go). docs/OPERATIONS.md has the table of ops.
+// client certificate under mTLS). CREATE, APPEND and OPEN answer 307 to a
+// datanode (webhdfs_data.go, webhdfs_append.go). docs/OPERATIONS.md has the table of ops.
 
 // webhdfsTimeout bounds one metadata op (a GETCONTENTSUMMARY of a large
 // tree walks it page by page).
@@ -161,6 +161,8 @@ func (n *Namenode) runWebOp(ctx context.Context, req *webReq) (webAnswer, error)
 		return s.webOpen(ctx, req)
 	case "CREATE":
 		return s.webCreate(ctx, req)
+	case "APPEND":
+		return s.webAppend(ctx, req)
 	}
 	return webAnswer{}, webhdfs.Errorf(webhdfs.Unsupported, req.op.Name+" is not supported")
 }

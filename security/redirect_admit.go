@@ -7,8 +7,9 @@ import (
 
 // Admits reports whether r lets its datanode make the ClientService call
 // method with req as r's user: the few calls a CREATE (Create, AddBlock,
-// Complete, AbandonBlock, GetFileInfo), an APPEND (Append, AddBlock,
-// Complete, AbandonBlock, GetFileInfo) or an OPEN (GetBlockLocations,
+// Complete, AbandonBlock, GetFileInfo, and Append for the appends that
+// continue it), an APPEND (Append, AddBlock, Complete, AbandonBlock,
+// GetFileInfo) or an OPEN (GetBlockLocations,
 // GetFileInfo) needs, on r's path only, and a Create only with the
 // parameters the namenode fixed in r. Anything else is an errs.Permission
 // error.
@@ -46,8 +47,11 @@ func (r Redirect) Admits(method string, req any) error {
 		}
 		path = q.Path
 	case *api.AppendRequest:
-		if r.Op != RedirectAppend || method != api.ClientService_Append_FullMethodName {
-			return deny("not an APPEND")
+		// A CREATE's token admits Append too: Hadoop's clients (fsspec)
+		// send the rest of a file they CREATEd as APPENDs to the CREATE's
+		// datanode URL.
+		if !writes || method != api.ClientService_Append_FullMethodName {
+			return deny("not a CREATE or APPEND")
 		}
 		path = q.Path
 	case *api.GetBlockLocationsRequest:

@@ -173,7 +173,7 @@ func TestAuthorizeDelegated(t *testing.T) {
 		{"append token reads", "dn1", appendTok, api.ClientService_GetBlockLocations_FullMethodName, &api.GetBlockLocationsRequest{Path: "/f"}, "", errs.Permission},
 		{"append token deletes", "dn1", appendTok, api.ClientService_Delete_FullMethodName, &api.DeleteRequest{Path: "/f"}, "", errs.Permission},
 		{"append other path", "dn1", appendTok, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/g"}, "", errs.Permission},
-		{"create token appends", "dn1", create, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/f"}, "", errs.Permission},
+		{"create token appends (fsspec's follow-on APPENDs)", "dn1", create, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/f"}, "alice", 0},
 		{"open token appends", "dn1", open, api.ClientService_Append_FullMethodName, &api.AppendRequest{Path: "/f"}, "", errs.Permission},
 		{"other datanode", "dn2", create, api.ClientService_Create_FullMethodName, goodCreate, "", errs.Permission},
 		{"other path", "dn1", create, api.ClientService_Create_FullMethodName, &api.CreateRequest{Path: "/g", Overwrite: true, CreateParent: true, Mode: 0o640, Replication: 2, BlockSize: 1 << 20}, "", errs.Permission},

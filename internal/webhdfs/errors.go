@@ -42,8 +42,11 @@ var (
 	EOF               = Exception{"EOFException", "java.io.EOFException", http.StatusForbidden}
 	Checksum          = Exception{"ChecksumException", "org.apache.hadoop.fs.ChecksumException", http.StatusForbidden}
 	IOError           = Exception{"IOException", "java.io.IOException", http.StatusForbidden}
-	Retriable         = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusServiceUnavailable}
-	Runtime           = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
+	// AlreadyBeingCreated is HDFS's answer to an APPEND (or CREATE) of a
+	// file another client holds open for writing: an IOException, so 403.
+	AlreadyBeingCreated = Exception{"AlreadyBeingCreatedException", "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException", http.StatusForbidden}
+	Retriable           = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusServiceUnavailable}
+	Runtime             = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
 )
 
 // Error is an error to answer with a specific exception (an unknown op,
@@ -97,6 +100,16 @@ func ExceptionFor(err error) Exception {
 		return IOError
 	}
 	return Runtime
+}
+
+// AppendError is the error to answer a refused Append with: a file being
+// written (errs.Precondition) is AlreadyBeingCreatedException, as HDFS
+// answers it; anything else is answered by its kind.
+func AppendError(err error) error {
+	if errs.KindOf(err) == errs.Precondition {
+		return &Error{Ex: AlreadyBeingCreated, Msg: "failed to append", Err: err}
+	}
+	return err
 }
 
 // remoteException is Hadoop's error body:

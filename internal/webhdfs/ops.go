@@ -25,7 +25,6 @@ type Op struct {
 func (o Op) Supported() bool { return o.Why == "" }
 
 const (
-	whyLease   = "append needs leases, which blockfs does not have yet"
 	whyRepl    = "blockfs cannot change a file's replication after it is created"
 	whyTrunc   = "blockfs files cannot be truncated"
 	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshots, quotas, storage policies, erasure coding, symlinks or delegation tokens"
@@ -53,9 +52,11 @@ var ops = map[string]Op{
 	// Served: data, redirected to a datanode.
 	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true},
 	"CREATE": {Name: "CREATE", Method: http.MethodPut, Redirect: true},
+	// APPEND has HDFS's NEW_BLOCK semantics: the appended bytes start a
+	// new block after the file's last one.
+	"APPEND": {Name: "APPEND", Method: http.MethodPost, Redirect: true},
 
 	// Known, not served.
-	"APPEND":         {Name: "APPEND", Method: http.MethodPost, Why: whyLease},
 	"SETREPLICATION": {Name: "SETREPLICATION", Method: http.MethodPut, Why: whyRepl},
 	"TRUNCATE":       {Name: "TRUNCATE", Method: http.MethodPost, Why: whyTrunc},
 	"CONCAT":         {Name: "CONCAT", Method: http.MethodPost, Why: whyConcat},

@@ -43,8 +43,10 @@ func pythonWithFsspec(t *testing.T) string {
 // file written over WebHDFS and read back byte-identical by the Go client
 // (what dfs get uses), one written by the Go client and read back by
 // fsspec, cat with ranges, read_csv from a webhdfs:// URL, mv, rm, and
-// fsspec's own writer refused because it appends. Under mTLS the file is
-// 64 MiB each way; under simple auth 3 MiB.
+// fsspec's own writer (open "wb", put, open "ab": CREATE, then an APPEND
+// per chunk) read back byte-identical, a CSV it wrote read by pandas, and
+// APPEND to an open file refused. Under mTLS the files are 64 MiB each way;
+// under simple auth 3 MiB.
 func TestFsspecClient(t *testing.T) {
 	py := pythonWithFsspec(t)
 	for _, c := range []struct {
@@ -77,6 +79,10 @@ func TestFsspecClient(t *testing.T) {
 			}
 			waitReplicas(t, cl, "/go/big.bin", 1)
 			waitReplicas(t, cl, "/go/table.csv", 1)
+			// Held open by a writer that never closes it: APPEND is refused.
+			if _, err := cl.Create(ctx, "/go/open.bin", client.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 
 			host, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(e.nn, "https://"), "http://"))
 			args := []string{filepath.Join("testdata", "fsspec_client.py"), host, port, e.user, fmt.Sprint(c.size)}
@@ -103,7 +109,11 @@ func TestFsspecClient(t *testing.T) {
 				CSVRows    int            `json:"csv_rows"`
 				CSVSum     int            `json:"csv_sum"`
 				CSVColumns []string       `json:"csv_columns"`
-				OpenWB     string         `json:"fsspec_open_wb"`
+				WBSHA      string         `json:"wb_sha256"`
+				Appended   int            `json:"appended_size"`
+				PyCSVRows  int            `json:"py_csv_rows"`
+				PyCSVSum   int            `json:"py_csv_sum"`
+				AppendOpen string         `json:"append_open"`
 				Checksum   map[string]any `json:"checksum"`
 			}
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
@@ -123,8 +133,23 @@ func TestFsspecClient(t *testing.T) {
 			if res.CSVRows != 1000 || res.CSVSum != sum || strings.Join(res.CSVColumns, ",") != "name,value" {
 				t.Errorf("pandas read %d rows summing to %d with columns %v", res.CSVRows, res.CSVSum, res.CSVColumns)
 			}
-			if res.OpenWB != "400 UnsupportedOperationException" {
-				t.Errorf("fsspec open(wb) (CREATE then APPEND): %q, want 400 UnsupportedOperationException", res.OpenWB)
+			// What fsspec's own writer (CREATE, then an APPEND per chunk)
+			// wrote, read back with the Go client.
+			wb, err := cl.ReadFile(ctx, "/py/wb.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum := sha256.Sum256(wb); len(wb) != c.size || hex.EncodeToString(sum[:]) != res.WBSHA {
+				t.Errorf("fsspec open(wb) wrote %d bytes with sha256 %s; Go reads %d bytes with %x", c.size, res.WBSHA, len(wb), sum)
+			}
+			if want := min(c.size, 6<<20) + 3 + len("tail"); res.Appended != want {
+				t.Errorf("put then open(ab): %d bytes, want %d", res.Appended, want)
+			}
+			if res.PyCSVRows != 500 || res.PyCSVSum != 7*499*500/2 {
+				t.Errorf("pandas read fsspec's CSV as %d rows summing to %d", res.PyCSVRows, res.PyCSVSum)
+			}
+			if res.AppendOpen != "403 AlreadyBeingCreatedException" {
+				t.Errorf("APPEND to a file being written: %q, want 403 AlreadyBeingCreatedException", res.AppendOpen)
 			}
 			if res.Checksum["algorithm"] != "COMPOSITE-CRC32C" {
 				t.Errorf("checksum %v", res.Checksum)

@@ -45,6 +45,10 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReplicas(t, cl, "/a/f", 1)
+	// /a/open is held open by a writer that never closes it.
+	if _, err := cl.Create(ctx, "/a/open", client.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot(t, cl)
 	nn := e.nn + "/webhdfs/v1"
 	as := func(user, p, op string, kv ...string) string {
@@ -69,7 +73,11 @@ func TestRefusals(t *testing.T) {
 		{"unknown op", "GET", root("/a", "FOO"), 400, "IllegalArgumentException"},
 		{"no op", "GET", nn + "/a?user.name=root", 400, "IllegalArgumentException"},
 		{"op under another method", "PUT", root("/a", "GETFILESTATUS"), 400, "IllegalArgumentException"},
-		{"APPEND", "POST", root("/a/f", "APPEND"), 400, "UnsupportedOperationException"},
+		{"APPEND under PUT", "PUT", root("/a/f", "APPEND"), 400, "IllegalArgumentException"},
+		{"append to a directory", "POST", root("/a/sub", "APPEND"), 404, "FileNotFoundException"},
+		{"append to a missing file", "POST", root("/a/none", "APPEND"), 404, "FileNotFoundException"},
+		{"append to a file being written", "POST", root("/a/open", "APPEND"), 403, "AlreadyBeingCreatedException"},
+		{"append with a bad buffer size", "POST", root("/a/f", "APPEND", "buffersize", "0"), 400, "IllegalArgumentException"},
 		{"SETREPLICATION", "PUT", root("/a/f", "SETREPLICATION", "replication", "2"), 400, "UnsupportedOperationException"},
 		{"TRUNCATE", "POST", root("/a/f", "TRUNCATE", "newlength", "1"), 400, "UnsupportedOperationException"},
 		{"CONCAT", "POST", root("/a/f", "CONCAT", "sources", "/a/g"), 400, "UnsupportedOperationException"},
@@ -126,6 +134,21 @@ func TestRefusals(t *testing.T) {
 			t.Fatalf("step 1: %d %s", st, b)
 		}
 		st, _, b = e.do("PUT", h.Get("Location"), strings.NewReader("x"))
+		if ex, _ := remote(b); st != 403 || ex != "AccessControlException" {
+			t.Fatalf("step 2: %d %s", st, b)
+		}
+		if after := snapshot(t, cl); after != before {
+			t.Fatalf("namespace changed:\n%s\nwas\n%s", after, before)
+		}
+	})
+	// APPEND's first step checks the walk and the file; w on it is
+	// checked by the datanode's Append, before a byte is stored.
+	t.Run("append without permission", func(t *testing.T) {
+		st, h, b := e.do("POST", as("eve", "/a/f", "APPEND"), nil)
+		if st != http.StatusTemporaryRedirect {
+			t.Fatalf("step 1: %d %s", st, b)
+		}
+		st, _, b = e.do("POST", h.Get("Location"), strings.NewReader("x"))
 		if ex, _ := remote(b); st != 403 || ex != "AccessControlException" {
 			t.Fatalf("step 2: %d %s", st, b)
 		}

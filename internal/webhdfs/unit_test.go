@@ -66,7 +66,9 @@ func TestLookupOp(t *testing.T) {
 	}{
 		{"GET", "getfilestatus", webhdfs.Exception{}},
 		{"PUT", "CREATE", webhdfs.Exception{}},
-		{"POST", "APPEND", webhdfs.Unsupported},
+		{"POST", "append", webhdfs.Exception{}},
+		{"PUT", "APPEND", webhdfs.IllegalArgument},
+		{"POST", "TRUNCATE", webhdfs.Unsupported},
 		{"GET", "GETACLSTATUS", webhdfs.Unsupported},
 		{"GET", "CREATE", webhdfs.IllegalArgument},
 		{"GET", "NOPE", webhdfs.IllegalArgument},
@@ -77,6 +79,14 @@ func TestLookupOp(t *testing.T) {
 		if (c.ex == webhdfs.Exception{}) != (err == nil) || (err != nil && webhdfs.ExceptionFor(err) != c.ex) {
 			t.Errorf("%s %s: %v, want %v", c.method, c.op, err, c.ex.Name)
 		}
+	}
+	// A refused Append of a file being written is HDFS's
+	// AlreadyBeingCreatedException; its other refusals keep their kind.
+	if ex := webhdfs.ExceptionFor(webhdfs.AppendError(errs.New(errs.Precondition, "append", "/f", "open"))); ex != webhdfs.AlreadyBeingCreated || ex.Status != 403 {
+		t.Errorf("append of an open file: %v", ex)
+	}
+	if ex := webhdfs.ExceptionFor(webhdfs.AppendError(errs.New(errs.Permission, "append", "/f", "no w"))); ex != webhdfs.AccessControl {
+		t.Errorf("append without w: %v", ex)
 	}
 	for _, o := range webhdfs.Ops() {
 		if o.Name == "" || o.Method == "" {

@@ -11,8 +11,10 @@ the last line of stdout; any failed check raises and exits non-zero.
 
 import hashlib
 import json
+import os
 import random
 import sys
+import tempfile
 
 import fsspec
 import pandas
@@ -49,8 +51,7 @@ info = fs.info("/py/dir")
 expect(info["type"] == "directory", info)
 
 # CREATE in its two steps through fsspec's own session: Hadoop's
-# documented upload. fsspec's open(..., "wb") and put() create an empty
-# file and then APPEND every chunk, and blockfs has no APPEND yet.
+# documented upload, one request for the whole file.
 data = random.Random(1).randbytes(big)
 r = fs._call("CREATE", "put", "/py/dir/big.bin", redirect=False, overwrite="true")
 expect(r.status_code == 307, r.status_code)
@@ -94,15 +95,45 @@ try:
 except FileNotFoundError:
     pass
 
-# Writing with fsspec's own writer appends, which blockfs refuses with
-# Hadoop's UnsupportedOperationException body and 400.
-try:
-    with fs.open("/py/appended.bin", "wb") as f:
-        f.write(b"hello")
-    out["fsspec_open_wb"] = "ok"
-except requests.HTTPError as e:
-    body = e.response.json()["RemoteException"]
-    out["fsspec_open_wb"] = "%d %s" % (e.response.status_code, body["exception"])
+# fsspec's own writer: open(..., "wb") CREATEs an empty file, then POSTs
+# every chunk (5 MiB) as an APPEND to the CREATE's datanode URL. Written
+# in uneven pieces so that chunks do not line up with writes.
+wb = random.Random(2).randbytes(big)
+with fs.open("/py/wb.bin", "wb") as f:
+    for i in range(0, big, 3 << 20 | 17):
+        f.write(wb[i : i + (3 << 20 | 17)])
+got = fs.cat_file("/py/wb.bin")
+expect(got == wb, "open(wb) read back: %d bytes of %d" % (len(got), big))
+out["wb_sha256"] = hashlib.sha256(wb).hexdigest()
+
+# put() of a local file: the same writer under the hood.
+with tempfile.TemporaryDirectory() as d:
+    local = os.path.join(d, "local.bin")
+    small = random.Random(3).randbytes(min(big, 6 << 20) + 3)
+    with open(local, "wb") as f:
+        f.write(small)
+    fs.put(local, "/py/put.bin")
+    expect(fs.cat_file("/py/put.bin") == small, "put read back")
+    fs.get("/py/put.bin", os.path.join(d, "back.bin"))
+    with open(os.path.join(d, "back.bin"), "rb") as f:
+        expect(f.read() == small, "get of a put file")
+
+# open(..., "ab"): APPEND at the namenode, then the chunks to its URL.
+with fs.open("/py/put.bin", "ab") as f:
+    f.write(b"tail")
+expect(fs.cat_file("/py/put.bin") == small + b"tail", "append read back")
+out["appended_size"] = fs.info("/py/put.bin")["size"]
+
+# A CSV written through fsspec, read by pandas from its webhdfs:// URL.
+with fs.open("/py/table.csv", "wb") as f:
+    f.write(b"k,v\n" + b"".join(b"k%d,%d\n" % (i, i * 7) for i in range(500)))
+df = pandas.read_csv("webhdfs://%s:%d/py/table.csv" % (host, port), storage_options=opts)
+out["py_csv_rows"] = len(df)
+out["py_csv_sum"] = int(df["v"].sum())
+
+# Appending to a file someone is writing is refused, as HDFS refuses it.
+r = fs.session.post(fs.url + "/go/open.bin", params=dict(fs.pars, op="APPEND"), allow_redirects=False)
+out["append_open"] = "%d %s" % (r.status_code, r.json()["RemoteException"]["exception"])
 
 out["checksum"] = fs.ukey("/py/moved.bin")
 print(json.dumps(out))
