@@ -124,4 +124,19 @@ func TestAppendImage(t *testing.T) {
 	if _, err := back.As(bob).AddBlock("/tmp/bob.txt", fi.ID, nil, 6); err != nil {
 		t.Fatal(err)
 	}
+	// A reopened file with committed blocks (CRCs and all) survives too,
+	// and its writer continues after them.
+	old := blocksOf(t, tr, "/a/f")
+	af, err := tr.As(alice).Append("/a/f", 7)
+	must(t, err)
+	back, err = ReadImage(bytes.NewReader(image(t, tr)))
+	must(t, err)
+	if back.Hash() != tr.Hash() {
+		t.Fatal("hash differs after the image round trip")
+	}
+	nb, err := back.As(alice).AddBlock("/a/f", af.ID, &old[1], 8)
+	if err != nil || nb.Offset != 150 {
+		t.Fatalf("addBlock after restore: %+v %v", nb, err)
+	}
+	checkInvariants(t, back)
 }
