@@ -127,8 +127,9 @@ func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
 
 // ForEachBlock calls fn for every block, in tree order (depth first,
 // children by name, each file's blocks in order). complete is false only
-// for the last block of an under-construction file. fn must not modify
-// the tree.
+// for the last block of an under-construction file, and not for that one
+// when it is committed (a file reopened by Append whose writer has not
+// added a block yet). fn must not modify the tree.
 func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, complete bool)) {
 	var walk func(n *inode)
 	walk = func(n *inode) {
@@ -140,7 +141,7 @@ func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, compl
 		}
 		last := len(n.blocks) - 1
 		for i, b := range n.blocks {
-			fn(b, n.id, n.repl, n.state == Complete || i < last)
+			fn(b, n.id, n.repl, n.state == Complete || i < last || committed(b))
 		}
 	}
 	walk(t.root)
