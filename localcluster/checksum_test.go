@@ -20,7 +20,7 @@ func TestChecksumSurvivesReplication(t *testing.T) {
 	}
 	locs := waitReplicas(t, cl, "/sum", 3)
 	victim := locs.Blocks[0].Locations[0].Id
-	for i := range c.Datanodes() {
+	for i := range len(c.DatanodeAddrs()) {
 		if c.DatanodeID(i) == victim {
 			if err := c.StopDatanode(i); err != nil {
 				t.Fatal(err)
@@ -34,7 +34,8 @@ func TestChecksumSurvivesReplication(t *testing.T) {
 	for _, lb := range locs.Blocks {
 		held := 0
 		for _, l := range lb.Locations {
-			for i, d := range c.Datanodes() {
+			for i := range len(c.DatanodeAddrs()) { // Datanodes() skips stopped ones
+				d := c.Datanode(i)
 				if d == nil || c.DatanodeID(i) != l.Id {
 					continue
 				}
