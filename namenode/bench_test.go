@@ -139,48 +139,117 @@ func histMean(b *testing.B, n *namenode.Namenode, name string) float64 {
 }
 
 // BenchmarkGetBlockLocationsScaling calls GetBlockLocations on a 10-block
-// file in-process from 1 and 2 goroutines and reports calls/s. Reads take
-// only the FSM's shared read lock and the block map's sharded locks, so two
-// goroutines should do close to twice the work of one.
+// file in-process from 1 and 2 goroutines and reports calls/s. Its five
+// datanodes send full block reports for the replicas AddBlock placed on
+// them, so every block is listed with its 3 replicas, as in a real cluster
+// (a reply without replicas skips the replica lookup, the costly part).
+// Reads take only the FSM's shared read lock and the block map's sharded
+// locks, so two goroutines should do close to twice the work of one.
 func BenchmarkGetBlockLocationsScaling(b *testing.B) {
-	x := startCluster(b, 1, func(i int, c *namenode.Config) {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	})
+	srv, req := locationsFixture(b, "/f10", 10)
+	for _, g := range []int{1, 2} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
+			callsPerSec(b, g, func() error {
+				r, err := srv.GetBlockLocations(ctx, req)
+				if err == nil {
+					err = checkReplicas(r, 10)
+				}
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkGetBlockLocations1000 calls GetBlockLocations on a 1000-block
+// file whose blocks have 3 reported replicas each (the HDFS-1081 shape) and
+// reports ns/block.
+func BenchmarkGetBlockLocations1000(b *testing.B) {
+	const n = 1000
+	srv, req := locationsFixture(b, "/f1000", n)
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r, err := srv.GetBlockLocations(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.BlockIds) != n {
+			b.Fatalf("%d blocks, want %d", len(r.BlockIds), n)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/block")
+}
+
+// locationsFixture starts one namenode with 5 heartbeating datanodes,
+// writes a file of nblocks 1 KiB blocks with replication 3, has every
+// datanode send a full block report of the replicas placed on it, waits
+// until every block is served with 3 replicas, and returns the in-process
+// client server and a stale-read request for the whole file.
+func locationsFixture(b *testing.B, path string, nblocks int) (api.ClientServiceServer, *api.GetBlockLocationsRequest) {
+	x := startCluster(b, 1, func(i int, c *namenode.Config) { c.Logger = quietLogger() })
 	x.registerDatanodes(5)
 	l := x.leader()
 	c := x.client(l)
-	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f10", Replication: 3, BlockSize: 1024})
+	cr, err := c.Create(x.root(), &api.CreateRequest{Path: path, Replication: 3, BlockSize: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var blocks []*api.Block
+	held := map[string][]*api.ReportedBlock{}
 	var prev *api.Block
-	for range 10 {
-		r, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: "/f10", InodeId: cr.Status.InodeId, Previous: prev})
+	for range nblocks {
+		r, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: path, InodeId: cr.Status.InodeId, Previous: prev})
 		if err != nil {
 			b.Fatal(err)
 		}
 		prev = r.Block.Block
 		prev.Length = 1024
 		blocks = append(blocks, prev)
+		for _, d := range r.Block.Locations {
+			held[d.Id] = append(held[d.Id], &api.ReportedBlock{Block: prev, InodeId: cr.Status.InodeId})
+		}
 	}
-	if _, err := c.Complete(x.root(), &api.CompleteRequest{Path: "/f10", InodeId: cr.Status.InodeId, Blocks: blocks}); err != nil {
+	if _, err := c.Complete(x.root(), &api.CompleteRequest{Path: path, InodeId: cr.Status.InodeId, Blocks: blocks}); err != nil {
 		b.Fatal(err)
 	}
-	srv := x.c.Namenode(l).ClientServer()
-	for _, g := range []int{1, 2} {
-		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
-			ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
-			req := &api.GetBlockLocationsRequest{Path: "/f10", Read: &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}}
-			callsPerSec(b, g, func() error {
-				r, err := srv.GetBlockLocations(ctx, req)
-				if err == nil && len(r.BlockIds) != 10 {
-					err = fmt.Errorf("%d blocks, want 10", len(r.BlockIds))
-				}
-				return err
-			})
-		})
+	dp := api.NewDatanodeProtocolClient(x.conns[l])
+	for id, rbs := range held {
+		if _, err := dp.BlockReport(asDatanode(b.Context(), id), &api.BlockReportRequest{DatanodeId: id, Blocks: rbs}); err != nil {
+			b.Fatalf("block report of %s: %v", id, err)
+		}
 	}
+	srv := x.c.Namenode(l).ClientServer()
+	req := &api.GetBlockLocationsRequest{Path: path, Read: &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}}
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := srv.GetBlockLocations(ctx, req)
+		if err == nil {
+			if err = checkReplicas(r, nblocks); err == nil {
+				return srv, req
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("replicas never reported: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkReplicas: r lists n blocks, each with 3 replicas.
+func checkReplicas(r *api.GetBlockLocationsResponse, n int) error {
+	if len(r.BlockIds) != n {
+		return fmt.Errorf("%d blocks, want %d", len(r.BlockIds), n)
+	}
+	for i, k := range r.ReplicaCounts {
+		if k != 3 {
+			return fmt.Errorf("block %d has %d replicas, want 3", i, k)
+		}
+	}
+	return nil
 }
 
 // callsPerSec runs call b.N times over g goroutines and reports calls/s;
