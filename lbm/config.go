@@ -1,6 +1,7 @@
 package lbm
 
 import (
+	"fmt"
 	"log/slog"
 	"path/filepath"
 
@@ -30,6 +31,13 @@ type Config struct {
 	// InmemReplayThreshold: a metadata file whose payload is at most this
 	// many bytes is replayed from one read into memory; 0 = always stream.
 	InmemReplayThreshold int64
+	// StreamingReplay selects the reader of a metadata file that does not
+	// take the in-memory path (InmemReplayThreshold 0, a file above it, or
+	// one that does not fit the budget): StreamingPread (the default,
+	// Kudu's path: two ReadAt calls per record) or StreamingBuffered (one
+	// sequential reader through a 1 MiB readahead window). Both apply the
+	// same frame checks, crash-tail rules and corruption errors.
+	StreamingReplay StreamingMode
 	// ReplayMemoryBudget bounds the bytes of metadata held in memory by
 	// concurrent in-memory replays; a container that does not fit streams.
 	ReplayMemoryBudget int64
@@ -59,6 +67,31 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// StreamingMode is the reader used by streaming replay.
+type StreamingMode uint8
+
+const (
+	// StreamingPread reads each record with two ReadAt calls (the 8-byte
+	// frame header, then body+crc), decrypting each at its offset.
+	StreamingPread StreamingMode = iota
+	// StreamingBuffered reads the file front to back in 1 MiB ReadAt
+	// calls and serves each record's header and body+crc from that window,
+	// decrypting each at its offset; its buffer is not charged to
+	// ReplayMemoryBudget.
+	StreamingBuffered
+)
+
+// String returns the replay path name used in metrics and logs.
+func (m StreamingMode) String() string {
+	switch m {
+	case StreamingPread:
+		return "streaming"
+	case StreamingBuffered:
+		return "buffered-streaming"
+	}
+	return fmt.Sprintf("StreamingMode(%d)", uint8(m))
+}
+
 // DefaultConfig returns a config with Kudu-like defaults and no dirs.
 func DefaultConfig() Config {
 	return Config{
@@ -84,6 +117,8 @@ func (c *Config) Validate() error {
 		return bad("CompactLiveRatio must be in [0,1)")
 	case c.InmemReplayThreshold < 0:
 		return bad("InmemReplayThreshold must be >= 0")
+	case c.StreamingReplay > StreamingBuffered:
+		return bad("unknown StreamingReplay mode")
 	case c.ReplayMemoryBudget < 0:
 		return bad("ReplayMemoryBudget must be >= 0")
 	case c.ReplayWorkers < 1:

@@ -1,7 +1,7 @@
 // Package lbm is the datanode block store: log-block containers after
 // Kudu's log block manager, with per-chunk and per-block CRC32C,
-// encryption at rest and two startup replay paths (streaming and
-// in-memory, KUDU-3778/3779).
+// encryption at rest and three startup replay paths (Kudu's streaming,
+// buffered streaming and in-memory, KUDU-3778/3779).
 //
 // # Containers
 //
@@ -82,9 +82,17 @@
 // bytes, and that fits in what is left of Config.ReplayMemoryBudget, is
 // read with ONE ReadAt and parsed from memory: the all-zero tail is located
 // on the ciphertext first, then the records region is decrypted in one CTR
-// pass in place. Otherwise the streaming path issues two ReadAt calls per
-// record (8-byte header, then body+crc), decrypting each slice at its
-// offset, as Kudu does. On both paths, with no allocation per record:
+// pass in place. Otherwise the file is streamed: the streaming parser
+// reads each record as two slices (8-byte header, then body+crc) and
+// decrypts each at its offset. With Config.StreamingReplay =
+// StreamingPread (the default) each slice is one ReadAt, as Kudu does;
+// with StreamingBuffered the slices are served from a 1 MiB readahead
+// window refilled by one ReadAt, so a file costs about size/1 MiB reads
+// (not charged to ReplayMemoryBudget). Both readers run the same parser.
+// OpenStats.StreamingContainers counts containers streamed by either
+// reader; the replay-seconds metric labels them "streaming" and
+// "buffered-streaming". On all three paths, with no allocation per
+// record:
 //   - a frame whose on-disk bytes are zero up to EOF (or whose header is
 //     valid and whose body+crc are zero up to EOF) is a crash tail, and a
 //     frame cut short by EOF is a truncated record: the file is truncated

@@ -29,7 +29,7 @@ func FuzzReadRecords(f *testing.F) {
 			df, _ := m.Create("/d/c.data")
 			df.Truncate(1 << 20)
 			cfg := testConfig(m, []string{"/d"}, false)
-			cfg.InmemReplayThreshold = mode.threshold
+			mode.apply(&cfg)
 			s, err := Open(ctx, cfg)
 			var res string
 			if err != nil {
@@ -48,8 +48,10 @@ func FuzzReadRecords(f *testing.F) {
 			}
 			results = append(results, res)
 		}
-		if results[0] != results[1] {
-			t.Fatalf("streaming %q vs inmem %q", results[0], results[1])
+		for i, r := range results[1:] {
+			if r != results[0] {
+				t.Fatalf("%s %q vs %s %q", replayModes[0].name, results[0], replayModes[i+1].name, r)
+			}
 		}
 	})
 }

@@ -177,9 +177,19 @@ func TestFrameRejectsBadCRC(t *testing.T) {
 type replayMode struct {
 	name      string
 	threshold int64
+	stream    StreamingMode
 }
 
-var replayModes = []replayMode{{"streaming", 0}, {"inmem", 64 << 20}}
+// replayModes are the three replay paths every replay test runs over.
+var replayModes = []replayMode{
+	{"streaming", 0, StreamingPread},
+	{"buffered-streaming", 0, StreamingBuffered},
+	{"inmem", 64 << 20, StreamingPread},
+}
+
+func (m replayMode) apply(cfg *Config) {
+	cfg.InmemReplayThreshold, cfg.StreamingReplay = m.threshold, m.stream
+}
 
 // writeFour stores blocks 1..4 in one dir, one Put each, and closes.
 func writeFour(t *testing.T, fs FS, dir string, enc bool) {
@@ -206,7 +216,7 @@ func TestZeroTailTruncated(t *testing.T) {
 						t.Fatal(err)
 					}
 					cfg := testConfig(fs, []string{dir}, enc)
-					cfg.InmemReplayThreshold = mode.threshold
+					mode.apply(&cfg)
 					s := mustOpen(t, cfg)
 					defer s.Close()
 					for id := uint64(1); id <= 4; id++ {
@@ -237,7 +247,7 @@ func TestCutRecordTruncated(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := testConfig(fs, []string{dir}, enc)
-				cfg.InmemReplayThreshold = mode.threshold
+				mode.apply(&cfg)
 				s := mustOpen(t, cfg)
 				defer s.Close()
 				for id := uint64(1); id <= 3; id++ {
@@ -275,7 +285,7 @@ func TestFlippedBitIsCorrupt(t *testing.T) {
 					b[rec2+where.at] ^= 0x04
 					os.WriteFile(mf, b, 0o644)
 					cfg := testConfig(fs, []string{dir}, enc)
-					cfg.InmemReplayThreshold = mode.threshold
+					mode.apply(&cfg)
 					_, err := Open(ctx, cfg)
 					if !errs.Is(err, errs.Corrupt) {
 						t.Fatalf("want Corrupt, got %v", err)
@@ -361,7 +371,7 @@ func TestReplayPathsIdentical(t *testing.T) {
 			for _, mode := range replayModes {
 				cfs := NewCountingFS(OSFS())
 				cfg.FS = cfs
-				cfg.InmemReplayThreshold = mode.threshold
+				mode.apply(&cfg)
 				s := mustOpen(t, cfg)
 				reads, st := cfs.Reads(), s.OpenStats()
 				blocks := s.Blocks()
@@ -377,8 +387,12 @@ func TestReplayPathsIdentical(t *testing.T) {
 					if st.InmemContainers != st.Containers || reads > int64(4*st.Containers) {
 						t.Fatalf("inmem: %d reads for %d containers (%+v)", reads, st.Containers, st)
 					}
-				} else if st.StreamingContainers != st.Containers || reads < st.Records*2 {
+				} else if st.StreamingContainers != st.Containers {
+					t.Fatalf("%s: %d of %d containers streamed", mode.name, st.StreamingContainers, st.Containers)
+				} else if mode.stream == StreamingPread && reads < st.Records*2 {
 					t.Fatalf("streaming: %d reads for %d records (%+v)", reads, st.Records, st)
+				} else if mode.stream == StreamingBuffered && reads > int64(4*st.Containers) {
+					t.Fatalf("buffered-streaming: %d reads for %d containers (%+v)", reads, st.Containers, st)
 				}
 				t.Logf("%s: %d containers, %d records, %d reads", mode.name, st.Containers, st.Records, reads)
 				for id := range live {

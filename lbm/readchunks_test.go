@@ -166,7 +166,7 @@ func TestOldFormatBlocksStillRead(t *testing.T) {
 		for _, mode := range replayModes {
 			t.Run(fmt.Sprintf("enc=%v/%s", enc, mode.name), func(t *testing.T) {
 				cfg := testConfig(nil, []string{t.TempDir()}, enc)
-				cfg.InmemReplayThreshold = mode.threshold
+				mode.apply(&cfg)
 				s := mustOpen(t, cfg)
 				old := streamData(1, 2000)
 				putOldFormat(t, s, 1, old)

@@ -350,7 +350,8 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 		end, tail, hdrOK, err = s.replayInmem(c, st, size)
 		s.budget.Add(size)
 	} else {
-		end, tail, hdrOK, err = s.replayStreaming(c, st, size)
+		path = s.cfg.StreamingReplay.String()
+		end, tail, hdrOK, err = s.replayStreaming(c, st, size, s.cfg.StreamingReplay)
 	}
 	if err == nil && !hdrOK {
 		meta.Close()
@@ -486,26 +487,29 @@ func (s *Store) replayInmem(c *container, st *replayState, size int64) (end int6
 	}
 }
 
-// replayStreaming: per record, one ReadAt of the 8-byte frame header and
-// one of body+crc, each decrypted at its own offset (Kudu's path). A frame
-// whose on-disk bytes are zero to EOF is a crash tail.
-func (s *Store) replayStreaming(c *container, st *replayState, size int64) (end int64, tail frameStatus, hdrOK bool, err error) {
-	f, path := c.meta, c.metaPath
+// replayStreaming: per record, a read of the 8-byte frame header and one
+// of body+crc, each decrypted at its own offset. With StreamingPread each
+// read is a ReadAt of the file (Kudu's path); with StreamingBuffered it is
+// served from a readahead window (replay_buffered.go), so the two readers
+// share this parser and its tail and corruption rules. A frame whose
+// on-disk bytes are zero to EOF is a crash tail.
+func (s *Store) replayStreaming(c *container, st *replayState, size int64, mode StreamingMode) (end int64, tail frameStatus, hdrOK bool, err error) {
+	path := c.metaPath
+	var readAt func(b []byte, off int64) error
+	if mode == StreamingBuffered {
+		readAt = newReadahead(c.meta, path, size).readAt
+	} else {
+		readAt = func(b []byte, off int64) error { return preadFull(c.meta, path, b, off) }
+	}
 	hb := make([]byte, min(size, encHeaderLen+fileHeaderLen))
-	if n, err := f.ReadAt(hb, 0); n < len(hb) {
-		return 0, 0, false, errs.Wrap(errs.IO, "lbm.replay", path, errors.Join(io.ErrUnexpectedEOF, err))
+	if err := readAt(hb, 0); err != nil {
+		return 0, 0, false, err
 	}
 	hdrLen, fc, sealed, ok, err := s.parseHeaders(c, hb)
 	if err != nil || !ok {
 		return 0, 0, ok, err
 	}
 	c.metaFC, c.sealed = fc, sealed
-	readAt := func(b []byte, off int64) error {
-		if n, err := f.ReadAt(b, off); n < len(b) {
-			return errs.Wrap(errs.IO, "lbm.replay", path, errors.Join(io.ErrUnexpectedEOF, err))
-		}
-		return nil
-	}
 	// restZero reports whether the file is all zero from off to EOF, in
 	// bounded reads (only ever reached at a tail).
 	restZero := func(off int64) (bool, error) {

@@ -91,7 +91,7 @@ func FuzzReplayPlainEncrypted(f *testing.F) {
 				df.Truncate(1 << 20)
 				cfg := testConfig(m, []string{"/d"}, false)
 				cfg.KeyFile = "/key"
-				cfg.InmemReplayThreshold = mode.threshold
+				mode.apply(&cfg)
 				s, err := Open(ctx, cfg)
 				var res string
 				if err != nil {

@@ -48,7 +48,7 @@ func TestCorruptContainerSetAside(t *testing.T) {
 				cfg := testConfig(m, []string{"/d"}, enc)
 				cfg.KeyFile = "/key"
 				cfg.MaxBlocksPerContainer = 2
-				cfg.InmemReplayThreshold = mode.threshold
+				mode.apply(&cfg)
 				where := sixBlocks(t, cfg)
 				bad := where[3]
 				flipMeta(t, m, bad, enc)

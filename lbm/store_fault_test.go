@@ -25,7 +25,7 @@ func TestZeroLengthBlockSurvivesReopen(t *testing.T) {
 				t.Run(fmt.Sprintf("enc=%v/%s/first=%d", enc, mode.name, first), func(t *testing.T) {
 					m := NewMemFS()
 					cfg := testConfig(m, []string{"/d"}, enc)
-					cfg.InmemReplayThreshold = mode.threshold
+					mode.apply(&cfg)
 					s := mustOpen(t, cfg)
 					if first > 0 {
 						if err := s.Put(ctx, BlockMeta{ID: 1}, bytes.Repeat([]byte{1}, first)); err != nil {
@@ -149,7 +149,7 @@ func TestAnyFlippedBitIsCorrupt(t *testing.T) {
 					bad[at] ^= bit
 					writeAll(t, fs, mf, bad)
 					cfg := testConfig(fs, []string{"/d"}, enc)
-					cfg.InmemReplayThreshold = mode.threshold
+					mode.apply(&cfg)
 					s, err := Open(ctx, cfg)
 					if err == nil {
 						s.Close()
@@ -194,7 +194,7 @@ func TestTornTailIsNeverCorruption(t *testing.T) {
 					fs := m.CrashClone(0)
 					writeAll(t, fs, mf, tl.b)
 					cfg := testConfig(fs, []string{"/d"}, enc)
-					cfg.InmemReplayThreshold = mode.threshold
+					mode.apply(&cfg)
 					s, err := Open(ctx, cfg)
 					if err != nil {
 						t.Fatalf("benign torn tail reported as %v", err)
@@ -309,7 +309,7 @@ func TestCrashDuringDeadContainerRemoval(t *testing.T) {
 					m := NewMemFS()
 					cfg := testConfig(m, []string{"/d"}, enc)
 					cfg.MaxBlocksPerContainer = 2
-					cfg.InmemReplayThreshold = mode.threshold
+					mode.apply(&cfg)
 					s := mustOpen(t, cfg)
 					for id := uint64(1); id <= 3; id++ { // 1,2 fill a container; 3 opens another
 						if err := s.Put(ctx, BlockMeta{ID: id}, blockData(id)); err != nil {

@@ -48,7 +48,7 @@ func newStoreModel(t *rapid.T) *storeModel {
 	cfg.MaxBlocksPerContainer = rapid.IntRange(2, 6).Draw(t, "maxBlocks")
 	cfg.CompactLiveRatio = 0.5
 	cfg.RuntimeCompaction = rapid.Bool().Draw(t, "runtimeCompaction")
-	cfg.InmemReplayThreshold = rapid.SampledFrom([]int64{0, 1 << 20}).Draw(t, "inmemThreshold")
+	rapid.SampledFrom(replayModes).Draw(t, "replayMode").apply(&cfg)
 	cfg.ReplayWorkers = 2
 	s, err := Open(ctx, cfg)
 	if err != nil {
@@ -264,7 +264,7 @@ func (sm *storeModel) reopen(t *rapid.T, fs *MemFS) {
 	sm.cfg.FS = fs
 	s, err := Open(ctx, sm.cfg)
 	if err != nil {
-		t.Fatalf("reopen (encrypt=%v, inmem=%d): %v", sm.cfg.Encrypt, sm.cfg.InmemReplayThreshold, err)
+		t.Fatalf("reopen (encrypt=%v, inmem=%d, streaming=%v): %v", sm.cfg.Encrypt, sm.cfg.InmemReplayThreshold, sm.cfg.StreamingReplay, err)
 	}
 	sm.s = s
 }
@@ -389,14 +389,15 @@ func TestStoreModelReplayPathsAgree(t *testing.T) {
 		sm.s = nil
 		img := sm.m.CrashClone(rapid.Int64().Draw(t, "seed"))
 		var lists []string
-		for _, th := range []int64{0, 1 << 20} {
+		for _, mode := range replayModes {
 			// Each path gets its own copy: replay repairs what it finds.
 			fs := img.CrashClone(0)
 			cfg := sm.cfg
-			cfg.FS, cfg.InmemReplayThreshold = fs, th
+			cfg.FS = fs
+			mode.apply(&cfg)
 			s, err := Open(ctx, cfg)
 			if err != nil {
-				t.Fatalf("open (inmem=%d): %v", th, err)
+				t.Fatalf("open (%s): %v", mode.name, err)
 			}
 			var b bytes.Buffer
 			for _, bi := range s.Blocks() {
@@ -407,8 +408,10 @@ func TestStoreModelReplayPathsAgree(t *testing.T) {
 			s.Close()
 			lists = append(lists, b.String())
 		}
-		if lists[0] != lists[1] {
-			t.Fatalf("streaming and in-memory replay disagree:\n%s\n%s", lists[0], lists[1])
+		for i, l := range lists[1:] {
+			if l != lists[0] {
+				t.Fatalf("%s and %s replay disagree:\n%s\n%s", replayModes[0].name, replayModes[i+1].name, lists[0], l)
+			}
 		}
 	})
 }

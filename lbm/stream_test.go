@@ -79,7 +79,7 @@ func TestStreamedWriteReplay(t *testing.T) {
 			t.Run(fmt.Sprintf("enc=%v/%s", enc, mode.name), func(t *testing.T) {
 				dir := t.TempDir()
 				cfg := testConfig(nil, []string{dir}, enc)
-				cfg.InmemReplayThreshold = mode.threshold
+				mode.apply(&cfg)
 				s := mustOpen(t, cfg)
 				for i, sz := range sizes {
 					id := uint64(i + 1)
