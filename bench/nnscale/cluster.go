@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
+	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/namenode"
+	"github.com/blockfs/blockfs/security"
+)
+
+// The cluster phase runs a real namenode (a 1-namenode localcluster:
+// Raft, FSM, block map, token issuer) and calls its ClientService handler
+// in-process. Its files are written through that handler, so every one went
+// through Raft and the FSM; the datanodes are scripted over gRPC
+// (register, heartbeat, one full block report each), so the replicas the
+// reads list are real block-map entries.
+
+// clusterResult is the outcome of the cluster phase.
+type clusterResult struct {
+	files          int
+	buildS         float64
+	restartReadyMs float64
+	largestReport  int
+	nsPerBlock1000 []float64 // one per run
+	cachedUs       []float64 // one per run: mean of the run's calls
+	perRequestUs   []float64
+}
+
+type clusterFile struct {
+	path  string
+	inode uint64
+	block *api.Block
+}
+
+// nn is a running namenode with its scripted datanodes.
+type nn struct {
+	c    *localcluster.Cluster
+	conn *grpc.ClientConn
+	srv  api.ClientServiceServer
+	stop chan struct{}
+	done chan struct{}
+
+	largestReport int // bytes of the largest BlockReportRequest sent
+}
+
+func incoming(user string) context.Context {
+	return metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, user))
+}
+
+func asDatanode(ctx context.Context, id string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, security.UserKey, id, security.RoleKey, security.RoleDatanode.String())
+}
+
+// startNN starts a 1-namenode cluster in dir (restarting it if dir holds
+// one) with the given token mode; raftAddr pins the Raft address a
+// restarted node had.
+func startNN(ctx context.Context, dir string, mode security.Mode, raftAddr string) (*nn, error) {
+	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Dir: dir, Namenode: func(i int, nc *namenode.Config) {
+		nc.MinReplication = 0 // the datanodes are scripted; Complete does not wait for them
+		nc.Security.Mode = mode
+		// A datanode sends its whole report in one request; at 1M blocks
+		// (300k per datanode) that is past the default 4 MiB cap, which
+		// is reported, not hidden: see largest_block_report_bytes.
+		nc.MaxRequestSize = 256 << 20
+		// localcluster declares a datanode dead after 1 s of silence, for
+		// its fault tests; these scripted ones heartbeat every second
+		// from a busy process, so take the production timings back.
+		d := blocks.DefaultConfig()
+		nc.Blocks.HeartbeatInterval, nc.Blocks.DeadAfterMissed, nc.Blocks.StaleAfter = d.HeartbeatInterval, d.DeadAfterMissed, d.StaleAfter
+		nc.Blocks.ReplicationTimeout, nc.Blocks.UnknownReplicaGrace = d.ReplicationTimeout, d.UnknownReplicaGrace
+		if raftAddr != "" {
+			nc.RaftAddr = raftAddr
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(c.NamenodeAddrs()[0], grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(256<<20)))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	x := &nn{c: c, conn: conn, srv: c.Namenode(0).ClientServer(), stop: make(chan struct{}), done: make(chan struct{})}
+	return x, nil
+}
+
+// datanodesUp registers the scripted datanodes and keeps them alive.
+func (x *nn) datanodesUp(ctx context.Context) error {
+	dp := api.NewDatanodeProtocolClient(x.conn)
+	for d := range datanodes {
+		_, err := dp.Register(asDatanode(ctx, dnID(d)), &api.RegisterRequest{Node: &api.DatanodeInfo{
+			Id: dnID(d), Addr: fmt.Sprintf("127.0.0.1:%d", 9000+d), Capacity: 1 << 50,
+		}})
+		if err != nil {
+			return fmt.Errorf("register %s: %w", dnID(d), err)
+		}
+	}
+	go func() {
+		defer close(x.done)
+		for {
+			select {
+			case <-x.stop:
+				return
+			case <-time.After(time.Second):
+			}
+			for d := range datanodes {
+				cctx, cancel := context.WithTimeout(asDatanode(context.Background(), dnID(d)), 5*time.Second)
+				_, _ = dp.Heartbeat(cctx, &api.HeartbeatRequest{DatanodeId: dnID(d), Capacity: 1 << 50})
+				cancel()
+			}
+		}
+	}()
+	return nil
+}
+
+// report sends every datanode's full block report: file i's block on
+// datanodes i..i+2 (mod 10), block j of the big file likewise.
+func (x *nn) report(ctx context.Context, files []clusterFile, big []*api.Block, bigInode uint64) error {
+	dp := api.NewDatanodeProtocolClient(x.conn)
+	for d := range datanodes {
+		req := &api.BlockReportRequest{DatanodeId: dnID(d)}
+		for i, f := range files {
+			if (d-i%datanodes+datanodes)%datanodes < replicas {
+				req.Blocks = append(req.Blocks, &api.ReportedBlock{Block: f.block, InodeId: f.inode})
+			}
+		}
+		for j, b := range big {
+			if (d-j%datanodes+datanodes)%datanodes < replicas {
+				req.Blocks = append(req.Blocks, &api.ReportedBlock{Block: b, InodeId: bigInode})
+			}
+		}
+		x.largestReport = max(x.largestReport, proto.Size(req))
+		if _, err := dp.BlockReport(asDatanode(ctx, dnID(d)), req); err != nil {
+			return fmt.Errorf("block report %s: %w", dnID(d), err)
+		}
+	}
+	return nil
+}
+
+func (x *nn) close() {
+	select {
+	case <-x.stop:
+	default:
+		close(x.stop)
+		if x.done != nil {
+			select {
+			case <-x.done:
+			case <-time.After(10 * time.Second):
+			}
+		}
+	}
+	x.conn.Close()
+	x.c.Close()
+}
+
+// writeFile writes a file of n blocks through the handler: Create,
+// AddBlock per block (each with its predecessor's final length), Complete.
+func writeFile(srv api.ClientServiceServer, ctx context.Context, path string, n int) (uint64, []*api.Block, error) {
+	cr, err := srv.Create(ctx, &api.CreateRequest{Path: path, Mode: 0o644, Replication: replicas, BlockSize: 128 << 20})
+	if err != nil {
+		return 0, nil, err
+	}
+	id := cr.Status.InodeId
+	var bs []*api.Block
+	var prev *api.Block
+	for range n {
+		r, err := srv.AddBlock(ctx, &api.AddBlockRequest{Path: path, InodeId: id, Previous: prev})
+		if err != nil {
+			return 0, nil, err
+		}
+		prev = r.Block.Block
+		prev.Length = blockLen
+		bs = append(bs, prev)
+	}
+	if _, err := srv.Complete(ctx, &api.CompleteRequest{Path: path, InodeId: id, Blocks: bs}); err != nil {
+		return 0, nil, err
+	}
+	return id, bs, nil
+}
+
+var stale = &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
+
+// runCluster builds n files (and one 1000-block file) in a real namenode,
+// measures GetBlockLocations, snapshots, restarts it in per-request token
+// mode, and measures the restart and GetBlockLocations again.
+func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(string, ...any)) (*clusterResult, error) {
+	dir, err := os.MkdirTemp("", "nnscale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	x, err := startNN(ctx, dir, security.Cached, "")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if x != nil {
+			x.close()
+		}
+	}()
+	if err := x.datanodesUp(ctx); err != nil {
+		return nil, err
+	}
+	root := incoming(superuser)
+	res := &clusterResult{files: n}
+
+	t0 := time.Now()
+	files := make([]clusterFile, n)
+	for i := 0; i < n; i += perDir {
+		dirPath, _ := filePath(i, perDir)
+		if _, err := x.srv.Mkdirs(root, &api.MkdirsRequest{Path: dirPath, Parents: true, Mode: 0o755}); err != nil {
+			return nil, fmt.Errorf("mkdirs %s: %w", dirPath, err)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				_, p := filePath(i, perDir)
+				id, bs, err := writeFile(x.srv, root, p, 1)
+				if err != nil {
+					errc <- fmt.Errorf("write %s: %w", p, err)
+					return
+				}
+				files[i] = clusterFile{path: p, inode: id, block: bs[0]}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	bigInode, big, err := writeFile(x.srv, root, "/data/big1000", 1000)
+	if err != nil {
+		return nil, err
+	}
+	res.buildS = time.Since(t0).Seconds()
+	logf("cluster: %d files + one 1000-block file written through Raft in %.1fs", n, res.buildS)
+	if err := x.report(ctx, files, big, bigInode); err != nil {
+		return nil, err
+	}
+	if err := checkReplicas(x.srv, files, calls); err != nil {
+		return nil, err
+	}
+	res.largestReport = x.largestReport
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	var users atomic.Int64
+	for range runs {
+		v, err := perBlock1000(x.srv)
+		if err != nil {
+			return nil, err
+		}
+		res.nsPerBlock1000 = append(res.nsPerBlock1000, v)
+		us, err := randomReads(x.srv, files, calls, rng, &users)
+		if err != nil {
+			return nil, err
+		}
+		res.cachedUs = append(res.cachedUs, us)
+	}
+
+	// Restart from a snapshot: take one now so the restarted node loads
+	// the image rather than replaying the log.
+	adm := api.NewAdminClient(x.conn)
+	octx := metadata.AppendToOutgoingContext(ctx, security.UserKey, superuser)
+	if _, err := adm.Snapshot(octx, &api.SnapshotRequest{}); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	raftAddr := x.c.Namenode(0).RaftAddr()
+	x.close()
+	x = nil
+	t1 := time.Now()
+	x, err = startNN(ctx, dir, security.PerRequest, raftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
+	probe := &api.GetBlockLocationsRequest{Path: files[n/2].path} // default (linearizable) read
+	for {
+		if _, err := x.srv.GetBlockLocations(root, probe); err == nil {
+			break
+		} else if time.Since(t1) > 5*time.Minute {
+			return nil, fmt.Errorf("restarted namenode never answered: %w", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res.restartReadyMs = float64(time.Since(t1).Nanoseconds()) / 1e6
+	logf("cluster: restarted from a snapshot of %d files, answering reads after %.0f ms", n, res.restartReadyMs)
+	if err := x.datanodesUp(ctx); err != nil {
+		return nil, err
+	}
+	if err := x.report(ctx, files, big, bigInode); err != nil {
+		return nil, err
+	}
+	if err := checkReplicas(x.srv, files, calls); err != nil {
+		return nil, err
+	}
+	for range runs {
+		us, err := randomReads(x.srv, files, calls, rng, &users)
+		if err != nil {
+			return nil, err
+		}
+		res.perRequestUs = append(res.perRequestUs, us)
+	}
+	return res, nil
+}
+
+// checkReplicas reads a sample of files and insists every block lists 3
+// replicas: the figures are worthless if the block map were empty.
+func checkReplicas(srv api.ClientServiceServer, files []clusterFile, k int) error {
+	ctx := incoming(superuser)
+	step := max(1, len(files)/max(1, k))
+	for i := 0; i < len(files); i += step {
+		r, err := srv.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: files[i].path, Read: stale})
+		if err != nil {
+			return err
+		}
+		if len(r.ReplicaCounts) != 1 || r.ReplicaCounts[0] != replicas {
+			return fmt.Errorf("%s lists replica counts %v, want [%d]", files[i].path, r.ReplicaCounts, replicas)
+		}
+	}
+	return nil
+}
+
+// perBlock1000 reads the 1000-block file 200 times as the superuser
+// (after one warm call) and returns ns per listed block.
+func perBlock1000(srv api.ClientServiceServer) (float64, error) {
+	ctx := incoming(superuser)
+	req := &api.GetBlockLocationsRequest{Path: "/data/big1000", Read: stale}
+	check := func() error {
+		r, err := srv.GetBlockLocations(ctx, req)
+		if err == nil && (len(r.BlockIds) != 1000 || len(r.ReplicaIndexes) != 1000*replicas) {
+			err = fmt.Errorf("big file: %d blocks, %d replicas", len(r.BlockIds), len(r.ReplicaIndexes))
+		}
+		return err
+	}
+	if err := check(); err != nil {
+		return 0, err
+	}
+	const k = 200
+	t0 := time.Now()
+	for range k {
+		if _, err := srv.GetBlockLocations(ctx, req); err != nil {
+			return 0, err
+		}
+	}
+	return float64(time.Since(t0).Nanoseconds()) / k / 1000, nil
+}
+
+// randomReads reads calls random files, each as a user never seen before,
+// and returns the mean microseconds per call.
+func randomReads(srv api.ClientServiceServer, files []clusterFile, calls int, rng *rand.Rand, users *atomic.Int64) (float64, error) {
+	reqs := make([]*api.GetBlockLocationsRequest, calls)
+	ctxs := make([]context.Context, calls)
+	for i := range calls {
+		reqs[i] = &api.GetBlockLocationsRequest{Path: files[rng.IntN(len(files))].path, Read: stale}
+		ctxs[i] = incoming(fmt.Sprintf("u%d", users.Add(1)))
+	}
+	t0 := time.Now()
+	for i := range calls {
+		r, err := srv.GetBlockLocations(ctxs[i], reqs[i])
+		if err != nil {
+			return 0, err
+		}
+		if len(r.ReplicaCounts) != 1 || r.ReplicaCounts[0] != replicas {
+			return 0, errors.New("a random read listed no replicas")
+		}
+	}
+	return float64(time.Since(t0).Nanoseconds()) / float64(calls) / 1e3, nil
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// TestSmoke runs both phases at a small size and checks that every figure
+// the issue names is in the JSON, and that the ones that cannot be zero
+// are not.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a namenode")
+	}
+	r, err := Run(context.Background(), Config{Files: 3000, ClusterFiles: 1000, PerDir: 1000, Runs: 1, Calls: 100, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{
+		"files", "ns_bytes_per_file", "blockmap_bytes_per_block", "total_bytes_per_file",
+		"snapshot_ms", "snapshot_peak_heap_over_live_mib", "create_p50_ms", "create_max_during_snapshot_ms",
+		"restore_ms", "restart_ready_ms", "gbl_ns_per_block_1000", "gbl_random_cached_us", "gbl_random_per_request_us",
+	} {
+		v, ok := m[k]
+		if !ok {
+			t.Errorf("JSON lacks %q", k)
+			continue
+		}
+		// The peak-heap sample may miss a 3000-file encode entirely.
+		if f, _ := v.(float64); f <= 0 && k != "snapshot_peak_heap_over_live_mib" {
+			t.Errorf("%s = %v, want > 0", k, v)
+		}
+	}
+	if r.ImageBytes == 0 || r.ClusterFiles != 1000 {
+		t.Errorf("image %d bytes, cluster %d files", r.ImageBytes, r.ClusterFiles)
+	}
+}
