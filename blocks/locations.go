@@ -1,6 +1,10 @@
 package blocks
 
-import "time"
+import (
+	"time"
+
+	"github.com/blockfs/blockfs/internal/rwlock"
+)
 
 // Locations returns the live datanodes holding a good replica of blockID,
 // best first: verified replicas before unverified ones before suspect ones
@@ -8,66 +12,161 @@ import "time"
 // (within StaleAfter) before stale ones, then fewer failed volumes, then
 // lower utilization, then id. Unknown, corrupt, stale-generation and
 // invalidating replicas are never returned. The result is empty, not an
-// error, for a block with no good replica. See AppendLocations for the
-// allocation-free form.
+// error, for a block with no good replica. See Reader for the form that
+// resolves many blocks without copying datanode descriptions.
 func (m *Manager) Locations(blockID uint64) []Datanode {
 	return m.AppendLocations(nil, blockID)
 }
 
 // AppendLocations appends Locations(blockID) to dst and returns the extended
-// slice. It takes only the read lock of blockID's shard and allocates only
-// when dst must grow, so callers resolving many blocks reuse one slice.
+// slice.
 func (m *Manager) AppendLocations(dst []Datanode, blockID uint64) []Datanode {
-	s := m.shard(blockID)
-	start := len(dst)
-	cut := [4]int{start, start, start, start} // ends of the rank segments
-	rl := s.mu.RLock()
-	if b := s.blocks[blockID]; b != nil && b.expected {
-		for rank := 0; rank < 3; rank++ {
-			for i := range b.locs {
-				l := &b.locs[i]
-				if serveRank(l) != rank || !b.isGood(l) {
-					continue
-				}
-				if d := l.n.snap.Load(); d.State == Live {
-					dst = append(dst, *d)
-				}
-			}
-			cut[rank+1] = len(dst)
-		}
-	}
-	rl.RUnlock()
-	if len(dst)-start > 1 {
-		staleBefore := m.cfg.Now().Add(-m.cfg.StaleAfter)
-		for rank := 0; rank < 3; rank++ {
-			if cut[rank+1]-cut[rank] > 1 {
-				sortBest(dst[cut[rank]:cut[rank+1]], staleBefore)
-			}
-		}
+	r := m.Reader()
+	var buf [8]uint32
+	for _, num := range r.Append(buf[:0], blockID) {
+		dst = append(dst, *r.Datanode(num))
 	}
 	return dst
 }
 
-// sortBest is an insertion sort (replica lists are short) by better.
-func sortBest(ds []Datanode, staleBefore time.Time) {
-	for i := 1; i < len(ds); i++ {
-		for j := i; j > 0 && better(&ds[j], &ds[j-1], staleBefore); j-- {
-			ds[j], ds[j-1] = ds[j-1], ds[j]
-		}
+// LocationReader resolves the locations of many blocks for one read
+// request (GetBlockLocations). It reads the clock once, when made, rather
+// than once per block; it reads each datanode's liveness and sort key once,
+// on first sight, so every block of one reply sees one view of the
+// datanodes; it picks its lock shard once; and it answers with datanode
+// numbers rather than copies of datanode descriptions. A block costs no
+// clock read, no allocation and no shared write. Make one per request and
+// use it from one goroutine: a reader kept long sorts by an old view.
+type LocationReader struct {
+	m           *Manager
+	reg         *registry
+	staleBefore time.Time
+	slot        int
+	keys        []nodeKey // by node number
+	inline      [16]nodeKey
+}
+
+// nodeKey is one datanode as a reader saw it first.
+type nodeKey struct {
+	d      *Datanode // nil until seen
+	stale  bool      // last heartbeat before StaleAfter
+	failed uint32
+	util   float64
+	byID   uint32 // position among datanodes sorted by id
+}
+
+// Reader returns a LocationReader as of now.
+func (m *Manager) Reader() *LocationReader {
+	r := &LocationReader{
+		m:           m,
+		reg:         m.reg.Load(),
+		staleBefore: m.cfg.Now().Add(-m.cfg.StaleAfter),
+		slot:        rwlock.Slot(),
+	}
+	if r.keys = r.inline[:]; len(r.reg.rank) > len(r.keys) {
+		r.keys = make([]nodeKey, len(r.reg.rank))
+	}
+	return r
+}
+
+// key returns n's key, reading n's snapshot on first sight.
+func (r *LocationReader) key(n *node) *nodeKey {
+	if int(n.num) >= len(r.reg.rank) {
+		r.reload()
+	}
+	k := &r.keys[n.num]
+	if k.d == nil {
+		d := n.snap.Load()
+		*k = nodeKey{d: d, stale: d.LastHeartbeat.Before(r.staleBefore), failed: d.FailedVolumes, util: d.utilization(), byID: r.reg.rank[n.num]}
+	}
+	return k
+}
+
+// reload takes up datanodes registered after the reader was made. A
+// registration shifts the id positions, so every key seen takes its
+// position from the new registry.
+func (r *LocationReader) reload() {
+	r.reg = r.m.reg.Load()
+	if len(r.reg.rank) > len(r.keys) {
+		keys := make([]nodeKey, len(r.reg.rank))
+		copy(keys, r.keys)
+		r.keys = keys
+	}
+	for num := range r.reg.rank {
+		r.keys[num].byID = r.reg.rank[num]
 	}
 }
 
-func better(a, b *Datanode, staleBefore time.Time) bool {
-	if sa, sb := a.LastHeartbeat.Before(staleBefore), b.LastHeartbeat.Before(staleBefore); sa != sb {
-		return sb
+// Append appends the datanode numbers of the replicas Locations(blockID)
+// would return, in the same order, to dst and returns the extended slice.
+// A datanode's number is its registration order (0 for the first this
+// Manager registered): dense, stable for the Manager's life and never
+// reused, so a caller naming each datanode once per reply can index a table
+// by it; Datanode turns it into the description the reader saw. Append
+// takes only the read lock of blockID's shard and allocates only when dst
+// must grow (or a block has more than 8 servable replicas).
+func (r *LocationReader) Append(dst []uint32, blockID uint64) []uint32 {
+	var buf [8]servable // on the stack
+	cs := buf[:0]
+	s := r.m.shard(blockID)
+	rl := s.mu.RLockAt(r.slot)
+	if b := s.blocks[blockID]; b != nil && b.expected {
+		for i := range b.locs {
+			l := &b.locs[i]
+			if !b.isGood(l) {
+				continue
+			}
+			if k := r.key(l.n); k.d.State == Live {
+				cs = append(cs, servable{num: l.n.num, rank: uint8(serveRank(l))})
+			}
+		}
 	}
-	if a.FailedVolumes != b.FailedVolumes {
-		return a.FailedVolumes < b.FailedVolumes
+	rl.RUnlock()
+	// Insertion sort: replica lists are short.
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && r.better(&cs[j], &cs[j-1]); j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
 	}
-	if ua, ub := a.utilization(), b.utilization(); ua != ub {
-		return ua < ub
+	for i := range cs {
+		dst = append(dst, cs[i].num)
 	}
-	return a.ID < b.ID
+	return dst
+}
+
+// Datanode returns the description of datanode number num (from Append)
+// as the reader first saw it: shared and immutable, never to be modified.
+func (r *LocationReader) Datanode(num uint32) *Datanode {
+	if int(num) < len(r.keys) {
+		if d := r.keys[num].d; d != nil {
+			return d
+		}
+	}
+	return r.key(r.m.reg.Load().byNum[num]).d
+}
+
+// servable is a good replica on a live datanode.
+type servable struct {
+	num  uint32
+	rank uint8 // serveRank
+}
+
+// better orders servable replicas: serve rank, fresh before stale, fewer
+// failed volumes, lower utilization, then id.
+func (r *LocationReader) better(a, b *servable) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	ka, kb := &r.keys[a.num], &r.keys[b.num]
+	switch {
+	case ka.stale != kb.stale:
+		return kb.stale
+	case ka.failed != kb.failed:
+		return ka.failed < kb.failed
+	case ka.util != kb.util:
+		return ka.util < kb.util
+	}
+	return ka.byID < kb.byID
 }
 
 // NeededReplication returns the number of good replicas of blockID on live

@@ -73,13 +73,19 @@ func (m *Manager) Register(d Datanode) error {
 		old := m.reg.Load()
 		if n = old.byID[d.ID]; n == nil {
 			n = newNode(d)
+			n.num = uint32(len(old.sorted))
 			r := &registry{byID: make(map[string]*node, len(old.byID)+1), sorted: make([]*node, 0, len(old.sorted)+1)}
 			for k, v := range old.byID {
 				r.byID[k] = v
 			}
 			r.byID[d.ID] = n
 			r.sorted = append(append(r.sorted, old.sorted...), n)
+			r.byNum = append(old.byNum[:len(old.byNum):len(old.byNum)], n)
 			sort.Slice(r.sorted, func(i, j int) bool { return r.sorted[i].id < r.sorted[j].id })
+			r.rank = make([]uint32, len(r.byNum))
+			for i, x := range r.sorted {
+				r.rank[x.num] = uint32(i)
+			}
 			m.reg.Store(r)
 		}
 		m.regMu.Unlock()

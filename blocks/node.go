@@ -11,6 +11,10 @@ import (
 // valid.
 type node struct {
 	id string
+	// num is the node's registration number: 0 for the first datanode
+	// registered, then 1, 2...; dense and never reused (nodes are never
+	// removed), so readers can index a table by it (see Located).
+	num uint32
 	// snap is the current immutable description; replaced, never mutated.
 	snap atomic.Pointer[Datanode]
 	// streams counts scheduled replications with this node as source.
@@ -99,4 +103,8 @@ func (n *node) pendingDeletes() int {
 type registry struct {
 	byID   map[string]*node
 	sorted []*node // by id
+	byNum  []*node // by node.num
+	// rank is each node's position in sorted, by node.num: readers order
+	// datanodes by id with an integer compare.
+	rank []uint32
 }

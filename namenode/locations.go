@@ -62,20 +62,22 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
 	u32 := make([]uint32, count, 4*count)
 	out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
-	var nodes nodeTable
-	buf := locBufs.Get().(*[]blocks.Datanode)
-	defer locBufs.Put(buf)
-	locs := *buf
+	// One clock read per request; replicas come back as datanode numbers,
+	// mapped in place to indexes into the reply's datanode table, whose
+	// entries are built once per datanode.
+	sc := scratches.Get().(*scratch)
+	defer sc.release()
+	rd := n.blocks.Reader()
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
-		locs = n.blocks.AppendLocations(locs[:0], b.ID)
-		out.ReplicaCounts[i] = uint32(len(locs))
-		for _, d := range locs {
-			out.ReplicaIndexes = append(out.ReplicaIndexes, nodes.index(n, d))
+		k := len(out.ReplicaIndexes)
+		out.ReplicaIndexes = rd.Append(out.ReplicaIndexes, b.ID)
+		out.ReplicaCounts[i] = uint32(len(out.ReplicaIndexes) - k)
+		for j := k; j < len(out.ReplicaIndexes); j++ {
+			out.ReplicaIndexes[j] = sc.index(n, rd, out.ReplicaIndexes[j])
 		}
 	}
-	*buf = locs[:0]
-	out.Datanodes = nodes.infos
+	out.Datanodes = sc.infos
 	for i, b := range bs[first:last] {
 		if b.HasCRC {
 			if out.Crc32Cs == nil {
@@ -143,39 +145,60 @@ func blockOffset(bs []namespace.Block, i int) uint64 {
 	return pos
 }
 
-// locBufs recycles the scratch slices replica lookups fill.
-var locBufs = sync.Pool{New: func() any { b := make([]blocks.Datanode, 0, 8); return &b }}
-
-// nodeTable numbers the datanodes of one response.
-type nodeTable struct {
+// scratch is one request's datanode table, recycled through scratches.
+type scratch struct {
+	// slot maps a datanode's number (blocks.LocationReader.Append) to 1 +
+	// its index in infos, 0 when not yet in this reply; used lists the
+	// numbers set, so release clears only those.
+	slot  []uint32
+	used  []uint32
 	infos []*api.DatanodeInfo
 }
 
-func (t *nodeTable) index(n *Namenode, d blocks.Datanode) uint32 {
-	for i, info := range t.infos {
-		if info.Id == d.ID {
-			return uint32(i)
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// index returns the index of datanode number num in the reply's table,
+// adding it on first sight.
+func (sc *scratch) index(n *Namenode, rd *blocks.LocationReader, num uint32) uint32 {
+	if int(num) < len(sc.slot) {
+		if k := sc.slot[num]; k != 0 {
+			return k - 1
 		}
+	} else {
+		sc.slot = append(sc.slot, make([]uint32, int(num)+1-len(sc.slot))...)
 	}
-	t.infos = append(t.infos, n.datanodeInfo(d))
-	return uint32(len(t.infos) - 1)
+	sc.infos = append(sc.infos, n.datanodeInfo(rd.Datanode(num)))
+	k := uint32(len(sc.infos))
+	sc.slot[num] = k
+	sc.used = append(sc.used, num)
+	return k - 1
+}
+
+// release clears sc and returns it to the pool. The reply keeps infos, so
+// the next request starts a new one.
+func (sc *scratch) release() {
+	for _, num := range sc.used {
+		sc.slot[num] = 0
+	}
+	sc.used, sc.infos = sc.used[:0], nil
+	scratches.Put(sc)
 }
 
 // datanodeInfo returns d as an api.DatanodeInfo, shared between replies
-// until d's snapshot changes (a heartbeat), so a reply costs no allocation
-// per datanode. Replies are only read after they are built.
-func (n *Namenode) datanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
+// until d's snapshot changes (a heartbeat replaces it), so a reply costs no
+// allocation per datanode. Replies are only read after they are built.
+func (n *Namenode) datanodeInfo(d *blocks.Datanode) *api.DatanodeInfo {
 	if v, ok := n.dnInfos.Load(d.ID); ok {
 		if c := v.(*cachedInfo); c.d == d {
 			return c.info
 		}
 	}
-	info := toDatanodeInfo(d)
+	info := toDatanodeInfo(*d)
 	n.dnInfos.Store(d.ID, &cachedInfo{d: d, info: info})
 	return info
 }
 
 type cachedInfo struct {
-	d    blocks.Datanode
+	d    *blocks.Datanode // the snapshot info was built from
 	info *api.DatanodeInfo
 }

@@ -42,6 +42,24 @@ func (l *Mutex) RLock() *sync.RWMutex {
 	return m
 }
 
+// Slot returns the reader shard of the calling goroutine's P, for a caller
+// about to take many read locks in a row (RLockAt): one pool round trip
+// rather than one per lock. Any slot is correct (a writer takes every
+// shard); the P's own keeps the shard's cache line on one core.
+func Slot() int {
+	slot := slots.Get().(*int)
+	k := *slot
+	slots.Put(slot)
+	return k
+}
+
+// RLockAt read-locks shard slot (from Slot) and returns it, like RLock.
+func (l *Mutex) RLockAt(slot int) *sync.RWMutex {
+	m := &l.shards[slot%rwShards].RWMutex
+	m.RLock()
+	return m
+}
+
 // Lock locks every shard.
 func (l *Mutex) Lock() {
 	for i := range l.shards {
