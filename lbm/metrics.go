@@ -22,7 +22,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		replaySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "blockfs", Subsystem: "lbm", Name: "container_replay_seconds",
-			Help:    "Time to replay one container's metadata at startup, by replay path (streaming, inmem).",
+			Help:    "Time to replay one container's metadata at startup, by replay path (streaming, buffered-streaming, inmem).",
 			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 12),
 		}, []string{"path"}),
 		openSeconds: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -24,6 +24,7 @@ import (
 
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -54,6 +55,8 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&budget, "replay-memory-budget", uint64(cfg.Store.ReplayMemoryBudget), "bytes of metadata held in memory by concurrent in-memory replays; containers that do not fit stream")
 	f.Uint64(&maxBytes, "container-max-bytes", uint64(cfg.Store.MaxContainerSize), "bytes: a container whose data file reaches this size is full")
 	f.Int(&maxBlocks, "container-max-blocks", maxBlocks, "blocks after which a container is full (0 = unlimited)")
+	var streaming string
+	f.String(&streaming, "streaming-replay", "pread", "reader for metadata replayed by streaming (files above --inmem-replay-threshold, or beyond the memory budget): pread (Kudu's two reads per record) or buffered (1 MiB sequential window)")
 	f.Bool(&cfg.Store.FailOnCorruptContainer, "fail-on-corrupt-container", false, "refuse to start when any container's metadata is corrupt (default: set that container aside, renamed, serve the rest, and let the namenode re-replicate its blocks)")
 	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
 	var inflight uint64
@@ -85,6 +88,14 @@ func parse(args []string) (datanode.Config, string, error) {
 	}
 	if cfg.Store.KeyFile == "" {
 		cfg.Store.KeyFile = filepath.Join(cfg.DataDirs[0], "server.key")
+	}
+	switch streaming {
+	case "pread":
+		cfg.Store.StreamingReplay = lbm.StreamingPread
+	case "buffered":
+		cfg.Store.StreamingReplay = lbm.StreamingBuffered
+	default:
+		return cfg, "", fmt.Errorf("--streaming-replay %q: want pread or buffered", streaming)
 	}
 	cfg.Store.InmemReplayThreshold = int64(threshold)
 	cfg.Store.ReplayMemoryBudget = int64(budget)

@@ -2,13 +2,15 @@ package main
 
 import (
 	"testing"
+
+	"github.com/blockfs/blockfs/lbm"
 	"time"
 )
 
 func TestParseFlagsAndEnv(t *testing.T) {
 	t.Setenv("BLOCKFS_DN_NAMENODES", "a:1, b:2,c:3")
 	t.Setenv("BLOCKFS_DN_HEARTBEAT_INTERVAL", "250ms")
-	cfg, lvl, err := parse([]string{"--data-dirs", "/x/1,/x/2", "--encrypt", "--inmem-replay-threshold", "0", "--log-level", "debug", "--auth=simple", "--key-refresh-wait", "300ms", "--fail-on-corrupt-container"})
+	cfg, lvl, err := parse([]string{"--data-dirs", "/x/1,/x/2", "--encrypt", "--inmem-replay-threshold", "0", "--log-level", "debug", "--auth=simple", "--key-refresh-wait", "300ms", "--fail-on-corrupt-container", "--streaming-replay", "buffered"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,6 +19,12 @@ func TestParseFlagsAndEnv(t *testing.T) {
 	}
 	if len(cfg.DataDirs) != 2 || !cfg.Store.Encrypt || cfg.Store.InmemReplayThreshold != 0 || lvl != "debug" {
 		t.Fatalf("flags not applied: %+v", cfg)
+	}
+	if cfg.Store.StreamingReplay != lbm.StreamingBuffered {
+		t.Fatal("--streaming-replay not applied")
+	}
+	if _, _, err := parse([]string{"--data-dirs", "/x", "--namenodes", "a:1", "--auth=simple", "--streaming-replay", "fast"}); err == nil {
+		t.Error("--streaming-replay fast accepted")
 	}
 	if !cfg.Store.FailOnCorruptContainer {
 		t.Fatal("--fail-on-corrupt-container not applied")
