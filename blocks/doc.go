@@ -42,11 +42,12 @@
 // # Concurrency
 //
 // All methods are safe for concurrent use. The block map is split into 64
-// shards by block id, each behind its own RWMutex, so Locations and
-// AppendLocations (the GetBlockLocations hot path) only ever take one
-// shard's read lock per block, and never a Manager-wide lock. Datanode
-// descriptions are immutable snapshots swapped atomically on each
-// heartbeat. Lock order: node.mu, then shard.mu, then node.qmu or the
+// shards by block id, each behind its own read-mostly lock, so a
+// LocationReader (the GetBlockLocations hot path; Locations is built on it)
+// only ever takes one shard's read lock per block, and never a
+// Manager-wide lock; it reads the clock and each datanode's snapshot once
+// per request, not once per block. Datanode descriptions are immutable
+// snapshots swapped atomically on each heartbeat. Lock order: node.mu, then shard.mu, then node.qmu or the
 // random source; the registry is copy-on-write and read without locks.
 //
 // Time comes only from Config.Now, so tests drive liveness, timeouts and

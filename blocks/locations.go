@@ -36,13 +36,15 @@ func (m *Manager) AppendLocations(dst []Datanode, blockID uint64) []Datanode {
 // datanodes; it picks its lock shard once; and it answers with datanode
 // numbers rather than copies of datanode descriptions. A block costs no
 // clock read, no allocation and no shared write. Make one per request and
-// use it from one goroutine: a reader kept long sorts by an old view.
+// use it from one goroutine (Reset it to reuse it), never copied: a reader
+// kept long sorts by an old view.
 type LocationReader struct {
 	m           *Manager
 	reg         *registry
 	staleBefore time.Time
 	slot        int
-	keys        []nodeKey // by node number
+	keys        []nodeKey // by node number: inline[:] or spill
+	spill       []nodeKey // kept across Resets, for larger clusters
 	inline      [16]nodeKey
 }
 
@@ -57,16 +59,38 @@ type nodeKey struct {
 
 // Reader returns a LocationReader as of now.
 func (m *Manager) Reader() *LocationReader {
-	r := &LocationReader{
-		m:           m,
-		reg:         m.reg.Load(),
-		staleBefore: m.cfg.Now().Add(-m.cfg.StaleAfter),
-		slot:        rwlock.Slot(),
-	}
-	if r.keys = r.inline[:]; len(r.reg.rank) > len(r.keys) {
-		r.keys = make([]nodeKey, len(r.reg.rank))
-	}
+	r := new(LocationReader)
+	r.Reset(m)
 	return r
+}
+
+// Reset makes r a reader of m as of now, forgetting what it saw before, so
+// a caller can keep readers in a pool rather than allocate one per request.
+// Reset(nil) only forgets (a pooled reader then holds no snapshot).
+func (r *LocationReader) Reset(m *Manager) {
+	spill := r.spill
+	clear(spill)
+	*r = LocationReader{spill: spill}
+	r.keys = r.inline[:]
+	if m == nil {
+		return
+	}
+	r.m, r.reg, r.slot = m, m.reg.Load(), rwlock.Slot()
+	r.staleBefore = m.cfg.Now().Add(-m.cfg.StaleAfter)
+	if n := len(r.reg.rank); n > len(r.keys) {
+		r.grow(n)
+	}
+}
+
+// grow makes room for n datanodes' keys, keeping those seen.
+func (r *LocationReader) grow(n int) {
+	if len(r.spill) < n {
+		r.spill = make([]nodeKey, n+n/4)
+	}
+	if &r.spill[0] != &r.keys[0] {
+		copy(r.spill, r.keys)
+	}
+	r.keys = r.spill
 }
 
 // key returns n's key, reading n's snapshot on first sight.
@@ -87,10 +111,8 @@ func (r *LocationReader) key(n *node) *nodeKey {
 // position from the new registry.
 func (r *LocationReader) reload() {
 	r.reg = r.m.reg.Load()
-	if len(r.reg.rank) > len(r.keys) {
-		keys := make([]nodeKey, len(r.reg.rank))
-		copy(keys, r.keys)
-		r.keys = keys
+	if n := len(r.reg.rank); n > len(r.keys) {
+		r.grow(n)
 	}
 	for num := range r.reg.rank {
 		r.keys[num].byID = r.reg.rank[num]
@@ -144,6 +166,11 @@ func (r *LocationReader) Datanode(num uint32) *Datanode {
 	}
 	return r.key(r.m.reg.Load().byNum[num]).d
 }
+
+// Datanodes returns the number of datanodes registered when the reader was
+// made (or last took up a later registration): a bound on the distinct
+// datanodes Append names.
+func (r *LocationReader) Datanodes() int { return len(r.reg.byNum) }
 
 // servable is a good replica on a live datanode.
 type servable struct {

@@ -177,4 +177,14 @@ func TestReaderLaterRegistration(t *testing.T) {
 	if !slices.Equal(got, []string{"dn0", dn(11), dn(3)}) {
 		t.Fatalf("reader = %v", got)
 	}
+	// A reset reader (as a pool reuses it) forgets what it saw.
+	m.Heartbeat(dn(11), 100*gib, 90*gib, 0)
+	r.Reset(m)
+	got = got[:0]
+	for _, num := range r.Append(nil, 1) {
+		got = append(got, r.Datanode(num).ID)
+	}
+	if !slices.Equal(got, []string{"dn0", dn(3), dn(11)}) {
+		t.Fatalf("reset reader = %v", got)
+	}
 }

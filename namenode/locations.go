@@ -67,7 +67,9 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	// entries are built once per datanode.
 	sc := scratches.Get().(*scratch)
 	defer sc.release()
-	rd := n.blocks.Reader()
+	rd := &sc.rd
+	rd.Reset(n.blocks)
+	sc.infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
 		k := len(out.ReplicaIndexes)
@@ -145,8 +147,10 @@ func blockOffset(bs []namespace.Block, i int) uint64 {
 	return pos
 }
 
-// scratch is one request's datanode table, recycled through scratches.
+// scratch is one request's replica reader and datanode table, recycled
+// through scratches.
 type scratch struct {
+	rd blocks.LocationReader
 	// slot maps a datanode's number (blocks.LocationReader.Append) to 1 +
 	// its index in infos, 0 when not yet in this reply; used lists the
 	// numbers set, so release clears only those.
@@ -181,6 +185,7 @@ func (sc *scratch) release() {
 		sc.slot[num] = 0
 	}
 	sc.used, sc.infos = sc.used[:0], nil
+	sc.rd.Reset(nil)
 	scratches.Put(sc)
 }
 
