@@ -417,9 +417,16 @@ func (x *ReportedBlock) GetInodeId() uint64 {
 }
 
 type BlockReportRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DatanodeId    string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
-	Blocks        []*ReportedBlock       `protobuf:"bytes,2,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DatanodeId string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
+	Blocks     []*ReportedBlock       `protobuf:"bytes,2,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	// A report too large for one request (the namenode's request size limit)
+	// is sent in parts 0..parts-1, in order, under one report_id; the
+	// namenode applies the whole report when the last part arrives. parts 0
+	// or 1: this request is the whole report.
+	ReportId      uint64 `protobuf:"varint,3,opt,name=report_id,json=reportId,proto3" json:"report_id,omitempty"`
+	Part          uint32 `protobuf:"varint,4,opt,name=part,proto3" json:"part,omitempty"`
+	Parts         uint32 `protobuf:"varint,5,opt,name=parts,proto3" json:"parts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -466,6 +473,27 @@ func (x *BlockReportRequest) GetBlocks() []*ReportedBlock {
 		return x.Blocks
 	}
 	return nil
+}
+
+func (x *BlockReportRequest) GetReportId() uint64 {
+	if x != nil {
+		return x.ReportId
+	}
+	return 0
+}
+
+func (x *BlockReportRequest) GetPart() uint32 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
+}
+
+func (x *BlockReportRequest) GetParts() uint32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
 }
 
 type BlockReportResponse struct {
@@ -914,11 +942,14 @@ const file_api_datanode_proto_rawDesc = "" +
 	"fullReport\"S\n" +
 	"\rReportedBlock\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
-	"\binode_id\x18\x02 \x01(\x04R\ainodeId\"h\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\"\xaf\x01\n" +
 	"\x12BlockReportRequest\x12\x1f\n" +
 	"\vdatanode_id\x18\x01 \x01(\tR\n" +
 	"datanodeId\x121\n" +
-	"\x06blocks\x18\x02 \x03(\v2\x19.blockfs.v1.ReportedBlockR\x06blocks\"N\n" +
+	"\x06blocks\x18\x02 \x03(\v2\x19.blockfs.v1.ReportedBlockR\x06blocks\x12\x1b\n" +
+	"\treport_id\x18\x03 \x01(\x04R\breportId\x12\x12\n" +
+	"\x04part\x18\x04 \x01(\rR\x04part\x12\x14\n" +
+	"\x05parts\x18\x05 \x01(\rR\x05parts\"N\n" +
 	"\x13BlockReportResponse\x127\n" +
 	"\bcommands\x18\x01 \x03(\v2\x1b.blockfs.v1.DatanodeCommandR\bcommands\"\xd3\x01\n" +
 	"\x1dIncrementalBlockReportRequest\x12\x1f\n" +

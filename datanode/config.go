@@ -54,6 +54,11 @@ type Config struct {
 	// FullReportInterval sends a full block report this often besides the
 	// ones at registration; 0 disables the periodic report.
 	FullReportInterval time.Duration
+	// ReportPartBlocks is the most replicas one full block report request
+	// names; a larger report goes in parts under one report id (a report
+	// must fit the namenode's request size limit, 4 MiB by default, and a
+	// reported replica takes at most about 60 bytes).
+	ReportPartBlocks int
 	// RPCTimeout bounds each call to a namenode.
 	RPCTimeout time.Duration
 	// KeyRefreshPeriod is how often a background loop asks every namenode
@@ -119,6 +124,7 @@ func DefaultConfig() Config {
 		IncrementalReportDelay: 20 * time.Millisecond,
 		FullReportInterval:     6 * time.Hour,
 		RPCTimeout:             10 * time.Second,
+		ReportPartBlocks:       50000,
 		KeyRefreshPeriod:       time.Minute,
 		KeyRefreshInterval:     200 * time.Millisecond,
 		KeyRefreshTimeout:      2 * time.Second,
@@ -157,6 +163,8 @@ func (c *Config) Validate() error {
 		return bad("full report interval must be >= 0")
 	case c.RPCTimeout <= 0:
 		return bad("rpc timeout must be positive")
+	case c.ReportPartBlocks <= 0:
+		return bad("report part blocks must be positive")
 	case c.KeyRefreshPeriod <= 0 || c.KeyRefreshInterval <= 0 || c.KeyRefreshTimeout <= 0 || c.KeyRefreshWait <= 0:
 		return bad("key refresh period, interval, timeout and wait must be positive")
 	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20-1024:

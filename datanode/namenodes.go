@@ -145,17 +145,26 @@ func (a *actor) fullReport() error {
 	a.deleted = map[uint64]*api.Block{}
 	a.mu.Unlock()
 	bs := a.d.store.Blocks()
-	req := &api.BlockReportRequest{DatanodeId: a.d.id, Blocks: make([]*api.ReportedBlock, len(bs))}
-	for i := range bs {
-		req.Blocks[i] = reported(bs[i])
+	per := a.d.cfg.ReportPartBlocks
+	parts := max(1, (len(bs)+per-1)/per)
+	id := a.d.reportIDs.Add(1)
+	for part := range parts {
+		chunk := bs[part*per : min((part+1)*per, len(bs))]
+		req := &api.BlockReportRequest{DatanodeId: a.d.id, Blocks: make([]*api.ReportedBlock, len(chunk))}
+		if parts > 1 {
+			req.ReportId, req.Part, req.Parts = id, uint32(part), uint32(parts)
+		}
+		for i := range chunk {
+			req.Blocks[i] = reported(chunk[i])
+		}
+		ctx, cancel := a.rpcCtx()
+		resp, err := nn.BlockReport(ctx, req)
+		cancel()
+		if err != nil {
+			return errs.FromStatus(err, nil)
+		}
+		a.d.dispatch(resp.Commands)
 	}
-	ctx, cancel := a.rpcCtx()
-	defer cancel()
-	resp, err := nn.BlockReport(ctx, req)
-	if err != nil {
-		return errs.FromStatus(err, nil)
-	}
-	a.d.dispatch(resp.Commands)
 	return nil
 }
 

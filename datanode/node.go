@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,8 @@ type Datanode struct {
 	met   *metrics
 	store *lbm.Store
 	authz *security.Authorizer
+	// reportIDs numbers this process's multi-part full block reports.
+	reportIDs atomic.Uint64
 
 	grpcLis  net.Listener
 	grpcSrv  *grpc.Server

@@ -75,8 +75,13 @@ func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportR
 	if err != nil {
 		return nil, err
 	}
-	if s.n.blocks.FullReport(req.DatanodeId, rs) {
-		s.n.reportCRCMismatches(req.DatanodeId, req.Blocks)
+	all, reported, done, err := s.n.reportParts.add(req.DatanodeId, req, rs)
+	if err != nil {
+		s.n.blocks.Refuse(blocks.RefusedReport)
+		return nil, err
+	}
+	if done && s.n.blocks.FullReport(req.DatanodeId, all) {
+		s.n.reportCRCMismatches(req.DatanodeId, reported)
 	}
 	return &api.BlockReportResponse{}, nil
 }

@@ -58,6 +58,8 @@ type Namenode struct {
 	authz    *security.Authorizer
 	groups   *security.GroupMapping
 	members  memberCache
+	// reportParts collects multi-part full block reports (reportparts.go).
+	reportParts reportParts
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
