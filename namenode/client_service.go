@@ -224,7 +224,7 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	}
 	f := s.n.fsm
 	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(s.n.caller(ctx), "get file info", req.Path)
+	ns, err := f.as(s.n.readCaller(ctx), "get file info", req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	}
 	f := s.n.fsm
 	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(s.n.caller(ctx), "list", req.Path)
+	ns, err := f.as(s.n.readCaller(ctx), "list", req.Path)
 	if err != nil {
 		return nil, err
 	}

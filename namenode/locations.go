@@ -21,7 +21,7 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	c := s.n.caller(ctx)
+	c := s.n.readCaller(ctx)
 	out, err := s.n.blockLocations(c, req)
 	if err != nil {
 		return nil, err
