@@ -2,7 +2,6 @@ package client
 
 import (
 	"errors"
-	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/crc32c"
 )
 
 // reply builds a whole-file GetBlockLocations reply for data cut into
@@ -22,7 +22,7 @@ func reply(data []byte, bs int) *api.GetBlockLocationsResponse {
 		r.GenStamps = append(r.GenStamps, 1)
 		r.Lengths = append(r.Lengths, uint64(len(b)))
 		r.ReplicaCounts = append(r.ReplicaCounts, 0)
-		r.Crc32Cs = append(r.Crc32Cs, 1<<32|uint64(crc32.Checksum(b, castagnoli)))
+		r.Crc32Cs = append(r.Crc32Cs, 1<<32|uint64(crc32c.Checksum(b)))
 	}
 	return r
 }
@@ -33,7 +33,7 @@ func TestCompositeCRCMatchesWholeFile(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	want := crc32.Checksum(data, castagnoli)
+	want := crc32c.Checksum(data)
 	for _, c := range []struct {
 		name string
 		n    int
@@ -47,7 +47,7 @@ func TestCompositeCRCMatchesWholeFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := crc32.Checksum(data[:c.n], castagnoli)
+			w := crc32c.Checksum(data[:c.n])
 			if c.n == len(data) && w != want {
 				t.Fatal("test data changed")
 			}
@@ -109,7 +109,7 @@ func FuzzCompositeCRC(f *testing.F) {
 		}
 		r := reply(data, int(bs))
 		got, err := compositeCRC("/f", r)
-		if err != nil || got != crc32.Checksum(data, castagnoli) {
+		if err != nil || got != crc32c.Checksum(data) {
 			t.Fatalf("honest reply: %08x, %v", got, err)
 		}
 		// Now damage it every way the fuzzer likes.

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"hash/crc32"
 	"strconv"
 
 	"github.com/blockfs/blockfs/api"
@@ -262,6 +261,3 @@ func (s *blockSums) compute(data []byte, bpc int) {
 }
 
 func (s *blockSums) reset() { s.crcs, s.n = s.crcs[:0], -1 }
-
-// castagnoli is the CRC32C table, for code computing block CRCs directly.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
