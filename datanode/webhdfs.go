@@ -141,7 +141,7 @@ func (wh *webServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := q.String(webhdfs.TokenParam)
-	red, err := wh.admit(r, token, op, p)
+	red, err := wh.admit(r, q, token, op, p)
 	if err != nil {
 		webhdfs.WriteError(w, err)
 		return
@@ -173,7 +173,7 @@ func (wh *webServer) serve(w http.ResponseWriter, r *http.Request) {
 // CREATE token (same datanode, path and user), as often as the caller
 // likes until the token expires; each is an Append as the token's user,
 // who needs w on the file for it.
-func (wh *webServer) admit(r *http.Request, token, op, path string) (security.Redirect, error) {
+func (wh *webServer) admit(r *http.Request, q webhdfs.Query, token, op, path string) (security.Redirect, error) {
 	bad := func(err error) (security.Redirect, error) {
 		return security.Redirect{}, &webhdfs.Error{Ex: webhdfs.InvalidToken, Msg: "redirect token refused", Err: err}
 	}
@@ -196,6 +196,16 @@ func (wh *webServer) admit(r *http.Request, token, op, path string) (security.Re
 	}
 	if op == security.RedirectAppend {
 		return red, nil
+	}
+	// Every check before the nonce is spent: a refused request leaves the
+	// token good for the request it was signed for.
+	if op == security.RedirectOpen {
+		if err := signedRange(q, red); err != nil {
+			if errs.KindOf(err) == errs.Permission {
+				return bad(err)
+			}
+			return security.Redirect{}, err
+		}
 	}
 	if err := wh.nonces.use(red.Nonce, red.ExpiresAt.Add(wh.d.cfg.Security.ClockSkew), time.Now()); err != nil {
 		if errs.KindOf(err) == errs.Unavailable {

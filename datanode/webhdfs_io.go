@@ -17,26 +17,12 @@ import (
 // enough that a slow HTTP client holds little memory.
 const webReadChunk = 4 << 20
 
-// open streams [offset, offset+length) of the token's file: the range of
-// the URL must be the one the namenode signed, and the file must still be
-// the inode it checked.
+// open streams [offset, offset+length) of the token's file (the range
+// admit checked against the token); the file must still be the inode the
+// namenode checked.
 func (wh *webServer) open(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect, q webhdfs.Query) {
-	off, err := q.Uint("offset", 0)
-	if err != nil {
-		webhdfs.WriteError(w, err)
-		return
-	}
-	length, err := q.Uint("length", 0)
-	if err != nil {
-		webhdfs.WriteError(w, err)
-		return
-	}
-	hasLength := q.String("length") != ""
-	if off != red.Offset || hasLength != red.HasLength || length != red.Length {
-		webhdfs.WriteError(w, &webhdfs.Error{Ex: webhdfs.InvalidToken, Msg: "redirect token refused",
-			Err: errs.New(errs.Permission, "webhdfs", red.Path, "offset or length differ from the token's")})
-		return
-	}
+	// admit checked that the URL's range is the signed one.
+	off, length, hasLength := red.Offset, red.Length, red.HasLength
 	rd, err := c.Open(ctx, red.Path)
 	if err != nil {
 		webhdfs.WriteError(w, err)
@@ -105,4 +91,21 @@ func (wh *webServer) create(ctx context.Context, w http.ResponseWriter, r *http.
 	w.Header().Set("Location", "webhdfs://"+r.Host+red.Path)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusCreated)
+}
+
+// signedRange checks that an OPEN URL asks for the range its redirect
+// token was signed for.
+func signedRange(q webhdfs.Query, red security.Redirect) error {
+	off, err := q.Uint("offset", 0)
+	if err != nil {
+		return err
+	}
+	length, err := q.Uint("length", 0)
+	if err != nil {
+		return err
+	}
+	if off != red.Offset || (q.String("length") != "") != red.HasLength || length != red.Length {
+		return errs.New(errs.Permission, "webhdfs", red.Path, "offset or length differ from the token's")
+	}
+	return nil
 }

@@ -30,8 +30,9 @@ const (
 	keyFileMagic = "BFSKEY01"
 )
 
-// fileCipher is immutable after creation and safe for concurrent use:
-// cipher.Block from crypto/aes is stateless; a CTR stream is made per call.
+// fileCipher is immutable after creation but for its scratch pool, and
+// safe for concurrent use: cipher.Block from crypto/aes is stateless; a
+// long slice makes its own CTR stream, a short one borrows scratch.
 type fileCipher struct {
 	block   cipher.Block
 	iv      [16]byte

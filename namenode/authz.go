@@ -23,10 +23,12 @@ func (e authEnv) IsSuperuser(user string) bool {
 func (e authEnv) IsMember(name string) bool { return e.n.members.has(e.n, name) }
 
 // memberCache holds the ids of the Raft configuration for lock-free
-// lookups on every NamenodeInternal call. A miss rereads the configuration
-// from Raft, at most once per memberRefresh, so that a newly added server
-// is admitted at once and an outsider cannot make every call a Raft round
-// trip.
+// lookups on every NamenodeInternal call. Any lookup more than
+// memberRefresh after the last reread rereads the configuration (one
+// caller at a time; the others use what is cached), so a server removed
+// from the configuration is refused within about memberRefresh, a newly
+// added one admitted as soon, and no caller can make every call a Raft
+// round trip.
 type memberCache struct {
 	ids  atomic.Pointer[[]string]
 	last atomic.Int64 // unix nanos of the last reread
@@ -35,30 +37,18 @@ type memberCache struct {
 const memberRefresh = 100 * time.Millisecond
 
 func (m *memberCache) has(n *Namenode, id string) bool {
-	if p := m.ids.Load(); p != nil && slices.Contains(*p, id) {
-		return true
-	}
 	now := time.Now().UnixNano()
-	last := m.last.Load()
-	if now-last < int64(memberRefresh) || !m.last.CompareAndSwap(last, now) || n.raft == nil {
-		return false
+	if last := m.last.Load(); now-last >= int64(memberRefresh) && n.raft != nil && m.last.CompareAndSwap(last, now) {
+		if f := n.raft.GetConfiguration(); f.Error() == nil {
+			ids := make([]string, 0, len(f.Configuration().Servers))
+			for _, s := range f.Configuration().Servers {
+				ids = append(ids, string(s.ID))
+			}
+			m.ids.Store(&ids)
+		}
 	}
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
-		return false
-	}
-	ids := make([]string, 0, len(f.Configuration().Servers))
-	for _, s := range f.Configuration().Servers {
-		ids = append(ids, string(s.ID))
-	}
-	m.ids.Store(&ids)
-	return slices.Contains(ids, id)
-}
-
-// forget drops the cached configuration (after a server is removed).
-func (m *memberCache) forget() {
-	m.ids.Store(nil)
-	m.last.Store(0)
+	p := m.ids.Load()
+	return p != nil && slices.Contains(*p, id)
 }
 
 // ReloadGroups rereads the group mapping file (the namenode command calls

@@ -399,3 +399,33 @@ func TestForwardedCommandsAreChecked(t *testing.T) {
 		t.Fatalf("state changed: %s -> %s", before, after)
 	}
 }
+
+// TestRemovedNamenodeRefused: once a namenode is removed from the Raft
+// configuration, its certificate no longer admits it to NamenodeInternal.
+func TestRemovedNamenodeRefused(t *testing.T) {
+	a := startAuthzCluster(t, 0)
+	leader := a.c.Leader()
+	victim := "nn3"
+	if leader == 2 {
+		victim = "nn2"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	asVictim := a.as(leader, nnRole, victim)
+	if err := readIndex.call(ctx, asVictim); err != nil {
+		t.Fatalf("member %s before removal: %v", victim, err)
+	}
+	if _, err := api.NewAdminClient(a.as(leader, usr, "root")).RemoveServer(ctx, &api.RemoveServerRequest{Id: victim}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		err := readIndex.call(ctx, asVictim)
+		if statusCode(err) == codes.PermissionDenied && strings.Contains(err.Error(), "not a namenode of this cluster") {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("removed namenode %s still admitted: %v", victim, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -142,11 +142,16 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	if req.InodeId == 0 {
 		return nil, errs.New(errs.Invalid, "complete", req.Path, "inode_id is required")
 	}
-	if err := s.n.awaitMinReplication(ctx, req.Path, req.Blocks); err != nil {
-		return nil, err
+	c := s.n.caller(ctx)
+	// Wait for the reports only for the file's own writer: anyone else is
+	// refused by the FSM at once and must not hold a handler meanwhile.
+	if s.isWriter(c, req.Path, req.InodeId) {
+		if err := s.n.awaitMinReplication(ctx, req.Path, req.Blocks); err != nil {
+			return nil, err
+		}
 	}
 	_, idx, err := s.n.propose(ctx, cmdComplete, &api.CompleteCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -313,6 +318,17 @@ func (s *clientService) statLocal(c *api.Caller, p string) (namespace.FileInfo, 
 		return namespace.FileInfo{}, err
 	}
 	return ns.Stat(p)
+}
+
+// isWriter reports whether c holds p (inode id) open for writing, as this
+// namenode sees it.
+func (s *clientService) isWriter(c *api.Caller, p string, id uint64) bool {
+	info, err := s.statLocal(c, p)
+	if err != nil || uint64(info.ID) != id || info.State != namespace.UnderConstruction {
+		return false
+	}
+	w := info.Writer
+	return w.User == c.User && (w.Client == "" || w.Client == c.ClientId)
 }
 
 func (n *Namenode) writeHeader(idx uint64) *api.ResponseHeader {

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"sync"
+	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
@@ -19,6 +20,8 @@ import (
 const (
 	maxReportParts  = 4096
 	maxReportBlocks = 100 << 20
+	// reportPartsTTL bounds how long an unfinished report is kept.
+	reportPartsTTL = 10 * time.Minute
 )
 
 // reportParts holds the unfinished multi-part reports, one per datanode.
@@ -30,6 +33,7 @@ type reportParts struct {
 }
 
 type partialReport struct {
+	started     time.Time
 	id          uint64
 	next, parts uint32
 	replicas    []blocks.Replica
@@ -58,9 +62,17 @@ func (p *reportParts) add(dn string, req *api.BlockReportRequest, rs []blocks.Re
 	if p.pending == nil {
 		p.pending = map[string]*partialReport{}
 	}
+	// A datanode that died between parts never finishes its report: drop
+	// what any datanode left unfinished for longer than reportPartsTTL.
+	now := time.Now()
+	for k, r := range p.pending {
+		if now.Sub(r.started) > reportPartsTTL {
+			delete(p.pending, k)
+		}
+	}
 	r := p.pending[dn]
 	if part == 0 {
-		r = &partialReport{id: req.GetReportId(), parts: parts}
+		r = &partialReport{started: now, id: req.GetReportId(), parts: parts}
 		p.pending[dn] = r
 	}
 	if r == nil || r.id != req.GetReportId() || r.parts != parts || r.next != part {

@@ -122,7 +122,7 @@ func (s Session) AddBlock(p string, id ID, prev *Block, mtimeMs int64) (NewBlock
 	if err != nil {
 		return NewBlock{}, err
 	}
-	if k := len(f.blocks); k > 0 && f.blocks[k-1].Length == 0 {
+	if k := len(f.blocks); k > 0 && !committed(f.blocks[k-1]) {
 		if (k == 1 && prev == nil) || (k >= 2 && prev != nil && prev.ID == f.blocks[k-2].ID && prev.GenStamp == f.blocks[k-2].GenStamp) {
 			if k >= 2 && crcConflict(*prev, f.blocks[k-2]) {
 				return NewBlock{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[k-2].CRC)

@@ -103,12 +103,6 @@ func GRPC(srv *grpc.Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logg
 	}()
 }
 
-// HTTP serves /metrics (reg) and /healthz on addr, each through its rule in
-// security.Policy. An empty addr serves nothing and returns nil, nil.
-func HTTP(addr string, reg *prometheus.Registry, authz *security.Authorizer, wg *sync.WaitGroup, log *slog.Logger) (*http.Server, net.Listener, error) {
-	return StartHTTP(HTTPConfig{Addr: addr, Registry: reg, Authz: authz}, wg, log)
-}
-
 // HTTPConfig is a server's HTTP endpoint: /metrics and /healthz, and more
 // routes.
 type HTTPConfig struct {

@@ -128,6 +128,15 @@ func TestRedirectTokenMisuse(t *testing.T) {
 	if st, _, b := e.do("GET", used.String(), nil); st != 200 || string(b) != "aaaa" {
 		t.Fatalf("first use: %d %q", st, b)
 	}
+	// A URL refused for asking another range does not spend its token:
+	// the range it was signed for is still served once.
+	signed := location("/a", "OPEN", "offset", "1")
+	if st, _, b := e.do("GET", edit(signed, func(q url.Values) { q.Set("offset", "0") }, ""), nil); st != 403 {
+		t.Fatalf("other range: %d %s", st, b)
+	}
+	if st, _, b := e.do("GET", signed.String(), nil); st != 200 || string(b) != "aaa" {
+		t.Fatalf("the signed range after a refused one: %d %q", st, b)
+	}
 	tok := func(u *url.URL) string { return u.Query().Get("blockfs.token") }
 	flip := func(s string) string { // one byte of the payload changed
 		i := strings.IndexByte(s, '.') + 5
