@@ -286,11 +286,20 @@ func (r *createRec) entry(c *container) blockEntry {
 }
 
 // addLocked publishes a block whose record is durable. c.mu must be held.
-func (c *container) addLocked(id uint64, e blockEntry) {
+// It returns the live version of id it replaced, if any (a Replace
+// commit); a version in c itself leaves c's accounting here (its CREATE
+// stays in the log, superseded, and counts as dead for compaction), one in
+// another container is the caller's to retire.
+func (c *container) addLocked(id uint64, e blockEntry) (old blockEntry, replaced bool) {
+	old, replaced = c.s.index.publish(id, e)
+	if replaced && old.c == c {
+		c.liveBytes -= old.length
+		c.s.used.Add(-old.extent())
+	}
 	c.blocks[id] = e
 	c.liveBytes += e.length
-	c.s.index.publish(id, e)
 	c.s.used.Add(e.extent())
+	return old, replaced
 }
 
 // putCRCs encodes crcs as u32 little-endian into dst.

@@ -36,6 +36,25 @@
 // was written and frees the id. A crash before the CREATE2 is durable
 // leaves only unreferenced bytes: the block does not exist after replay.
 //
+// CreateWith adds HDFS write semantics. An open-ended writer
+// (CreateOptions.OpenEnded) has a maximum length, not a declared one;
+// WriteAt lets every call end with a short chunk (an hflush of a partial
+// chunk) and the next call rewrite that chunk from its start, provided the
+// bytes already stored are the same (checked against the chunk's CRC): the
+// same plaintext at the same offset is the same ciphertext, so no CTR
+// keystream position encrypts two plaintexts. The writer keeps a running
+// CRC over whole chunks and the short chunk's CRC, combined once at Commit
+// (internal/crc32c.Combine). Truncate (pipeline and block recovery) cuts
+// the write back, recomputing the CRCs from the bytes read back; bytes
+// written again past the cut must be the bytes written there before.
+// SetGenStamp raises the genstamp Commit records; BlockWriter.ReadChunks
+// serves the bytes written so far. A Replace writer (CreateOptions.Replace)
+// writes a new version of a live id with a higher generation stamp into
+// fresh space while the old version stays readable; Commit switches the
+// index, then releases the old version: a DELETE in its container (after
+// the new CREATE2 is durable) and a punched hole, or, in the same
+// container, only the hole (replay keeps the later CREATE).
+//
 // ReadChunks (and Read) of a chunked block read only the chunks a range
 // touches and their slice of the table, with two positioned reads, and
 // verify each chunk: skip by offset, never by reading and discarding

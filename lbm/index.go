@@ -70,13 +70,34 @@ func (x *index) unreserve(id uint64) {
 	s.mu.Unlock()
 }
 
-// publish inserts a reserved id.
-func (x *index) publish(id uint64, e blockEntry) {
+// reserveReplace marks id as being written by a writer that may replace
+// a live version with a generation stamp below gen. It fails if another
+// writer holds id (cur 0) or the live version's generation stamp is gen
+// or more (cur is that generation stamp, at least 1).
+func (x *index) reserveReplace(id, gen uint64) (cur uint64, ok bool) {
+	s := x.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[id]; ok {
+		return 0, false
+	}
+	if e, ok := s.m[id]; ok && e.gen >= gen {
+		return max(e.gen, 1), false
+	}
+	s.pending[id] = struct{}{}
+	return 0, true
+}
+
+// publish inserts a reserved id, and returns the entry it replaced, if
+// any (a Replace commit).
+func (x *index) publish(id uint64, e blockEntry) (old blockEntry, replaced bool) {
 	s := x.shard(id)
 	s.mu.Lock()
 	delete(s.pending, id)
+	old, replaced = s.m[id]
 	s.m[id] = e
 	s.mu.Unlock()
+	return old, replaced
 }
 
 // insert adds id unless present; false on a duplicate.

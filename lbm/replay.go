@@ -266,9 +266,13 @@ func (r *replayState) apply(body []byte, off int64) error {
 				"malformed CREATE of block %d at offset %d (block [%d,+%d), data file %d bytes)",
 				c.ID, off, c.Offset, c.Length, r.dataSize)
 		}
-		if _, dup := r.blocks[c.ID]; dup {
-			return errs.Newf(errs.Corrupt, "lbm.replay", r.path, "second CREATE of live block %d at offset %d", c.ID, off)
+		if prev, dup := r.blocks[c.ID]; dup && prev.gen >= c.GenStamp {
+			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+				"second CREATE of live block %d at offset %d (generation stamp %d, live %d)", c.ID, off, c.GenStamp, prev.gen)
 		}
+		// A CREATE of a block live here with a lower generation stamp is a
+		// Replace commit: it supersedes the older version, whose extent is
+		// garbage (its CREATE counts as dead for compaction).
 		e := c.entry(r.c)
 		r.blocks[c.ID] = e
 		r.created++

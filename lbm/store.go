@@ -334,7 +334,7 @@ func (s *Store) DeleteBatch(ctx context.Context, ids []uint64) error {
 	var wg sync.WaitGroup
 	for _, g := range order {
 		wg.Go(func() {
-			if err := s.deleteFrom(g.c, g.ids, g.es); err != nil {
+			if err := s.deleteFrom(g.c, g.ids, g.es, true); err != nil {
 				mu.Lock()
 				if firstErr == nil || errs.Is(firstErr, errs.NotFound) {
 					firstErr = err
@@ -347,7 +347,10 @@ func (s *Store) DeleteBatch(ctx context.Context, ids []uint64) error {
 	return firstErr
 }
 
-func (s *Store) deleteFrom(c *container, ids []uint64, es []blockEntry) error {
+// deleteFrom appends and fsyncs DELETE records for ids (entries es) in c,
+// drops them from c, then punches their extents. On failure with restore,
+// the entries go back into the index (a Delete that did not happen).
+func (s *Store) deleteFrom(c *container, ids []uint64, es []blockEntry, restore bool) error {
 	buf := make([]byte, 0, len(ids)*frameLen(deleteBodyLen))
 	for _, id := range ids {
 		buf = appendDelete(buf, id)
@@ -361,8 +364,10 @@ func (s *Store) deleteFrom(c *container, ids []uint64, es []blockEntry) error {
 	}
 	if err != nil {
 		c.mu.Unlock()
-		for i, id := range ids {
-			s.index.insert(id, es[i])
+		if restore {
+			for i, id := range ids {
+				s.index.insert(id, es[i])
+			}
 		}
 		s.failDir(c.dir, err)
 		return err
@@ -394,6 +399,27 @@ func (s *Store) deleteFrom(c *container, ids []uint64, es []blockEntry) error {
 		}
 	}
 	return nil
+}
+
+// retire releases old, the version of block id that a Replace commit into
+// container nc took out of the index. In nc itself its CREATE is
+// superseded (replay keeps the later, higher generation stamp): only the
+// hole is punched. In another container a DELETE is appended and fsynced
+// there first; if that fails the old version stays on disk, and Open
+// resolves the two live versions by generation stamp.
+func (s *Store) retire(id uint64, old blockEntry, nc *container) {
+	if old.c == nc {
+		if old.length > 0 {
+			if err := nc.data.PunchHole(old.off, old.extent()); err != nil {
+				s.log.Debug("lbm: punch hole", "file", nc.dataPath, "err", err)
+			}
+		}
+		return
+	}
+	if err := s.deleteFrom(old.c, []uint64{id}, []blockEntry{old}, false); err != nil {
+		s.log.Warn("lbm: releasing the replaced version of a block", "block", id,
+			"container", old.c.name(), "err", err)
+	}
 }
 
 // coalesce merges the aligned extents of deleted blocks.
