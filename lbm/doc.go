@@ -126,6 +126,15 @@
 //     one of several containers is corrupt, Open fails with the
 //     errs.Corrupt error instead.
 //
+// A CREATE/CREATE2 of a block live in the same container with a lower
+// generation stamp replaces it (a Replace commit; the older extent is
+// garbage, counted dead for compaction); equal or higher is corruption.
+// Across containers, once all are replayed: a block live in two
+// containers keeps the higher generation stamp, and the other container
+// gets a DELETE (fsynced) and a punched hole, logged at Info (a Replace
+// commit whose DELETE a crash cut off); equal generation stamps are
+// corruption (the container merged second is set aside).
+//
 // The data file is never read by replay (only stat'ed); its header is read
 // lazily on the first read or write. After replay new blocks start past the
 // data file's end, so bytes a crash left uncommitted keep their range and

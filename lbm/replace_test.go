@@ -3,6 +3,8 @@ package lbm
 import (
 	"bytes"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/blockfs/blockfs/errs"
@@ -257,5 +259,220 @@ func TestReplaceEdges(t *testing.T) {
 			checkVersion(t, s, 1, 2, newData)
 			checkUsage(t, s)
 		})
+	}
+}
+
+// replaceSetup stores block 1 (gen 5, oldData) in one container of /d,
+// then starts a Replace of it (gen 6) and writes newData: in another
+// container (the first is held by an open writer), or with same, in the
+// same one. It returns the store, the replacement writer and the old
+// version's info.
+func replaceSetup(t *testing.T, cfg Config, oldData, newData []byte, same ...bool) (*Store, *BlockWriter, BlockInfo) {
+	t.Helper()
+	s := mustOpen(t, cfg)
+	if err := s.Put(ctx, BlockMeta{ID: 1, Inode: 7, GenStamp: 5}, oldData); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := s.Stat(1)
+	if len(same) == 0 || !same[0] {
+		if _, err := s.Create(ctx, BlockMeta{ID: 99, Length: 10}, 512); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := s.CreateWith(ctx, BlockMeta{ID: 1, Inode: 7, GenStamp: 6}, CreateOptions{BytesPerChecksum: 512, OpenEnded: true, Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hflushTo(t, w, newData, 1500)
+	hflushTo(t, w, newData, len(newData))
+	return s, w, old
+}
+
+// TestReplaceCrashBeforeOldDelete: the new version's CREATE2 is durable in
+// one container and the old version's DELETE never reached the other (its
+// write failed, or the log was cut after it): Open finds the id live in
+// two containers, keeps the higher genstamp, and appends the DELETE to
+// the old one's container, once.
+func TestReplaceCrashBeforeOldDelete(t *testing.T) {
+	for _, enc := range []bool{false, true} {
+		for _, how := range []string{"delete write fails", "log cut"} {
+			for _, mode := range replayModes {
+				t.Run(fmt.Sprintf("enc=%v/%s/%s", enc, how, mode.name), func(t *testing.T) {
+					m := NewMemFS()
+					cfg := testConfig(m, []string{"/d"}, enc)
+					cfg.KeyFile = "/key"
+					mode.apply(&cfg)
+					oldData, newData := streamData(1, 5000), streamData(2, 7000)
+					s, w, old := replaceSetup(t, cfg, oldData, newData)
+					oldMeta := old.Container + ".metadata"
+					before := fileSize(t, m, oldMeta)
+					if how == "delete write fails" {
+						m.Inject(Fault{Op: OpWrite, PathPrefix: oldMeta, Err: syscall.EIO})
+					}
+					if _, err := w.Commit(ctx); err != nil {
+						t.Fatal(err)
+					}
+					checkVersion(t, s, 1, 6, newData)
+					s.Close()
+					m.ClearFaults()
+					if how == "log cut" {
+						img := readAll(t, m, oldMeta)
+						if int64(len(img)) != before+int64(frameLen(deleteBodyLen)) {
+							t.Fatalf("old container's metadata %d bytes, want %d + a DELETE", len(img), before)
+						}
+						writeAll(t, m, oldMeta, img[:before])
+					} else if got := fileSize(t, m, oldMeta); got != before {
+						t.Fatalf("the DELETE was written: %d -> %d", before, got)
+					}
+					s = mustOpen(t, cfg)
+					checkVersion(t, s, 1, 6, newData)
+					if bs := s.Blocks(); len(bs) != 1 {
+						t.Fatalf("blocks %+v", bs)
+					}
+					checkUsage(t, s)
+					if got := fileSize(t, m, oldMeta); got != before+int64(frameLen(deleteBodyLen)) {
+						t.Fatalf("Open did not append the DELETE: %d -> %d", before, got)
+					}
+					e, _ := s.index.get(1)
+					if e.c.name() == old.Container {
+						t.Fatal("the old container holds the live version")
+					}
+					s.Close()
+					raw := readAll(t, m, dataPathOf(old))
+					oldOff := int64(firstBlockOffset)
+					if zeroFrom(raw[oldOff:oldOff+int64(len(oldData))]) != 0 {
+						t.Fatal("old version not punched at Open")
+					}
+					s = mustOpen(t, cfg)
+					defer s.Close()
+					checkVersion(t, s, 1, 6, newData)
+					if got := fileSize(t, m, oldMeta); got != before+int64(frameLen(deleteBodyLen)) {
+						t.Fatalf("second Open changed the old container: %d", got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestReplaceCrashSweep cuts power at every point of a cross-container
+// Replace commit: after replay exactly one version is live, whole (the
+// new one if Commit returned nil), and a second Open changes nothing.
+func TestReplaceCrashSweep(t *testing.T) {
+	for _, c := range []struct {
+		enc, same bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		enc := c.enc
+		resolved := 0
+		for n := 0; n < 12; n++ {
+			for seed := int64(0); seed < 3; seed++ {
+				t.Run(fmt.Sprintf("enc=%v/same=%v/crash after %d/seed %d", enc, c.same, n, seed), func(t *testing.T) {
+					m := NewMemFS()
+					cfg := testConfig(m, []string{"/d"}, enc)
+					cfg.KeyFile = "/key"
+					oldData, newData := streamData(1, 5000), streamData(2, 7000)
+					_, w, old := replaceSetup(t, cfg, oldData, newData, c.same)
+					oldMeta := old.Container + ".metadata"
+					m.CrashAfter(n)
+					_, cerr := w.Commit(ctx)
+					disk := m.CrashClone(seed)
+					before := fileSize(t, disk, oldMeta)
+					cfg.FS = disk
+					s := mustOpen(t, cfg)
+					info, ok := s.Stat(1)
+					switch {
+					case !ok:
+						t.Fatal("no version live")
+					case info.GenStamp == 6:
+						checkVersion(t, s, 1, 6, newData)
+					case cerr == nil:
+						t.Fatalf("commit returned nil, gen %d live", info.GenStamp)
+					default:
+						checkVersion(t, s, 1, 5, oldData)
+					}
+					if len(s.Blocks()) != 1 {
+						t.Fatalf("blocks %+v", s.Blocks())
+					}
+					checkUsage(t, s)
+					if fileSize(t, disk, oldMeta) > before {
+						resolved++
+					}
+					s.Close()
+					after := fileSize(t, disk, oldMeta)
+					s = mustOpen(t, cfg)
+					defer s.Close()
+					if got, _ := s.Stat(1); got.GenStamp != info.GenStamp || fileSize(t, disk, oldMeta) != after {
+						t.Fatalf("second Open: gen %d, metadata %d -> %d", got.GenStamp, after, fileSize(t, disk, oldMeta))
+					}
+				})
+			}
+		}
+		if resolved == 0 && !c.same {
+			t.Fatalf("enc=%v: no crash point left both versions live", enc)
+		}
+		if resolved != 0 && c.same {
+			t.Fatalf("enc=%v: Open wrote to the metadata of a same-container replace", enc)
+		}
+	}
+}
+
+// TestSameIDInTwoDirs: two stores written apart, then opened as one: the
+// higher genstamp wins and the other copy is deleted; equal genstamps
+// are corruption (the later container is set aside).
+func TestSameIDInTwoDirs(t *testing.T) {
+	for _, enc := range []bool{false, true} {
+		for _, gens := range [][2]uint64{{5, 7}, {7, 5}, {5, 5}} {
+			t.Run(fmt.Sprintf("enc=%v/gens=%v", enc, gens), func(t *testing.T) {
+				m := NewMemFS()
+				datas := [2][]byte{streamData(1, 3000), streamData(2, 4000)}
+				for i, dir := range []string{"/a", "/b"} {
+					cfg := testConfig(m, []string{dir}, enc)
+					cfg.KeyFile = "/key"
+					s := mustOpen(t, cfg)
+					if err := s.Put(ctx, BlockMeta{ID: 1, GenStamp: gens[i]}, datas[i]); err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Put(ctx, BlockMeta{ID: uint64(10 + i), GenStamp: 1}, datas[i]); err != nil {
+						t.Fatal(err)
+					}
+					s.Close()
+				}
+				cfg := testConfig(m, []string{"/a", "/b"}, enc)
+				cfg.KeyFile = "/key"
+				if gens[0] == gens[1] {
+					if _, err := Open(ctx, cfg); !errs.Is(err, errs.Corrupt) || !strings.Contains(err.Error(), "live in two containers") {
+						t.Fatalf("equal genstamps: %v", err)
+					}
+					cfg.FailOnCorruptContainer = false
+					s := mustOpen(t, cfg)
+					defer s.Close()
+					if len(s.SetAside()) != 2 || len(s.Blocks()) != 2 {
+						t.Fatalf("set aside %v, blocks %+v", s.SetAside(), s.Blocks())
+					}
+					checkUsage(t, s)
+					return
+				}
+				win := 0
+				if gens[1] > gens[0] {
+					win = 1
+				}
+				for range 2 {
+					s := mustOpen(t, cfg)
+					checkVersion(t, s, 1, gens[win], datas[win])
+					if len(s.Blocks()) != 3 {
+						t.Fatalf("blocks %+v", s.Blocks())
+					}
+					checkUsage(t, s)
+					s.Close()
+				}
+				loser := testConfig(m, []string{[]string{"/a", "/b"}[1-win]}, enc)
+				loser.KeyFile = "/key"
+				s := mustOpen(t, loser)
+				defer s.Close()
+				if _, ok := s.Stat(1); ok || len(s.Blocks()) != 1 {
+					t.Fatalf("the losing dir still has the block: %+v", s.Blocks())
+				}
+			})
+		}
 	}
 }

@@ -154,6 +154,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, firstErr
 	}
 
+	s.resolveDups()
+
 	// Drop what lives in dirs that failed during replay (their blocks are
 	// reported missing), then repair and hand out the writable containers.
 	for _, d := range s.dirs {
@@ -201,6 +203,69 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.stats.Duration = time.Since(start)
 	s.metrics.openSeconds.Set(s.stats.Duration.Seconds())
 	return s, nil
+}
+
+// dupEntry is a block live in a container whose id was already in the
+// index from another container when it was merged.
+type dupEntry struct {
+	id uint64
+	e  blockEntry
+}
+
+// resolveDups settles the ids live in two containers (a Replace commit
+// into another container, whose DELETE of the old version a crash cut
+// off): the higher generation stamp stays in the index, and the loser
+// gets a DELETE record (fsynced) in its container, then a punched hole,
+// logged at Info. It runs once every container is merged, one id at a
+// time. Equal generation stamps were refused at merge (the container is
+// set aside); if one shows up here (its rival set aside meanwhile), the
+// entry in the index is kept and the other left alone and logged.
+func (s *Store) resolveDups() {
+	type group struct {
+		ids []uint64
+		es  []blockEntry
+	}
+	groups := map[*container]*group{}
+	var order []*container
+	for _, d := range s.dups {
+		cur, ok := s.index.get(d.id)
+		if !ok {
+			// Its rival was taken back (container set aside).
+			s.index.insert(d.id, d.e)
+			continue
+		}
+		win, lose := cur, d.e
+		switch {
+		case d.e.gen > cur.gen:
+			win, lose = d.e, cur
+			s.index.publish(d.id, d.e)
+		case d.e.gen == cur.gen:
+			s.log.Error("lbm: block live in two containers with the same generation stamp; keeping one",
+				"block", d.id, "gen", cur.gen, "kept", cur.c.name(), "other", d.e.c.name())
+			continue
+		}
+		s.log.Info("lbm: block live in two containers; keeping the higher generation stamp",
+			"block", d.id, "kept", win.c.name(), "gen", win.gen, "deleted", lose.c.name(), "old_gen", lose.gen)
+		g := groups[lose.c]
+		if g == nil {
+			g = &group{}
+			groups[lose.c] = g
+			order = append(order, lose.c)
+		}
+		g.ids = append(g.ids, d.id)
+		g.es = append(g.es, lose)
+	}
+	s.dups = nil
+	for _, c := range order {
+		if c.dir.failed.Load() {
+			continue // its blocks are dropped with the dir
+		}
+		g := groups[c]
+		if err := s.deleteFrom(c, g.ids, g.es, false); err != nil {
+			s.log.Warn("lbm: deleting the older version of a block live in two containers",
+				"container", c.name(), "err", err)
+		}
+	}
 }
 
 func (s *Store) loadKeys() error {
@@ -402,21 +467,35 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 	// CREATE: bytes written but never committed before a crash keep their
 	// range, so no CTR keystream position ever encrypts two plaintexts.
 	c.metaOff, c.nextBlock, c.created, c.blocks = end, max(st.next, alignUp(dataSize)), st.created, st.blocks
+	var added int64 // extents added to s.used
+	var dups []dupEntry
 	for bid, e := range st.blocks {
 		if !s.index.insert(bid, e) {
-			// Take back what this container already published: it may be
-			// set aside, and the other container keeps the id.
-			for id, e := range st.blocks {
-				if id != bid && s.index.removeIf(id, c) {
-					s.used.Add(-e.extent())
+			if cur, ok := s.index.get(bid); ok && cur.gen == e.gen {
+				// Take back what this container already published: it may
+				// be set aside, and the other container keeps the id.
+				for id := range st.blocks {
+					s.index.removeIf(id, c)
 				}
+				s.used.Add(-added)
+				c.data.Close()
+				meta.Close()
+				return errs.Newf(errs.Corrupt, "lbm.replay", metaPath,
+					"block %d is live in two containers with generation stamp %d", bid, e.gen)
 			}
-			c.data.Close()
-			meta.Close()
-			return errs.Newf(errs.Corrupt, "lbm.replay", metaPath, "block %d is live in two containers", bid)
+			// Live in another container with another generation stamp: a
+			// Replace commit whose DELETE of the old version a crash cut
+			// off. Open keeps the higher one once every container is in.
+			dups = append(dups, dupEntry{id: bid, e: e})
 		}
 		c.liveBytes += e.length
+		added += e.extent()
 		s.used.Add(e.extent())
+	}
+	if len(dups) > 0 {
+		s.dupMu.Lock()
+		s.dups = append(s.dups, dups...)
+		s.dupMu.Unlock()
 	}
 	d.mu.Lock()
 	d.all[c] = struct{}{}

@@ -68,6 +68,8 @@ type Store struct {
 	closed   atomic.Bool
 	statsMu  sync.Mutex
 	stats    OpenStats
+	dupMu    sync.Mutex // guards dups (Open only)
+	dups     []dupEntry // ids found live in a second container at Open
 }
 
 func (s *Store) checkOpen(ctx context.Context, op string) error {
