@@ -25,11 +25,11 @@ type BlockWriter struct {
 	c         *container
 	fc        *fileCipher
 	bpc       int
-	off       int64 // data file offset of the block's first byte
-	openEnded bool  // meta.Length is a maximum; Commit takes Written() bytes
-	replace   bool  // Commit replaces a live version of the id (lower genstamp)
+	openEnded bool // meta.Length is a maximum; Commit takes Written() bytes
+	replace   bool // Commit replaces a live version of the id (lower genstamp)
 
 	mu       sync.Mutex
+	off      int64     // data file offset of the block's first byte (moved by relocateLocked only)
 	meta     BlockMeta // ID and Inode fixed; GenStamp raised by SetGenStamp
 	state    writerState
 	written  int64
@@ -42,7 +42,7 @@ type BlockWriter struct {
 	// plaintexts. nil when nothing past written was ever written.
 	stale    []uint32
 	staleLen int64
-	truncs   uint64 // Truncate calls (ReadChunks retries across one)
+	truncs   uint64 // Truncate and relocate calls (ReadChunks retries across one)
 	scratch  []byte // ciphertext, at most maxWriteScratch bytes
 	touched  int64  // bytes past off that any write reached (punched on release)
 	keep     bool   // on release, leave the bytes (the CREATE2 may be durable)
@@ -373,7 +373,10 @@ func (w *BlockWriter) SetGenStamp(gs uint64) error {
 // mid-chunk). Bytes past n stay on disk until Commit or Abort, and may only
 // be written again with the same bytes (errs.Invalid otherwise), so the
 // resend of a packet after a recovery is accepted and no CTR keystream
-// position encrypts two plaintexts.
+// position encrypts two plaintexts. For the same reason, in an encrypted
+// store a Commit that ends short of bytes written before a Truncate first
+// copies the block to fresh space (O(Written()), recovery only), since
+// its chunk CRC table would otherwise be written over the cut bytes.
 func (w *BlockWriter) Truncate(n int64) error {
 	const op = "lbm.truncate"
 	w.mu.Lock()
@@ -472,7 +475,7 @@ func (w *BlockWriter) ReadChunks(off, n int64, buf []byte) (ChunkRange, error) {
 		}
 		lo, hi := first*bpc, min(last*bpc, written)
 		crcs := slices.Clone(w.crcs[first:last])
-		truncs := w.truncs
+		truncs, boff := w.truncs, w.off
 		w.mu.Unlock()
 
 		cr := ChunkRange{Offset: lo, BytesPerChecksum: int(bpc)}
@@ -484,7 +487,7 @@ func (w *BlockWriter) ReadChunks(off, n int64, buf []byte) (ChunkRange, error) {
 			buf = make([]byte, hi-lo)
 		}
 		data := buf[:hi-lo]
-		at := w.off + lo
+		at := boff + lo
 		k, err := w.c.data.ReadAt(data, at)
 		w.s.countRead(k)
 		if k < len(data) {
@@ -586,6 +589,13 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 		return BlockInfo{}, errs.Wrap(errs.Canceled, op, "", err)
 	}
 	c := w.c
+	if w.fc != nil && w.stale != nil && len(w.crcs) > 0 {
+		// The table would overwrite truncated bytes: other plaintext at
+		// the same keystream positions. Move the block instead.
+		if err := w.relocateLocked(op); err != nil {
+			return BlockInfo{}, err
+		}
+	}
 	table := make([]byte, len(w.crcs)*chunkCRCLen)
 	putCRCs(table, w.crcs)
 	at := w.off + w.written
@@ -632,6 +642,55 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 		w.s.retire(w.meta.ID, old, c)
 	}
 	return e.info(w.meta.ID), nil
+}
+
+// relocateLocked copies the block's Written() bytes (read back, verified,
+// re-encrypted) to fresh space past everything the writer touched, then
+// punches the old range. Commit needs it after a Truncate in an encrypted
+// store: the chunk CRC table goes right after the block's last byte, where
+// bytes cut by the Truncate were written, and writing other plaintext at
+// those keystream positions would reuse the keystream. O(Written()); only
+// recovery (Truncate, then Commit short of the cut bytes) takes this path.
+func (w *BlockWriter) relocateLocked(op string) error {
+	oldOff, span := w.off, alignUp(max(w.touched, w.staleLen))
+	newOff := oldOff + span
+	// If the copy fails, release punches (and skips) both ranges.
+	w.touched = span + w.written
+	bpc := int64(w.bpc)
+	buf := make([]byte, min(w.written, maxWriteScratch))
+	for p := int64(0); p < w.written; {
+		b := buf[:min(int64(len(buf)), w.written-p)]
+		if err := w.preadLocked(op, b, p); err != nil {
+			if errs.Is(err, errs.IO) {
+				return w.failLocked(err)
+			}
+			w.releaseLocked()
+			return err
+		}
+		for q := int64(0); q < int64(len(b)); q += bpc {
+			if crc32c(b[q:min(q+bpc, int64(len(b)))]) != w.crcs[(p+q)/bpc] {
+				w.releaseLocked()
+				return errs.Newf(errs.Corrupt, op, w.c.dataPath, "block %d: chunk at offset %d: checksum mismatch on read-back",
+					w.meta.ID, p+q)
+			}
+		}
+		w.fc.xorAt(b, b, newOff+p)
+		if _, err := w.c.data.WriteAt(b, newOff+p); err != nil {
+			return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+		}
+		p += int64(len(b))
+	}
+	w.off, w.touched = newOff, w.written
+	w.stale, w.staleLen = nil, 0
+	w.truncs++
+	c := w.c
+	c.mu.Lock()
+	c.nextBlock = max(c.nextBlock, oldOff+span)
+	c.mu.Unlock()
+	if err := c.data.PunchHole(oldOff, span); err != nil {
+		w.s.log.Debug("lbm: punch hole after relocation", "file", c.dataPath, "err", err)
+	}
+	return nil
 }
 
 // Abort drops an uncommitted write: nothing becomes visible, the space
