@@ -624,9 +624,12 @@ func (x *AbandonBlockResponse) GetHeader() *ResponseHeader {
 // file's last block, unchanged) starts a new block after them. Complete
 // then lists every block of the file, the old ones first.
 type AppendRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	ClientName    string                 `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"` // lease holder name, informational
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Path       string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	ClientName string                 `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"` // lease holder name, informational
+	// Start a new block after the last one however short it is (HDFS's
+	// CreateFlag.NEW_BLOCK); by default a partial last block is reopened.
+	NewBlock      bool `protobuf:"varint,3,opt,name=new_block,json=newBlock,proto3" json:"new_block,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -675,6 +678,13 @@ func (x *AppendRequest) GetClientName() string {
 	return ""
 }
 
+func (x *AppendRequest) GetNewBlock() bool {
+	if x != nil {
+		return x.NewBlock
+	}
+	return false
+}
+
 type AppendResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -683,9 +693,15 @@ type AppendResponse struct {
 	// CRC32Cs: the writer names the last as AddBlock's previous and lists
 	// them all, then its own, in Complete. (Append needs w, not r, so the
 	// writer cannot ask GetBlockLocations.)
-	Blocks        []*Block `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Blocks []*Block `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	// The reopened last block (append with a partial last block, when
+	// new_block is not set): its new generation stamp, committed length and
+	// replicas, and a write token. The writer resumes it at its length.
+	LastBlock        *LocatedBlock `protobuf:"bytes,4,opt,name=last_block,json=lastBlock,proto3" json:"last_block,omitempty"`
+	Token            []byte        `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
+	BytesPerChecksum uint32        `protobuf:"varint,6,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AppendResponse) Reset() {
@@ -737,6 +753,27 @@ func (x *AppendResponse) GetBlocks() []*Block {
 		return x.Blocks
 	}
 	return nil
+}
+
+func (x *AppendResponse) GetLastBlock() *LocatedBlock {
+	if x != nil {
+		return x.LastBlock
+	}
+	return nil
+}
+
+func (x *AppendResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *AppendResponse) GetBytesPerChecksum() uint32 {
+	if x != nil {
+		return x.BytesPerChecksum
+	}
+	return 0
 }
 
 type GetBlockLocationsRequest struct {
@@ -1924,6 +1961,555 @@ func (x *Member) GetLeader() bool {
 	return false
 }
 
+// RenewLease renews every lease the calling client (its client id and
+// user) holds, with one call.
+type RenewLeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewLeaseRequest) Reset() {
+	*x = RenewLeaseRequest{}
+	mi := &file_api_client_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewLeaseRequest) ProtoMessage() {}
+
+func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
+func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{31}
+}
+
+type RenewLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Files         uint32                 `protobuf:"varint,2,opt,name=files,proto3" json:"files,omitempty"` // files the lease covers
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewLeaseResponse) Reset() {
+	*x = RenewLeaseResponse{}
+	mi := &file_api_client_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewLeaseResponse) ProtoMessage() {}
+
+func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewLeaseResponse.ProtoReflect.Descriptor instead.
+func (*RenewLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RenewLeaseResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RenewLeaseResponse) GetFiles() uint32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+// RecoverLease starts lease recovery of a file under construction: its
+// last block is recovered on the datanodes and the file closed. The
+// holder or the superuser may do it at once; another client with write
+// access only after the holder's soft limit.
+type RecoverLeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverLeaseRequest) Reset() {
+	*x = RecoverLeaseRequest{}
+	mi := &file_api_client_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverLeaseRequest) ProtoMessage() {}
+
+func (x *RecoverLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverLeaseRequest.ProtoReflect.Descriptor instead.
+func (*RecoverLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RecoverLeaseRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type RecoverLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Closed        bool                   `protobuf:"varint,2,opt,name=closed,proto3" json:"closed,omitempty"`                           // the file was closed at once (nothing to recover)
+	RecoveryId    uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // the recovery's generation stamp, when one started
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverLeaseResponse) Reset() {
+	*x = RecoverLeaseResponse{}
+	mi := &file_api_client_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverLeaseResponse) ProtoMessage() {}
+
+func (x *RecoverLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverLeaseResponse.ProtoReflect.Descriptor instead.
+func (*RecoverLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RecoverLeaseResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *RecoverLeaseResponse) GetClosed() bool {
+	if x != nil {
+		return x.Closed
+	}
+	return false
+}
+
+func (x *RecoverLeaseResponse) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+// Fsync records that the writer's last block holds length bytes that
+// every datanode of its pipeline acknowledged (hflush/hsync): readers see
+// them from now on.
+type FsyncRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"` // the last block: id, generation stamp, length
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsyncRequest) Reset() {
+	*x = FsyncRequest{}
+	mi := &file_api_client_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsyncRequest) ProtoMessage() {}
+
+func (x *FsyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsyncRequest.ProtoReflect.Descriptor instead.
+func (*FsyncRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *FsyncRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsyncRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *FsyncRequest) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+type FsyncResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsyncResponse) Reset() {
+	*x = FsyncResponse{}
+	mi := &file_api_client_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsyncResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsyncResponse) ProtoMessage() {}
+
+func (x *FsyncResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsyncResponse.ProtoReflect.Descriptor instead.
+func (*FsyncResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *FsyncResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// UpdateBlockForPipeline gives the writer a new generation stamp (and a
+// write token for it) for its last block, to rebuild a failed pipeline.
+type UpdateBlockForPipelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateBlockForPipelineRequest) Reset() {
+	*x = UpdateBlockForPipelineRequest{}
+	mi := &file_api_client_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBlockForPipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBlockForPipelineRequest) ProtoMessage() {}
+
+func (x *UpdateBlockForPipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBlockForPipelineRequest.ProtoReflect.Descriptor instead.
+func (*UpdateBlockForPipelineRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *UpdateBlockForPipelineRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UpdateBlockForPipelineRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *UpdateBlockForPipelineRequest) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+type UpdateBlockForPipelineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Block         *Block                 `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"` // the same block under its new generation stamp
+	Token         []byte                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateBlockForPipelineResponse) Reset() {
+	*x = UpdateBlockForPipelineResponse{}
+	mi := &file_api_client_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBlockForPipelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBlockForPipelineResponse) ProtoMessage() {}
+
+func (x *UpdateBlockForPipelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBlockForPipelineResponse.ProtoReflect.Descriptor instead.
+func (*UpdateBlockForPipelineResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UpdateBlockForPipelineResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *UpdateBlockForPipelineResponse) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *UpdateBlockForPipelineResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// UpdatePipeline commits a rebuilt pipeline: the last block takes the new
+// generation stamp and the surviving datanodes.
+type UpdatePipelineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	OldBlock      *Block                 `protobuf:"bytes,3,opt,name=old_block,json=oldBlock,proto3" json:"old_block,omitempty"`
+	NewBlock      *Block                 `protobuf:"bytes,4,opt,name=new_block,json=newBlock,proto3" json:"new_block,omitempty"`
+	Datanodes     []string               `protobuf:"bytes,5,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePipelineRequest) Reset() {
+	*x = UpdatePipelineRequest{}
+	mi := &file_api_client_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePipelineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePipelineRequest) ProtoMessage() {}
+
+func (x *UpdatePipelineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePipelineRequest.ProtoReflect.Descriptor instead.
+func (*UpdatePipelineRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *UpdatePipelineRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UpdatePipelineRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *UpdatePipelineRequest) GetOldBlock() *Block {
+	if x != nil {
+		return x.OldBlock
+	}
+	return nil
+}
+
+func (x *UpdatePipelineRequest) GetNewBlock() *Block {
+	if x != nil {
+		return x.NewBlock
+	}
+	return nil
+}
+
+func (x *UpdatePipelineRequest) GetDatanodes() []string {
+	if x != nil {
+		return x.Datanodes
+	}
+	return nil
+}
+
+type UpdatePipelineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePipelineResponse) Reset() {
+	*x = UpdatePipelineResponse{}
+	mi := &file_api_client_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePipelineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePipelineResponse) ProtoMessage() {}
+
+func (x *UpdatePipelineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePipelineResponse.ProtoReflect.Descriptor instead.
+func (*UpdatePipelineResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *UpdatePipelineResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
 var File_api_client_proto protoreflect.FileDescriptor
 
 const file_api_client_proto_rawDesc = "" +
@@ -1970,15 +2556,20 @@ const file_api_client_proto_rawDesc = "" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
 	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"J\n" +
 	"\x14AbandonBlockResponse\x122\n" +
-	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"D\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"a\n" +
 	"\rAppendRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
-	"clientName\"\x9f\x01\n" +
+	"clientName\x12\x1b\n" +
+	"\tnew_block\x18\x03 \x01(\bR\bnewBlock\"\x9c\x02\n" +
 	"\x0eAppendResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12)\n" +
-	"\x06blocks\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"\x8b\x01\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\x127\n" +
+	"\n" +
+	"last_block\x18\x04 \x01(\v2\x18.blockfs.v1.LocatedBlockR\tlastBlock\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\fR\x05token\x12,\n" +
+	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\"\x8b\x01\n" +
 	"\x18GetBlockLocationsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
@@ -2065,7 +2656,40 @@ const file_api_client_proto_rawDesc = "" +
 	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\x12\x14\n" +
 	"\x05voter\x18\x05 \x01(\bR\x05voter\x12\x16\n" +
-	"\x06leader\x18\x06 \x01(\bR\x06leader2\x83\t\n" +
+	"\x06leader\x18\x06 \x01(\bR\x06leader\"\x13\n" +
+	"\x11RenewLeaseRequest\"^\n" +
+	"\x12RenewLeaseResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x14\n" +
+	"\x05files\x18\x02 \x01(\rR\x05files\")\n" +
+	"\x13RecoverLeaseRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"\x83\x01\n" +
+	"\x14RecoverLeaseResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x16\n" +
+	"\x06closed\x18\x02 \x01(\bR\x06closed\x12\x1f\n" +
+	"\vrecovery_id\x18\x03 \x01(\x04R\n" +
+	"recoveryId\"f\n" +
+	"\fFsyncRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"C\n" +
+	"\rFsyncResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"w\n" +
+	"\x1dUpdateBlockForPipelineRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\x93\x01\n" +
+	"\x1eUpdateBlockForPipelineResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12'\n" +
+	"\x05block\x18\x02 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\"\xc4\x01\n" +
+	"\x15UpdatePipelineRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12.\n" +
+	"\told_block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\boldBlock\x12.\n" +
+	"\tnew_block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\bnewBlock\x12\x1c\n" +
+	"\tdatanodes\x18\x05 \x03(\tR\tdatanodes\"L\n" +
+	"\x16UpdatePipelineResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header2\xab\f\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
@@ -2082,7 +2706,13 @@ const file_api_client_proto_rawDesc = "" +
 	"\rSetPermission\x12 .blockfs.v1.SetPermissionRequest\x1a!.blockfs.v1.SetPermissionResponse\x12E\n" +
 	"\bSetOwner\x12\x1b.blockfs.v1.SetOwnerRequest\x1a\x1c.blockfs.v1.SetOwnerResponse\x12Z\n" +
 	"\x0fReportBadBlocks\x12\".blockfs.v1.ReportBadBlocksRequest\x1a#.blockfs.v1.ReportBadBlocksResponse\x12T\n" +
-	"\rClusterStatus\x12 .blockfs.v1.ClusterStatusRequest\x1a!.blockfs.v1.ClusterStatusResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\rClusterStatus\x12 .blockfs.v1.ClusterStatusRequest\x1a!.blockfs.v1.ClusterStatusResponse\x12K\n" +
+	"\n" +
+	"RenewLease\x12\x1d.blockfs.v1.RenewLeaseRequest\x1a\x1e.blockfs.v1.RenewLeaseResponse\x12Q\n" +
+	"\fRecoverLease\x12\x1f.blockfs.v1.RecoverLeaseRequest\x1a .blockfs.v1.RecoverLeaseResponse\x12<\n" +
+	"\x05Fsync\x12\x18.blockfs.v1.FsyncRequest\x1a\x19.blockfs.v1.FsyncResponse\x12o\n" +
+	"\x16UpdateBlockForPipeline\x12).blockfs.v1.UpdateBlockForPipelineRequest\x1a*.blockfs.v1.UpdateBlockForPipelineResponse\x12W\n" +
+	"\x0eUpdatePipeline\x12!.blockfs.v1.UpdatePipelineRequest\x1a\".blockfs.v1.UpdatePipelineResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_client_proto_rawDescOnce sync.Once
@@ -2096,112 +2726,143 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_api_client_proto_goTypes = []any{
-	(*MkdirsRequest)(nil),             // 0: blockfs.v1.MkdirsRequest
-	(*MkdirsResponse)(nil),            // 1: blockfs.v1.MkdirsResponse
-	(*CreateRequest)(nil),             // 2: blockfs.v1.CreateRequest
-	(*CreateResponse)(nil),            // 3: blockfs.v1.CreateResponse
-	(*AddBlockRequest)(nil),           // 4: blockfs.v1.AddBlockRequest
-	(*AddBlockResponse)(nil),          // 5: blockfs.v1.AddBlockResponse
-	(*CompleteRequest)(nil),           // 6: blockfs.v1.CompleteRequest
-	(*CompleteResponse)(nil),          // 7: blockfs.v1.CompleteResponse
-	(*AbandonBlockRequest)(nil),       // 8: blockfs.v1.AbandonBlockRequest
-	(*AbandonBlockResponse)(nil),      // 9: blockfs.v1.AbandonBlockResponse
-	(*AppendRequest)(nil),             // 10: blockfs.v1.AppendRequest
-	(*AppendResponse)(nil),            // 11: blockfs.v1.AppendResponse
-	(*GetBlockLocationsRequest)(nil),  // 12: blockfs.v1.GetBlockLocationsRequest
-	(*GetBlockLocationsResponse)(nil), // 13: blockfs.v1.GetBlockLocationsResponse
-	(*GetFileInfoRequest)(nil),        // 14: blockfs.v1.GetFileInfoRequest
-	(*GetFileInfoResponse)(nil),       // 15: blockfs.v1.GetFileInfoResponse
-	(*ListStatusRequest)(nil),         // 16: blockfs.v1.ListStatusRequest
-	(*ListStatusResponse)(nil),        // 17: blockfs.v1.ListStatusResponse
-	(*DeleteRequest)(nil),             // 18: blockfs.v1.DeleteRequest
-	(*DeleteResponse)(nil),            // 19: blockfs.v1.DeleteResponse
-	(*RenameRequest)(nil),             // 20: blockfs.v1.RenameRequest
-	(*RenameResponse)(nil),            // 21: blockfs.v1.RenameResponse
-	(*SetPermissionRequest)(nil),      // 22: blockfs.v1.SetPermissionRequest
-	(*SetPermissionResponse)(nil),     // 23: blockfs.v1.SetPermissionResponse
-	(*SetOwnerRequest)(nil),           // 24: blockfs.v1.SetOwnerRequest
-	(*SetOwnerResponse)(nil),          // 25: blockfs.v1.SetOwnerResponse
-	(*ReportBadBlocksRequest)(nil),    // 26: blockfs.v1.ReportBadBlocksRequest
-	(*ReportBadBlocksResponse)(nil),   // 27: blockfs.v1.ReportBadBlocksResponse
-	(*ClusterStatusRequest)(nil),      // 28: blockfs.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),     // 29: blockfs.v1.ClusterStatusResponse
-	(*Member)(nil),                    // 30: blockfs.v1.Member
-	(*ResponseHeader)(nil),            // 31: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                // 32: blockfs.v1.FileStatus
-	(*Block)(nil),                     // 33: blockfs.v1.Block
-	(*LocatedBlock)(nil),              // 34: blockfs.v1.LocatedBlock
-	(*ReadOptions)(nil),               // 35: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),              // 36: blockfs.v1.DatanodeInfo
+	(*MkdirsRequest)(nil),                  // 0: blockfs.v1.MkdirsRequest
+	(*MkdirsResponse)(nil),                 // 1: blockfs.v1.MkdirsResponse
+	(*CreateRequest)(nil),                  // 2: blockfs.v1.CreateRequest
+	(*CreateResponse)(nil),                 // 3: blockfs.v1.CreateResponse
+	(*AddBlockRequest)(nil),                // 4: blockfs.v1.AddBlockRequest
+	(*AddBlockResponse)(nil),               // 5: blockfs.v1.AddBlockResponse
+	(*CompleteRequest)(nil),                // 6: blockfs.v1.CompleteRequest
+	(*CompleteResponse)(nil),               // 7: blockfs.v1.CompleteResponse
+	(*AbandonBlockRequest)(nil),            // 8: blockfs.v1.AbandonBlockRequest
+	(*AbandonBlockResponse)(nil),           // 9: blockfs.v1.AbandonBlockResponse
+	(*AppendRequest)(nil),                  // 10: blockfs.v1.AppendRequest
+	(*AppendResponse)(nil),                 // 11: blockfs.v1.AppendResponse
+	(*GetBlockLocationsRequest)(nil),       // 12: blockfs.v1.GetBlockLocationsRequest
+	(*GetBlockLocationsResponse)(nil),      // 13: blockfs.v1.GetBlockLocationsResponse
+	(*GetFileInfoRequest)(nil),             // 14: blockfs.v1.GetFileInfoRequest
+	(*GetFileInfoResponse)(nil),            // 15: blockfs.v1.GetFileInfoResponse
+	(*ListStatusRequest)(nil),              // 16: blockfs.v1.ListStatusRequest
+	(*ListStatusResponse)(nil),             // 17: blockfs.v1.ListStatusResponse
+	(*DeleteRequest)(nil),                  // 18: blockfs.v1.DeleteRequest
+	(*DeleteResponse)(nil),                 // 19: blockfs.v1.DeleteResponse
+	(*RenameRequest)(nil),                  // 20: blockfs.v1.RenameRequest
+	(*RenameResponse)(nil),                 // 21: blockfs.v1.RenameResponse
+	(*SetPermissionRequest)(nil),           // 22: blockfs.v1.SetPermissionRequest
+	(*SetPermissionResponse)(nil),          // 23: blockfs.v1.SetPermissionResponse
+	(*SetOwnerRequest)(nil),                // 24: blockfs.v1.SetOwnerRequest
+	(*SetOwnerResponse)(nil),               // 25: blockfs.v1.SetOwnerResponse
+	(*ReportBadBlocksRequest)(nil),         // 26: blockfs.v1.ReportBadBlocksRequest
+	(*ReportBadBlocksResponse)(nil),        // 27: blockfs.v1.ReportBadBlocksResponse
+	(*ClusterStatusRequest)(nil),           // 28: blockfs.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),          // 29: blockfs.v1.ClusterStatusResponse
+	(*Member)(nil),                         // 30: blockfs.v1.Member
+	(*RenewLeaseRequest)(nil),              // 31: blockfs.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),             // 32: blockfs.v1.RenewLeaseResponse
+	(*RecoverLeaseRequest)(nil),            // 33: blockfs.v1.RecoverLeaseRequest
+	(*RecoverLeaseResponse)(nil),           // 34: blockfs.v1.RecoverLeaseResponse
+	(*FsyncRequest)(nil),                   // 35: blockfs.v1.FsyncRequest
+	(*FsyncResponse)(nil),                  // 36: blockfs.v1.FsyncResponse
+	(*UpdateBlockForPipelineRequest)(nil),  // 37: blockfs.v1.UpdateBlockForPipelineRequest
+	(*UpdateBlockForPipelineResponse)(nil), // 38: blockfs.v1.UpdateBlockForPipelineResponse
+	(*UpdatePipelineRequest)(nil),          // 39: blockfs.v1.UpdatePipelineRequest
+	(*UpdatePipelineResponse)(nil),         // 40: blockfs.v1.UpdatePipelineResponse
+	(*ResponseHeader)(nil),                 // 41: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                     // 42: blockfs.v1.FileStatus
+	(*Block)(nil),                          // 43: blockfs.v1.Block
+	(*LocatedBlock)(nil),                   // 44: blockfs.v1.LocatedBlock
+	(*ReadOptions)(nil),                    // 45: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                   // 46: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	31, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	33, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	31, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	34, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	33, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	31, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	33, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	31, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	33, // 12: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	35, // 13: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	31, // 14: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	34, // 15: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	36, // 16: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	35, // 17: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	31, // 18: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 19: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	35, // 20: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	31, // 21: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	32, // 22: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	31, // 23: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 24: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 25: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	31, // 26: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	33, // 27: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	30, // 28: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	36, // 29: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 30: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 31: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 32: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 33: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 34: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 35: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 36: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 37: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 38: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 39: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 40: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 41: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 42: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 43: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 44: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	1,  // 45: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 46: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 47: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 48: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 49: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 50: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 51: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 52: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 53: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 54: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 55: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 56: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 57: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 58: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 59: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	45, // [45:60] is the sub-list for method output_type
-	30, // [30:45] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	41, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	41, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	42, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	43, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	41, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	44, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	43, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	41, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	41, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	41, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	42, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	43, // 12: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	44, // 13: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	45, // 14: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	41, // 15: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	44, // 16: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	46, // 17: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	45, // 18: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	41, // 19: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	42, // 20: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	45, // 21: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	41, // 22: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	42, // 23: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	41, // 24: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	41, // 25: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	41, // 26: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	41, // 27: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 28: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	30, // 29: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	46, // 30: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	41, // 31: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	41, // 32: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 33: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	41, // 34: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 35: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	41, // 36: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 37: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	43, // 38: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	43, // 39: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	41, // 40: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	0,  // 41: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 42: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 43: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 44: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 45: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 46: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 47: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 48: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 49: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 50: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 51: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 52: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 53: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 54: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 55: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31, // 56: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33, // 57: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35, // 58: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37, // 59: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39, // 60: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	1,  // 61: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 62: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 63: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 64: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 65: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 66: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 67: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 68: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 69: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 70: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 71: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 72: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 73: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 74: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 75: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32, // 76: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34, // 77: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36, // 78: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38, // 79: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40, // 80: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	61, // [61:81] is the sub-list for method output_type
+	41, // [41:61] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -2216,7 +2877,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,21 +21,26 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ClientService_Mkdirs_FullMethodName            = "/blockfs.v1.ClientService/Mkdirs"
-	ClientService_Create_FullMethodName            = "/blockfs.v1.ClientService/Create"
-	ClientService_AddBlock_FullMethodName          = "/blockfs.v1.ClientService/AddBlock"
-	ClientService_Complete_FullMethodName          = "/blockfs.v1.ClientService/Complete"
-	ClientService_AbandonBlock_FullMethodName      = "/blockfs.v1.ClientService/AbandonBlock"
-	ClientService_Append_FullMethodName            = "/blockfs.v1.ClientService/Append"
-	ClientService_GetBlockLocations_FullMethodName = "/blockfs.v1.ClientService/GetBlockLocations"
-	ClientService_GetFileInfo_FullMethodName       = "/blockfs.v1.ClientService/GetFileInfo"
-	ClientService_ListStatus_FullMethodName        = "/blockfs.v1.ClientService/ListStatus"
-	ClientService_Delete_FullMethodName            = "/blockfs.v1.ClientService/Delete"
-	ClientService_Rename_FullMethodName            = "/blockfs.v1.ClientService/Rename"
-	ClientService_SetPermission_FullMethodName     = "/blockfs.v1.ClientService/SetPermission"
-	ClientService_SetOwner_FullMethodName          = "/blockfs.v1.ClientService/SetOwner"
-	ClientService_ReportBadBlocks_FullMethodName   = "/blockfs.v1.ClientService/ReportBadBlocks"
-	ClientService_ClusterStatus_FullMethodName     = "/blockfs.v1.ClientService/ClusterStatus"
+	ClientService_Mkdirs_FullMethodName                 = "/blockfs.v1.ClientService/Mkdirs"
+	ClientService_Create_FullMethodName                 = "/blockfs.v1.ClientService/Create"
+	ClientService_AddBlock_FullMethodName               = "/blockfs.v1.ClientService/AddBlock"
+	ClientService_Complete_FullMethodName               = "/blockfs.v1.ClientService/Complete"
+	ClientService_AbandonBlock_FullMethodName           = "/blockfs.v1.ClientService/AbandonBlock"
+	ClientService_Append_FullMethodName                 = "/blockfs.v1.ClientService/Append"
+	ClientService_GetBlockLocations_FullMethodName      = "/blockfs.v1.ClientService/GetBlockLocations"
+	ClientService_GetFileInfo_FullMethodName            = "/blockfs.v1.ClientService/GetFileInfo"
+	ClientService_ListStatus_FullMethodName             = "/blockfs.v1.ClientService/ListStatus"
+	ClientService_Delete_FullMethodName                 = "/blockfs.v1.ClientService/Delete"
+	ClientService_Rename_FullMethodName                 = "/blockfs.v1.ClientService/Rename"
+	ClientService_SetPermission_FullMethodName          = "/blockfs.v1.ClientService/SetPermission"
+	ClientService_SetOwner_FullMethodName               = "/blockfs.v1.ClientService/SetOwner"
+	ClientService_ReportBadBlocks_FullMethodName        = "/blockfs.v1.ClientService/ReportBadBlocks"
+	ClientService_ClusterStatus_FullMethodName          = "/blockfs.v1.ClientService/ClusterStatus"
+	ClientService_RenewLease_FullMethodName             = "/blockfs.v1.ClientService/RenewLease"
+	ClientService_RecoverLease_FullMethodName           = "/blockfs.v1.ClientService/RecoverLease"
+	ClientService_Fsync_FullMethodName                  = "/blockfs.v1.ClientService/Fsync"
+	ClientService_UpdateBlockForPipeline_FullMethodName = "/blockfs.v1.ClientService/UpdateBlockForPipeline"
+	ClientService_UpdatePipeline_FullMethodName         = "/blockfs.v1.ClientService/UpdatePipeline"
 )
 
 // ClientServiceClient is the client API for ClientService service.
@@ -57,6 +62,12 @@ type ClientServiceClient interface {
 	SetOwner(ctx context.Context, in *SetOwnerRequest, opts ...grpc.CallOption) (*SetOwnerResponse, error)
 	ReportBadBlocks(ctx context.Context, in *ReportBadBlocksRequest, opts ...grpc.CallOption) (*ReportBadBlocksResponse, error)
 	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	// Leases (docs/ARCHITECTURE.md, "Leases and recovery").
+	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
+	RecoverLease(ctx context.Context, in *RecoverLeaseRequest, opts ...grpc.CallOption) (*RecoverLeaseResponse, error)
+	Fsync(ctx context.Context, in *FsyncRequest, opts ...grpc.CallOption) (*FsyncResponse, error)
+	UpdateBlockForPipeline(ctx context.Context, in *UpdateBlockForPipelineRequest, opts ...grpc.CallOption) (*UpdateBlockForPipelineResponse, error)
+	UpdatePipeline(ctx context.Context, in *UpdatePipelineRequest, opts ...grpc.CallOption) (*UpdatePipelineResponse, error)
 }
 
 type clientServiceClient struct {
@@ -217,6 +228,56 @@ func (c *clientServiceClient) ClusterStatus(ctx context.Context, in *ClusterStat
 	return out, nil
 }
 
+func (c *clientServiceClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewLeaseResponse)
+	err := c.cc.Invoke(ctx, ClientService_RenewLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) RecoverLease(ctx context.Context, in *RecoverLeaseRequest, opts ...grpc.CallOption) (*RecoverLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecoverLeaseResponse)
+	err := c.cc.Invoke(ctx, ClientService_RecoverLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) Fsync(ctx context.Context, in *FsyncRequest, opts ...grpc.CallOption) (*FsyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FsyncResponse)
+	err := c.cc.Invoke(ctx, ClientService_Fsync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) UpdateBlockForPipeline(ctx context.Context, in *UpdateBlockForPipelineRequest, opts ...grpc.CallOption) (*UpdateBlockForPipelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateBlockForPipelineResponse)
+	err := c.cc.Invoke(ctx, ClientService_UpdateBlockForPipeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) UpdatePipeline(ctx context.Context, in *UpdatePipelineRequest, opts ...grpc.CallOption) (*UpdatePipelineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdatePipelineResponse)
+	err := c.cc.Invoke(ctx, ClientService_UpdatePipeline_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServiceServer is the server API for ClientService service.
 // All implementations must embed UnimplementedClientServiceServer
 // for forward compatibility.
@@ -236,6 +297,12 @@ type ClientServiceServer interface {
 	SetOwner(context.Context, *SetOwnerRequest) (*SetOwnerResponse, error)
 	ReportBadBlocks(context.Context, *ReportBadBlocksRequest) (*ReportBadBlocksResponse, error)
 	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	// Leases (docs/ARCHITECTURE.md, "Leases and recovery").
+	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
+	RecoverLease(context.Context, *RecoverLeaseRequest) (*RecoverLeaseResponse, error)
+	Fsync(context.Context, *FsyncRequest) (*FsyncResponse, error)
+	UpdateBlockForPipeline(context.Context, *UpdateBlockForPipelineRequest) (*UpdateBlockForPipelineResponse, error)
+	UpdatePipeline(context.Context, *UpdatePipelineRequest) (*UpdatePipelineResponse, error)
 	mustEmbedUnimplementedClientServiceServer()
 }
 
@@ -290,6 +357,21 @@ func (UnimplementedClientServiceServer) ReportBadBlocks(context.Context, *Report
 }
 func (UnimplementedClientServiceServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedClientServiceServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
+}
+func (UnimplementedClientServiceServer) RecoverLease(context.Context, *RecoverLeaseRequest) (*RecoverLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecoverLease not implemented")
+}
+func (UnimplementedClientServiceServer) Fsync(context.Context, *FsyncRequest) (*FsyncResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Fsync not implemented")
+}
+func (UnimplementedClientServiceServer) UpdateBlockForPipeline(context.Context, *UpdateBlockForPipelineRequest) (*UpdateBlockForPipelineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateBlockForPipeline not implemented")
+}
+func (UnimplementedClientServiceServer) UpdatePipeline(context.Context, *UpdatePipelineRequest) (*UpdatePipelineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdatePipeline not implemented")
 }
 func (UnimplementedClientServiceServer) mustEmbedUnimplementedClientServiceServer() {}
 func (UnimplementedClientServiceServer) testEmbeddedByValue()                       {}
@@ -582,6 +664,96 @@ func _ClientService_ClusterStatus_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClientService_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).RenewLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_RenewLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).RenewLease(ctx, req.(*RenewLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_RecoverLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecoverLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).RecoverLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_RecoverLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).RecoverLease(ctx, req.(*RecoverLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_Fsync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FsyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).Fsync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_Fsync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).Fsync(ctx, req.(*FsyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_UpdateBlockForPipeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateBlockForPipelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).UpdateBlockForPipeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_UpdateBlockForPipeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).UpdateBlockForPipeline(ctx, req.(*UpdateBlockForPipelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_UpdatePipeline_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdatePipelineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).UpdatePipeline(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_UpdatePipeline_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).UpdatePipeline(ctx, req.(*UpdatePipelineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClientService_ServiceDesc is the grpc.ServiceDesc for ClientService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -648,6 +820,26 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClusterStatus",
 			Handler:    _ClientService_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "RenewLease",
+			Handler:    _ClientService_RenewLease_Handler,
+		},
+		{
+			MethodName: "RecoverLease",
+			Handler:    _ClientService_RecoverLease_Handler,
+		},
+		{
+			MethodName: "Fsync",
+			Handler:    _ClientService_Fsync_Handler,
+		},
+		{
+			MethodName: "UpdateBlockForPipeline",
+			Handler:    _ClientService_UpdateBlockForPipeline_Handler,
+		},
+		{
+			MethodName: "UpdatePipeline",
+			Handler:    _ClientService_UpdatePipeline_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -25,6 +25,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ReplicaState is the state of a replica a datanode holds.
+type ReplicaState int32
+
+const (
+	ReplicaState_REPLICA_STATE_NONE      ReplicaState = 0 // no replica of the block here
+	ReplicaState_REPLICA_STATE_FINALIZED ReplicaState = 1 // committed, immutable
+	ReplicaState_REPLICA_STATE_RBW       ReplicaState = 2 // being written (its stream open or broken)
+)
+
+// Enum value maps for ReplicaState.
+var (
+	ReplicaState_name = map[int32]string{
+		0: "REPLICA_STATE_NONE",
+		1: "REPLICA_STATE_FINALIZED",
+		2: "REPLICA_STATE_RBW",
+	}
+	ReplicaState_value = map[string]int32{
+		"REPLICA_STATE_NONE":      0,
+		"REPLICA_STATE_FINALIZED": 1,
+		"REPLICA_STATE_RBW":       2,
+	}
+)
+
+func (x ReplicaState) Enum() *ReplicaState {
+	p := new(ReplicaState)
+	*p = x
+	return p
+}
+
+func (x ReplicaState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReplicaState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_data_proto_enumTypes[0].Descriptor()
+}
+
+func (ReplicaState) Type() protoreflect.EnumType {
+	return &file_api_data_proto_enumTypes[0]
+}
+
+func (x ReplicaState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReplicaState.Descriptor instead.
+func (ReplicaState) EnumDescriptor() ([]byte, []int) {
+	return file_api_data_proto_rawDescGZIP(), []int{0}
+}
+
 type WriteBlockHeader struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id and gen stamp; length = total bytes to follow. crc32c, if set, is
@@ -36,6 +86,19 @@ type WriteBlockHeader struct {
 	Pipeline         []*DatanodeInfo `protobuf:"bytes,4,rep,name=pipeline,proto3" json:"pipeline,omitempty"`                                            // downstream datanodes, next first
 	Replication      bool            `protobuf:"varint,5,opt,name=replication,proto3" json:"replication,omitempty"`                                     // a re-replication copy, not a client write
 	BytesPerChecksum uint32          `protobuf:"varint,6,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"` // chunk size; 0 means 512
+	// A client write whose length is not known in advance: the block ends
+	// with the packet marked last, at most the datanode's maximum block
+	// size (block.length is ignored). A packet may end in a short chunk
+	// (hflush); the next packet then starts at that chunk's start and
+	// repeats its bytes. A stream that breaks leaves the replica here being
+	// written, for pipeline or block recovery.
+	OpenEnded bool `protobuf:"varint,7,opt,name=open_ended,json=openEnded,proto3" json:"open_ended,omitempty"`
+	// Pipeline recovery and append: the replica here already holds
+	// resume_offset bytes under previous_gen_stamp (still being written, or
+	// finalized); it is reopened at that length under block.gen_stamp, and
+	// the first packet starts at the chunk holding resume_offset.
+	ResumeOffset     uint64 `protobuf:"varint,8,opt,name=resume_offset,json=resumeOffset,proto3" json:"resume_offset,omitempty"`
+	PreviousGenStamp uint64 `protobuf:"varint,9,opt,name=previous_gen_stamp,json=previousGenStamp,proto3" json:"previous_gen_stamp,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -112,6 +175,27 @@ func (x *WriteBlockHeader) GetBytesPerChecksum() uint32 {
 	return 0
 }
 
+func (x *WriteBlockHeader) GetOpenEnded() bool {
+	if x != nil {
+		return x.OpenEnded
+	}
+	return false
+}
+
+func (x *WriteBlockHeader) GetResumeOffset() uint64 {
+	if x != nil {
+		return x.ResumeOffset
+	}
+	return 0
+}
+
+func (x *WriteBlockHeader) GetPreviousGenStamp() uint64 {
+	if x != nil {
+		return x.PreviousGenStamp
+	}
+	return 0
+}
+
 // WritePacket carries whole chunks of the block, in order.
 type WritePacket struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -120,6 +204,7 @@ type WritePacket struct {
 	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`          // whole chunks; only the block's final chunk may be short
 	Crcs          []uint32               `protobuf:"fixed32,4,rep,packed,name=crcs,proto3" json:"crcs,omitempty"` // CRC32C of each chunk of data, in order
 	Last          bool                   `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`         // no packet follows; offset + len(data) = block length
+	Hsync         bool                   `protobuf:"varint,6,opt,name=hsync,proto3" json:"hsync,omitempty"`       // fsync the replica on every datanode before acknowledging
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -185,6 +270,13 @@ func (x *WritePacket) GetCrcs() []uint32 {
 func (x *WritePacket) GetLast() bool {
 	if x != nil {
 		return x.Last
+	}
+	return false
+}
+
+func (x *WritePacket) GetHsync() bool {
+	if x != nil {
+		return x.Hsync
 	}
 	return false
 }
@@ -609,25 +701,278 @@ func (x *TransferBlockResponse) GetStoredOn() []string {
 	return nil
 }
 
+type InitReplicaRecoveryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"` // id and the generation stamp the namenode knows
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	RecoveryId    uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // the recovery's new generation stamp
+	Token         []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`                              // recovery token naming block and recovery_id
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitReplicaRecoveryRequest) Reset() {
+	*x = InitReplicaRecoveryRequest{}
+	mi := &file_api_data_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitReplicaRecoveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitReplicaRecoveryRequest) ProtoMessage() {}
+
+func (x *InitReplicaRecoveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_data_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitReplicaRecoveryRequest.ProtoReflect.Descriptor instead.
+func (*InitReplicaRecoveryRequest) Descriptor() ([]byte, []int) {
+	return file_api_data_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *InitReplicaRecoveryRequest) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *InitReplicaRecoveryRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *InitReplicaRecoveryRequest) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+func (x *InitReplicaRecoveryRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+type InitReplicaRecoveryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         ReplicaState           `protobuf:"varint,1,opt,name=state,proto3,enum=blockfs.v1.ReplicaState" json:"state,omitempty"`
+	GenStamp      uint64                 `protobuf:"varint,2,opt,name=gen_stamp,json=genStamp,proto3" json:"gen_stamp,omitempty"`
+	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitReplicaRecoveryResponse) Reset() {
+	*x = InitReplicaRecoveryResponse{}
+	mi := &file_api_data_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitReplicaRecoveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitReplicaRecoveryResponse) ProtoMessage() {}
+
+func (x *InitReplicaRecoveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_data_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitReplicaRecoveryResponse.ProtoReflect.Descriptor instead.
+func (*InitReplicaRecoveryResponse) Descriptor() ([]byte, []int) {
+	return file_api_data_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *InitReplicaRecoveryResponse) GetState() ReplicaState {
+	if x != nil {
+		return x.State
+	}
+	return ReplicaState_REPLICA_STATE_NONE
+}
+
+func (x *InitReplicaRecoveryResponse) GetGenStamp() uint64 {
+	if x != nil {
+		return x.GenStamp
+	}
+	return 0
+}
+
+func (x *InitReplicaRecoveryResponse) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+type UpdateReplicaUnderRecoveryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	RecoveryId    uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"`
+	NewLength     uint64                 `protobuf:"varint,4,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
+	Token         []byte                 `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) Reset() {
+	*x = UpdateReplicaUnderRecoveryRequest{}
+	mi := &file_api_data_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateReplicaUnderRecoveryRequest) ProtoMessage() {}
+
+func (x *UpdateReplicaUnderRecoveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_data_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateReplicaUnderRecoveryRequest.ProtoReflect.Descriptor instead.
+func (*UpdateReplicaUnderRecoveryRequest) Descriptor() ([]byte, []int) {
+	return file_api_data_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) GetNewLength() uint64 {
+	if x != nil {
+		return x.NewLength
+	}
+	return 0
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+type UpdateReplicaUnderRecoveryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"` // as stored: id, recovery_id, new_length, CRC32C
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateReplicaUnderRecoveryResponse) Reset() {
+	*x = UpdateReplicaUnderRecoveryResponse{}
+	mi := &file_api_data_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateReplicaUnderRecoveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateReplicaUnderRecoveryResponse) ProtoMessage() {}
+
+func (x *UpdateReplicaUnderRecoveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_data_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateReplicaUnderRecoveryResponse.ProtoReflect.Descriptor instead.
+func (*UpdateReplicaUnderRecoveryResponse) Descriptor() ([]byte, []int) {
+	return file_api_data_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *UpdateReplicaUnderRecoveryResponse) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
 var File_api_data_proto protoreflect.FileDescriptor
 
 const file_api_data_proto_rawDesc = "" +
 	"\n" +
 	"\x0eapi/data.proto\x12\n" +
-	"blockfs.v1\x1a\x10api/common.proto\"\xf2\x01\n" +
+	"blockfs.v1\x1a\x10api/common.proto\"\xe4\x02\n" +
 	"\x10WriteBlockHeader\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\fR\x05token\x124\n" +
 	"\bpipeline\x18\x04 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\bpipeline\x12 \n" +
 	"\vreplication\x18\x05 \x01(\bR\vreplication\x12,\n" +
-	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\"w\n" +
+	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\x12\x1d\n" +
+	"\n" +
+	"open_ended\x18\a \x01(\bR\topenEnded\x12#\n" +
+	"\rresume_offset\x18\b \x01(\x04R\fresumeOffset\x12,\n" +
+	"\x12previous_gen_stamp\x18\t \x01(\x04R\x10previousGenStamp\"\x8d\x01\n" +
 	"\vWritePacket\x12\x14\n" +
 	"\x05seqno\x18\x01 \x01(\x04R\x05seqno\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x12\n" +
 	"\x04crcs\x18\x04 \x03(\aR\x04crcs\x12\x12\n" +
-	"\x04last\x18\x05 \x01(\bR\x04last\"\x8b\x01\n" +
+	"\x04last\x18\x05 \x01(\bR\x04last\x12\x14\n" +
+	"\x05hsync\x18\x06 \x01(\bR\x05hsync\"\x8b\x01\n" +
 	"\x11WriteBlockRequest\x126\n" +
 	"\x06header\x18\x01 \x01(\v2\x1c.blockfs.v1.WriteBlockHeaderH\x00R\x06header\x121\n" +
 	"\x06packet\x18\x03 \x01(\v2\x17.blockfs.v1.WritePacketH\x00R\x06packetB\x05\n" +
@@ -655,12 +1000,38 @@ const file_api_data_proto_rawDesc = "" +
 	"\atargets\x18\x03 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\atargets\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\fR\x05token\"4\n" +
 	"\x15TransferBlockResponse\x12\x1b\n" +
-	"\tstored_on\x18\x01 \x03(\tR\bstoredOn2\xfb\x01\n" +
+	"\tstored_on\x18\x01 \x03(\tR\bstoredOn\"\x97\x01\n" +
+	"\x1aInitReplicaRecoveryRequest\x12'\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
+	"\vrecovery_id\x18\x03 \x01(\x04R\n" +
+	"recoveryId\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\"\x82\x01\n" +
+	"\x1bInitReplicaRecoveryResponse\x12.\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x18.blockfs.v1.ReplicaStateR\x05state\x12\x1b\n" +
+	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
+	"\x06length\x18\x03 \x01(\x04R\x06length\"\xbd\x01\n" +
+	"!UpdateReplicaUnderRecoveryRequest\x12'\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
+	"\vrecovery_id\x18\x03 \x01(\x04R\n" +
+	"recoveryId\x12\x1d\n" +
+	"\n" +
+	"new_length\x18\x04 \x01(\x04R\tnewLength\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\fR\x05token\"M\n" +
+	"\"UpdateReplicaUnderRecoveryResponse\x12'\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block*Z\n" +
+	"\fReplicaState\x12\x16\n" +
+	"\x12REPLICA_STATE_NONE\x10\x00\x12\x1b\n" +
+	"\x17REPLICA_STATE_FINALIZED\x10\x01\x12\x15\n" +
+	"\x11REPLICA_STATE_RBW\x10\x022\xe0\x03\n" +
 	"\vDataService\x12J\n" +
 	"\n" +
 	"WriteBlock\x12\x1d.blockfs.v1.WriteBlockRequest\x1a\x19.blockfs.v1.WriteBlockAck(\x010\x01\x12J\n" +
 	"\tReadBlock\x12\x1c.blockfs.v1.ReadBlockRequest\x1a\x1d.blockfs.v1.ReadBlockResponse0\x01\x12T\n" +
-	"\rTransferBlock\x12 .blockfs.v1.TransferBlockRequest\x1a!.blockfs.v1.TransferBlockResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\rTransferBlock\x12 .blockfs.v1.TransferBlockRequest\x1a!.blockfs.v1.TransferBlockResponse\x12f\n" +
+	"\x13InitReplicaRecovery\x12&.blockfs.v1.InitReplicaRecoveryRequest\x1a'.blockfs.v1.InitReplicaRecoveryResponse\x12{\n" +
+	"\x1aUpdateReplicaUnderRecovery\x12-.blockfs.v1.UpdateReplicaUnderRecoveryRequest\x1a..blockfs.v1.UpdateReplicaUnderRecoveryResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_data_proto_rawDescOnce sync.Once
@@ -674,38 +1045,52 @@ func file_api_data_proto_rawDescGZIP() []byte {
 	return file_api_data_proto_rawDescData
 }
 
-var file_api_data_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_data_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_api_data_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_data_proto_goTypes = []any{
-	(*WriteBlockHeader)(nil),      // 0: blockfs.v1.WriteBlockHeader
-	(*WritePacket)(nil),           // 1: blockfs.v1.WritePacket
-	(*WriteBlockRequest)(nil),     // 2: blockfs.v1.WriteBlockRequest
-	(*WriteBlockAck)(nil),         // 3: blockfs.v1.WriteBlockAck
-	(*ReadBlockRequest)(nil),      // 4: blockfs.v1.ReadBlockRequest
-	(*ReadBlockResponse)(nil),     // 5: blockfs.v1.ReadBlockResponse
-	(*TransferBlockRequest)(nil),  // 6: blockfs.v1.TransferBlockRequest
-	(*TransferBlockResponse)(nil), // 7: blockfs.v1.TransferBlockResponse
-	(*Block)(nil),                 // 8: blockfs.v1.Block
-	(*DatanodeInfo)(nil),          // 9: blockfs.v1.DatanodeInfo
+	(ReplicaState)(0),                          // 0: blockfs.v1.ReplicaState
+	(*WriteBlockHeader)(nil),                   // 1: blockfs.v1.WriteBlockHeader
+	(*WritePacket)(nil),                        // 2: blockfs.v1.WritePacket
+	(*WriteBlockRequest)(nil),                  // 3: blockfs.v1.WriteBlockRequest
+	(*WriteBlockAck)(nil),                      // 4: blockfs.v1.WriteBlockAck
+	(*ReadBlockRequest)(nil),                   // 5: blockfs.v1.ReadBlockRequest
+	(*ReadBlockResponse)(nil),                  // 6: blockfs.v1.ReadBlockResponse
+	(*TransferBlockRequest)(nil),               // 7: blockfs.v1.TransferBlockRequest
+	(*TransferBlockResponse)(nil),              // 8: blockfs.v1.TransferBlockResponse
+	(*InitReplicaRecoveryRequest)(nil),         // 9: blockfs.v1.InitReplicaRecoveryRequest
+	(*InitReplicaRecoveryResponse)(nil),        // 10: blockfs.v1.InitReplicaRecoveryResponse
+	(*UpdateReplicaUnderRecoveryRequest)(nil),  // 11: blockfs.v1.UpdateReplicaUnderRecoveryRequest
+	(*UpdateReplicaUnderRecoveryResponse)(nil), // 12: blockfs.v1.UpdateReplicaUnderRecoveryResponse
+	(*Block)(nil),                              // 13: blockfs.v1.Block
+	(*DatanodeInfo)(nil),                       // 14: blockfs.v1.DatanodeInfo
 }
 var file_api_data_proto_depIdxs = []int32{
-	8,  // 0: blockfs.v1.WriteBlockHeader.block:type_name -> blockfs.v1.Block
-	9,  // 1: blockfs.v1.WriteBlockHeader.pipeline:type_name -> blockfs.v1.DatanodeInfo
-	0,  // 2: blockfs.v1.WriteBlockRequest.header:type_name -> blockfs.v1.WriteBlockHeader
-	1,  // 3: blockfs.v1.WriteBlockRequest.packet:type_name -> blockfs.v1.WritePacket
-	8,  // 4: blockfs.v1.ReadBlockRequest.block:type_name -> blockfs.v1.Block
-	8,  // 5: blockfs.v1.TransferBlockRequest.block:type_name -> blockfs.v1.Block
-	9,  // 6: blockfs.v1.TransferBlockRequest.targets:type_name -> blockfs.v1.DatanodeInfo
-	2,  // 7: blockfs.v1.DataService.WriteBlock:input_type -> blockfs.v1.WriteBlockRequest
-	4,  // 8: blockfs.v1.DataService.ReadBlock:input_type -> blockfs.v1.ReadBlockRequest
-	6,  // 9: blockfs.v1.DataService.TransferBlock:input_type -> blockfs.v1.TransferBlockRequest
-	3,  // 10: blockfs.v1.DataService.WriteBlock:output_type -> blockfs.v1.WriteBlockAck
-	5,  // 11: blockfs.v1.DataService.ReadBlock:output_type -> blockfs.v1.ReadBlockResponse
-	7,  // 12: blockfs.v1.DataService.TransferBlock:output_type -> blockfs.v1.TransferBlockResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	13, // 0: blockfs.v1.WriteBlockHeader.block:type_name -> blockfs.v1.Block
+	14, // 1: blockfs.v1.WriteBlockHeader.pipeline:type_name -> blockfs.v1.DatanodeInfo
+	1,  // 2: blockfs.v1.WriteBlockRequest.header:type_name -> blockfs.v1.WriteBlockHeader
+	2,  // 3: blockfs.v1.WriteBlockRequest.packet:type_name -> blockfs.v1.WritePacket
+	13, // 4: blockfs.v1.ReadBlockRequest.block:type_name -> blockfs.v1.Block
+	13, // 5: blockfs.v1.TransferBlockRequest.block:type_name -> blockfs.v1.Block
+	14, // 6: blockfs.v1.TransferBlockRequest.targets:type_name -> blockfs.v1.DatanodeInfo
+	13, // 7: blockfs.v1.InitReplicaRecoveryRequest.block:type_name -> blockfs.v1.Block
+	0,  // 8: blockfs.v1.InitReplicaRecoveryResponse.state:type_name -> blockfs.v1.ReplicaState
+	13, // 9: blockfs.v1.UpdateReplicaUnderRecoveryRequest.block:type_name -> blockfs.v1.Block
+	13, // 10: blockfs.v1.UpdateReplicaUnderRecoveryResponse.block:type_name -> blockfs.v1.Block
+	3,  // 11: blockfs.v1.DataService.WriteBlock:input_type -> blockfs.v1.WriteBlockRequest
+	5,  // 12: blockfs.v1.DataService.ReadBlock:input_type -> blockfs.v1.ReadBlockRequest
+	7,  // 13: blockfs.v1.DataService.TransferBlock:input_type -> blockfs.v1.TransferBlockRequest
+	9,  // 14: blockfs.v1.DataService.InitReplicaRecovery:input_type -> blockfs.v1.InitReplicaRecoveryRequest
+	11, // 15: blockfs.v1.DataService.UpdateReplicaUnderRecovery:input_type -> blockfs.v1.UpdateReplicaUnderRecoveryRequest
+	4,  // 16: blockfs.v1.DataService.WriteBlock:output_type -> blockfs.v1.WriteBlockAck
+	6,  // 17: blockfs.v1.DataService.ReadBlock:output_type -> blockfs.v1.ReadBlockResponse
+	8,  // 18: blockfs.v1.DataService.TransferBlock:output_type -> blockfs.v1.TransferBlockResponse
+	10, // 19: blockfs.v1.DataService.InitReplicaRecovery:output_type -> blockfs.v1.InitReplicaRecoveryResponse
+	12, // 20: blockfs.v1.DataService.UpdateReplicaUnderRecovery:output_type -> blockfs.v1.UpdateReplicaUnderRecoveryResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_api_data_proto_init() }
@@ -723,13 +1108,14 @@ func file_api_data_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_data_proto_rawDesc), len(file_api_data_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   8,
+			NumEnums:      1,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_api_data_proto_goTypes,
 		DependencyIndexes: file_api_data_proto_depIdxs,
+		EnumInfos:         file_api_data_proto_enumTypes,
 		MessageInfos:      file_api_data_proto_msgTypes,
 	}.Build()
 	File_api_data_proto = out.File

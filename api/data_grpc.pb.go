@@ -23,9 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DataService_WriteBlock_FullMethodName    = "/blockfs.v1.DataService/WriteBlock"
-	DataService_ReadBlock_FullMethodName     = "/blockfs.v1.DataService/ReadBlock"
-	DataService_TransferBlock_FullMethodName = "/blockfs.v1.DataService/TransferBlock"
+	DataService_WriteBlock_FullMethodName                 = "/blockfs.v1.DataService/WriteBlock"
+	DataService_ReadBlock_FullMethodName                  = "/blockfs.v1.DataService/ReadBlock"
+	DataService_TransferBlock_FullMethodName              = "/blockfs.v1.DataService/TransferBlock"
+	DataService_InitReplicaRecovery_FullMethodName        = "/blockfs.v1.DataService/InitReplicaRecovery"
+	DataService_UpdateReplicaUnderRecovery_FullMethodName = "/blockfs.v1.DataService/UpdateReplicaUnderRecovery"
 )
 
 // DataServiceClient is the client API for DataService service.
@@ -45,6 +47,12 @@ type DataServiceClient interface {
 	// TransferBlock asks this datanode to copy one of its replicas to targets
 	// (used for re-replication).
 	TransferBlock(ctx context.Context, in *TransferBlockRequest, opts ...grpc.CallOption) (*TransferBlockResponse, error)
+	// Block recovery, called by the primary datanode with the recovery
+	// token the namenode gave it: report the replica here and stop any
+	// write of it, then cut it to the agreed length and finalize it under
+	// the recovery's generation stamp.
+	InitReplicaRecovery(ctx context.Context, in *InitReplicaRecoveryRequest, opts ...grpc.CallOption) (*InitReplicaRecoveryResponse, error)
+	UpdateReplicaUnderRecovery(ctx context.Context, in *UpdateReplicaUnderRecoveryRequest, opts ...grpc.CallOption) (*UpdateReplicaUnderRecoveryResponse, error)
 }
 
 type dataServiceClient struct {
@@ -97,6 +105,26 @@ func (c *dataServiceClient) TransferBlock(ctx context.Context, in *TransferBlock
 	return out, nil
 }
 
+func (c *dataServiceClient) InitReplicaRecovery(ctx context.Context, in *InitReplicaRecoveryRequest, opts ...grpc.CallOption) (*InitReplicaRecoveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InitReplicaRecoveryResponse)
+	err := c.cc.Invoke(ctx, DataService_InitReplicaRecovery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *dataServiceClient) UpdateReplicaUnderRecovery(ctx context.Context, in *UpdateReplicaUnderRecoveryRequest, opts ...grpc.CallOption) (*UpdateReplicaUnderRecoveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateReplicaUnderRecoveryResponse)
+	err := c.cc.Invoke(ctx, DataService_UpdateReplicaUnderRecovery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DataServiceServer is the server API for DataService service.
 // All implementations must embed UnimplementedDataServiceServer
 // for forward compatibility.
@@ -114,6 +142,12 @@ type DataServiceServer interface {
 	// TransferBlock asks this datanode to copy one of its replicas to targets
 	// (used for re-replication).
 	TransferBlock(context.Context, *TransferBlockRequest) (*TransferBlockResponse, error)
+	// Block recovery, called by the primary datanode with the recovery
+	// token the namenode gave it: report the replica here and stop any
+	// write of it, then cut it to the agreed length and finalize it under
+	// the recovery's generation stamp.
+	InitReplicaRecovery(context.Context, *InitReplicaRecoveryRequest) (*InitReplicaRecoveryResponse, error)
+	UpdateReplicaUnderRecovery(context.Context, *UpdateReplicaUnderRecoveryRequest) (*UpdateReplicaUnderRecoveryResponse, error)
 	mustEmbedUnimplementedDataServiceServer()
 }
 
@@ -132,6 +166,12 @@ func (UnimplementedDataServiceServer) ReadBlock(*ReadBlockRequest, grpc.ServerSt
 }
 func (UnimplementedDataServiceServer) TransferBlock(context.Context, *TransferBlockRequest) (*TransferBlockResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransferBlock not implemented")
+}
+func (UnimplementedDataServiceServer) InitReplicaRecovery(context.Context, *InitReplicaRecoveryRequest) (*InitReplicaRecoveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InitReplicaRecovery not implemented")
+}
+func (UnimplementedDataServiceServer) UpdateReplicaUnderRecovery(context.Context, *UpdateReplicaUnderRecoveryRequest) (*UpdateReplicaUnderRecoveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateReplicaUnderRecovery not implemented")
 }
 func (UnimplementedDataServiceServer) mustEmbedUnimplementedDataServiceServer() {}
 func (UnimplementedDataServiceServer) testEmbeddedByValue()                     {}
@@ -190,6 +230,42 @@ func _DataService_TransferBlock_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DataService_InitReplicaRecovery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InitReplicaRecoveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DataServiceServer).InitReplicaRecovery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DataService_InitReplicaRecovery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DataServiceServer).InitReplicaRecovery(ctx, req.(*InitReplicaRecoveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DataService_UpdateReplicaUnderRecovery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateReplicaUnderRecoveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DataServiceServer).UpdateReplicaUnderRecovery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DataService_UpdateReplicaUnderRecovery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DataServiceServer).UpdateReplicaUnderRecovery(ctx, req.(*UpdateReplicaUnderRecoveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DataService_ServiceDesc is the grpc.ServiceDesc for DataService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -200,6 +276,14 @@ var DataService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferBlock",
 			Handler:    _DataService_TransferBlock_Handler,
+		},
+		{
+			MethodName: "InitReplicaRecovery",
+			Handler:    _DataService_InitReplicaRecovery_Handler,
+		},
+		{
+			MethodName: "UpdateReplicaUnderRecovery",
+			Handler:    _DataService_UpdateReplicaUnderRecovery_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

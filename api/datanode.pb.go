@@ -656,6 +656,7 @@ type DatanodeCommand struct {
 	//	*DatanodeCommand_Delete
 	//	*DatanodeCommand_Replicate
 	//	*DatanodeCommand_Verify
+	//	*DatanodeCommand_Recover
 	Command       isDatanodeCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -725,6 +726,15 @@ func (x *DatanodeCommand) GetVerify() *VerifyBlockCommand {
 	return nil
 }
 
+func (x *DatanodeCommand) GetRecover() *RecoverBlockCommand {
+	if x != nil {
+		if x, ok := x.Command.(*DatanodeCommand_Recover); ok {
+			return x.Recover
+		}
+	}
+	return nil
+}
+
 type isDatanodeCommand_Command interface {
 	isDatanodeCommand_Command()
 }
@@ -741,11 +751,17 @@ type DatanodeCommand_Verify struct {
 	Verify *VerifyBlockCommand `protobuf:"bytes,3,opt,name=verify,proto3,oneof"`
 }
 
+type DatanodeCommand_Recover struct {
+	Recover *RecoverBlockCommand `protobuf:"bytes,4,opt,name=recover,proto3,oneof"`
+}
+
 func (*DatanodeCommand_Delete) isDatanodeCommand_Command() {}
 
 func (*DatanodeCommand_Replicate) isDatanodeCommand_Command() {}
 
 func (*DatanodeCommand_Verify) isDatanodeCommand_Command() {}
+
+func (*DatanodeCommand_Recover) isDatanodeCommand_Command() {}
 
 type DeleteBlocksCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -908,6 +924,222 @@ func (x *VerifyBlockCommand) GetBlock() *Block {
 	return nil
 }
 
+// RecoverBlockCommand makes the receiving datanode the primary of a block
+// recovery: it asks every replica's datanode for its state, picks the
+// length they all hold, has each cut and finalize its replica under
+// recovery_id, and reports with CommitBlockSynchronization.
+type RecoverBlockCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"` // the last block as the namespace holds it
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	RecoveryId    uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // the new generation stamp
+	Replicas      []*DatanodeInfo        `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Token         []byte                 `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"` // recovery token for block and recovery_id
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverBlockCommand) Reset() {
+	*x = RecoverBlockCommand{}
+	mi := &file_api_datanode_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverBlockCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverBlockCommand) ProtoMessage() {}
+
+func (x *RecoverBlockCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_datanode_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverBlockCommand.ProtoReflect.Descriptor instead.
+func (*RecoverBlockCommand) Descriptor() ([]byte, []int) {
+	return file_api_datanode_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RecoverBlockCommand) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *RecoverBlockCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *RecoverBlockCommand) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+func (x *RecoverBlockCommand) GetReplicas() []*DatanodeInfo {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *RecoverBlockCommand) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+type CommitBlockSynchronizationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DatanodeId    string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"` // id and the generation stamp before recovery
+	RecoveryId    uint64                 `protobuf:"varint,4,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"`
+	NewLength     uint64                 `protobuf:"varint,5,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
+	Crc32C        *uint32                `protobuf:"varint,6,opt,name=crc32c,proto3,oneof" json:"crc32c,omitempty"`
+	StoredOn      []string               `protobuf:"bytes,7,rep,name=stored_on,json=storedOn,proto3" json:"stored_on,omitempty"`           // datanodes that finalized the replica
+	DeleteBlock   bool                   `protobuf:"varint,8,opt,name=delete_block,json=deleteBlock,proto3" json:"delete_block,omitempty"` // no replica holds any byte: drop the block
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitBlockSynchronizationRequest) Reset() {
+	*x = CommitBlockSynchronizationRequest{}
+	mi := &file_api_datanode_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitBlockSynchronizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitBlockSynchronizationRequest) ProtoMessage() {}
+
+func (x *CommitBlockSynchronizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_datanode_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitBlockSynchronizationRequest.ProtoReflect.Descriptor instead.
+func (*CommitBlockSynchronizationRequest) Descriptor() ([]byte, []int) {
+	return file_api_datanode_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CommitBlockSynchronizationRequest) GetDatanodeId() string {
+	if x != nil {
+		return x.DatanodeId
+	}
+	return ""
+}
+
+func (x *CommitBlockSynchronizationRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *CommitBlockSynchronizationRequest) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *CommitBlockSynchronizationRequest) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+func (x *CommitBlockSynchronizationRequest) GetNewLength() uint64 {
+	if x != nil {
+		return x.NewLength
+	}
+	return 0
+}
+
+func (x *CommitBlockSynchronizationRequest) GetCrc32C() uint32 {
+	if x != nil && x.Crc32C != nil {
+		return *x.Crc32C
+	}
+	return 0
+}
+
+func (x *CommitBlockSynchronizationRequest) GetStoredOn() []string {
+	if x != nil {
+		return x.StoredOn
+	}
+	return nil
+}
+
+func (x *CommitBlockSynchronizationRequest) GetDeleteBlock() bool {
+	if x != nil {
+		return x.DeleteBlock
+	}
+	return false
+}
+
+type CommitBlockSynchronizationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitBlockSynchronizationResponse) Reset() {
+	*x = CommitBlockSynchronizationResponse{}
+	mi := &file_api_datanode_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitBlockSynchronizationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitBlockSynchronizationResponse) ProtoMessage() {}
+
+func (x *CommitBlockSynchronizationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_datanode_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitBlockSynchronizationResponse.ProtoReflect.Descriptor instead.
+func (*CommitBlockSynchronizationResponse) Descriptor() ([]byte, []int) {
+	return file_api_datanode_proto_rawDescGZIP(), []int{17}
+}
+
 var File_api_datanode_proto protoreflect.FileDescriptor
 
 const file_api_datanode_proto_rawDesc = "" +
@@ -958,11 +1190,12 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\breceived\x18\x02 \x03(\v2\x19.blockfs.v1.ReportedBlockR\breceived\x12+\n" +
 	"\adeleted\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\adeleted\x12-\n" +
 	"\bverified\x18\x04 \x03(\v2\x11.blockfs.v1.BlockR\bverified\" \n" +
-	"\x1eIncrementalBlockReportResponse\"\xd4\x01\n" +
+	"\x1eIncrementalBlockReportResponse\"\x91\x02\n" +
 	"\x0fDatanodeCommand\x129\n" +
 	"\x06delete\x18\x01 \x01(\v2\x1f.blockfs.v1.DeleteBlocksCommandH\x00R\x06delete\x12A\n" +
 	"\treplicate\x18\x02 \x01(\v2!.blockfs.v1.ReplicateBlockCommandH\x00R\treplicate\x128\n" +
-	"\x06verify\x18\x03 \x01(\v2\x1e.blockfs.v1.VerifyBlockCommandH\x00R\x06verifyB\t\n" +
+	"\x06verify\x18\x03 \x01(\v2\x1e.blockfs.v1.VerifyBlockCommandH\x00R\x06verify\x12;\n" +
+	"\arecover\x18\x04 \x01(\v2\x1f.blockfs.v1.RecoverBlockCommandH\x00R\arecoverB\t\n" +
 	"\acommand\"@\n" +
 	"\x13DeleteBlocksCommand\x12)\n" +
 	"\x06blocks\x18\x01 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"\xa5\x01\n" +
@@ -972,13 +1205,35 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\atargets\x18\x03 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\atargets\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\fR\x05token\"=\n" +
 	"\x12VerifyBlockCommand\x12'\n" +
-	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block2\xa8\x03\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xc6\x01\n" +
+	"\x13RecoverBlockCommand\x12'\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
+	"\vrecovery_id\x18\x03 \x01(\x04R\n" +
+	"recoveryId\x124\n" +
+	"\breplicas\x18\x04 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\breplicas\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\fR\x05token\"\xb0\x02\n" +
+	"!CommitBlockSynchronizationRequest\x12\x1f\n" +
+	"\vdatanode_id\x18\x01 \x01(\tR\n" +
+	"datanodeId\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x1f\n" +
+	"\vrecovery_id\x18\x04 \x01(\x04R\n" +
+	"recoveryId\x12\x1d\n" +
+	"\n" +
+	"new_length\x18\x05 \x01(\x04R\tnewLength\x12\x1b\n" +
+	"\x06crc32c\x18\x06 \x01(\rH\x00R\x06crc32c\x88\x01\x01\x12\x1b\n" +
+	"\tstored_on\x18\a \x03(\tR\bstoredOn\x12!\n" +
+	"\fdelete_block\x18\b \x01(\bR\vdeleteBlockB\t\n" +
+	"\a_crc32c\"$\n" +
+	"\"CommitBlockSynchronizationResponse2\xa5\x04\n" +
 	"\x10DatanodeProtocol\x12E\n" +
 	"\bRegister\x12\x1b.blockfs.v1.RegisterRequest\x1a\x1c.blockfs.v1.RegisterResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.blockfs.v1.HeartbeatRequest\x1a\x1d.blockfs.v1.HeartbeatResponse\x12N\n" +
 	"\vBlockReport\x12\x1e.blockfs.v1.BlockReportRequest\x1a\x1f.blockfs.v1.BlockReportResponse\x12o\n" +
 	"\x16IncrementalBlockReport\x12).blockfs.v1.IncrementalBlockReportRequest\x1a*.blockfs.v1.IncrementalBlockReportResponse\x12B\n" +
-	"\aGetKeys\x12\x1a.blockfs.v1.GetKeysRequest\x1a\x1b.blockfs.v1.GetKeysResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\aGetKeys\x12\x1a.blockfs.v1.GetKeysRequest\x1a\x1b.blockfs.v1.GetKeysResponse\x12{\n" +
+	"\x1aCommitBlockSynchronization\x12-.blockfs.v1.CommitBlockSynchronizationRequest\x1a..blockfs.v1.CommitBlockSynchronizationResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_datanode_proto_rawDescOnce sync.Once
@@ -992,57 +1247,66 @@ func file_api_datanode_proto_rawDescGZIP() []byte {
 	return file_api_datanode_proto_rawDescData
 }
 
-var file_api_datanode_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_api_datanode_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_api_datanode_proto_goTypes = []any{
-	(*GetKeysRequest)(nil),                 // 0: blockfs.v1.GetKeysRequest
-	(*GetKeysResponse)(nil),                // 1: blockfs.v1.GetKeysResponse
-	(*RegisterRequest)(nil),                // 2: blockfs.v1.RegisterRequest
-	(*RegisterResponse)(nil),               // 3: blockfs.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),               // 4: blockfs.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),              // 5: blockfs.v1.HeartbeatResponse
-	(*ReportedBlock)(nil),                  // 6: blockfs.v1.ReportedBlock
-	(*BlockReportRequest)(nil),             // 7: blockfs.v1.BlockReportRequest
-	(*BlockReportResponse)(nil),            // 8: blockfs.v1.BlockReportResponse
-	(*IncrementalBlockReportRequest)(nil),  // 9: blockfs.v1.IncrementalBlockReportRequest
-	(*IncrementalBlockReportResponse)(nil), // 10: blockfs.v1.IncrementalBlockReportResponse
-	(*DatanodeCommand)(nil),                // 11: blockfs.v1.DatanodeCommand
-	(*DeleteBlocksCommand)(nil),            // 12: blockfs.v1.DeleteBlocksCommand
-	(*ReplicateBlockCommand)(nil),          // 13: blockfs.v1.ReplicateBlockCommand
-	(*VerifyBlockCommand)(nil),             // 14: blockfs.v1.VerifyBlockCommand
-	(*DatanodeInfo)(nil),                   // 15: blockfs.v1.DatanodeInfo
-	(*Block)(nil),                          // 16: blockfs.v1.Block
+	(*GetKeysRequest)(nil),                     // 0: blockfs.v1.GetKeysRequest
+	(*GetKeysResponse)(nil),                    // 1: blockfs.v1.GetKeysResponse
+	(*RegisterRequest)(nil),                    // 2: blockfs.v1.RegisterRequest
+	(*RegisterResponse)(nil),                   // 3: blockfs.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),                   // 4: blockfs.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 5: blockfs.v1.HeartbeatResponse
+	(*ReportedBlock)(nil),                      // 6: blockfs.v1.ReportedBlock
+	(*BlockReportRequest)(nil),                 // 7: blockfs.v1.BlockReportRequest
+	(*BlockReportResponse)(nil),                // 8: blockfs.v1.BlockReportResponse
+	(*IncrementalBlockReportRequest)(nil),      // 9: blockfs.v1.IncrementalBlockReportRequest
+	(*IncrementalBlockReportResponse)(nil),     // 10: blockfs.v1.IncrementalBlockReportResponse
+	(*DatanodeCommand)(nil),                    // 11: blockfs.v1.DatanodeCommand
+	(*DeleteBlocksCommand)(nil),                // 12: blockfs.v1.DeleteBlocksCommand
+	(*ReplicateBlockCommand)(nil),              // 13: blockfs.v1.ReplicateBlockCommand
+	(*VerifyBlockCommand)(nil),                 // 14: blockfs.v1.VerifyBlockCommand
+	(*RecoverBlockCommand)(nil),                // 15: blockfs.v1.RecoverBlockCommand
+	(*CommitBlockSynchronizationRequest)(nil),  // 16: blockfs.v1.CommitBlockSynchronizationRequest
+	(*CommitBlockSynchronizationResponse)(nil), // 17: blockfs.v1.CommitBlockSynchronizationResponse
+	(*DatanodeInfo)(nil),                       // 18: blockfs.v1.DatanodeInfo
+	(*Block)(nil),                              // 19: blockfs.v1.Block
 }
 var file_api_datanode_proto_depIdxs = []int32{
-	15, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
+	18, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
 	11, // 1: blockfs.v1.HeartbeatResponse.commands:type_name -> blockfs.v1.DatanodeCommand
-	16, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
+	19, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
 	6,  // 3: blockfs.v1.BlockReportRequest.blocks:type_name -> blockfs.v1.ReportedBlock
 	11, // 4: blockfs.v1.BlockReportResponse.commands:type_name -> blockfs.v1.DatanodeCommand
 	6,  // 5: blockfs.v1.IncrementalBlockReportRequest.received:type_name -> blockfs.v1.ReportedBlock
-	16, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
-	16, // 7: blockfs.v1.IncrementalBlockReportRequest.verified:type_name -> blockfs.v1.Block
+	19, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
+	19, // 7: blockfs.v1.IncrementalBlockReportRequest.verified:type_name -> blockfs.v1.Block
 	12, // 8: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
 	13, // 9: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
 	14, // 10: blockfs.v1.DatanodeCommand.verify:type_name -> blockfs.v1.VerifyBlockCommand
-	16, // 11: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
-	16, // 12: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
-	15, // 13: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
-	16, // 14: blockfs.v1.VerifyBlockCommand.block:type_name -> blockfs.v1.Block
-	2,  // 15: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
-	4,  // 16: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
-	7,  // 17: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
-	9,  // 18: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
-	0,  // 19: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
-	3,  // 20: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
-	5,  // 21: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
-	8,  // 22: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
-	10, // 23: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
-	1,  // 24: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
-	20, // [20:25] is the sub-list for method output_type
-	15, // [15:20] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	15, // 11: blockfs.v1.DatanodeCommand.recover:type_name -> blockfs.v1.RecoverBlockCommand
+	19, // 12: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
+	19, // 13: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
+	18, // 14: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
+	19, // 15: blockfs.v1.VerifyBlockCommand.block:type_name -> blockfs.v1.Block
+	19, // 16: blockfs.v1.RecoverBlockCommand.block:type_name -> blockfs.v1.Block
+	18, // 17: blockfs.v1.RecoverBlockCommand.replicas:type_name -> blockfs.v1.DatanodeInfo
+	19, // 18: blockfs.v1.CommitBlockSynchronizationRequest.block:type_name -> blockfs.v1.Block
+	2,  // 19: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
+	4,  // 20: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
+	7,  // 21: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
+	9,  // 22: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
+	0,  // 23: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
+	16, // 24: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:input_type -> blockfs.v1.CommitBlockSynchronizationRequest
+	3,  // 25: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
+	5,  // 26: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
+	8,  // 27: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
+	10, // 28: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
+	1,  // 29: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
+	17, // 30: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:output_type -> blockfs.v1.CommitBlockSynchronizationResponse
+	25, // [25:31] is the sub-list for method output_type
+	19, // [19:25] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_api_datanode_proto_init() }
@@ -1055,14 +1319,16 @@ func file_api_datanode_proto_init() {
 		(*DatanodeCommand_Delete)(nil),
 		(*DatanodeCommand_Replicate)(nil),
 		(*DatanodeCommand_Verify)(nil),
+		(*DatanodeCommand_Recover)(nil),
 	}
+	file_api_datanode_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_datanode_proto_rawDesc), len(file_api_datanode_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,11 +21,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DatanodeProtocol_Register_FullMethodName               = "/blockfs.v1.DatanodeProtocol/Register"
-	DatanodeProtocol_Heartbeat_FullMethodName              = "/blockfs.v1.DatanodeProtocol/Heartbeat"
-	DatanodeProtocol_BlockReport_FullMethodName            = "/blockfs.v1.DatanodeProtocol/BlockReport"
-	DatanodeProtocol_IncrementalBlockReport_FullMethodName = "/blockfs.v1.DatanodeProtocol/IncrementalBlockReport"
-	DatanodeProtocol_GetKeys_FullMethodName                = "/blockfs.v1.DatanodeProtocol/GetKeys"
+	DatanodeProtocol_Register_FullMethodName                   = "/blockfs.v1.DatanodeProtocol/Register"
+	DatanodeProtocol_Heartbeat_FullMethodName                  = "/blockfs.v1.DatanodeProtocol/Heartbeat"
+	DatanodeProtocol_BlockReport_FullMethodName                = "/blockfs.v1.DatanodeProtocol/BlockReport"
+	DatanodeProtocol_IncrementalBlockReport_FullMethodName     = "/blockfs.v1.DatanodeProtocol/IncrementalBlockReport"
+	DatanodeProtocol_GetKeys_FullMethodName                    = "/blockfs.v1.DatanodeProtocol/GetKeys"
+	DatanodeProtocol_CommitBlockSynchronization_FullMethodName = "/blockfs.v1.DatanodeProtocol/CommitBlockSynchronization"
 )
 
 // DatanodeProtocolClient is the client API for DatanodeProtocol service.
@@ -39,6 +40,8 @@ type DatanodeProtocolClient interface {
 	// GetKeys returns every public key that may have signed a live token.
 	// Datanodes call it at start; heartbeat replies keep them current.
 	GetKeys(ctx context.Context, in *GetKeysRequest, opts ...grpc.CallOption) (*GetKeysResponse, error)
+	// The primary datanode of a block recovery reports its outcome.
+	CommitBlockSynchronization(ctx context.Context, in *CommitBlockSynchronizationRequest, opts ...grpc.CallOption) (*CommitBlockSynchronizationResponse, error)
 }
 
 type datanodeProtocolClient struct {
@@ -99,6 +102,16 @@ func (c *datanodeProtocolClient) GetKeys(ctx context.Context, in *GetKeysRequest
 	return out, nil
 }
 
+func (c *datanodeProtocolClient) CommitBlockSynchronization(ctx context.Context, in *CommitBlockSynchronizationRequest, opts ...grpc.CallOption) (*CommitBlockSynchronizationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CommitBlockSynchronizationResponse)
+	err := c.cc.Invoke(ctx, DatanodeProtocol_CommitBlockSynchronization_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DatanodeProtocolServer is the server API for DatanodeProtocol service.
 // All implementations must embed UnimplementedDatanodeProtocolServer
 // for forward compatibility.
@@ -110,6 +123,8 @@ type DatanodeProtocolServer interface {
 	// GetKeys returns every public key that may have signed a live token.
 	// Datanodes call it at start; heartbeat replies keep them current.
 	GetKeys(context.Context, *GetKeysRequest) (*GetKeysResponse, error)
+	// The primary datanode of a block recovery reports its outcome.
+	CommitBlockSynchronization(context.Context, *CommitBlockSynchronizationRequest) (*CommitBlockSynchronizationResponse, error)
 	mustEmbedUnimplementedDatanodeProtocolServer()
 }
 
@@ -134,6 +149,9 @@ func (UnimplementedDatanodeProtocolServer) IncrementalBlockReport(context.Contex
 }
 func (UnimplementedDatanodeProtocolServer) GetKeys(context.Context, *GetKeysRequest) (*GetKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetKeys not implemented")
+}
+func (UnimplementedDatanodeProtocolServer) CommitBlockSynchronization(context.Context, *CommitBlockSynchronizationRequest) (*CommitBlockSynchronizationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CommitBlockSynchronization not implemented")
 }
 func (UnimplementedDatanodeProtocolServer) mustEmbedUnimplementedDatanodeProtocolServer() {}
 func (UnimplementedDatanodeProtocolServer) testEmbeddedByValue()                          {}
@@ -246,6 +264,24 @@ func _DatanodeProtocol_GetKeys_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DatanodeProtocol_CommitBlockSynchronization_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CommitBlockSynchronizationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DatanodeProtocolServer).CommitBlockSynchronization(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DatanodeProtocol_CommitBlockSynchronization_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DatanodeProtocolServer).CommitBlockSynchronization(ctx, req.(*CommitBlockSynchronizationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DatanodeProtocol_ServiceDesc is the grpc.ServiceDesc for DatanodeProtocol service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -272,6 +308,10 @@ var DatanodeProtocol_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetKeys",
 			Handler:    _DatanodeProtocol_GetKeys_Handler,
+		},
+		{
+			MethodName: "CommitBlockSynchronization",
+			Handler:    _DatanodeProtocol_CommitBlockSynchronization_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -184,6 +184,7 @@ type CreateCommand struct {
 	Replication   uint32                 `protobuf:"varint,6,opt,name=replication,proto3" json:"replication,omitempty"`
 	BlockSize     uint64                 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
 	MtimeUnixMs   int64                  `protobuf:"varint,8,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	SoftLimitMs   int64                  `protobuf:"varint,9,opt,name=soft_limit_ms,json=softLimitMs,proto3" json:"soft_limit_ms,omitempty"` // the leader's lease soft limit
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,6 +271,13 @@ func (x *CreateCommand) GetBlockSize() uint64 {
 func (x *CreateCommand) GetMtimeUnixMs() int64 {
 	if x != nil {
 		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *CreateCommand) GetSoftLimitMs() int64 {
+	if x != nil {
+		return x.SoftLimitMs
 	}
 	return 0
 }
@@ -512,6 +520,8 @@ type AppendCommand struct {
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	MtimeUnixMs   int64                  `protobuf:"varint,3,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	NewBlock      bool                   `protobuf:"varint,4,opt,name=new_block,json=newBlock,proto3" json:"new_block,omitempty"`            // do not reopen a partial last block
+	SoftLimitMs   int64                  `protobuf:"varint,5,opt,name=soft_limit_ms,json=softLimitMs,proto3" json:"soft_limit_ms,omitempty"` // the leader's lease soft limit
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -563,6 +573,20 @@ func (x *AppendCommand) GetPath() string {
 func (x *AppendCommand) GetMtimeUnixMs() int64 {
 	if x != nil {
 		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *AppendCommand) GetNewBlock() bool {
+	if x != nil {
+		return x.NewBlock
+	}
+	return false
+}
+
+func (x *AppendCommand) GetSoftLimitMs() int64 {
+	if x != nil {
+		return x.SoftLimitMs
 	}
 	return 0
 }
@@ -801,7 +825,10 @@ type CommandResult struct {
 	Block         *Block                 `protobuf:"bytes,6,opt,name=block,proto3" json:"block,omitempty"`
 	Offset        uint64                 `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
 	Removed       []*Block               `protobuf:"bytes,8,rep,name=removed,proto3" json:"removed,omitempty"`
-	Blocks        []*Block               `protobuf:"bytes,9,rep,name=blocks,proto3" json:"blocks,omitempty"` // Append: the reopened file's blocks, with lengths and CRC32Cs
+	Blocks        []*Block               `protobuf:"bytes,9,rep,name=blocks,proto3" json:"blocks,omitempty"`                             // Append: the reopened file's blocks, with lengths and CRC32Cs
+	RecoveryId    uint64                 `protobuf:"varint,10,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // RecoverLease: the recovery started
+	Closed        bool                   `protobuf:"varint,11,opt,name=closed,proto3" json:"closed,omitempty"`                           // RecoverLease: the file was closed at once
+	Files         uint32                 `protobuf:"varint,12,opt,name=files,proto3" json:"files,omitempty"`                             // RenewLease: files held
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -897,6 +924,27 @@ func (x *CommandResult) GetBlocks() []*Block {
 		return x.Blocks
 	}
 	return nil
+}
+
+func (x *CommandResult) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+func (x *CommandResult) GetClosed() bool {
+	if x != nil {
+		return x.Closed
+	}
+	return false
+}
+
+func (x *CommandResult) GetFiles() uint32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
 }
 
 // BatchCommand carries several commands proposed concurrently, applied in
@@ -1186,6 +1234,499 @@ func (x *PruneKeysCommand) GetCutoffUnixMs() int64 {
 	return 0
 }
 
+// RenewLeaseCommand renews the leases of the caller's client.
+type RenewLeaseCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	NowUnixMs     int64                  `protobuf:"varint,2,opt,name=now_unix_ms,json=nowUnixMs,proto3" json:"now_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewLeaseCommand) Reset() {
+	*x = RenewLeaseCommand{}
+	mi := &file_api_fsm_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewLeaseCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewLeaseCommand) ProtoMessage() {}
+
+func (x *RenewLeaseCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewLeaseCommand.ProtoReflect.Descriptor instead.
+func (*RenewLeaseCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RenewLeaseCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RenewLeaseCommand) GetNowUnixMs() int64 {
+	if x != nil {
+		return x.NowUnixMs
+	}
+	return 0
+}
+
+// RecoverLeaseCommand starts (or restarts) recovery of a file under
+// construction. The leader chooses the primary and the replicas; the FSM
+// allocates the recovery id. system is set for the leader's own hard-limit
+// and timeout recoveries (no caller checks).
+type RecoverLeaseCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,3,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	NowUnixMs     int64                  `protobuf:"varint,4,opt,name=now_unix_ms,json=nowUnixMs,proto3" json:"now_unix_ms,omitempty"`
+	SoftLimitMs   int64                  `protobuf:"varint,5,opt,name=soft_limit_ms,json=softLimitMs,proto3" json:"soft_limit_ms,omitempty"`
+	System        bool                   `protobuf:"varint,6,opt,name=system,proto3" json:"system,omitempty"`
+	Primary       string                 `protobuf:"bytes,7,opt,name=primary,proto3" json:"primary,omitempty"`
+	Replicas      []string               `protobuf:"bytes,8,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverLeaseCommand) Reset() {
+	*x = RecoverLeaseCommand{}
+	mi := &file_api_fsm_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverLeaseCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverLeaseCommand) ProtoMessage() {}
+
+func (x *RecoverLeaseCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverLeaseCommand.ProtoReflect.Descriptor instead.
+func (*RecoverLeaseCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RecoverLeaseCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RecoverLeaseCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RecoverLeaseCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *RecoverLeaseCommand) GetNowUnixMs() int64 {
+	if x != nil {
+		return x.NowUnixMs
+	}
+	return 0
+}
+
+func (x *RecoverLeaseCommand) GetSoftLimitMs() int64 {
+	if x != nil {
+		return x.SoftLimitMs
+	}
+	return 0
+}
+
+func (x *RecoverLeaseCommand) GetSystem() bool {
+	if x != nil {
+		return x.System
+	}
+	return false
+}
+
+func (x *RecoverLeaseCommand) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
+func (x *RecoverLeaseCommand) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// CommitBlockSyncCommand ends a block recovery: the last block takes the
+// recovery id as generation stamp and the agreed length, and the file is
+// closed (or the block dropped, when delete_block).
+type CommitBlockSyncCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DatanodeId    string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	RecoveryId    uint64                 `protobuf:"varint,4,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"`
+	NewLength     uint64                 `protobuf:"varint,5,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
+	Crc32C        *uint32                `protobuf:"varint,6,opt,name=crc32c,proto3,oneof" json:"crc32c,omitempty"`
+	DeleteBlock   bool                   `protobuf:"varint,7,opt,name=delete_block,json=deleteBlock,proto3" json:"delete_block,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,8,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	StoredOn      []string               `protobuf:"bytes,9,rep,name=stored_on,json=storedOn,proto3" json:"stored_on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitBlockSyncCommand) Reset() {
+	*x = CommitBlockSyncCommand{}
+	mi := &file_api_fsm_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitBlockSyncCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitBlockSyncCommand) ProtoMessage() {}
+
+func (x *CommitBlockSyncCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitBlockSyncCommand.ProtoReflect.Descriptor instead.
+func (*CommitBlockSyncCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CommitBlockSyncCommand) GetDatanodeId() string {
+	if x != nil {
+		return x.DatanodeId
+	}
+	return ""
+}
+
+func (x *CommitBlockSyncCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *CommitBlockSyncCommand) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *CommitBlockSyncCommand) GetRecoveryId() uint64 {
+	if x != nil {
+		return x.RecoveryId
+	}
+	return 0
+}
+
+func (x *CommitBlockSyncCommand) GetNewLength() uint64 {
+	if x != nil {
+		return x.NewLength
+	}
+	return 0
+}
+
+func (x *CommitBlockSyncCommand) GetCrc32C() uint32 {
+	if x != nil && x.Crc32C != nil {
+		return *x.Crc32C
+	}
+	return 0
+}
+
+func (x *CommitBlockSyncCommand) GetDeleteBlock() bool {
+	if x != nil {
+		return x.DeleteBlock
+	}
+	return false
+}
+
+func (x *CommitBlockSyncCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *CommitBlockSyncCommand) GetStoredOn() []string {
+	if x != nil {
+		return x.StoredOn
+	}
+	return nil
+}
+
+// FsyncCommand records the length of the writer's last block (hflush).
+type FsyncCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,3,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,4,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsyncCommand) Reset() {
+	*x = FsyncCommand{}
+	mi := &file_api_fsm_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsyncCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsyncCommand) ProtoMessage() {}
+
+func (x *FsyncCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsyncCommand.ProtoReflect.Descriptor instead.
+func (*FsyncCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *FsyncCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *FsyncCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsyncCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *FsyncCommand) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+// UpdateBlockForPipelineCommand allocates a new generation stamp for the
+// writer's last block.
+type UpdateBlockForPipelineCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,3,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,4,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateBlockForPipelineCommand) Reset() {
+	*x = UpdateBlockForPipelineCommand{}
+	mi := &file_api_fsm_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBlockForPipelineCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBlockForPipelineCommand) ProtoMessage() {}
+
+func (x *UpdateBlockForPipelineCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBlockForPipelineCommand.ProtoReflect.Descriptor instead.
+func (*UpdateBlockForPipelineCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateBlockForPipelineCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *UpdateBlockForPipelineCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UpdateBlockForPipelineCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *UpdateBlockForPipelineCommand) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+// UpdatePipelineCommand gives the writer's last block its new generation
+// stamp and pipeline.
+type UpdatePipelineCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,3,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	OldBlock      *Block                 `protobuf:"bytes,4,opt,name=old_block,json=oldBlock,proto3" json:"old_block,omitempty"`
+	NewBlock      *Block                 `protobuf:"bytes,5,opt,name=new_block,json=newBlock,proto3" json:"new_block,omitempty"`
+	Datanodes     []string               `protobuf:"bytes,6,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePipelineCommand) Reset() {
+	*x = UpdatePipelineCommand{}
+	mi := &file_api_fsm_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePipelineCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePipelineCommand) ProtoMessage() {}
+
+func (x *UpdatePipelineCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePipelineCommand.ProtoReflect.Descriptor instead.
+func (*UpdatePipelineCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdatePipelineCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *UpdatePipelineCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UpdatePipelineCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *UpdatePipelineCommand) GetOldBlock() *Block {
+	if x != nil {
+		return x.OldBlock
+	}
+	return nil
+}
+
+func (x *UpdatePipelineCommand) GetNewBlock() *Block {
+	if x != nil {
+		return x.NewBlock
+	}
+	return nil
+}
+
+func (x *UpdatePipelineCommand) GetDatanodes() []string {
+	if x != nil {
+		return x.Datanodes
+	}
+	return nil
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -1202,7 +1743,7 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04perm\x18\x03 \x01(\rR\x04perm\x12\x18\n" +
 	"\aparents\x18\x04 \x01(\bR\aparents\x12\"\n" +
-	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\x8b\x02\n" +
+	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\xaf\x02\n" +
 	"\rCreateCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1212,7 +1753,8 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\vreplication\x18\x06 \x01(\rR\vreplication\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\a \x01(\x04R\tblockSize\x12\"\n" +
-	"\rmtime_unix_ms\x18\b \x01(\x03R\vmtimeUnixMs\"\xd9\x01\n" +
+	"\rmtime_unix_ms\x18\b \x01(\x03R\vmtimeUnixMs\x12\"\n" +
+	"\rsoft_limit_ms\x18\t \x01(\x03R\vsoftLimitMs\"\xd9\x01\n" +
 	"\x0fAddBlockCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
@@ -1230,11 +1772,13 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12'\n" +
-	"\x05block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"s\n" +
+	"\x05block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xb4\x01\n" +
 	"\rAppendCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\"\n" +
-	"\rmtime_unix_ms\x18\x03 \x01(\x03R\vmtimeUnixMs\"\x91\x01\n" +
+	"\rmtime_unix_ms\x18\x03 \x01(\x03R\vmtimeUnixMs\x12\x1b\n" +
+	"\tnew_block\x18\x04 \x01(\bR\bnewBlock\x12\"\n" +
+	"\rsoft_limit_ms\x18\x05 \x01(\x03R\vsoftLimitMs\"\x91\x01\n" +
 	"\rDeleteCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
@@ -1248,7 +1792,7 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x10SetMemberCommand\x12*\n" +
 	"\x06member\x18\x01 \x01(\v2\x12.blockfs.v1.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xce\x02\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x9d\x03\n" +
 	"\rCommandResult\x12\x1d\n" +
 	"\n" +
 	"error_kind\x18\x01 \x01(\rR\terrorKind\x12\x1b\n" +
@@ -1260,7 +1804,12 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x05block\x18\x06 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\a \x01(\x04R\x06offset\x12+\n" +
 	"\aremoved\x18\b \x03(\v2\x11.blockfs.v1.BlockR\aremoved\x12)\n" +
-	"\x06blocks\x18\t \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"*\n" +
+	"\x06blocks\x18\t \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\x12\x1f\n" +
+	"\vrecovery_id\x18\n" +
+	" \x01(\x04R\n" +
+	"recoveryId\x12\x16\n" +
+	"\x06closed\x18\v \x01(\bR\x06closed\x12\x14\n" +
+	"\x05files\x18\f \x01(\rR\x05files\"*\n" +
 	"\fBatchCommand\x12\x1a\n" +
 	"\bcommands\x18\x01 \x03(\fR\bcommands\"\x8e\x01\n" +
 	"\x14SetPermissionCommand\x12*\n" +
@@ -1278,7 +1827,50 @@ const file_api_fsm_proto_rawDesc = "" +
 	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x1a\n" +
 	"\bproposer\x18\x02 \x01(\tR\bproposer\"8\n" +
 	"\x10PruneKeysCommand\x12$\n" +
-	"\x0ecutoff_unix_ms\x18\x01 \x01(\x03R\fcutoffUnixMsB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\x0ecutoff_unix_ms\x18\x01 \x01(\x03R\fcutoffUnixMs\"_\n" +
+	"\x11RenewLeaseCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x1e\n" +
+	"\vnow_unix_ms\x18\x02 \x01(\x03R\tnowUnixMs\"\x82\x02\n" +
+	"\x13RecoverLeaseCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12\x1e\n" +
+	"\vnow_unix_ms\x18\x04 \x01(\x03R\tnowUnixMs\x12\"\n" +
+	"\rsoft_limit_ms\x18\x05 \x01(\x03R\vsoftLimitMs\x12\x16\n" +
+	"\x06system\x18\x06 \x01(\bR\x06system\x12\x18\n" +
+	"\aprimary\x18\a \x01(\tR\aprimary\x12\x1a\n" +
+	"\breplicas\x18\b \x03(\tR\breplicas\"\xc9\x02\n" +
+	"\x16CommitBlockSyncCommand\x12\x1f\n" +
+	"\vdatanode_id\x18\x01 \x01(\tR\n" +
+	"datanodeId\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x1f\n" +
+	"\vrecovery_id\x18\x04 \x01(\x04R\n" +
+	"recoveryId\x12\x1d\n" +
+	"\n" +
+	"new_length\x18\x05 \x01(\x04R\tnewLength\x12\x1b\n" +
+	"\x06crc32c\x18\x06 \x01(\rH\x00R\x06crc32c\x88\x01\x01\x12!\n" +
+	"\fdelete_block\x18\a \x01(\bR\vdeleteBlock\x12\"\n" +
+	"\rmtime_unix_ms\x18\b \x01(\x03R\vmtimeUnixMs\x12\x1b\n" +
+	"\tstored_on\x18\t \x03(\tR\bstoredOnB\t\n" +
+	"\a_crc32c\"\x92\x01\n" +
+	"\fFsyncCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xa3\x01\n" +
+	"\x1dUpdateBlockForPipelineCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xf0\x01\n" +
+	"\x15UpdatePipelineCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12.\n" +
+	"\told_block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\boldBlock\x12.\n" +
+	"\tnew_block\x18\x05 \x01(\v2\x11.blockfs.v1.BlockR\bnewBlock\x12\x1c\n" +
+	"\tdatanodes\x18\x06 \x03(\tR\tdatanodesB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_fsm_proto_rawDescOnce sync.Once
@@ -1292,53 +1884,69 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_api_fsm_proto_goTypes = []any{
-	(*Caller)(nil),               // 0: blockfs.v1.Caller
-	(*MkdirsCommand)(nil),        // 1: blockfs.v1.MkdirsCommand
-	(*CreateCommand)(nil),        // 2: blockfs.v1.CreateCommand
-	(*AddBlockCommand)(nil),      // 3: blockfs.v1.AddBlockCommand
-	(*CompleteCommand)(nil),      // 4: blockfs.v1.CompleteCommand
-	(*AbandonBlockCommand)(nil),  // 5: blockfs.v1.AbandonBlockCommand
-	(*AppendCommand)(nil),        // 6: blockfs.v1.AppendCommand
-	(*DeleteCommand)(nil),        // 7: blockfs.v1.DeleteCommand
-	(*RenameCommand)(nil),        // 8: blockfs.v1.RenameCommand
-	(*SetMemberCommand)(nil),     // 9: blockfs.v1.SetMemberCommand
-	(*RemoveMemberCommand)(nil),  // 10: blockfs.v1.RemoveMemberCommand
-	(*CommandResult)(nil),        // 11: blockfs.v1.CommandResult
-	(*BatchCommand)(nil),         // 12: blockfs.v1.BatchCommand
-	(*SetPermissionCommand)(nil), // 13: blockfs.v1.SetPermissionCommand
-	(*SetOwnerCommand)(nil),      // 14: blockfs.v1.SetOwnerCommand
-	(*RegisterKeyCommand)(nil),   // 15: blockfs.v1.RegisterKeyCommand
-	(*PruneKeysCommand)(nil),     // 16: blockfs.v1.PruneKeysCommand
-	(*Block)(nil),                // 17: blockfs.v1.Block
-	(*Member)(nil),               // 18: blockfs.v1.Member
-	(*FileStatus)(nil),           // 19: blockfs.v1.FileStatus
+	(*Caller)(nil),                        // 0: blockfs.v1.Caller
+	(*MkdirsCommand)(nil),                 // 1: blockfs.v1.MkdirsCommand
+	(*CreateCommand)(nil),                 // 2: blockfs.v1.CreateCommand
+	(*AddBlockCommand)(nil),               // 3: blockfs.v1.AddBlockCommand
+	(*CompleteCommand)(nil),               // 4: blockfs.v1.CompleteCommand
+	(*AbandonBlockCommand)(nil),           // 5: blockfs.v1.AbandonBlockCommand
+	(*AppendCommand)(nil),                 // 6: blockfs.v1.AppendCommand
+	(*DeleteCommand)(nil),                 // 7: blockfs.v1.DeleteCommand
+	(*RenameCommand)(nil),                 // 8: blockfs.v1.RenameCommand
+	(*SetMemberCommand)(nil),              // 9: blockfs.v1.SetMemberCommand
+	(*RemoveMemberCommand)(nil),           // 10: blockfs.v1.RemoveMemberCommand
+	(*CommandResult)(nil),                 // 11: blockfs.v1.CommandResult
+	(*BatchCommand)(nil),                  // 12: blockfs.v1.BatchCommand
+	(*SetPermissionCommand)(nil),          // 13: blockfs.v1.SetPermissionCommand
+	(*SetOwnerCommand)(nil),               // 14: blockfs.v1.SetOwnerCommand
+	(*RegisterKeyCommand)(nil),            // 15: blockfs.v1.RegisterKeyCommand
+	(*PruneKeysCommand)(nil),              // 16: blockfs.v1.PruneKeysCommand
+	(*RenewLeaseCommand)(nil),             // 17: blockfs.v1.RenewLeaseCommand
+	(*RecoverLeaseCommand)(nil),           // 18: blockfs.v1.RecoverLeaseCommand
+	(*CommitBlockSyncCommand)(nil),        // 19: blockfs.v1.CommitBlockSyncCommand
+	(*FsyncCommand)(nil),                  // 20: blockfs.v1.FsyncCommand
+	(*UpdateBlockForPipelineCommand)(nil), // 21: blockfs.v1.UpdateBlockForPipelineCommand
+	(*UpdatePipelineCommand)(nil),         // 22: blockfs.v1.UpdatePipelineCommand
+	(*Block)(nil),                         // 23: blockfs.v1.Block
+	(*Member)(nil),                        // 24: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 25: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	17, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	23, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	17, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	23, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	17, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	23, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	0,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	18, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	19, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	17, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	17, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	17, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	24, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	25, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	23, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	23, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	23, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
 	0,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	0,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
+	23, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	0,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
+	23, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	0,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
+	23, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	0,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
+	23, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	23, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -1348,13 +1956,14 @@ func file_api_fsm_proto_init() {
 	}
 	file_api_common_proto_init()
 	file_api_client_proto_init()
+	file_api_fsm_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -37,3 +37,30 @@ func (s *shard) inPipeline(id uint64, n *node) (member, known bool) {
 	}
 	return slices.Contains(w, n), true
 }
+
+// WriteTargets returns the live datanodes that may hold a replica of block
+// blockID being written or recovered: those of its recorded pipeline and
+// those that reported a replica of it under any generation stamp (a
+// replica being written is not reported, so the pipeline is the only
+// record of it). Block recovery asks each of them for its replica.
+func (m *Manager) WriteTargets(blockID uint64) []Datanode {
+	s := m.shard(blockID)
+	s.mu.Lock()
+	var ns []*node
+	ns = append(ns, s.writing[blockID]...)
+	if b := s.blocks[blockID]; b != nil {
+		for i := range b.locs {
+			if l := &b.locs[i]; !l.invalidating && !slices.Contains(ns, l.n) {
+				ns = append(ns, l.n)
+			}
+		}
+	}
+	s.mu.Unlock()
+	out := make([]Datanode, 0, len(ns))
+	for _, n := range ns {
+		if d := n.snap.Load(); d.State == Live {
+			out = append(out, *d)
+		}
+	}
+	return out
+}

@@ -50,6 +50,10 @@ type Config struct {
 	ChunkSize int
 	// Window is how many packets a block write keeps unacknowledged.
 	Window int
+	// LeaseRenewInterval is how often the Client renews its leases while a
+	// Writer is open; 0 means 20 s. Keep it well under the namenode's
+	// --lease-soft-limit (60 s by default).
+	LeaseRenewInterval time.Duration
 }
 
 // DefaultConfig returns the defaults for the given namenodes.
@@ -72,6 +76,8 @@ func (c *Config) Validate() error {
 		return errs.New(errs.Invalid, "client config", "", "chunk (packet) size must be in (0, 4 MiB]")
 	case c.Window <= 0:
 		return errs.New(errs.Invalid, "client config", "", "window must be positive")
+	case c.LeaseRenewInterval < 0:
+		return errs.New(errs.Invalid, "client config", "", "lease renew interval must not be negative")
 	}
 	return nil
 }
@@ -87,6 +93,8 @@ type Client struct {
 	// the namenode applies a retried write once (its retry cache).
 	id    string
 	calls atomic.Uint64
+	// leases renews this client's leases while it has Writers open.
+	leases leaseRenewer
 }
 
 // New returns a client; connections are made lazily.
@@ -98,7 +106,11 @@ func New(cfg Config) (*Client, error) {
 	if _, err := crand.Read(id[:]); err != nil {
 		return nil, errs.Wrap(errs.Internal, "client", "", err)
 	}
+	if cfg.LeaseRenewInterval == 0 {
+		cfg.LeaseRenewInterval = 20 * time.Second
+	}
 	c := &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, id: hex.EncodeToString(id[:])}
+	c.leases.c = c
 	c.current.Store(cfg.Namenodes[0])
 	return c, nil
 }

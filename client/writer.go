@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/blockfs/blockfs/api"
@@ -27,21 +28,42 @@ type CreateOptions struct {
 	BlockSize    uint64
 }
 
-// Writer writes a new file block by block. It is not safe for concurrent
-// use. Close completes the file; a file whose Writer was not closed stays
-// under construction.
+// Writer writes a file block by block, as HDFS's DFSOutputStream does: the
+// bytes of each block stream through a pipeline of datanodes as they
+// come, a packet at a time, and the Writer keeps the block's bytes until
+// the block ends, so that a failed datanode is dropped from the pipeline
+// and the write goes on through the others (pipeline recovery). Hflush
+// makes what was written visible to readers; Hsync also makes it durable
+// on every datanode. Close completes the file. While a Writer is open its
+// Client renews the lease on the file; a file whose Writer was never
+// closed is recovered and closed by the namenode after the lease's hard
+// limit. A Writer is not safe for concurrent use.
 type Writer struct {
 	c         *Client
 	ctx       context.Context
 	path      string
 	inode     uint64
 	blockSize uint64
-	buf       []byte
-	blocks    []*api.Block
-	sums      blockSums
+	blocks    []*api.Block // the blocks before cur, committed at the next AddBlock or Complete
+	cur       *blockWrite  // the block being written; nil between blocks
 	err       error
 	closed    bool
 }
+
+// blockWrite is the block being written and its pipeline.
+type blockWrite struct {
+	lb     *api.LocatedBlock // block (id, generation stamp) and its pipeline
+	token  []byte
+	bpc    int
+	base   int64  // block offset of buf[0]: 0, or where a reopened block resumed
+	buf    []byte // the block's bytes from base
+	sent   int64  // block offset up to which packets were sent
+	synced int64  // length last recorded with the namenode (Fsync)
+	stream *blockstream.Writer
+	crcs   []uint32 // scratch for packet CRCs
+}
+
+func (b *blockWrite) end() int64 { return b.base + int64(len(b.buf)) }
 
 // Create creates p and returns a Writer for it. ctx bounds every call the
 // Writer makes.
@@ -62,6 +84,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 	if st.GetBlockSize() == 0 || st.GetBlockSize() > maxBlockSize {
 		return nil, errs.Newf(errs.Internal, "create", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
 	}
+	c.leases.hold()
 	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize}, nil
 }
 
@@ -77,40 +100,111 @@ func fill(buffered int, blockSize uint64, p int) int {
 	return max(0, min(room, p))
 }
 
-// Write buffers p and writes every full block through the pipeline.
+// Write adds p to the file, sending each full packet down the pipeline.
 func (w *Writer) Write(p []byte) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.closed {
-		return 0, errs.New(errs.Precondition, "write", w.path, "writer is closed")
+	if err := w.usable("write"); err != nil {
+		return 0, err
 	}
 	n := len(p)
 	for len(p) > 0 {
-		take := fill(len(w.buf), w.blockSize, len(p))
-		w.buf = append(w.buf, p[:take]...)
+		if w.cur == nil {
+			if err := w.startBlock(); err != nil {
+				return w.fail(n-len(p), err)
+			}
+		}
+		b := w.cur
+		take := fill(int(b.end()), w.blockSize, len(p))
+		b.buf = append(b.buf, p[:take]...)
 		p = p[take:]
-		if uint64(len(w.buf)) == w.blockSize {
-			if err := w.flushBlock(); err != nil {
-				w.err = err
-				return n - len(p), err
+		full := uint64(b.end()) == w.blockSize
+		if err := w.sendPackets(full, false, false); err != nil {
+			return w.fail(n-len(p), err)
+		}
+		if full {
+			if err := w.finishBlock(); err != nil {
+				return w.fail(n-len(p), err)
 			}
 		}
 	}
 	return n, nil
 }
 
-// Close writes the last partial block and completes the file.
+func (w *Writer) usable(op string) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errs.New(errs.Precondition, op, w.path, "writer is closed")
+	}
+	return nil
+}
+
+func (w *Writer) fail(n int, err error) (int, error) {
+	w.err = err
+	return n, err
+}
+
+// Hflush sends every byte written so far down the pipeline, waits until
+// every datanode of it acknowledged them, and records the length with the
+// namenode: a reader that opens the file afterwards sees them (HDFS's
+// hflush).
+func (w *Writer) Hflush() error { return w.flush("hflush", false) }
+
+// Hsync is Hflush that also makes the bytes durable (fsync) on every
+// datanode of the pipeline before they are acknowledged (HDFS's hsync).
+func (w *Writer) Hsync() error { return w.flush("hsync", true) }
+
+func (w *Writer) flush(op string, hsync bool) error {
+	if err := w.usable(op); err != nil {
+		return err
+	}
+	b := w.cur
+	if b == nil {
+		return nil // every block so far is finished, and AddBlock or Complete commits it
+	}
+	if err := w.sendPackets(true, false, hsync); err != nil {
+		w.err = err
+		return err
+	}
+	for {
+		err := b.stream.WaitAcked()
+		if err == nil {
+			break
+		}
+		if err = w.recoverPipeline(err); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	if b.sent == b.synced {
+		return nil
+	}
+	blk := &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: uint64(b.sent)}
+	err := w.c.call(w.ctx, op, func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Fsync(ctx, &api.FsyncRequest{Path: w.path, InodeId: w.inode, Block: blk}, trailerOpt(ctx))
+		w.c.saw(r.GetHeader())
+		return err
+	})
+	if err != nil {
+		w.err = err
+		return err
+	}
+	b.synced = b.sent
+	return nil
+}
+
+// Close finishes the last block and completes the file.
 func (w *Writer) Close() error {
 	if w.closed {
 		return w.err
 	}
 	w.closed = true
+	defer w.c.leases.release()
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.buf) > 0 {
-		if err := w.flushBlock(); err != nil {
+	if w.cur != nil {
+		if err := w.finishBlock(); err != nil {
 			w.err = err
 			return err
 		}
@@ -123,42 +217,261 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
-// maxPipelineAttempts bounds how often a block is re-placed after a
-// pipeline failure.
+// Abort drops the Writer without completing the file: its lease stops
+// being renewed, and the namenode recovers the file after the hard limit
+// (or at once, on RecoverLease). The pipeline's datanodes keep what they
+// acknowledged.
+func (w *Writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if w.cur != nil && w.cur.stream != nil {
+		w.cur.stream.Abort()
+	}
+	w.err = errs.New(errs.Canceled, "write", w.path, "writer aborted")
+	w.c.leases.release()
+}
+
+// maxPipelineAttempts bounds how often one block's pipeline is rebuilt,
+// or a new block re-placed, after failures.
 const maxPipelineAttempts = 4
 
-func (w *Writer) flushBlock() error {
-	data := w.buf
+// startBlock allocates the next block and opens its pipeline; a pipeline
+// that cannot be opened is given back and another placed without the
+// datanode it blamed.
+func (w *Writer) startBlock() error {
 	var exclude []string
 	var lastErr error
 	for range maxPipelineAttempts {
-		resp, err := w.addBlock(exclude)
+		ab, err := w.addBlock(exclude)
 		if err != nil {
 			return err
 		}
-		bad, err := w.c.writePipeline(w.ctx, resp, w.inode, data, &w.sums)
+		bpc := int(ab.BytesPerChecksum)
+		if bpc == 0 {
+			bpc = chunks.Default
+		}
+		if !chunks.Valid(bpc) {
+			return errs.Newf(errs.Invalid, "write block", blockName(ab.Block.Block.Id), "namenode gave bytes per checksum %d", bpc)
+		}
+		b := &blockWrite{lb: ab.Block, token: ab.Token, bpc: bpc}
+		bad, err := w.c.openPipeline(w.ctx, b, w.inode, b.lb.Locations, 0, 0)
 		if err == nil {
-			b := resp.Block.Block
-			b.Length = uint64(len(data))
-			crc := w.sums.block
-			b.Crc32C = &crc
-			w.blocks = append(w.blocks, b)
-			w.buf = w.buf[:0]
-			w.sums.reset()
+			w.cur = b
 			return nil
 		}
 		lastErr = err
-		// Give the block back and try a pipeline without the bad node.
 		_ = w.c.call(w.ctx, "abandon block", func(ctx context.Context, nn api.ClientServiceClient) error {
-			_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: resp.Block.Block}, trailerOpt(ctx))
+			_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: ab.Block.Block}, trailerOpt(ctx))
 			return err
 		})
-		if bad == "" && len(resp.Block.Locations) > 0 {
-			bad = resp.Block.Locations[0].Id
-		}
 		exclude = append(exclude, bad)
 	}
 	return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "every pipeline failed", Err: lastErr}
+}
+
+// openPipeline opens the stream of b to nodes (the first, which forwards
+// to the rest). A resumed block (pipeline recovery, append) starts at
+// resume under its new stamp, its replicas holding it under prevGen.
+func (c *Client) openPipeline(ctx context.Context, b *blockWrite, inode uint64, nodes []*api.DatanodeInfo, resume, prevGen uint64) (string, error) {
+	first := nodes[0]
+	conn, err := c.conn(first.Addr)
+	if err != nil {
+		return first.Id, err
+	}
+	hdr := &api.WriteBlockHeader{
+		Block:            &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp},
+		InodeId:          inode,
+		Token:            b.token,
+		Pipeline:         nodes[1:],
+		BytesPerChecksum: uint32(b.bpc),
+		OpenEnded:        true,
+		ResumeOffset:     resume,
+		PreviousGenStamp: prevGen,
+	}
+	s, err := blockstream.Start(ctx, api.NewDataServiceClient(conn), hdr, c.cfg.Window)
+	if err != nil {
+		return blamed(s, first.Id), err
+	}
+	b.stream = s
+	return "", nil
+}
+
+// sendPackets sends the unsent bytes of the current block in packets of
+// whole chunks; with all set it sends the tail too, however short (an
+// hflush, or the block's end), and last marks the final packet.
+func (w *Writer) sendPackets(all, last, hsync bool) error {
+	for {
+		err := w.trySend(all, last, hsync)
+		if err == nil {
+			return nil
+		}
+		if err = w.recoverPipeline(err); err != nil {
+			return err
+		}
+	}
+}
+
+func (w *Writer) trySend(all, last, hsync bool) error {
+	b := w.cur
+	bpc := int64(b.bpc)
+	packet := int64(max(w.c.cfg.ChunkSize/b.bpc, 1) * b.bpc)
+	for {
+		end := b.end()
+		if b.sent == end {
+			if all && (last || hsync) {
+				if err := b.stream.SendAt(uint64(end), nil, nil, last, hsync); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// A packet starts where the last one ended, or back at the start
+		// of the chunk that one ended in (the chunk's CRC covers all its
+		// bytes), but never before the bytes this Writer holds.
+		from := b.sent
+		if r := from % bpc; r != 0 {
+			from = max(from-r, b.base)
+		}
+		stop := from - from%bpc + packet
+		if stop > end {
+			if !all {
+				return nil
+			}
+			stop = end
+		}
+		fin := all && stop == end
+		data := b.buf[from-b.base : stop-b.base]
+		b.crcs = packetCRCs(b.crcs[:0], from, data, b.bpc)
+		if err := b.stream.SendAt(uint64(from), data, b.crcs, fin && last, fin && hsync); err != nil {
+			return err
+		}
+		b.sent = stop
+		if fin {
+			return nil
+		}
+	}
+}
+
+// packetCRCs appends the CRC32C of each chunk of a packet of data at block
+// offset off: chunks are aligned to block offsets, so a packet starting
+// inside a chunk begins with the short rest of it.
+func packetCRCs(dst []uint32, off int64, data []byte, bpc int) []uint32 {
+	if len(data) == 0 {
+		return dst
+	}
+	first := min(len(data), bpc-int(off%int64(bpc)))
+	dst = append(dst, chunks.CRC(data[:first]))
+	return chunks.Sums(dst, data[first:], bpc)
+}
+
+// finishBlock sends the rest of the current block as its final packet,
+// waits for the pipeline's final ack and queues the block for commit.
+func (w *Writer) finishBlock() error {
+	b := w.cur
+	var ack *api.WriteBlockAck
+	for {
+		err := w.trySend(true, true, false)
+		if err == nil {
+			ack, err = b.stream.Finish()
+		}
+		if err == nil {
+			break
+		}
+		if err = w.recoverPipeline(err); err != nil {
+			return err
+		}
+	}
+	if ack.GetLength() != uint64(b.end()) || (b.base == 0 && ack.GetCrc32C() != chunks.CRC(b.buf)) {
+		return errs.New(errs.Corrupt, "write block", blockName(b.lb.Block.Id), "datanode acknowledged different bytes than were sent")
+	}
+	blk := &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: ack.Length}
+	crc := ack.Crc32C
+	blk.Crc32C = &crc
+	w.blocks = append(w.blocks, blk)
+	w.cur = nil
+	return nil
+}
+
+// recoverPipeline rebuilds the current block's pipeline after failure
+// cause: without the datanode the stream blamed, under a new generation
+// stamp, resumed at the bytes every datanode acknowledged, with the rest
+// sent again (HDFS's pipeline recovery). With nothing acknowledged and no
+// other datanode left, the block is given back and placed anew.
+func (w *Writer) recoverPipeline(cause error) error {
+	b := w.cur
+	for attempt := 0; ; attempt++ {
+		if errs.KindOf(cause) == errs.Canceled || w.ctx.Err() != nil || attempt >= maxPipelineAttempts {
+			return cause
+		}
+		acked := int64(b.stream.Acked())
+		bad := blamed(b.stream, b.lb.Locations[0].Id)
+		b.stream.Abort()
+		nodes := slices.DeleteFunc(slices.Clone(b.lb.Locations), func(d *api.DatanodeInfo) bool { return d.Id == bad })
+		if len(nodes) == 0 {
+			if acked > 0 || b.base > 0 {
+				return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "every datanode of the pipeline failed", Err: cause}
+			}
+			return w.restartBlock(bad, cause)
+		}
+		var nb *api.UpdateBlockForPipelineResponse
+		old := &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp}
+		err := w.c.call(w.ctx, "update block for pipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
+			var err error
+			nb, err = nn.UpdateBlockForPipeline(ctx, &api.UpdateBlockForPipelineRequest{Path: w.path, InodeId: w.inode, Block: old}, trailerOpt(ctx))
+			w.c.saw(nb.GetHeader())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.lb = &api.LocatedBlock{Block: &api.Block{Id: old.Id, GenStamp: nb.Block.GenStamp}, Offset: b.lb.Offset, Locations: nodes}
+		b.token = nb.Token
+		if bad2, err := w.c.openPipeline(w.ctx, b, w.inode, nodes, uint64(acked), old.GenStamp); err != nil {
+			cause = err
+			b.lb.Locations = slices.DeleteFunc(nodes, func(d *api.DatanodeInfo) bool { return d.Id == bad2 })
+			if len(b.lb.Locations) == 0 {
+				return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "no datanode took the rebuilt pipeline", Err: err}
+			}
+			continue
+		}
+		ids := make([]string, len(nodes))
+		for i, d := range nodes {
+			ids[i] = d.Id
+		}
+		err = w.c.call(w.ctx, "update pipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
+			r, err := nn.UpdatePipeline(ctx, &api.UpdatePipelineRequest{Path: w.path, InodeId: w.inode, OldBlock: old,
+				NewBlock: b.lb.Block, Datanodes: ids}, trailerOpt(ctx))
+			w.c.saw(r.GetHeader())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.sent = acked // what follows is sent again
+		return nil
+	}
+}
+
+// restartBlock gives back a block no datanode acknowledged any byte of
+// and places it anew without bad, keeping its bytes.
+func (w *Writer) restartBlock(bad string, cause error) error {
+	b := w.cur
+	_ = w.c.call(w.ctx, "abandon block", func(ctx context.Context, nn api.ClientServiceClient) error {
+		_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: b.lb.Block}, trailerOpt(ctx))
+		return err
+	})
+	ab, err := w.addBlock([]string{bad})
+	if err != nil {
+		return &errs.Error{Kind: errs.KindOf(err), Op: "write block", Path: w.path, Msg: "re-placing the block failed", Err: cause}
+	}
+	nb := &blockWrite{lb: ab.Block, token: ab.Token, bpc: b.bpc, buf: b.buf}
+	if _, err := w.c.openPipeline(w.ctx, nb, w.inode, nb.lb.Locations, 0, 0); err != nil {
+		return err
+	}
+	w.cur = nb
+	return nil
 }
 
 func (w *Writer) addBlock(exclude []string) (*api.AddBlockResponse, error) {
@@ -179,57 +492,6 @@ func (w *Writer) addBlock(exclude []string) (*api.AddBlockResponse, error) {
 	return out, err
 }
 
-// writePipeline streams one block to the first datanode of the pipeline,
-// which forwards it down the rest: packets of whole chunks, each chunk
-// with its CRC32C, at most cfg.Window packets unacknowledged. It returns
-// the block's CRC32C, and on failure the id of a datanode the pipeline
-// blamed, if any.
-func (c *Client) writePipeline(ctx context.Context, ab *api.AddBlockResponse, inode uint64, data []byte, sums *blockSums) (string, error) {
-	lb := ab.Block
-	first := lb.Locations[0]
-	conn, err := c.conn(first.Addr)
-	if err != nil {
-		return first.Id, err
-	}
-	bpc := int(ab.BytesPerChecksum)
-	if bpc == 0 {
-		bpc = chunks.Default
-	}
-	if !chunks.Valid(bpc) {
-		return "", errs.Newf(errs.Invalid, "write block", blockName(lb.Block.Id), "namenode gave bytes per checksum %d", bpc)
-	}
-	sums.compute(data, bpc)
-	hdr := &api.WriteBlockHeader{
-		Block:            &api.Block{Id: lb.Block.Id, GenStamp: lb.Block.GenStamp, Length: uint64(len(data))},
-		InodeId:          inode,
-		Token:            ab.Token,
-		Pipeline:         lb.Locations[1:],
-		BytesPerChecksum: uint32(bpc),
-	}
-	w, err := blockstream.Start(ctx, api.NewDataServiceClient(conn), hdr, c.cfg.Window)
-	if err != nil {
-		return blamed(w, first.Id), err
-	}
-	packet := max(c.cfg.ChunkSize/bpc, 1) * bpc
-	for off := 0; ; off += packet {
-		end := min(off+packet, len(data))
-		if err := w.Send(data[off:end], sums.crcs[off/bpc:chunks.Count(end, bpc)], end == len(data)); err != nil {
-			return blamed(w, first.Id), err
-		}
-		if end == len(data) {
-			break
-		}
-	}
-	ack, err := w.Finish()
-	if err != nil {
-		return blamed(w, first.Id), err
-	}
-	if ack.Crc32C != sums.block || ack.Length != uint64(len(data)) {
-		return first.Id, errs.New(errs.Corrupt, "write block", blockName(lb.Block.Id), "datanode acknowledged different bytes than were sent")
-	}
-	return "", nil
-}
-
 // blamed is the datanode a failed stream named, else def.
 func blamed(w *blockstream.Writer, def string) string {
 	if w != nil {
@@ -241,23 +503,3 @@ func blamed(w *blockstream.Writer, def string) string {
 }
 
 func blockName(id uint64) string { return "block " + strconv.FormatUint(id, 10) }
-
-// blockSums are the checksums of the block being written, computed once
-// for all the pipelines it may take; the slice is reused block to block.
-type blockSums struct {
-	bpc   int
-	n     int
-	crcs  []uint32
-	block uint32
-}
-
-func (s *blockSums) compute(data []byte, bpc int) {
-	if s.bpc == bpc && s.n == len(data) && s.crcs != nil {
-		return
-	}
-	s.bpc, s.n = bpc, len(data)
-	s.crcs = chunks.Sums(s.crcs[:0], data, bpc)
-	s.block = chunks.CRC(data)
-}
-
-func (s *blockSums) reset() { s.crcs, s.n = s.crcs[:0], -1 }

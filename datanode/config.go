@@ -86,6 +86,10 @@ type Config struct {
 	// StreamIdleTimeout ends a WriteBlock or ReadBlock call whose peer has
 	// neither sent nor taken anything for this long.
 	StreamIdleTimeout time.Duration
+	// RBWExpiry drops a replica being written that no stream, pipeline
+	// recovery or block recovery claimed for this long (its writer and the
+	// namenode's lease recovery both gave up on it).
+	RBWExpiry time.Duration
 	// MaxBlockSize bounds header.block.length of a write.
 	MaxBlockSize uint64
 	// CommandWorkers run delete and replicate commands.
@@ -133,6 +137,7 @@ func DefaultConfig() Config {
 		MaxPacketBytes:         4 << 20,
 		MaxInflightBytes:       256 << 20,
 		StreamIdleTimeout:      time.Minute,
+		RBWExpiry:              2 * time.Hour,
 		MaxBlockSize:           1 << 30,
 		CommandWorkers:         4,
 		Store:                  lbm.DefaultConfig(),
@@ -173,6 +178,8 @@ func (c *Config) Validate() error {
 		return bad("max packet bytes must be in [4 KiB, %d]", maxRecvMsg-64<<10)
 	case c.MaxInflightBytes < 2*int64(c.MaxPacketBytes):
 		return bad("max in-flight bytes %d must be at least two packets (2 x %d)", c.MaxInflightBytes, c.MaxPacketBytes)
+	case c.RBWExpiry <= 0:
+		return bad("rbw expiry %v must be positive", c.RBWExpiry)
 	case c.StreamIdleTimeout <= 0:
 		return bad("stream idle timeout must be positive")
 	case c.MaxBlockSize == 0:

@@ -50,6 +50,9 @@ func (d *Datanode) ownerInode(b *api.Block, claimed uint64) uint64 {
 	if info, ok := d.store.Stat(b.GetId()); ok {
 		return info.Inode
 	}
+	if r := d.rbws.get(b.GetId()); r != nil {
+		return r.inode
+	}
 	return claimed
 }
 

@@ -33,7 +33,8 @@ func (d *Datanode) openDownstream(ctx context.Context, h *api.WriteBlockHeader, 
 		return nil, &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: name, Msg: "downstream datanode " + ds.node.Id, Err: errs.FromStatus(err, nil)}
 	}
 	fwd := &api.WriteBlockHeader{Block: h.Block, InodeId: h.InodeId, Token: h.Token, Pipeline: h.Pipeline[1:],
-		Replication: h.Replication, BytesPerChecksum: uint32(bpc)}
+		Replication: h.Replication, BytesPerChecksum: uint32(bpc),
+		OpenEnded: h.OpenEnded, ResumeOffset: h.ResumeOffset, PreviousGenStamp: h.PreviousGenStamp}
 	ds.send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: fwd}})
 	return ds, nil
 }

@@ -346,6 +346,8 @@ func (d *Datanode) commandWorker() {
 				d.replicate(c.GetReplicate())
 			case c.GetVerify() != nil:
 				d.verifyBlock(c.GetVerify().GetBlock())
+			case c.GetRecover() != nil:
+				d.recoverBlock(c.GetRecover())
 			}
 		}
 	}
@@ -354,9 +356,14 @@ func (d *Datanode) commandWorker() {
 // deleteBlocks deletes replicas on a namenode's command and reports them
 // deleted (also the ones already gone, so the namenode forgets them).
 func (d *Datanode) deleteBlocks(bs []*api.Block) {
-	ids := make([]uint64, len(bs))
-	for i, b := range bs {
-		ids[i] = b.GetId()
+	ids := make([]uint64, 0, len(bs))
+	for _, b := range bs {
+		// A delete names the replica the namenode saw: a newer version
+		// written since (an append, a recovery) is not that replica.
+		if info, ok := d.store.Stat(b.GetId()); ok && info.GenStamp > b.GetGenStamp() {
+			continue
+		}
+		ids = append(ids, b.GetId())
 	}
 	if err := d.store.DeleteBatch(d.ctx, ids); err != nil && !errs.Is(err, errs.NotFound) {
 		d.log.Warn("delete blocks", "blocks", len(ids), "err", err)

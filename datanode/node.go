@@ -54,6 +54,7 @@ type Datanode struct {
 	// inflightBytes caps the packet bytes held by write streams.
 	inflightBytes *inflight
 	corrupt       sync.Map // block id -> struct{}: replicas reported corrupt
+	rbws          rbwSet   // replicas being written (rbw.go)
 
 	ctx      context.Context // canceled by Close
 	cancel   context.CancelFunc
@@ -140,8 +141,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 		d.wg.Add(1)
 		go a.run()
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.tokens.loop(d.ctx)
+	go d.rbwLoop()
 	st := d.store.OpenStats()
 	d.log.Info("datanode started", "grpc", d.addr, "http", d.HTTPAddr(), "blocks", st.LiveBlocks,
 		"containers", st.Containers, "replay", st.Duration, "namenodes", len(cfg.Namenodes))
@@ -300,6 +302,9 @@ func (d *Datanode) Close() error {
 		}
 		d.conns = nil
 		d.connMu.Unlock()
+		// Streams are over: what is still being written is lost with the
+		// process, as after a crash (docs/ARCHITECTURE.md).
+		d.rbws.expire(time.Now().Add(time.Hour))
 		if d.store != nil {
 			d.closeErr = d.store.Close()
 		}

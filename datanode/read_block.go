@@ -8,6 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/lbm"
 )
 
 // readBlock streams a range of a local replica as chunk-aligned messages
@@ -34,8 +35,19 @@ func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, str
 		return err
 	}
 	info, err := d.statReplica(op, b)
+	read := d.readChunks
 	if err != nil {
-		return err
+		// A replica being written serves the bytes written so far (the
+		// reader asks only for what an hflush made visible).
+		r := d.rbws.get(b.Id)
+		if r == nil || r.bw.Meta().GenStamp != b.GenStamp {
+			return err
+		}
+		m := r.bw.Meta()
+		info = lbm.BlockInfo{ID: m.ID, Inode: m.Inode, GenStamp: m.GenStamp, Length: m.Length, BytesPerChecksum: r.bpc}
+		read = func(_ context.Context, _ uint64, off, n int64, buf []byte) (lbm.ChunkRange, error) {
+			return r.bw.ReadChunks(off, n, buf)
+		}
 	}
 	blen := uint64(info.Length)
 	off, n := req.Offset, req.Length
@@ -54,7 +66,7 @@ func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, str
 	var buf []byte
 	for pos, end := int64(off), int64(off+n); pos < end; {
 		next := min(end, pos/bpc*bpc+span)
-		cr, err := d.readChunks(ctx, b.Id, pos, next-pos, buf)
+		cr, err := read(ctx, b.Id, pos, next-pos, buf)
 		if err != nil {
 			if errs.Is(err, errs.Corrupt) {
 				d.reportCorrupt(info)

@@ -36,6 +36,7 @@ type writeStream struct {
 	bpc    int
 	bw     blockWriter
 	fresh  bool // bw stores a new replica (not a check of one already here)
+	r      *rbw // an open-ended write's replica being written (rbw.go)
 	ds     *downstream
 	acks   chan pendingAck
 
@@ -125,6 +126,9 @@ func (w *writeStream) open() error {
 		return errs.New(errs.Invalid, op, "", "header has no block")
 	}
 	w.h, w.name, w.length = h, blockName(b.Id), int64(b.Length)
+	if h.OpenEnded {
+		w.length = int64(d.cfg.MaxBlockSize) // a bound until the last packet
+	}
 	if b.Length > d.cfg.MaxBlockSize {
 		return errs.Newf(errs.Invalid, op, w.name, "declared length %d exceeds the maximum block size %d", b.Length, d.cfg.MaxBlockSize)
 	}
@@ -139,7 +143,31 @@ func (w *writeStream) open() error {
 	if err := d.tokens.checkWrite(w.ctx, caller, h); err != nil {
 		return err
 	}
+	if h.OpenEnded {
+		if err := w.openRBW(); err != nil {
+			if blames(err) {
+				w.setBad(d.id, -1)
+			}
+			return err
+		}
+	} else if err := w.openReplica(); err != nil {
+		return err
+	}
+	if len(h.Pipeline) > 0 {
+		if w.ds, err = d.openDownstream(w.ctx, h, w.bpc); err != nil {
+			w.setBad(h.Pipeline[0].Id, -1)
+			return err
+		}
+	}
+	return nil
+}
+
+// openReplica starts the local replica of a write of known length.
+func (w *writeStream) openReplica() error {
+	const op = "write block"
+	d, h, b := w.d, w.h, w.h.Block
 	meta := lbm.BlockMeta{ID: b.Id, Inode: h.InodeId, GenStamp: b.GenStamp, Length: w.length}
+	var err error
 	w.bw, err = d.createBlock(w.ctx, meta, w.bpc)
 	switch {
 	case err == nil:
@@ -155,12 +183,6 @@ func (w *writeStream) open() error {
 	default:
 		w.setBad(d.id, -1)
 		return err
-	}
-	if len(h.Pipeline) > 0 {
-		if w.ds, err = d.openDownstream(w.ctx, h, w.bpc); err != nil {
-			w.setBad(h.Pipeline[0].Id, -1)
-			return err
-		}
 	}
 	return nil
 }
@@ -227,6 +249,9 @@ func (w *writeStream) store(m *api.WriteBlockRequest, p *api.WritePacket, seq ui
 		return errs.Newf(errs.Invalid, op, w.name, "message at offset %d is neither header nor packet", off)
 	}
 	n := int64(len(p.Data))
+	if w.r != nil {
+		return w.storeOpen(m, p, seq)
+	}
 	switch {
 	case p.Seqno != seq:
 		return errs.Newf(errs.Invalid, op, w.name, "packet %d at offset %d out of order: expected packet %d", p.Seqno, p.Offset, seq)
@@ -377,7 +402,13 @@ func (w *writeStream) finish(err error) error {
 		w.d.met.writeSeconds.Observe(time.Since(w.start).Seconds())
 		return nil
 	}
-	if w.bw != nil && w.fresh {
+	if w.r != nil {
+		// Keep what was written for the writer's pipeline recovery or the
+		// namenode's block recovery; a committed replica stays as it is.
+		if !w.committed {
+			w.r.release()
+		}
+	} else if w.bw != nil && w.fresh {
 		if !w.committed {
 			w.bw.Abort()
 		} else if derr := w.d.store.Delete(context.Background(), w.h.Block.Id); derr != nil {

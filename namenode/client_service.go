@@ -52,12 +52,14 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 	if msg := s.n.cfg.blockSizeProblem(bs); msg != "" {
 		return nil, errs.Newf(errs.Invalid, "create", req.Path, "block size %d is %s", bs, msg)
 	}
+	c := s.n.caller(ctx)
 	res, idx, err := s.n.propose(ctx, cmdCreate, &api.CreateCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
+		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
+		SoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.n.takeOver(ctx, c, req.Path, err)
 	}
 	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status}, nil
 }
@@ -166,13 +168,28 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 	if err := validatePath("append", req.Path); err != nil {
 		return nil, err
 	}
+	c := s.n.caller(ctx)
 	res, idx, err := s.n.propose(ctx, cmdAppend, &api.AppendCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, MtimeUnixMs: nowMs(),
+		Caller: c, Path: req.Path, MtimeUnixMs: nowMs(), NewBlock: req.NewBlock,
+		SoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.n.takeOver(ctx, c, req.Path, err)
 	}
-	return &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks}, nil
+	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.BytesPerChecksum}
+	if b := res.GetBlock(); b != nil {
+		// The reopened block: its replicas are where the old stamp's are.
+		lb := &api.LocatedBlock{Block: b, Offset: res.Status.GetLength() - b.Length}
+		for _, d := range s.n.blocks.WriteTargets(b.Id) {
+			lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+		}
+		tok, err := s.n.issuer.WriteToken(c.User, res.Status.GetInodeId(), b.Id, b.GenStamp)
+		if err != nil {
+			return nil, err
+		}
+		out.LastBlock, out.Token = lb, tok
+	}
+	return out, nil
 }
 
 func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockRequest) (*api.AbandonBlockResponse, error) {

@@ -27,6 +27,13 @@ const (
 	cmdRegisterKey   cmdType = 13
 	cmdPruneKeys     cmdType = 14
 	cmdAppend        cmdType = 15
+
+	cmdRenewLease             cmdType = 16
+	cmdRecoverLease           cmdType = 17
+	cmdCommitBlockSync        cmdType = 18
+	cmdFsync                  cmdType = 19
+	cmdUpdateBlockForPipeline cmdType = 20
+	cmdUpdatePipeline         cmdType = 21
 )
 
 // encodeCommand frames msg as one log entry: type byte, then protobuf.
@@ -69,6 +76,18 @@ func newCommandMessage(t cmdType) proto.Message {
 		return &api.PruneKeysCommand{}
 	case cmdAppend:
 		return &api.AppendCommand{}
+	case cmdRenewLease:
+		return &api.RenewLeaseCommand{}
+	case cmdRecoverLease:
+		return &api.RecoverLeaseCommand{}
+	case cmdCommitBlockSync:
+		return &api.CommitBlockSyncCommand{}
+	case cmdFsync:
+		return &api.FsyncCommand{}
+	case cmdUpdateBlockForPipeline:
+		return &api.UpdateBlockForPipelineCommand{}
+	case cmdUpdatePipeline:
+		return &api.UpdatePipelineCommand{}
 	}
 	return nil
 }

@@ -115,6 +115,15 @@ type Config struct {
 	// retries).
 	MinReplication int
 	CompleteWait   time.Duration
+	// Leases (docs/ARCHITECTURE.md, "Leases and recovery"). A holder that
+	// has not renewed for LeaseSoftLimit may lose its files to another
+	// client; after LeaseHardLimit the leader recovers them. A block
+	// recovery not reported within RecoveryTimeout starts again with
+	// another primary. The leader checks every LeaseCheckInterval.
+	LeaseSoftLimit     time.Duration
+	LeaseHardLimit     time.Duration
+	RecoveryTimeout    time.Duration
+	LeaseCheckInterval time.Duration
 	// GroupFile is the group mapping (security.GroupMapping; "" for none):
 	// users' groups come only from it, reloaded by ReloadGroups (SIGHUP).
 	GroupFile string
@@ -158,6 +167,10 @@ func DefaultConfig() Config {
 		MaxBatch:           256,
 		MinReplication:     1,
 		CompleteWait:       5 * time.Second,
+		LeaseSoftLimit:     time.Minute,
+		LeaseHardLimit:     20 * time.Minute,
+		RecoveryTimeout:    time.Minute,
+		LeaseCheckInterval: 2 * time.Second,
 
 		RaftHandshakeTimeout: 10 * time.Second,
 	}
@@ -197,6 +210,9 @@ func (c *Config) Validate() error {
 		return bad("max request size must be positive")
 	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
 		return bad("max in-flight applies and max batch must be positive")
+	case c.LeaseSoftLimit <= 0 || c.LeaseHardLimit < c.LeaseSoftLimit || c.RecoveryTimeout <= 0 || c.LeaseCheckInterval <= 0:
+		return bad("lease limits: soft %v must be positive and at most hard %v; recovery timeout %v and check interval %v positive",
+			c.LeaseSoftLimit, c.LeaseHardLimit, c.RecoveryTimeout, c.LeaseCheckInterval)
 	case c.MinReplication < 0 || c.MinReplication > int(c.DefaultRepl) || (c.MinReplication > 0 && c.CompleteWait <= 0):
 		return bad("min replication %d must be in 0..default replication %d, with a positive complete wait", c.MinReplication, c.DefaultRepl)
 	}

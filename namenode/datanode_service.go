@@ -54,6 +54,7 @@ func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatReque
 	}
 	if resp.IsLeader {
 		resp.Commands = s.n.toAPICommands(s.n.blocks.PendingCommands(req.DatanodeId))
+		resp.Commands = append(resp.Commands, s.n.recoveryCommands(req.DatanodeId)...)
 	}
 	return resp, nil
 }

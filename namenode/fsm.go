@@ -15,6 +15,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/rwlock"
+	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namespace"
 )
 
@@ -38,6 +39,8 @@ type state struct {
 	keys map[string][]byte
 	// retries answers retried calls (retrycache.go).
 	retries *retryCache
+	// leases are the writers' leases and the recoveries in progress.
+	leases *leases.Table
 }
 
 func newState(superuser, supergroup string) *state {
@@ -46,6 +49,7 @@ func newState(superuser, supergroup string) *state {
 		members: map[string]*api.Member{},
 		keys:    map[string][]byte{},
 		retries: newRetryCache(),
+		leases:  leases.New(),
 	}
 }
 
@@ -210,14 +214,31 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 		if err != nil {
 			return nil, err
 		}
-		fi, err := s.Append(c.Path, c.MtimeUnixMs)
+		if err := f.guardUnderConstruction(c.Caller, "append", c.Path, c.MtimeUnixMs, c.SoftLimitMs); err != nil {
+			return nil, err
+		}
+		var fi namespace.FileInfo
+		var reopened *namespace.Block
+		if c.NewBlock {
+			fi, err = s.Append(c.Path, c.MtimeUnixMs)
+		} else {
+			// The stamp is taken only if the block is reopened.
+			fi, reopened, err = s.AppendLast(c.Path, f.st.tree.NextGenStamp(), c.MtimeUnixMs)
+		}
 		if err != nil {
 			return nil, err
 		}
+		f.st.leases.Add(fi.ID, writerOf(c.Caller), c.MtimeUnixMs)
 		_, bs, _ := f.st.tree.FileByID(fi.ID)
 		out := &api.CommandResult{Status: toFileStatus(fi), Blocks: make([]*api.Block, len(bs))}
 		for i, b := range bs {
 			out.Blocks[i] = toAPIBlock(b)
+		}
+		if reopened != nil {
+			out.Block = toAPIBlock(*reopened)
+			if f.events != nil {
+				f.events.Expect(*reopened, fi.ID, fi.Replication, false)
+			}
 		}
 		return out, nil
 	case cmdRename:
@@ -256,6 +277,18 @@ func (f *fsm) dispatch(t cmdType, msg proto.Message) (*api.CommandResult, error)
 	case cmdPruneKeys:
 		f.applyPruneKeys(msg.(*api.PruneKeysCommand))
 		return nil, nil
+	case cmdRenewLease:
+		return f.applyRenewLease(msg.(*api.RenewLeaseCommand))
+	case cmdRecoverLease:
+		return f.applyRecoverLease(msg.(*api.RecoverLeaseCommand))
+	case cmdCommitBlockSync:
+		return f.applyCommitBlockSync(msg.(*api.CommitBlockSyncCommand))
+	case cmdFsync:
+		return f.applyFsync(msg.(*api.FsyncCommand))
+	case cmdUpdateBlockForPipeline:
+		return f.applyUpdateBlockForPipeline(msg.(*api.UpdateBlockForPipelineCommand))
+	case cmdUpdatePipeline:
+		return f.applyUpdatePipeline(msg.(*api.UpdatePipelineCommand))
 	}
 	return nil, errs.Newf(errs.Internal, "fsm", "", "command type %d has no handler", t)
 }
@@ -278,6 +311,9 @@ func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.guardUnderConstruction(c.Caller, "create", c.Path, c.MtimeUnixMs, c.SoftLimitMs); err != nil {
+		return nil, err
+	}
 	fi, removed, err := s.Create(c.Path, namespace.CreateOpts{
 		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
 		Replication: c.Replication, BlockSize: c.BlockSize, MtimeMs: c.MtimeUnixMs,
@@ -286,6 +322,10 @@ func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 		return nil, err
 	}
 	f.forget(removed)
+	if len(removed) > 0 {
+		f.pruneLeases()
+	}
+	f.st.leases.Add(fi.ID, writerOf(c.Caller), c.MtimeUnixMs)
 	return &api.CommandResult{Status: toFileStatus(fi)}, nil
 }
 
@@ -304,7 +344,7 @@ func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 	}
 	nb, err := s.AddBlock(c.Path, namespace.ID(c.InodeId), prev, c.MtimeUnixMs)
 	if err != nil {
-		return nil, err
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
 	if !nb.Retried && f.events != nil {
 		f.events.Expect(nb.Block, nb.File.ID, nb.File.Replication, false)
@@ -326,8 +366,9 @@ func (f *fsm) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) 
 	}
 	fi, err := s.Complete(c.Path, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
 	if err != nil {
-		return nil, err
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
+	f.st.leases.Remove(fi.ID)
 	if f.events != nil {
 		for _, b := range bs {
 			f.events.Expect(b, fi.ID, fi.Replication, true)
@@ -359,6 +400,7 @@ func (f *fsm) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
 		return nil, err
 	}
 	f.forget(removed)
+	f.pruneLeases()
 	out := &api.CommandResult{Removed: make([]*api.Block, len(removed))}
 	for i, b := range removed {
 		out.Removed[i] = toAPIBlock(b)
@@ -375,7 +417,12 @@ func (f *fsm) forget(bs []namespace.Block) {
 // --- snapshots ---
 
 // snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
-const snapshotMagic = "BFSNAP01"
+// BFSNAP02 adds the lease table after the retry cache; BFSNAP01
+// snapshots (no lease table) still restore, with no leases.
+const (
+	snapshotMagic   = "BFSNAP02"
+	snapshotMagicV1 = "BFSNAP01"
+)
 
 // Snapshot captures the state at the current index. The namespace image is
 // encoded here, on the FSM goroutine, so later applies cannot leak into it;
@@ -445,13 +492,16 @@ func writeSnapshot(w io.Writer, st *state, applied uint64) error {
 	if err := writeRetryCache(w, st.retries); err != nil {
 		return err
 	}
+	if _, err := st.leases.WriteTo(w); err != nil {
+		return err
+	}
 	return st.tree.WriteImage(w)
 }
 
 func readSnapshot(r io.Reader) (*state, uint64, error) {
 	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
 	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
+	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapshotMagic && string(magic) != snapshotMagicV1) {
 		return nil, 0, corrupt("bad magic")
 	}
 	var idx [8]byte
@@ -492,6 +542,12 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	}
 	if st.retries, err = readRetryCache(r); err != nil {
 		return nil, 0, err
+	}
+	st.leases = leases.New()
+	if string(magic) == snapshotMagic {
+		if st.leases, err = leases.Read(r); err != nil {
+			return nil, 0, err
+		}
 	}
 	tree, err := namespace.ReadImage(r)
 	if err != nil {

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/blockfs/blockfs/api"
@@ -77,6 +78,20 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 		out.ReplicaCounts[i] = uint32(len(out.ReplicaIndexes) - k)
 		for j := k; j < len(out.ReplicaIndexes); j++ {
 			out.ReplicaIndexes[j] = sc.index(n, rd, out.ReplicaIndexes[j])
+		}
+	}
+	if out.UnderConstruction && count > 0 && last == len(bs) && out.ReplicaCounts[count-1] == 0 && bs[last-1].Length > 0 {
+		// The last block is being written: its replicas report nothing
+		// until it is finalized, so readers of hflushed bytes go to the
+		// datanodes of its pipeline.
+		for _, d := range n.blocks.WriteTargets(bs[last-1].ID) {
+			k := slices.IndexFunc(sc.infos, func(i *api.DatanodeInfo) bool { return i.Id == d.ID })
+			if k < 0 {
+				k = len(sc.infos)
+				sc.infos = append(sc.infos, toDatanodeInfo(d))
+			}
+			out.ReplicaIndexes = append(out.ReplicaIndexes, uint32(k))
+			out.ReplicaCounts[count-1]++
 		}
 	}
 	out.Datanodes = sc.infos

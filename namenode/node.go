@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -61,10 +62,12 @@ type Namenode struct {
 	// reportParts collects multi-part full block reports (reportparts.go).
 	reportParts reportParts
 
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	closeErr error
-	closed   sync.Once
+	stop chan struct{}
+	wg   sync.WaitGroup
+	// recoveries are the block recoveries this leader sent (leases.go).
+	recoveries recoveryQueue
+	closeErr   error
+	closed     sync.Once
 }
 
 // Start opens the node's Raft state, starts serving, and bootstraps or
@@ -135,9 +138,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startHTTP(); err != nil {
 		return nil, err
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.watchLeadership()
 	go n.workLoop()
+	go n.leaseLoop()
 	go n.keyLoop()
 	go n.registerSelf()
 	if n.cfg.Join != "" && !n.hadState() {
@@ -393,10 +397,15 @@ func (n *Namenode) Blocks() *blocks.Manager { return n.blocks }
 // Registry returns the node's metrics registry.
 func (n *Namenode) Registry() *prometheus.Registry { return n.reg }
 
-// NamespaceHash returns a deterministic hash of the namespace and members.
+// NamespaceHash returns a deterministic hash of the namespace and the
+// lease table: equal on namenodes that applied the same log.
 func (n *Namenode) NamespaceHash() [32]byte {
 	defer n.fsm.mu.RLock().RUnlock()
-	return n.fsm.st.tree.Hash()
+	if n.fsm.st.leases.Files() == 0 && len(n.fsm.st.leases.Recoveries()) == 0 {
+		return n.fsm.st.tree.Hash()
+	}
+	t, l := n.fsm.st.tree.Hash(), n.fsm.st.leases.Hash()
+	return sha256.Sum256(append(t[:], l[:]...))
 }
 
 // WaitApplied waits until the node has applied idx.

@@ -74,3 +74,14 @@ func committed(b Block) bool { return b.Length != 0 || b.HasCRC }
 // lengthConflict reports whether got would change the length of the
 // committed block have.
 func lengthConflict(got, have Block) bool { return committed(have) && got.Length != have.Length }
+
+// lastLengthConflict is lengthConflict for the last block of a file under
+// construction: one whose CRC is recorded is final, as any committed
+// block; without one it may grow (an hflush, a reopened block) but never
+// shrink below the length recorded.
+func lastLengthConflict(got, have Block) bool {
+	if have.HasCRC {
+		return got.Length != have.Length
+	}
+	return got.Length < have.Length
+}

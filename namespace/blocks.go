@@ -107,7 +107,7 @@ func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 		return errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
 	case n > 0 && crcConflict(*prev, f.blocks[n-1]):
 		return errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[n-1].CRC)
-	case n > 0 && lengthConflict(*prev, f.blocks[n-1]):
+	case n > 0 && lastLengthConflict(*prev, f.blocks[n-1]):
 		return errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", *prev, prev.Length, f.blocks[n-1].Length)
 	case n >= t.lim.MaxBlocksPerFile:
 		return errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
@@ -185,7 +185,8 @@ func (t *Tree) complete(c *Caller, p string, id ID, blocks []Block, mtimeMs int6
 		if crcConflict(b, have) {
 			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", b, b.CRC, have.CRC)
 		}
-		if f.state == UnderConstruction && lengthConflict(b, have) {
+		if f.state == UnderConstruction && i < len(blocks)-1 && lengthConflict(b, have) ||
+			f.state == UnderConstruction && i == len(blocks)-1 && lastLengthConflict(b, have) {
 			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", b, b.Length, have.Length)
 		}
 		same = same && b.Length == have.Length && (!b.HasCRC || have.HasCRC)

@@ -107,8 +107,25 @@ const copyPrefix = "copy:"
 func CopySubject(targets []string) string { return copyPrefix + strings.Join(targets, ",") }
 
 // CopyTargets reports whether a copy token with subject sub names datanode.
-func CopyTargets(sub, datanode string) bool {
-	rest, ok := strings.CutPrefix(sub, copyPrefix)
+func CopyTargets(sub, datanode string) bool { return names(sub, copyPrefix, datanode) }
+
+// recoverPrefix starts the subject of a recovery token: the datanodes
+// holding replicas of the block under recovery.
+const recoverPrefix = "recover:"
+
+// RecoverySubject is the token subject of a block-recovery token for the
+// datanodes holding the block's replicas. Such a token has Write access
+// and names the block under the recovery's generation stamp.
+func RecoverySubject(replicas []string) string {
+	return recoverPrefix + strings.Join(replicas, ",")
+}
+
+// RecoveryTargets reports whether a recovery token with subject sub names
+// datanode.
+func RecoveryTargets(sub, datanode string) bool { return names(sub, recoverPrefix, datanode) }
+
+func names(sub, prefix, datanode string) bool {
+	rest, ok := strings.CutPrefix(sub, prefix)
 	if !ok || datanode == "" {
 		return false
 	}

@@ -81,6 +81,13 @@ func Policy() map[string]Rule {
 		api.ClientService_SetOwner_FullMethodName:          {Roles: users},
 		api.ClientService_ReportBadBlocks_FullMethodName:   {Roles: usersDNs},
 		api.ClientService_ClusterStatus_FullMethodName:     {Roles: anyRole},
+		// Leases: the writer's calls (a WebHDFS datanode writes for its
+		// user); RecoverLease by any user with write access to the file.
+		api.ClientService_RenewLease_FullMethodName:             {Roles: users, Delegated: true},
+		api.ClientService_Fsync_FullMethodName:                  {Roles: users, Delegated: true},
+		api.ClientService_UpdateBlockForPipeline_FullMethodName: {Roles: users, Delegated: true},
+		api.ClientService_UpdatePipeline_FullMethodName:         {Roles: users, Delegated: true},
+		api.ClientService_RecoverLease_FullMethodName:           {Roles: users},
 
 		// Admin: the superuser; a member namenode forwarding a superuser's
 		// call to the leader; AddServer also a namenode adding itself.
@@ -100,6 +107,8 @@ func Policy() map[string]Rule {
 		api.DatanodeProtocol_BlockReport_FullMethodName:            {Roles: dnodes},
 		api.DatanodeProtocol_IncrementalBlockReport_FullMethodName: {Roles: dnodes},
 		api.DatanodeProtocol_GetKeys_FullMethodName:                {Roles: dnodes},
+		// The primary of a block recovery reports it, as itself.
+		api.DatanodeProtocol_CommitBlockSynchronization_FullMethodName: {Roles: dnodes},
 
 		// DataService (on datanodes): a block token decides what is read or
 		// written. Clients write and read; datanodes forward pipelines and
@@ -109,6 +118,10 @@ func Policy() map[string]Rule {
 		api.DataService_WriteBlock_FullMethodName:    {Roles: usersDNs, Token: "write token (user), or a copy token naming this datanode (datanode)"},
 		api.DataService_ReadBlock_FullMethodName:     {Roles: usersDNs, Token: "read token for the block's inode"},
 		api.DataService_TransferBlock_FullMethodName: {Roles: nodes, Token: "copy token"},
+		// Block recovery: the primary datanode asks the replicas' datanodes,
+		// with the namenode's recovery token naming them.
+		api.DataService_InitReplicaRecovery_FullMethodName:        {Roles: dnodes, Token: "recovery token naming this datanode"},
+		api.DataService_UpdateReplicaUnderRecovery_FullMethodName: {Roles: dnodes, Token: "recovery token naming this datanode"},
 
 		// Health checking and reflection: any authenticated caller, so that
 		// grpcurl and ghz work with any cluster certificate.

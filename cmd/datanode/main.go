@@ -62,6 +62,7 @@ func parse(args []string) (datanode.Config, string, error) {
 	var inflight uint64
 	f.Uint64(&inflight, "max-inflight-bytes", uint64(cfg.MaxInflightBytes), "bytes of WriteBlock packets held across all streams between receipt and ack; a stream past it stops receiving (back-pressure) until others are acked")
 	f.Int(&cfg.MaxPacketBytes, "max-packet-bytes", cfg.MaxPacketBytes, "largest WriteBlock packet (data bytes) taken")
+	f.Duration(&cfg.RBWExpiry, "rbw-expiry", cfg.RBWExpiry, "drop a replica being written that no stream or recovery claimed for this long")
 	f.Duration(&cfg.StreamIdleTimeout, "stream-idle-timeout", cfg.StreamIdleTimeout, "end a WriteBlock or ReadBlock whose peer neither sends nor takes anything for this long")
 	var tlsCA, tlsCert, tlsKey string
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")

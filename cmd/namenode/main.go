@@ -63,6 +63,10 @@ func parse(args []string) (namenode.Config, error) {
 	f.Uint64(&cfg.MaxBlockSize, "max-block-size", cfg.MaxBlockSize, "largest block size in bytes a file may be created with (datanodes accept blocks up to 1 GiB by default)")
 	var bpc uint64
 	f.Uint64(&bpc, "bytes-per-checksum", uint64(cfg.BytesPerChecksum), "bytes per checksum chunk that writers use: a power of two in [64, 1 MiB]; block sizes must be multiples of it")
+	f.Duration(&cfg.LeaseSoftLimit, "lease-soft-limit", cfg.LeaseSoftLimit, "after this long without a renewal another client may take over a writer's files (HDFS's soft limit)")
+	f.Duration(&cfg.LeaseHardLimit, "lease-hard-limit", cfg.LeaseHardLimit, "after this long without a renewal the leader recovers and closes a writer's files (HDFS's hard limit)")
+	f.Duration(&cfg.RecoveryTimeout, "recovery-timeout", cfg.RecoveryTimeout, "a block recovery not reported within this starts again with another primary datanode")
+	f.Duration(&cfg.LeaseCheckInterval, "lease-check-interval", cfg.LeaseCheckInterval, "how often the leader looks for expired leases and stalled recoveries")
 	f.Int(&cfg.MinReplication, "min-replication", cfg.MinReplication, "replicas each block must have reported before Complete closes its file (HDFS dfs.namenode.replication.min; 0: do not wait)")
 	f.Duration(&cfg.CompleteWait, "complete-wait", cfg.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
 	f.Uint64(&cfg.SnapshotEvery, "snapshot-threshold", cfg.SnapshotEvery, "Raft log entries between snapshots")

@@ -38,6 +38,10 @@ type Writer struct {
 	offset uint64
 
 	mu      sync.Mutex
+	cond    *sync.Cond // signalled on every ack and when the reader ends
+	ends    []uint64   // block offset each unacknowledged packet ends at
+	acked   uint64     // every byte before it is acknowledged
+	over    bool       // the ack reader ended
 	err     error
 	trailer metadata.MD
 	final   *api.WriteBlockAck
@@ -53,6 +57,10 @@ func Start(ctx context.Context, c api.DataServiceClient, hdr *api.WriteBlockHead
 		return nil, errs.FromStatus(err, nil)
 	}
 	w := &Writer{stream: stream, cancel: cancel, slots: make(chan struct{}, max(window, 1)), done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	if hdr.ResumeOffset > 0 {
+		w.offset, w.acked = hdr.ResumeOffset, hdr.ResumeOffset
+	}
 	go w.readAcks()
 	if err := stream.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Header{Header: hdr}}); err != nil {
 		return w, w.wait()
@@ -65,19 +73,55 @@ func Start(ctx context.Context, c api.DataServiceClient, hdr *api.WriteBlockHead
 // The Writer holds on to data until the packet is acknowledged. last
 // marks the block's final packet. An error is the stream's failure.
 func (w *Writer) Send(data []byte, crcs []uint32, last bool) error {
+	return w.SendAt(w.offset, data, crcs, last, false)
+}
+
+// SendAt is Send of a packet at block offset off, which an open-ended
+// write may move back into the chunk the previous packet ended in (to
+// resend a partial chunk after an hflush); hsync asks every datanode to
+// make the packet durable before acknowledging it.
+func (w *Writer) SendAt(off uint64, data []byte, crcs []uint32, last, hsync bool) error {
 	select {
 	case w.slots <- struct{}{}:
 	case <-w.done:
 		return w.wait()
 	}
-	p := &api.WritePacket{Seqno: w.seq, Offset: w.offset, Data: data, Crcs: crcs, Last: last}
+	p := &api.WritePacket{Seqno: w.seq, Offset: off, Data: data, Crcs: crcs, Last: last, Hsync: hsync}
 	w.seq++
-	w.offset += uint64(len(data))
+	w.offset = off + uint64(len(data))
+	w.mu.Lock()
+	w.ends = append(w.ends, w.offset)
+	w.mu.Unlock()
 	if err := w.stream.Send(&api.WriteBlockRequest{Msg: &api.WriteBlockRequest_Packet{Packet: p}}); err != nil {
 		return w.wait() // the real error is the stream's status
 	}
 	if last {
 		_ = w.stream.CloseSend()
+	}
+	return nil
+}
+
+// Acked is the block offset before which every byte was acknowledged by
+// every datanode of the pipeline (the resume offset before any ack).
+func (w *Writer) Acked() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked
+}
+
+// WaitAcked waits until every packet sent so far is acknowledged (an
+// hflush), or the stream fails.
+func (w *Writer) WaitAcked() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.ends) > 0 && !w.over {
+		w.cond.Wait()
+	}
+	if len(w.ends) > 0 {
+		if w.err != nil {
+			return w.err
+		}
+		return errs.New(errs.Unavailable, "write block", "", "stream ended with packets unacknowledged")
 	}
 	return nil
 }
@@ -119,6 +163,12 @@ func (w *Writer) wait() error {
 func (w *Writer) readAcks() {
 	defer close(w.done)
 	defer w.cancel()
+	defer func() {
+		w.mu.Lock()
+		w.over = true
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}()
 	var next uint64
 	for {
 		a, err := w.stream.Recv()
@@ -139,6 +189,13 @@ func (w *Writer) readAcks() {
 			return
 		}
 		next++
+		w.mu.Lock()
+		if len(w.ends) > 0 {
+			w.acked = max(w.acked, w.ends[0])
+			w.ends = w.ends[1:]
+		}
+		w.cond.Broadcast()
+		w.mu.Unlock()
 		select {
 		case <-w.slots:
 		default:

@@ -1,0 +1,110 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+)
+
+// leaseRenewer renews every lease the Client holds with one RenewLease
+// call every Config.LeaseRenewInterval, while any Writer is open (HDFS's
+// LeaseRenewer).
+type leaseRenewer struct {
+	c    *Client
+	mu   sync.Mutex
+	open int
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (l *leaseRenewer) hold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open++
+	if l.open == 1 {
+		l.stop, l.done = make(chan struct{}), make(chan struct{})
+		go l.run(l.stop, l.done)
+	}
+}
+
+func (l *leaseRenewer) release() {
+	l.mu.Lock()
+	l.open--
+	var stop, done chan struct{}
+	if l.open == 0 {
+		stop, done = l.stop, l.done
+	}
+	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+func (l *leaseRenewer) run(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(l.c.cfg.LeaseRenewInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), l.c.cfg.LeaseRenewInterval)
+			_ = l.c.RenewLease(ctx) // a failure is retried at the next tick
+			cancel()
+		}
+	}
+}
+
+// RenewLease renews every lease this Client holds (each file it has open
+// for writing) with one call. The Writers' background renewal calls it;
+// a Client that holds none gets errs.Precondition (LeaseExpired).
+func (c *Client) RenewLease(ctx context.Context) error {
+	return c.call(ctx, "renew lease", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.RenewLease(ctx, &api.RenewLeaseRequest{}, trailerOpt(ctx))
+		c.saw(r.GetHeader())
+		return err
+	})
+}
+
+// RecoverLease starts recovery of file p, which some client left under
+// construction: the namenode has its last block cut on the datanodes to
+// the length all replicas hold and closes the file. closed reports that
+// the file was closed at once (nothing was left to recover); otherwise
+// the recovery runs in the background and WaitClosed waits for it. The
+// holder itself and the superuser may recover at once; another user with
+// write access only after the holder's soft limit (else errs.Precondition,
+// AlreadyBeingCreated). A file not under construction is
+// errs.Precondition.
+func (c *Client) RecoverLease(ctx context.Context, p string) (closed bool, err error) {
+	err = c.call(ctx, "recover lease", func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.RecoverLease(ctx, &api.RecoverLeaseRequest{Path: p}, trailerOpt(ctx))
+		c.saw(r.GetHeader())
+		closed = r.GetClosed()
+		return err
+	})
+	return closed, err
+}
+
+// WaitClosed polls file p until it is closed (a lease recovery finished)
+// or ctx ends.
+func (c *Client) WaitClosed(ctx context.Context, p string) error {
+	for {
+		st, err := c.Stat(ctx, p)
+		if err != nil {
+			return err
+		}
+		if !st.UnderConstruction {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errs.Wrap(errs.Timeout, "wait closed", p, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

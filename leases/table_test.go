@@ -1,0 +1,69 @@
+package leases
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+func TestTable(t *testing.T) {
+	a := namespace.Writer{Client: "c1", User: "alice"}
+	b := namespace.Writer{Client: "c2", User: "bob"}
+	tb := New()
+	tb.Add(10, a, 1000)
+	tb.Add(11, a, 1500)
+	tb.Add(20, b, 2000)
+	cases := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"renew by holder", tb.Renew(a, 3000), 2},
+		{"renew by stranger", tb.Renew(namespace.Writer{Client: "c9", User: "alice"}, 3000), 0},
+		{"renew with another user", tb.Renew(namespace.Writer{Client: "c1", User: "mallory"}, 9000), 0},
+		{"renewed", tb.RenewedMs(10), int64(3000)},
+		{"not expired", tb.Expired(10, 3500, 1000), false},
+		{"expired", tb.Expired(20, 3500, 1000), true},
+		{"no lease is expired", tb.Expired(99, 0, 1000), true},
+		{"files", tb.Files(), 3},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	tb.StartRecovery(20, Recovery{ID: 7, Block: namespace.Block{ID: 5, GenStamp: 3, Length: 9}, Primary: "dn1", Replicas: []string{"dn1", "dn2"}, StartedMs: 4000})
+	var buf bytes.Buffer
+	if _, err := tb.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Hash() != tb.Hash() {
+		t.Fatal("hash differs after a round trip")
+	}
+	if r, ok := back.Recovering(20); !ok || r.Primary != "dn1" || len(r.Replicas) != 2 {
+		t.Fatalf("recovery after round trip: %+v %v", r, ok)
+	}
+	for n := 0; n < buf.Len(); n += 7 {
+		if _, err := Read(bytes.NewReader(buf.Bytes()[:n])); errs.KindOf(err) != errs.Corrupt {
+			t.Fatalf("truncated at %d: %v", n, err)
+		}
+	}
+	tb.Remove(20)
+	if _, ok := tb.Recovering(20); ok || tb.Files() != 2 || len(tb.Holders()) != 1 {
+		t.Fatalf("after remove: %d files, %d holders", tb.Files(), len(tb.Holders()))
+	}
+	tb.Add(11, b, 5000) // taken over
+	if k, _ := tb.HolderOf(11); k != "c2" || len(tb.Holders()) != 2 {
+		t.Fatalf("takeover: holder %q", k)
+	}
+	tb.Prune(func(id namespace.ID, _ string) bool { return id != 10 })
+	if tb.Files() != 1 {
+		t.Fatalf("prune left %d files", tb.Files())
+	}
+}

@@ -1,0 +1,287 @@
+package namenode
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/leases"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+// The FSM's side of leases (package leases holds the table). Every time
+// here is the leader's clock, carried in the command, so every namenode
+// decides the same.
+//
+// Errors name HDFS's exceptions at the start of their message, all as
+// errs.Precondition (gRPC FailedPrecondition):
+//   - AlreadyBeingCreated: another client holds the file's lease;
+//   - RecoveryInProgress: the file's lease is being recovered; retry later;
+//   - LeaseExpired: the caller holds no lease on the file (it was
+//     recovered, or never held).
+
+const (
+	excAlreadyBeingCreated = "AlreadyBeingCreated"
+	excRecoveryInProgress  = "RecoveryInProgress"
+	excLeaseExpired        = "LeaseExpired"
+)
+
+// writerOf is the lease holder a command's caller writes as.
+func writerOf(c *api.Caller) namespace.Writer {
+	if c == nil {
+		return namespace.Writer{}
+	}
+	return namespace.Writer{Client: c.ClientId, User: c.User}
+}
+
+// checkTakeover refuses op by caller c on path p (inode id, under
+// construction by w) unless c is its writer. softMs is the leader's soft
+// limit: past it the message says how to take the file over.
+func (f *fsm) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w namespace.Writer, nowMs, softMs int64) error {
+	if leases.Key(w) == leases.Key(writerOf(c)) && w.User == c.GetUser() {
+		return nil
+	}
+	if _, ok := f.st.leases.Recovering(id); ok {
+		return errs.Newf(errs.Precondition, op, p, "%s: the lease of %s is being recovered; retry when the file is closed", excRecoveryInProgress, p)
+	}
+	if softMs > 0 && f.st.leases.Expired(id, nowMs, softMs) {
+		return errs.Newf(errs.Precondition, op, p, "%s: %s is held by client %s (user %s) whose soft limit passed; recoverLease takes it over",
+			excAlreadyBeingCreated, p, w.Client, w.User)
+	}
+	return errs.Newf(errs.Precondition, op, p, "%s: %s is open for writing by client %s (user %s), whose lease is current",
+		excAlreadyBeingCreated, p, w.Client, w.User)
+}
+
+// guardUnderConstruction applies checkTakeover when p names a file under
+// construction that the caller could write (else the namespace refuses it
+// for what it is: a Permission error).
+func (f *fsm) guardUnderConstruction(c *api.Caller, op, p string, nowMs, softMs int64) error {
+	fi, err := f.st.tree.Stat(p)
+	if err != nil || fi.IsDir || fi.State != namespace.UnderConstruction {
+		return nil
+	}
+	if s, err := f.as(c, op, p); err != nil || s.CheckWrite(p) != nil {
+		return nil
+	}
+	return f.checkTakeover(c, op, p, fi.ID, fi.Writer, nowMs, softMs)
+}
+
+// pruneLeases drops leases of files no longer under construction by
+// their holder (deleted, overwritten, renamed away and closed).
+func (f *fsm) pruneLeases() {
+	tree := f.st.tree
+	f.st.leases.Prune(func(id namespace.ID, holder string) bool {
+		w, ok := tree.UnderConstructionBy(id)
+		return ok && leases.Key(w) == holder
+	})
+}
+
+func (f *fsm) applyRenewLease(c *api.RenewLeaseCommand) (*api.CommandResult, error) {
+	w := writerOf(c.Caller)
+	if w.User == "" {
+		return nil, errs.New(errs.Unauthenticated, "renewLease", "", "the caller has no user name")
+	}
+	n := f.st.leases.Renew(w, c.NowUnixMs)
+	if n == 0 {
+		return nil, errs.Newf(errs.Precondition, "renewLease", "", "%s: client %q (user %s) holds no lease", excLeaseExpired, w.Client, w.User)
+	}
+	return &api.CommandResult{Files: uint32(n)}, nil
+}
+
+// applyRecoverLease starts (or restarts) recovery of the file. A file
+// whose last block holds nothing is closed at once.
+func (f *fsm) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult, error) {
+	const op = "recoverLease"
+	tree := f.st.tree
+	var fi namespace.FileInfo
+	if c.System {
+		info, _, ok := tree.FileByID(namespace.ID(c.InodeId))
+		if !ok {
+			return nil, errs.Newf(errs.NotFound, op, c.Path, "inode %d not found", c.InodeId)
+		}
+		fi = info
+	} else {
+		s, err := f.as(c.Caller, op, c.Path)
+		if err != nil {
+			return nil, err
+		}
+		// Write access is needed, as for append: recovery closes the file.
+		if fi, err = s.Stat(c.Path); err != nil {
+			return nil, err
+		}
+		if fi.IsDir {
+			return nil, errs.New(errs.IsDir, op, c.Path, "path is a directory, not a file")
+		}
+		if err := s.CheckWrite(c.Path); err != nil {
+			return nil, err
+		}
+	}
+	if fi.State != namespace.UnderConstruction {
+		return nil, errs.Newf(errs.Precondition, op, c.Path, "%s is not under construction: it is closed, there is no lease to recover", c.Path)
+	}
+	id := fi.ID
+	if !c.System && !f.mayRecoverNow(c.Caller, id, fi.Writer) {
+		if r, ok := f.st.leases.Recovering(id); ok {
+			return &api.CommandResult{RecoveryId: r.ID}, nil
+		}
+		if !f.st.leases.Expired(id, c.NowUnixMs, c.SoftLimitMs) {
+			left := time.Duration(c.SoftLimitMs-(c.NowUnixMs-f.st.leases.RenewedMs(id))) * time.Millisecond
+			return nil, errs.Newf(errs.Precondition, op, c.Path, "%s: %s is open for writing by client %s (user %s), whose soft limit ends in %v",
+				excAlreadyBeingCreated, c.Path, fi.Writer.Client, fi.Writer.User, left.Round(time.Millisecond))
+		}
+	}
+	_, bs, _ := tree.FileByID(id)
+	if len(bs) == 0 || (bs[len(bs)-1].Length == 0 && !bs[len(bs)-1].HasCRC && len(c.Replicas) == 0) {
+		// Nothing was written to the last block anywhere we know of.
+		_, dropped, err := tree.CloseEmpty(id, c.NowUnixMs)
+		if err != nil {
+			return nil, err
+		}
+		if dropped != nil {
+			f.forget([]namespace.Block{*dropped})
+		}
+		f.st.leases.Remove(id)
+		return &api.CommandResult{Closed: true}, nil
+	}
+	last := bs[len(bs)-1]
+	if last.HasCRC {
+		// The writer committed every block but never closed the file.
+		fi2, err := tree.As(nil).Complete(c.Path, id, bs, c.NowUnixMs)
+		if err != nil {
+			return nil, err
+		}
+		f.st.leases.Remove(id)
+		f.expectAll(fi2, bs)
+		return &api.CommandResult{Closed: true}, nil
+	}
+	if c.Primary == "" {
+		return nil, errs.Newf(errs.Unavailable, op, c.Path, "no datanode to recover %v on", last)
+	}
+	rid := tree.AllocGenStamp()
+	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.NowUnixMs})
+	return &api.CommandResult{RecoveryId: rid}, nil
+}
+
+// mayRecoverNow: the holder itself and the superuser need not wait for
+// the soft limit.
+func (f *fsm) mayRecoverNow(c *api.Caller, id namespace.ID, w namespace.Writer) bool {
+	if leases.Key(w) == leases.Key(writerOf(c)) && w.User == c.GetUser() {
+		return true
+	}
+	return f.policy().Caller(c.User, c.Groups, c.ClientId).Super
+}
+
+func (f *fsm) expectAll(fi namespace.FileInfo, bs []namespace.Block) {
+	if f.events == nil {
+		return
+	}
+	for _, b := range bs {
+		f.events.Expect(b, fi.ID, fi.Replication, true)
+	}
+}
+
+// applyCommitBlockSync ends a recovery the primary datanode reports. Only
+// the recovery in progress (same recovery id) is accepted.
+func (f *fsm) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandResult, error) {
+	const op = "commitBlockSynchronization"
+	id := namespace.ID(c.InodeId)
+	r, ok := f.st.leases.Recovering(id)
+	if !ok || r.ID != c.RecoveryId || r.Block.ID != c.Block.GetId() {
+		// A retry of a commit already applied is success.
+		if _, bs, ok := f.st.tree.FileByID(id); ok && len(bs) > 0 {
+			if last := bs[len(bs)-1]; last.ID == c.Block.GetId() && last.GenStamp == c.RecoveryId && last.Length == c.NewLength {
+				return nil, nil
+			}
+		}
+		return nil, errs.Newf(errs.Precondition, op, "", "no recovery %d of block %d of inode %d in progress", c.RecoveryId, c.Block.GetId(), c.InodeId)
+	}
+	if c.DatanodeId != r.Primary {
+		return nil, errs.Newf(errs.Permission, op, "", "datanode %s is not the primary (%s) of recovery %d", c.DatanodeId, r.Primary, r.ID)
+	}
+	rec := namespace.Recovery{Block: r.Block, RecoveryID: c.RecoveryId, Length: c.NewLength, Delete: c.DeleteBlock}
+	if c.Crc32C != nil {
+		rec.CRC, rec.HasCRC = *c.Crc32C, true
+	}
+	fi, nb, err := f.st.tree.CommitRecovery(id, rec, c.MtimeUnixMs)
+	if err != nil {
+		return nil, err
+	}
+	f.st.leases.Remove(id)
+	if f.events != nil {
+		if c.DeleteBlock {
+			f.forget([]namespace.Block{r.Block})
+		} else {
+			f.events.Expect(nb, fi.ID, fi.Replication, true)
+		}
+	}
+	return &api.CommandResult{Status: toFileStatus(fi)}, nil
+}
+
+func (f *fsm) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "fsync", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.Fsync(c.Path, namespace.ID(c.InodeId), fromAPIBlock(c.Block), 0)
+	if err != nil {
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
+	}
+	return &api.CommandResult{Status: toFileStatus(fi)}, nil
+}
+
+func (f *fsm) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "updateBlockForPipeline", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	b := fromAPIBlock(c.Block)
+	gs, err := s.AllocPipelineStamp(c.Path, namespace.ID(c.InodeId), b)
+	if err != nil {
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
+	}
+	b.GenStamp = gs
+	return &api.CommandResult{Block: toAPIBlock(b)}, nil
+}
+
+func (f *fsm) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "updatePipeline", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := s.UpdatePipeline(c.Path, namespace.ID(c.InodeId), fromAPIBlock(c.OldBlock), fromAPIBlock(c.NewBlock))
+	if err != nil {
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
+	}
+	if f.events != nil {
+		fi, _, _ := f.st.tree.FileByID(namespace.ID(c.InodeId))
+		f.events.Expect(nb, fi.ID, fi.Replication, false)
+		if p, ok := f.events.(pipelineRecorder); ok {
+			p.Pipeline(nb, c.Datanodes)
+		}
+	}
+	return &api.CommandResult{Block: toAPIBlock(nb)}, nil
+}
+
+// leaseError rewords the refusal of a writer's call on a file that is no
+// longer under construction (recovered and closed, or closed by another
+// means) as LeaseExpired; a file another client holds stays a Permission
+// error naming that writer.
+func (f *fsm) leaseError(err error, c *api.Caller, id namespace.ID) error {
+	if errs.KindOf(err) != errs.Precondition {
+		return err
+	}
+	if _, uc := f.st.tree.UnderConstructionBy(id); uc {
+		return err
+	}
+	if _, _, ok := f.st.tree.FileByID(id); !ok {
+		return err
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return &errs.Error{Kind: errs.Precondition, Op: e.Op, Path: e.Path,
+			Msg: fmt.Sprintf("%s: client %q holds no lease on inode %d: the file is closed (recovered, or completed)", excLeaseExpired, c.GetClientId(), id), Err: err}
+	}
+	return err
+}

@@ -1,0 +1,288 @@
+package namenode
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
+	"github.com/blockfs/blockfs/security"
+)
+
+// The leader's side of leases: the client calls (renew, recover, fsync,
+// pipeline updates), the datanode's report of a finished recovery, the
+// recovery commands handed to primaries in heartbeat replies, and the
+// monitor that recovers files whose holder passed the hard limit.
+
+// recoveryQueue remembers which recovery (by its id) the leader already
+// sent to its primary, so each goes out once per leader term; a recovery
+// that stalls is restarted by the monitor with a new id.
+type recoveryQueue struct {
+	mu   sync.Mutex
+	sent map[namespace.ID]uint64
+}
+
+func (s *clientService) RenewLease(ctx context.Context, req *api.RenewLeaseRequest) (*api.RenewLeaseResponse, error) {
+	res, idx, err := s.n.propose(ctx, cmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: nowMs()})
+	if err != nil {
+		return nil, err
+	}
+	return &api.RenewLeaseResponse{Header: s.n.writeHeader(idx), Files: res.GetFiles()}, nil
+}
+
+func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseRequest) (*api.RecoverLeaseResponse, error) {
+	if err := validatePath("recoverLease", req.Path); err != nil {
+		return nil, err
+	}
+	c := s.n.caller(ctx)
+	res, idx, err := s.n.startRecovery(ctx, c, req.Path, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &api.RecoverLeaseResponse{Header: s.n.writeHeader(idx), Closed: res.GetClosed(), RecoveryId: res.GetRecoveryId()}, nil
+}
+
+// startRecovery proposes recovery of file p (or, for the system, inode
+// id), choosing the primary among the datanodes that may hold the last
+// block: the one after the previous primary, so a restarted recovery
+// moves on.
+func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p string, id namespace.ID) (*api.CommandResult, uint64, error) {
+	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p, InodeId: uint64(id), NowUnixMs: nowMs(),
+		SoftLimitMs: n.cfg.LeaseSoftLimit.Milliseconds(), System: c == nil}
+	f := n.fsm
+	rl := f.mu.RLock()
+	var last *namespace.Block
+	prev := ""
+	if c != nil {
+		if fi, err := f.st.tree.Stat(p); err == nil && !fi.IsDir {
+			id = fi.ID
+		}
+	}
+	if _, bs, ok := f.st.tree.FileByID(id); ok && len(bs) > 0 {
+		last = &bs[len(bs)-1]
+	}
+	if r, ok := f.st.leases.Recovering(id); ok {
+		prev = r.Primary
+	}
+	rl.RUnlock()
+	if last != nil {
+		var ids []string
+		for _, d := range n.blocks.WriteTargets(last.ID) {
+			ids = append(ids, d.ID)
+		}
+		slices.Sort(ids)
+		cmd.Replicas = ids
+		if len(ids) > 0 {
+			i, _ := slices.BinarySearch(ids, prev)
+			if i < len(ids) && ids[i] == prev {
+				i++
+			}
+			cmd.Primary = ids[i%len(ids)]
+		}
+	}
+	return n.propose(ctx, cmdRecoverLease, cmd)
+}
+
+func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.FsyncResponse, error) {
+	if err := validatePath("fsync", req.Path); err != nil {
+		return nil, err
+	}
+	if req.InodeId == 0 || req.Block == nil {
+		return nil, errs.New(errs.Invalid, "fsync", req.Path, "inode_id and block are required")
+	}
+	_, idx, err := s.n.propose(ctx, cmdFsync, &api.FsyncCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block})
+	if err != nil {
+		return nil, err
+	}
+	return &api.FsyncResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) UpdateBlockForPipeline(ctx context.Context, req *api.UpdateBlockForPipelineRequest) (*api.UpdateBlockForPipelineResponse, error) {
+	const op = "updateBlockForPipeline"
+	if err := validatePath(op, req.Path); err != nil {
+		return nil, err
+	}
+	if req.InodeId == 0 || req.Block == nil {
+		return nil, errs.New(errs.Invalid, op, req.Path, "inode_id and block are required")
+	}
+	c := s.n.caller(ctx)
+	res, idx, err := s.n.propose(ctx, cmdUpdateBlockForPipeline, &api.UpdateBlockForPipelineCommand{Caller: c, Path: req.Path, InodeId: req.InodeId, Block: req.Block})
+	if err != nil {
+		return nil, err
+	}
+	// The FSM gave the stamp only to the file's writer.
+	tok, err := s.n.issuer.WriteToken(c.User, req.InodeId, res.Block.Id, res.Block.GenStamp)
+	if err != nil {
+		return nil, err
+	}
+	return &api.UpdateBlockForPipelineResponse{Header: s.n.writeHeader(idx), Block: res.Block, Token: tok}, nil
+}
+
+func (s *clientService) UpdatePipeline(ctx context.Context, req *api.UpdatePipelineRequest) (*api.UpdatePipelineResponse, error) {
+	const op = "updatePipeline"
+	if err := validatePath(op, req.Path); err != nil {
+		return nil, err
+	}
+	if req.InodeId == 0 || req.OldBlock == nil || req.NewBlock == nil {
+		return nil, errs.New(errs.Invalid, op, req.Path, "inode_id, old_block and new_block are required")
+	}
+	if len(req.Datanodes) == 0 || len(req.Datanodes) > namespace.MaxReplication {
+		return nil, errs.Newf(errs.Invalid, op, req.Path, "%d datanodes: want 1..%d", len(req.Datanodes), namespace.MaxReplication)
+	}
+	_, idx, err := s.n.propose(ctx, cmdUpdatePipeline, &api.UpdatePipelineCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId,
+		OldBlock: req.OldBlock, NewBlock: req.NewBlock, Datanodes: req.Datanodes})
+	if err != nil {
+		return nil, err
+	}
+	return &api.UpdatePipelineResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+// CommitBlockSynchronization takes a primary's report of a finished
+// recovery; the FSM accepts it only from the primary of the recovery in
+// progress.
+func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *api.CommitBlockSynchronizationRequest) (*api.CommitBlockSynchronizationResponse, error) {
+	const op = "commitBlockSynchronization"
+	if req.DatanodeId == "" || req.Block == nil || req.InodeId == 0 {
+		return nil, errs.New(errs.Invalid, op, "", "datanode_id, block and inode_id are required")
+	}
+	if err := s.n.checkDatanodeCaller(ctx, op, req.DatanodeId); err != nil {
+		return nil, err
+	}
+	_, _, err := s.n.propose(ctx, cmdCommitBlockSync, &api.CommitBlockSyncCommand{
+		DatanodeId: req.DatanodeId, InodeId: req.InodeId, Block: req.Block, RecoveryId: req.RecoveryId,
+		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: nowMs(), StoredOn: req.StoredOn,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.n.log.Info("block recovery committed", "inode", req.InodeId, "block", req.Block.Id, "recovery", req.RecoveryId, "length", req.NewLength, "stored_on", req.StoredOn)
+	return &api.CommitBlockSynchronizationResponse{}, nil
+}
+
+// recoveryCommands are the recoveries whose primary is datanode id and
+// that this leader has not sent yet.
+func (n *Namenode) recoveryCommands(id string) []*api.DatanodeCommand {
+	f := n.fsm
+	rl := f.mu.RLock()
+	recs := f.st.leases.Recoveries()
+	rl.RUnlock()
+	q := &n.recoveries
+	var out []*api.DatanodeCommand
+	for ino, r := range recs {
+		if r.Primary != id {
+			continue
+		}
+		q.mu.Lock()
+		done := q.sent[ino] == r.ID
+		if !done {
+			if q.sent == nil {
+				q.sent = map[namespace.ID]uint64{}
+			}
+			q.sent[ino] = r.ID
+		}
+		q.mu.Unlock()
+		if done {
+			continue
+		}
+		cmd, err := n.recoverCommand(ino, r.ID, r.Block, r.Replicas)
+		if err != nil {
+			n.log.Warn("cannot issue a recovery token", "inode", ino, "err", err)
+			continue
+		}
+		out = append(out, cmd)
+	}
+	return out
+}
+
+func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Block, replicas []string) (*api.DatanodeCommand, error) {
+	tok, err := n.issuer.BlockToken(security.RecoverySubject(replicas), uint64(ino), b.ID, rid, security.Write)
+	if err != nil {
+		return nil, err
+	}
+	rc := &api.RecoverBlockCommand{Block: toAPIBlock(b), InodeId: uint64(ino), RecoveryId: rid, Token: tok}
+	for _, id := range replicas {
+		if d, ok := n.blocks.Datanode(id); ok && d.State == blocks.Live {
+			rc.Replicas = append(rc.Replicas, toDatanodeInfo(d))
+		}
+	}
+	return &api.DatanodeCommand{Command: &api.DatanodeCommand_Recover{Recover: rc}}, nil
+}
+
+// leaseLoop is the leader's lease monitor: files whose holder passed the
+// hard limit, and recoveries that stalled past the recovery timeout, are
+// (re)started.
+func (n *Namenode) leaseLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.LeaseCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			if n.isReadyLeader() {
+				n.checkLeases()
+			}
+		}
+	}
+}
+
+func (n *Namenode) checkLeases() {
+	now := nowMs()
+	hard, timeout := n.cfg.LeaseHardLimit.Milliseconds(), n.cfg.RecoveryTimeout.Milliseconds()
+	f := n.fsm
+	rl := f.mu.RLock()
+	var due []namespace.ID
+	recs := f.st.leases.Recoveries()
+	for _, h := range f.st.leases.Holders() {
+		if now-h.RenewedMs <= hard {
+			continue
+		}
+		for _, id := range h.Files {
+			if _, ok := recs[id]; !ok {
+				due = append(due, id)
+			}
+		}
+	}
+	for id, r := range recs {
+		if now-r.StartedMs > timeout {
+			due = append(due, id)
+		}
+	}
+	rl.RUnlock()
+	for _, id := range due {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseCheckInterval*4)
+		res, _, err := n.startRecovery(ctx, nil, "", id)
+		cancel()
+		if err != nil {
+			n.log.Warn("lease recovery did not start", "inode", id, "err", err)
+			continue
+		}
+		n.log.Info("lease recovery started by the leader", "inode", id, "recovery", res.GetRecoveryId(), "closed", res.GetClosed())
+	}
+}
+
+// takeOver answers a create or append refused because another holder has
+// the file: when that holder's soft limit passed, recovery starts (as
+// HDFS's recoverLeaseInternal does) and the caller is told to retry once
+// the file is closed.
+func (n *Namenode) takeOver(ctx context.Context, c *api.Caller, p string, err error) error {
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Kind != errs.Precondition || !strings.Contains(e.Msg, "soft limit passed") {
+		return err
+	}
+	res, _, rerr := n.startRecovery(ctx, c, p, 0)
+	if rerr != nil {
+		return err
+	}
+	if res.GetClosed() {
+		return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired and the file was closed; retry", excRecoveryInProgress)
+	}
+	return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", excRecoveryInProgress, res.GetRecoveryId())
+}

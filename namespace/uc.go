@@ -1,0 +1,248 @@
+package namespace
+
+import (
+	"strings"
+
+	"github.com/blockfs/blockfs/errs"
+)
+
+// This file holds what changes the last block of a file under
+// construction besides AddBlock: reopening it for append, the length an
+// hflush makes visible, a rebuilt pipeline's generation stamp, and the
+// outcome of a block recovery (HDFS's fsync, updatePipeline and
+// commitBlockSynchronization).
+//
+// The last block of an under-construction file may grow, never shrink,
+// until its writer commits it (AddBlock's previous, Complete) or a
+// recovery does; every earlier block's length is final.
+
+// AppendLast is Session.Append that reopens the file's last block when it
+// is shorter than the block size (HDFS's default append): the block takes
+// generation stamp genStamp (its replicas are reopened under it) and
+// loses its CRC, which its writer commits anew. The reopened block is
+// returned; nil when the file has no blocks or the last is empty or full, and then
+// new blocks start after it as with Append.
+func (s Session) AppendLast(p string, genStamp uint64, mtimeMs int64) (FileInfo, *Block, error) {
+	const op = "append"
+	t := s.t
+	fi, err := t.append(s.c, p, mtimeMs)
+	if err != nil {
+		return FileInfo{}, nil, err
+	}
+	f := t.inodes[fi.ID]
+	n := len(f.blocks)
+	if n == 0 || f.blocks[n-1].Length == 0 || f.blocks[n-1].Length >= f.blockSize {
+		return fi, nil, nil
+	}
+	if genStamp == 0 {
+		return FileInfo{}, nil, errs.New(errs.Internal, op, p, "no generation stamp for the reopened block")
+	}
+	b := f.blocks[n-1]
+	b.GenStamp, b.CRC, b.HasCRC = genStamp, 0, false
+	t.replaceLast(f, b)
+	t.nextGenStamp = max(t.nextGenStamp, genStamp+1)
+	return f.info(p), &b, nil
+}
+
+// replaceLast sets f's last block to b (same id), copying the slice: a
+// reader may hold the old one.
+func (t *Tree) replaceLast(f *inode, b Block) {
+	n := len(f.blocks)
+	fresh := make([]Block, n, n+n/8+1)
+	copy(fresh, f.blocks)
+	f.length = f.length - fresh[n-1].Length + b.Length
+	fresh[n-1] = b
+	f.blocks = fresh
+}
+
+// lastOf checks that b names (id and generation stamp) the last block of
+// the under-construction file f and returns it.
+func lastOf(op, p string, f *inode, b Block) (Block, error) {
+	n := len(f.blocks)
+	if n == 0 {
+		return Block{}, errs.Newf(errs.Precondition, op, p, "%v is not the last block: the file has no blocks", b)
+	}
+	last := f.blocks[n-1]
+	if last.ID != b.ID || last.GenStamp != b.GenStamp {
+		return Block{}, errs.Newf(errs.Precondition, op, p, "%v is not the last block %v", b, last)
+	}
+	return last, nil
+}
+
+// Fsync records that the last block b of the writer's file p (inode id)
+// holds b.Length bytes every datanode of its pipeline acknowledged, so
+// readers see them: the block's length grows to b.Length (a smaller one
+// changes nothing). Only the writer may; b.Length above the block size is
+// Invalid.
+func (s Session) Fsync(p string, id ID, b Block, mtimeMs int64) (FileInfo, error) {
+	const op = "fsync"
+	t := s.t
+	f, err := t.openFile(s.c, op, p, id)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	last, err := lastOf(op, p, f, b)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if b.Length > f.blockSize {
+		return FileInfo{}, errs.Newf(errs.Invalid, op, p, "length %d of %v exceeds the block size %d", b.Length, b, f.blockSize)
+	}
+	if last.HasCRC {
+		return FileInfo{}, errs.Newf(errs.Precondition, op, p, "%v is committed", b)
+	}
+	if b.Length > last.Length {
+		last.Length = b.Length
+		t.replaceLast(f, last)
+		f.mtime = mtimeMs
+	}
+	return f.info(p), nil
+}
+
+// AllocPipelineStamp gives the writer of file p (inode id) a new
+// generation stamp for its last block b, to rebuild a pipeline; the block
+// keeps its stamp until UpdatePipeline.
+func (s Session) AllocPipelineStamp(p string, id ID, b Block) (uint64, error) {
+	const op = "updateBlockForPipeline"
+	f, err := s.t.openFile(s.c, op, p, id)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := lastOf(op, p, f, b); err != nil {
+		return 0, err
+	}
+	return s.t.AllocGenStamp(), nil
+}
+
+// UpdatePipeline gives the writer's last block old the generation stamp
+// of nb (higher than old's, and allocated: below the tree's counter). The
+// block keeps its length; its CRC is dropped.
+func (s Session) UpdatePipeline(p string, id ID, old, nb Block) (Block, error) {
+	const op = "updatePipeline"
+	t := s.t
+	f, err := t.openFile(s.c, op, p, id)
+	if err != nil {
+		return Block{}, err
+	}
+	last, err := lastOf(op, p, f, old)
+	if err != nil {
+		if len(f.blocks) > 0 && f.blocks[len(f.blocks)-1].ID == nb.ID && f.blocks[len(f.blocks)-1].GenStamp == nb.GenStamp {
+			return f.blocks[len(f.blocks)-1], nil // a retry of this update
+		}
+		return Block{}, err
+	}
+	if nb.ID != old.ID || nb.GenStamp <= old.GenStamp || nb.GenStamp >= t.nextGenStamp {
+		return Block{}, errs.Newf(errs.Invalid, op, p, "new block %v must be %v under a newer, allocated generation stamp", nb, old)
+	}
+	last.GenStamp, last.CRC, last.HasCRC = nb.GenStamp, 0, false
+	t.replaceLast(f, last)
+	return last, nil
+}
+
+// Recovery is the outcome of a block recovery of the last block of an
+// under-construction file (CommitRecovery).
+type Recovery struct {
+	Block      Block  // the last block, as recovery found it (id, generation stamp)
+	RecoveryID uint64 // the new generation stamp
+	Length     uint64 // the length every finalized replica holds
+	CRC        uint32
+	HasCRC     bool
+	Delete     bool // no replica holds the block: drop it
+}
+
+// CommitRecovery applies a block recovery to the under-construction file
+// id (by the system: no caller checks) and closes it. The file's last
+// block must be r.Block (id; its generation stamp may be older than
+// r.RecoveryID but not newer). It returns the file and the block as
+// committed (zero when dropped). A file already closed by this recovery
+// (same id, stamp and length) is success, unchanged.
+func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block, error) {
+	const op = "commitBlockSynchronization"
+	f := t.inodes[id]
+	if f == nil || f.dir {
+		return FileInfo{}, Block{}, errs.Newf(errs.NotFound, op, "", "inode %d is not a file", id)
+	}
+	p := pathOf(f)
+	n := len(f.blocks)
+	if f.state != UnderConstruction {
+		if n > 0 && f.blocks[n-1].ID == r.Block.ID && f.blocks[n-1].GenStamp == r.RecoveryID && f.blocks[n-1].Length == r.Length {
+			return f.info(p), f.blocks[n-1], nil
+		}
+		return FileInfo{}, Block{}, errs.New(errs.Precondition, op, p, "file is not under construction")
+	}
+	if n == 0 || f.blocks[n-1].ID != r.Block.ID {
+		return FileInfo{}, Block{}, errs.Newf(errs.Precondition, op, p, "%v is not the last block of the file", r.Block)
+	}
+	last := f.blocks[n-1]
+	if last.GenStamp > r.RecoveryID || r.RecoveryID >= t.nextGenStamp {
+		return FileInfo{}, Block{}, errs.Newf(errs.Precondition, op, p, "recovery %d of %v is stale (the block is %v)", r.RecoveryID, r.Block, last)
+	}
+	if r.Length > f.blockSize {
+		return FileInfo{}, Block{}, errs.Newf(errs.Invalid, op, p, "recovered length %d exceeds the block size %d", r.Length, f.blockSize)
+	}
+	var out Block
+	if r.Delete {
+		f.blocks = f.blocks[: n-1 : n-1]
+		f.length -= last.Length
+		delete(t.blocks, last.ID)
+		t.numBlocks--
+	} else {
+		out = Block{ID: last.ID, GenStamp: r.RecoveryID, Length: r.Length, CRC: r.CRC, HasCRC: r.HasCRC}
+		t.replaceLast(f, out)
+	}
+	f.state = Complete
+	f.writer = nil
+	f.mtime = mtimeMs
+	return f.info(p), out, nil
+}
+
+// CloseEmpty closes the under-construction file id whose last block holds
+// nothing anywhere (or which has no blocks), dropping such a block; the
+// system's side of lease recovery when there is nothing to recover. It
+// returns the dropped block, if any.
+func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
+	const op = "recoverLease"
+	f := t.inodes[id]
+	if f == nil || f.dir || f.state != UnderConstruction {
+		return FileInfo{}, nil, errs.Newf(errs.Precondition, op, "", "inode %d is not a file under construction", id)
+	}
+	var dropped *Block
+	if n := len(f.blocks); n > 0 {
+		last := f.blocks[n-1]
+		if last.Length != 0 || last.HasCRC {
+			return FileInfo{}, nil, errs.Newf(errs.Precondition, op, pathOf(f), "last block %v holds data", last)
+		}
+		f.blocks = f.blocks[: n-1 : n-1]
+		delete(t.blocks, last.ID)
+		t.numBlocks--
+		dropped = &last
+	}
+	f.state = Complete
+	f.writer = nil
+	f.mtime = mtimeMs
+	return f.info(pathOf(f)), dropped, nil
+}
+
+// UnderConstructionBy returns whether file id is under construction and
+// its writer.
+func (t *Tree) UnderConstructionBy(id ID) (Writer, bool) {
+	f := t.inodes[id]
+	if f == nil || f.dir || f.state != UnderConstruction || f.writer == nil {
+		return Writer{}, false
+	}
+	return Writer{Client: strings.Clone(f.writer.Client), User: f.writer.User}, true
+}
+
+// CheckWrite checks that the caller may write file p (Exec on every
+// ancestor, Write on the file), as append and lease recovery need.
+func (s Session) CheckWrite(p string) error {
+	const op = "recoverLease"
+	n, rest, err := s.t.resolve(s.c, op, p)
+	if err != nil {
+		return err
+	}
+	if rest != "" {
+		return errs.New(errs.NotFound, op, p, "file does not exist")
+	}
+	return s.c.check(op, p, n, p, Write, "recoverLease")
+}
