@@ -29,6 +29,16 @@ type storeModel struct {
 	maybe map[uint64][]byte
 	gone  map[uint64]bool
 	next  uint64
+	// gen is the genstamp of a live or maybe block that a Replace wrote
+	// (absent: the id). alt is the other possible outcome of a maybe
+	// block whose Replace commit failed: the new version. shadow holds
+	// the older versions a Replace committed while a fault or crash was
+	// armed may have left live in another container (its DELETE failed):
+	// Open resolves them by genstamp, but once the id is deleted one may
+	// come back.
+	gen    map[uint64]uint64
+	alt    map[uint64]version
+	shadow map[uint64][]version
 
 	crashes, faults, ops int
 }
@@ -55,7 +65,127 @@ func newStoreModel(t *rapid.T) *storeModel {
 		t.Fatalf("open: %v", err)
 	}
 	return &storeModel{m: m, s: s, cfg: cfg, dirs: dirs,
-		live: map[uint64][]byte{}, maybe: map[uint64][]byte{}, gone: map[uint64]bool{}}
+		live: map[uint64][]byte{}, maybe: map[uint64][]byte{}, gone: map[uint64]bool{},
+		gen: map[uint64]uint64{}, alt: map[uint64]version{}, shadow: map[uint64][]version{}}
+}
+
+// version is one version of a block: its genstamp and bytes.
+type version struct {
+	gen  uint64
+	data []byte
+}
+
+func (sm *storeModel) genOf(id uint64) uint64 {
+	if g, ok := sm.gen[id]; ok {
+		return g
+	}
+	return id
+}
+
+// replace rewrites a live block through an open-ended Replace writer
+// (append or recovery): hflush-style writes with partial chunks, maybe a
+// Truncate, reads through the writer, maybe a genstamp bump, then Commit
+// or Abort. The old version must stay readable until Commit.
+func (sm *storeModel) replace(t *rapid.T, tolerate bool) {
+	ids := sortedIDs(sm.live)
+	if len(ids) == 0 {
+		return
+	}
+	id := rapid.SampledFrom(ids).Draw(t, "replaceID")
+	old := version{sm.genOf(id), sm.live[id]}
+	gen := old.gen + uint64(rapid.IntRange(1, 3).Draw(t, "genStep"))
+	bpc := rapid.SampledFrom([]int{64, 512, 4096}).Draw(t, "bpc")
+	data := modelData(id<<20|gen, rapid.IntRange(0, 9000).Draw(t, "size"))
+	sm.ops++
+	fail := func(what string, err error) {
+		if !tolerate && len(sm.s.FailedDirs()) == 0 {
+			t.Fatalf("replace %d: %s: %v", id, what, err)
+		}
+	}
+	w, err := sm.s.CreateWith(ctx, BlockMeta{ID: id, Inode: id % 5, GenStamp: gen},
+		CreateOptions{BytesPerChecksum: bpc, OpenEnded: true, Replace: true})
+	if err != nil {
+		fail("create", err)
+		return
+	}
+	defer w.Abort()
+	// Bounded: rapid draws minimal values once its input runs out.
+	for calls, cuts := 0, 0; int(w.Written()) < len(data); calls++ {
+		start := int(w.Written()) / bpc * bpc
+		p := min(len(data), int(w.Written())+rapid.IntRange(1, 3*bpc).Draw(t, "hflush"))
+		if calls >= 20 {
+			p = len(data)
+		}
+		if err := w.WriteAt(int64(start), data[start:p], appendChunkCRCs(nil, data[start:p], bpc)); err != nil {
+			fail("write", err)
+			return
+		}
+		if cuts < 2 && rapid.IntRange(0, 4).Draw(t, "truncate") == 0 {
+			cuts++
+			if err := w.Truncate(int64(rapid.IntRange(0, p).Draw(t, "cut"))); err != nil {
+				fail("truncate", err)
+				return
+			}
+		}
+		if rapid.Bool().Draw(t, "readWriter") {
+			cr, err := w.ReadChunks(0, 0, nil)
+			if err != nil {
+				fail("writer read", err)
+				return
+			}
+			if !bytes.Equal(cr.Data, data[:w.Written()]) {
+				t.Fatalf("replace %d: writer read: wrong bytes", id)
+			}
+		}
+	}
+	if got, err := sm.s.Read(ctx, id, 0, int64(len(old.data))); err == nil && !bytes.Equal(got, old.data) {
+		t.Fatalf("replace %d: old version damaged during the write", id)
+	} else if err != nil && !tolerate && len(sm.s.FailedDirs()) == 0 {
+		t.Fatalf("replace %d: old version unreadable during the write: %v", id, err)
+	}
+	if rapid.IntRange(0, 3).Draw(t, "bumpGen") == 0 {
+		gen++
+		if err := w.SetGenStamp(gen); err != nil {
+			fail("set genstamp", err)
+			return
+		}
+	}
+	if rapid.IntRange(0, 4).Draw(t, "abort") == 0 {
+		w.Abort()
+		return
+	}
+	info, err := w.Commit(ctx)
+	if err != nil {
+		fail("commit", err)
+		delete(sm.live, id)
+		sm.maybe[id] = old.data
+		sm.alt[id] = version{gen, data}
+		return
+	}
+	if info.CRC != crc32c(data) || info.Length != int64(len(data)) || info.GenStamp != gen {
+		t.Fatalf("replace %d: commit info %+v", id, info)
+	}
+	if tolerate || len(sm.s.FailedDirs()) > 0 {
+		sm.shadow[id] = append(sm.shadow[id], old)
+	}
+	sm.live[id] = data
+	sm.gen[id] = gen
+}
+
+// versionsOf lists the versions block id may show: its live or maybe
+// version, a failed Replace's new version, and shadows.
+func (sm *storeModel) versionsOf(id uint64) []version {
+	var vs []version
+	if d, ok := sm.live[id]; ok {
+		vs = append(vs, version{sm.genOf(id), d})
+	}
+	if d, ok := sm.maybe[id]; ok {
+		vs = append(vs, version{sm.genOf(id), d})
+	}
+	if v, ok := sm.alt[id]; ok {
+		vs = append(vs, v)
+	}
+	return append(vs, sm.shadow[id]...)
 }
 
 func sortedIDs(m map[uint64][]byte) []uint64 {
@@ -229,32 +359,55 @@ func (sm *storeModel) verify(t *rapid.T, afterCrash bool) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("acknowledged block %d (%d bytes) lost: %v", id, len(want), err)
 		}
+		if info, _ := sm.s.Stat(id); info.GenStamp != sm.genOf(id) {
+			t.Fatalf("block %d: genstamp %d, want %d", id, info.GenStamp, sm.genOf(id))
+		}
 	}
 	for _, b := range sm.s.Blocks() {
-		if sm.gone[b.ID] {
-			t.Fatalf("deleted block %d came back", b.ID)
-		}
 		_, isLive := sm.live[b.ID]
-		want, isMaybe := sm.maybe[b.ID]
-		if !isLive && !isMaybe {
-			t.Fatalf("unknown block %d in the store", b.ID)
+		_, isMaybe := sm.maybe[b.ID]
+		if isLive {
+			continue
 		}
-		if isMaybe {
-			got, err := sm.s.Read(ctx, b.ID, 0, int64(len(want)))
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("block %d of a failed operation survived damaged: %v", b.ID, err)
+		var v *version
+		for _, c := range sm.versionsOf(b.ID) {
+			if c.gen == b.GenStamp {
+				v = &c
+				break
 			}
+		}
+		switch {
+		case v == nil && sm.gone[b.ID]:
+			t.Fatalf("deleted block %d came back", b.ID)
+		case v == nil && !isMaybe:
+			t.Fatalf("unknown block %d in the store", b.ID)
+		case v == nil:
+			t.Fatalf("block %d of a failed operation survived with genstamp %d", b.ID, b.GenStamp)
+		}
+		got, err := sm.s.Read(ctx, b.ID, 0, int64(len(v.data)))
+		if err != nil || !bytes.Equal(got, v.data) || b.Length != int64(len(v.data)) {
+			t.Fatalf("block %d (genstamp %d) of a failed operation survived damaged: %v", b.ID, b.GenStamp, err)
+		}
+		if sm.gone[b.ID] {
+			// An old version whose DELETE a fault lost, back after the
+			// newer one was deleted: it is live now.
+			delete(sm.gone, b.ID)
+			sm.live[b.ID], sm.gen[b.ID] = v.data, v.gen
 		}
 	}
 	if afterCrash {
 		for _, id := range sortedIDs(sm.maybe) {
-			if _, ok := sm.s.Stat(id); ok {
-				sm.live[id] = sm.maybe[id]
+			if info, ok := sm.s.Stat(id); ok {
+				sm.live[id], sm.gen[id] = sm.maybe[id], sm.genOf(id)
+				if v, ok := sm.alt[id]; ok && v.gen == info.GenStamp {
+					sm.live[id], sm.gen[id] = v.data, v.gen
+				}
 			} else {
 				sm.gone[id] = true
 			}
 		}
 		clear(sm.maybe)
+		clear(sm.alt)
 	}
 }
 
@@ -273,10 +426,11 @@ var faultOps = []Op{OpRead, OpWrite, OpSync, OpRename, OpSyncDir, OpPunch, OpRem
 
 func (sm *storeModel) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"Put":    func(t *rapid.T) { sm.put(t, false) },
-		"Stream": func(t *rapid.T) { sm.stream(t, false) },
-		"Delete": func(t *rapid.T) { sm.del(t, false) },
-		"Read":   func(t *rapid.T) { sm.read(t, false) },
+		"Put":     func(t *rapid.T) { sm.put(t, false) },
+		"Stream":  func(t *rapid.T) { sm.stream(t, false) },
+		"Replace": func(t *rapid.T) { sm.replace(t, false) },
+		"Delete":  func(t *rapid.T) { sm.del(t, false) },
+		"Read":    func(t *rapid.T) { sm.read(t, false) },
 		"Reopen": func(t *rapid.T) {
 			sm.reopen(t, sm.m)
 			sm.verify(t, false)
@@ -288,11 +442,13 @@ func (sm *storeModel) actions() map[string]func(*rapid.T) {
 		"CrashReopen": func(t *rapid.T) {
 			sm.m.CrashAfter(rapid.IntRange(0, 40).Draw(t, "crashAfter"))
 			for range rapid.IntRange(1, 8).Draw(t, "opsBeforeCrash") {
-				switch rapid.IntRange(0, 3).Draw(t, "crashOp") {
+				switch rapid.IntRange(0, 4).Draw(t, "crashOp") {
 				case 0:
 					sm.del(t, true)
 				case 1:
 					sm.stream(t, true)
+				case 2:
+					sm.replace(t, true)
 				default:
 					sm.put(t, true)
 				}
@@ -329,13 +485,15 @@ func (sm *storeModel) actions() map[string]func(*rapid.T) {
 			sm.m.Inject(Fault{Op: op, PathPrefix: dir + "/", Err: e, Count: rapid.IntRange(0, 3).Draw(t, "faultCount")})
 			sm.faults++
 			for range rapid.IntRange(1, 5).Draw(t, "opsUnderFault") {
-				switch rapid.IntRange(0, 3).Draw(t, "faultyOp") {
+				switch rapid.IntRange(0, 4).Draw(t, "faultyOp") {
 				case 0:
 					sm.put(t, true)
 				case 1:
 					sm.del(t, true)
 				case 2:
 					sm.stream(t, true)
+				case 3:
+					sm.replace(t, true)
 				default:
 					sm.read(t, true)
 				}
