@@ -103,6 +103,13 @@ func TestNoKeystreamReuse(t *testing.T) {
 	g.check(t, "abort")
 	step("put after abort", s.Put(ctx, BlockMeta{ID: 4, GenStamp: 1}, streamData(4, 9000)))
 
+	w = open(7, 1, false)
+	flush(w, 9000)
+	step("truncate to zero", w.Truncate(0))
+	_, err = w.Commit(ctx) // empty: nothing to move, but its range stays used
+	step("commit empty", err)
+	step("put after an empty commit", s.Put(ctx, BlockMeta{ID: 8, GenStamp: 1}, streamData(8, 9000)))
+
 	w = open(5, 1, false)
 	flush(w, 8000)
 	step("truncate", w.Truncate(4000))

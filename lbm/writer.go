@@ -631,13 +631,22 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 		w.keep = true
 		return BlockInfo{}, w.failLocked(err)
 	}
-	c.nextBlock = max(c.nextBlock, w.off+e.extent())
+	// Bytes a Truncate cut may lie past the block's extent: they keep
+	// their range (no keystream position encrypts two plaintexts) and are
+	// punched.
+	span := max(e.extent(), alignUp(w.touched))
+	c.nextBlock = max(c.nextBlock, w.off+span)
 	c.created++
 	old, replaced := c.addLocked(w.meta.ID, e)
 	c.mu.Unlock()
 	w.state = writerCommitted
 	w.s.release(c)
 	w.scratch, w.stale = nil, nil
+	if ext := e.extent(); span > ext {
+		if err := c.data.PunchHole(w.off+ext, span-ext); err != nil {
+			w.s.log.Debug("lbm: punch hole past a truncated block", "file", c.dataPath, "err", err)
+		}
+	}
 	if replaced {
 		w.s.retire(w.meta.ID, old, c)
 	}
