@@ -220,11 +220,14 @@ func (x *CreateRequest) GetClientName() string {
 }
 
 type CreateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
-	Status        *FileStatus            `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Status *FileStatus            `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// The namenode's lease soft limit: the writer's client renews its
+	// leases well within it (at most every half of it).
+	LeaseSoftLimitMs int64 `protobuf:"varint,3,opt,name=lease_soft_limit_ms,json=leaseSoftLimitMs,proto3" json:"lease_soft_limit_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateResponse) Reset() {
@@ -269,6 +272,13 @@ func (x *CreateResponse) GetStatus() *FileStatus {
 		return x.Status
 	}
 	return nil
+}
+
+func (x *CreateResponse) GetLeaseSoftLimitMs() int64 {
+	if x != nil {
+		return x.LeaseSoftLimitMs
+	}
+	return 0
 }
 
 type AddBlockRequest struct {
@@ -700,6 +710,7 @@ type AppendResponse struct {
 	LastBlock        *LocatedBlock `protobuf:"bytes,4,opt,name=last_block,json=lastBlock,proto3" json:"last_block,omitempty"`
 	Token            []byte        `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
 	BytesPerChecksum uint32        `protobuf:"varint,6,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
+	LeaseSoftLimitMs int64         `protobuf:"varint,7,opt,name=lease_soft_limit_ms,json=leaseSoftLimitMs,proto3" json:"lease_soft_limit_ms,omitempty"` // as in CreateResponse
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -772,6 +783,13 @@ func (x *AppendResponse) GetToken() []byte {
 func (x *AppendResponse) GetBytesPerChecksum() uint32 {
 	if x != nil {
 		return x.BytesPerChecksum
+	}
+	return 0
+}
+
+func (x *AppendResponse) GetLeaseSoftLimitMs() int64 {
+	if x != nil {
+		return x.LeaseSoftLimitMs
 	}
 	return 0
 }
@@ -2531,10 +2549,11 @@ const file_api_client_proto_rawDesc = "" +
 	"block_size\x18\x05 \x01(\x04R\tblockSize\x12#\n" +
 	"\rcreate_parent\x18\x06 \x01(\bR\fcreateParent\x12\x1f\n" +
 	"\vclient_name\x18\a \x01(\tR\n" +
-	"clientName\"t\n" +
+	"clientName\"\xa3\x01\n" +
 	"\x0eCreateResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
-	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\"\x94\x01\n" +
+	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12-\n" +
+	"\x13lease_soft_limit_ms\x18\x03 \x01(\x03R\x10leaseSoftLimitMs\"\x94\x01\n" +
 	"\x0fAddBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12-\n" +
@@ -2561,7 +2580,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
 	"clientName\x12\x1b\n" +
-	"\tnew_block\x18\x03 \x01(\bR\bnewBlock\"\x9c\x02\n" +
+	"\tnew_block\x18\x03 \x01(\bR\bnewBlock\"\xcb\x02\n" +
 	"\x0eAppendResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12)\n" +
@@ -2569,7 +2588,8 @@ const file_api_client_proto_rawDesc = "" +
 	"\n" +
 	"last_block\x18\x04 \x01(\v2\x18.blockfs.v1.LocatedBlockR\tlastBlock\x12\x14\n" +
 	"\x05token\x18\x05 \x01(\fR\x05token\x12,\n" +
-	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\"\x8b\x01\n" +
+	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\x12-\n" +
+	"\x13lease_soft_limit_ms\x18\a \x01(\x03R\x10leaseSoftLimitMs\"\x8b\x01\n" +
 	"\x18GetBlockLocationsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +

@@ -44,7 +44,7 @@ func (c *Client) append(ctx context.Context, p string, newBlock bool) (*Writer, 
 	if st.GetBlockSize() == 0 || st.GetBlockSize() > maxBlockSize {
 		return nil, errs.Newf(errs.Internal, "append", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
 	}
-	c.leases.hold()
+	c.leases.hold(r.GetLeaseSoftLimitMs())
 	// Complete lists every block of the file, so the Writer starts with
 	// the blocks it found; its first AddBlock names the last as previous.
 	w := &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize, blocks: r.Blocks}

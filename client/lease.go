@@ -16,13 +16,19 @@ type leaseRenewer struct {
 	c    *Client
 	mu   sync.Mutex
 	open int
+	soft time.Duration // the shortest soft limit a namenode announced
 	stop chan struct{}
 	done chan struct{}
 }
 
-func (l *leaseRenewer) hold() {
+// hold counts an open Writer; softMs is the soft limit the namenode gave
+// with it (0: not given).
+func (l *leaseRenewer) hold(softMs int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if d := time.Duration(softMs) * time.Millisecond; d > 0 && (l.soft == 0 || d < l.soft) {
+		l.soft = d
+	}
 	l.open++
 	if l.open == 1 {
 		l.stop, l.done = make(chan struct{}), make(chan struct{})
@@ -44,16 +50,29 @@ func (l *leaseRenewer) release() {
 	}
 }
 
+// interval is Config.LeaseRenewInterval, or a third of the namenode's
+// soft limit when that is shorter.
+func (l *leaseRenewer) interval() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	iv := l.c.cfg.LeaseRenewInterval
+	if l.soft > 0 {
+		iv = min(iv, max(l.soft/3, 10*time.Millisecond))
+	}
+	return iv
+}
+
 func (l *leaseRenewer) run(stop, done chan struct{}) {
 	defer close(done)
-	t := time.NewTicker(l.c.cfg.LeaseRenewInterval)
+	iv := l.interval()
+	t := time.NewTicker(iv)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), l.c.cfg.LeaseRenewInterval)
+			ctx, cancel := context.WithTimeout(context.Background(), max(iv, time.Second))
 			_ = l.c.RenewLease(ctx) // a failure is retried at the next tick
 			cancel()
 		}

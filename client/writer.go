@@ -69,12 +69,13 @@ func (b *blockWrite) end() int64 { return b.base + int64(len(b.buf)) }
 // Writer makes.
 func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer, error) {
 	var st *api.FileStatus
+	var soft int64
 	err := c.call(ctx, "create", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Create(ctx, &api.CreateRequest{
 			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
 			Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
 		}, trailerOpt(ctx))
-		st = r.GetStatus()
+		st, soft = r.GetStatus(), r.GetLeaseSoftLimitMs()
 		c.saw(r.GetHeader())
 		return err
 	})
@@ -84,7 +85,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 	if st.GetBlockSize() == 0 || st.GetBlockSize() > maxBlockSize {
 		return nil, errs.Newf(errs.Internal, "create", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
 	}
-	c.leases.hold()
+	c.leases.hold(soft)
 	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize}, nil
 }
 
@@ -401,22 +402,22 @@ func (w *Writer) finishBlock() error {
 // other datanode left, the block is given back and placed anew.
 func (w *Writer) recoverPipeline(cause error) error {
 	b := w.cur
-	for attempt := 0; ; attempt++ {
-		if errs.KindOf(cause) == errs.Canceled || w.ctx.Err() != nil || attempt >= maxPipelineAttempts {
+	acked := int64(b.stream.Acked())
+	bad := blamed(b.stream, b.lb.Locations[0].Id)
+	b.stream.Abort()
+	nodes := slices.DeleteFunc(slices.Clone(b.lb.Locations), func(d *api.DatanodeInfo) bool { return d.Id == bad })
+	for range maxPipelineAttempts {
+		if w.ctx.Err() != nil {
 			return cause
 		}
-		acked := int64(b.stream.Acked())
-		bad := blamed(b.stream, b.lb.Locations[0].Id)
-		b.stream.Abort()
-		nodes := slices.DeleteFunc(slices.Clone(b.lb.Locations), func(d *api.DatanodeInfo) bool { return d.Id == bad })
 		if len(nodes) == 0 {
 			if acked > 0 || b.base > 0 {
 				return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "every datanode of the pipeline failed", Err: cause}
 			}
 			return w.restartBlock(bad, cause)
 		}
+		old := b.lb.Block
 		var nb *api.UpdateBlockForPipelineResponse
-		old := &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp}
 		err := w.c.call(w.ctx, "update block for pipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
 			var err error
 			nb, err = nn.UpdateBlockForPipeline(ctx, &api.UpdateBlockForPipelineRequest{Path: w.path, InodeId: w.inode, Block: old}, trailerOpt(ctx))
@@ -428,12 +429,13 @@ func (w *Writer) recoverPipeline(cause error) error {
 		}
 		b.lb = &api.LocatedBlock{Block: &api.Block{Id: old.Id, GenStamp: nb.Block.GenStamp}, Offset: b.lb.Offset, Locations: nodes}
 		b.token = nb.Token
-		if bad2, err := w.c.openPipeline(w.ctx, b, w.inode, nodes, uint64(acked), old.GenStamp); err != nil {
-			cause = err
-			b.lb.Locations = slices.DeleteFunc(nodes, func(d *api.DatanodeInfo) bool { return d.Id == bad2 })
-			if len(b.lb.Locations) == 0 {
-				return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "no datanode took the rebuilt pipeline", Err: err}
-			}
+		bad2, err := w.c.openPipeline(w.ctx, b, w.inode, nodes, uint64(acked), old.GenStamp)
+		if err != nil {
+			// The namespace keeps the old stamp until UpdatePipeline; the
+			// next attempt allocates a newer one.
+			b.lb = &api.LocatedBlock{Block: old, Offset: b.lb.Offset, Locations: nodes}
+			nodes = slices.DeleteFunc(nodes, func(d *api.DatanodeInfo) bool { return d.Id == bad2 })
+			bad, cause = bad2, err
 			continue
 		}
 		ids := make([]string, len(nodes))
@@ -452,6 +454,7 @@ func (w *Writer) recoverPipeline(cause error) error {
 		b.sent = acked // what follows is sent again
 		return nil
 	}
+	return cause
 }
 
 // restartBlock gives back a block no datanode acknowledged any byte of

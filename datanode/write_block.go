@@ -49,6 +49,12 @@ type writeStream struct {
 	info      lbm.BlockInfo
 	committed bool
 
+	// recvMu is held by the receive loop while it handles a packet (not
+	// while it waits for one); quit, under it, tells the loop that the
+	// call is over and it must touch nothing more.
+	recvMu sync.Mutex
+	quit   bool
+
 	mu     sync.Mutex
 	err    error  // the first failure
 	bad    string // the pipeline member it blames ("" for none)
@@ -79,18 +85,28 @@ func (w *writeStream) run() error {
 	if err := w.open(); err != nil {
 		return w.finish(err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	recvDone := make(chan struct{})
+	go func() {
+		defer close(recvDone)
 		if err := w.receive(); err != nil {
 			w.fail(err, w.d.id, -1)
 		}
-	})
-	wg.Go(func() {
-		if err := w.respond(); err != nil {
-			w.fail(err, "", -1)
-		}
-	})
-	wg.Wait()
+	}()
+	if err := w.respond(); err != nil {
+		w.fail(err, "", -1)
+	}
+	// The responder ended: after the last ack, or on a failure. The
+	// receive loop may be blocked reading the next packet from upstream,
+	// which only the end of this call interrupts: it is told to touch
+	// nothing more, and the call ends now, so that the upstream hears of
+	// the failure at once (not after the idle timeout).
+	select {
+	case <-recvDone:
+	default:
+		w.recvMu.Lock()
+		w.quit = true
+		w.recvMu.Unlock()
+	}
 	for {
 		select {
 		case pa := <-w.acks:
@@ -189,7 +205,6 @@ func (w *writeStream) openReplica() error {
 
 // receive takes packets until the last one.
 func (w *writeStream) receive() error {
-	const op = "write block"
 	d := w.d
 	hold := int64(d.cfg.MaxPacketBytes) + packetOverhead(d.cfg.MaxPacketBytes, w.bpc)
 	var seq uint64
@@ -203,36 +218,54 @@ func (w *writeStream) receive() error {
 		w.recvW.begin()
 		m, err := w.up.Recv()
 		w.recvW.end()
-		if err != nil {
-			d.inflightBytes.release(hold)
-			if err == io.EOF {
-				return errs.Newf(errs.Invalid, op, w.name, "stream ended at offset %d of %d: no last packet", off, w.length)
-			}
-			return errs.FromStatus(err, nil)
-		}
-		p := m.GetPacket()
-		held := int64(len(p.GetData())) + packetOverhead(len(p.GetData()), w.bpc)
-		if held > hold {
-			d.inflightBytes.release(hold)
-			return errs.Newf(errs.Invalid, op, w.name, "packet at offset %d: %d bytes exceed the packet size %d", p.GetOffset(), len(p.GetData()), d.cfg.MaxPacketBytes)
-		}
-		d.inflightBytes.release(hold - held)
-		if err := w.store(m, p, seq, off); err != nil {
-			d.inflightBytes.release(held)
+		w.recvMu.Lock()
+		done, err := w.take(m, err, hold, &seq, &off)
+		w.recvMu.Unlock()
+		if err != nil || done {
 			return err
 		}
-		select {
-		case w.acks <- pendingAck{seqno: seq, held: held, last: p.Last}:
-		case <-w.ctx.Done():
-			d.inflightBytes.release(held)
-			return errs.Wrap(errs.Canceled, op, w.name, context.Cause(w.ctx))
-		}
-		if p.Last {
-			return nil
-		}
-		seq++
-		off += int64(len(p.Data))
 	}
+}
+
+// take handles one message the receive loop read (with recvMu held):
+// done after the last packet, or once the call is over.
+func (w *writeStream) take(m *api.WriteBlockRequest, err error, hold int64, seq *uint64, off *int64) (bool, error) {
+	const op = "write block"
+	d := w.d
+	if w.quit {
+		d.inflightBytes.release(hold)
+		return true, nil
+	}
+	if err != nil {
+		d.inflightBytes.release(hold)
+		if err == io.EOF {
+			return false, errs.Newf(errs.Invalid, op, w.name, "stream ended at offset %d of %d: no last packet", *off, w.length)
+		}
+		return false, errs.FromStatus(err, nil)
+	}
+	p := m.GetPacket()
+	held := int64(len(p.GetData())) + packetOverhead(len(p.GetData()), w.bpc)
+	if held > hold {
+		d.inflightBytes.release(hold)
+		return false, errs.Newf(errs.Invalid, op, w.name, "packet at offset %d: %d bytes exceed the packet size %d", p.GetOffset(), len(p.GetData()), d.cfg.MaxPacketBytes)
+	}
+	d.inflightBytes.release(hold - held)
+	if err := w.store(m, p, *seq, *off); err != nil {
+		d.inflightBytes.release(held)
+		return false, err
+	}
+	select {
+	case w.acks <- pendingAck{seqno: *seq, held: held, last: p.Last}:
+	case <-w.ctx.Done():
+		d.inflightBytes.release(held)
+		return false, errs.Wrap(errs.Canceled, op, w.name, context.Cause(w.ctx))
+	}
+	if p.Last {
+		return true, nil
+	}
+	*seq++
+	*off += int64(len(p.Data))
+	return false, nil
 }
 
 // packetOverhead is what a packet of n data bytes holds besides them.
@@ -335,7 +368,11 @@ func (w *writeStream) respond() error {
 				w.d.inflightBytes.release(pa.held)
 				bad, off := w.ds.blame()
 				w.setBad(bad, off)
-				return &errs.Error{Kind: errs.KindOf(err), Op: op, Path: w.name, Msg: "downstream datanode " + bad + " failed", Err: err}
+				kind := errs.KindOf(err)
+				if kind == errs.Canceled {
+					kind = errs.Unavailable // the downstream's call ended, not ours
+				}
+				return &errs.Error{Kind: kind, Op: op, Path: w.name, Msg: "downstream datanode " + bad + " failed", Err: err}
 			}
 			ack.StoredOn = da.StoredOn
 		}

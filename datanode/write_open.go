@@ -25,7 +25,15 @@ const claimWait = 10 * time.Second
 func (w *writeStream) openRBW() error {
 	const op = "write block"
 	d, h, b := w.d, w.h, w.h.Block
-	if h.ResumeOffset == 0 && h.PreviousGenStamp == 0 {
+	fresh := h.ResumeOffset == 0 && h.PreviousGenStamp == 0
+	if !fresh && h.ResumeOffset == 0 && d.rbws.get(b.Id) == nil {
+		// A rebuilt pipeline before any byte was acknowledged: this
+		// datanode may never have seen the block (the failed one was
+		// upstream of it), and then starts it afresh.
+		_, held := d.store.Stat(b.Id)
+		fresh = !held
+	}
+	if fresh {
 		bw, err := d.store.CreateWith(w.ctx, lbm.BlockMeta{ID: b.Id, Inode: h.InodeId, GenStamp: b.GenStamp},
 			lbm.CreateOptions{BytesPerChecksum: w.bpc, OpenEnded: true})
 		if err != nil {

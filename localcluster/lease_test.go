@@ -3,11 +3,14 @@ package localcluster_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 )
@@ -96,14 +99,14 @@ func replicaBytes(t *testing.T, c *localcluster.Cluster, b *api.Block) map[strin
 
 // checkReplicas checks that every block of p has n replicas whose bytes
 // are the file's.
-func checkReplicas(t *testing.T, c *localcluster.Cluster, cl *client.Client, p string, want []byte, n int) {
+func checkReplicas(t *testing.T, c *localcluster.Cluster, cl *client.Client, p string, want []byte, n int, avoid ...string) {
 	t.Helper()
-	locs := waitReplicas(t, cl, p, n)
+	locs := waitReplicas(t, cl, p, n, avoid...)
 	for _, lb := range locs.Blocks {
 		part := want[lb.Offset : lb.Offset+lb.Block.Length]
 		reps := replicaBytes(t, c, lb.Block)
 		if len(reps) < n {
-			t.Fatalf("block %d: %d replicas under generation %d, want %d", lb.Block.Id, len(reps), lb.Block.GenStamp, n)
+			t.Fatalf("block %d: %d replicas under generation %d, want %d (listed: %s)", lb.Block.Id, len(reps), lb.Block.GenStamp, n, describe(locs))
 		}
 		for dn, got := range reps {
 			if !bytes.Equal(got, part) {
@@ -145,4 +148,146 @@ func TestHflushVisibleWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	readBack(t, cl, "/shared/log", data)
+}
+
+// TestWriterDiesAfterHflush: a writer that stops (no renewal, no close)
+// after hflush is recovered by the leader after the hard limit: the file
+// is closed with every hflushed byte, byte-identical on every replica.
+func TestWriterDiesAfterHflush(t *testing.T) {
+	for _, tail := range []int{0, 300} { // bytes written after the last hflush
+		t.Run(fmt.Sprintf("unflushed=%d", tail), func(t *testing.T) {
+			c, cl := startLeaseCluster(t)
+			writer := clientAs(t, c, "alice")
+			data := randBytes(2*blockSize + 777)
+			w := create(t, writer, "/shared/dead")
+			mustWrite(t, w, data)
+			if err := w.Hflush(); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, w, randBytes(tail))
+			w.Abort() // the process is gone: nothing renews its lease
+			ctx, cancel := context.WithTimeout(context.Background(), 20*hardLimit)
+			defer cancel()
+			if err := cl.WaitClosed(ctx, "/shared/dead"); err != nil {
+				t.Fatal(err)
+			}
+			st, err := cl.Stat(ctxT(t), "/shared/dead")
+			if err != nil || st.Length < uint64(len(data)) || st.Length > uint64(len(data)+tail) {
+				t.Fatalf("recovered file: %+v %v; want %d..%d bytes", st, err, len(data), len(data)+tail)
+			}
+			got, err := cl.ReadFile(ctxT(t), "/shared/dead")
+			if err != nil || !bytes.Equal(got[:len(data)], data) {
+				t.Fatalf("read back: %d bytes, %v", len(got), err)
+			}
+			checkReplicas(t, c, cl, "/shared/dead", got, 3)
+			// The dead writer's later calls are refused: its lease is gone.
+			if err := writer.RenewLease(ctxT(t)); errs.KindOf(err) != errs.Precondition || !strings.Contains(err.Error(), "LeaseExpired") {
+				t.Fatalf("renew after recovery: %v", err)
+			}
+		})
+	}
+}
+
+// TestRecoverLeaseTakeover: another client may take a file over only
+// after the holder's soft limit: before it, recoverLease, create and
+// append are AlreadyBeingCreated; after it, recoverLease closes the file
+// and the new client appends to it.
+func TestRecoverLeaseTakeover(t *testing.T) {
+	c, cl := startLeaseCluster(t)
+	alice, bob := clientAs(t, c, "alice"), clientAs(t, c, "bob")
+	data := randBytes(blockSize + 100)
+	w := create(t, alice, "/shared/f")
+	mustWrite(t, w, data)
+	if err := w.Hflush(); err != nil {
+		t.Fatal(err)
+	}
+	// Alice keeps writing and renewing: bob is refused.
+	refused := func(what string, err error) {
+		t.Helper()
+		if errs.KindOf(err) != errs.Precondition || !strings.Contains(err.Error(), "AlreadyBeingCreated") {
+			t.Fatalf("%s while alice holds the lease: %v", what, err)
+		}
+	}
+	_, err := bob.RecoverLease(ctxT(t), "/shared/f")
+	refused("recoverLease", err)
+	_, err = bob.Append(ctxT(t), "/shared/f")
+	refused("append", err)
+	_, err = bob.Create(ctxT(t), "/shared/f", client.CreateOptions{Overwrite: true, BlockSize: blockSize})
+	refused("create", err)
+	w.Abort()
+	time.Sleep(softLimit + 200*time.Millisecond)
+	closed, err := bob.RecoverLease(ctxT(t), "/shared/f")
+	if err != nil {
+		t.Fatalf("recoverLease after the soft limit: %v", err)
+	}
+	if !closed {
+		if err := bob.WaitClosed(ctxT(t), "/shared/f"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readBack(t, cl, "/shared/f", data)
+	more := randBytes(500)
+	bw, err := bob.Append(ctxT(t), "/shared/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, bw, more)
+	if err := bw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]byte{}, data...), more...)
+	readBack(t, cl, "/shared/f", all)
+	checkReplicas(t, c, cl, "/shared/f", all, 3)
+	// A closed file has no lease to recover.
+	if _, err := bob.RecoverLease(ctxT(t), "/shared/f"); errs.KindOf(err) != errs.Precondition || !strings.Contains(err.Error(), "not under construction") {
+		t.Fatalf("recoverLease of a closed file: %v", err)
+	}
+}
+
+// TestDatanodeDiesMidBlock: a datanode of the pipeline stops in the middle
+// of a block; the writer rebuilds the pipeline from the others and goes
+// on, the file reads back identical, and re-replication brings every
+// block back to 3 replicas.
+func TestDatanodeDiesMidBlock(t *testing.T) {
+	for _, victim := range []int{0, 1, 2} { // first, middle, last of the pipeline
+		t.Run(fmt.Sprintf("pipeline[%d]", victim), func(t *testing.T) {
+			c, cl := startLeaseCluster(t)
+			data := randBytes(4*blockSize + 321)
+			w := create(t, cl, "/shared/put")
+			cut := blockSize + blockSize/2
+			mustWrite(t, w, data[:cut])
+			if err := w.Hflush(); err != nil {
+				t.Fatal(err)
+			}
+			locs, err := cl.GetBlockLocations(ctxT(t), "/shared/put", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := locs.Blocks[len(locs.Blocks)-1]
+			if len(last.Locations) != 3 {
+				t.Fatalf("the block being written lists %d datanodes, want its pipeline of 3", len(last.Locations))
+			}
+			dead := last.Locations[victim].Id
+			stopDatanode(t, c, dead)
+			mustWrite(t, w, data[cut:])
+			if err := w.Close(); err != nil {
+				t.Fatalf("close after losing a datanode: %v", err)
+			}
+			readBack(t, cl, "/shared/put", data)
+			checkReplicas(t, c, cl, "/shared/put", data, 3, dead)
+		})
+	}
+}
+
+func stopDatanode(t *testing.T, c *localcluster.Cluster, id string) {
+	t.Helper()
+	for i := range c.Datanodes() {
+		if c.DatanodeID(i) == id {
+			if err := c.StopDatanode(i); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no datanode %s", id)
 }

@@ -61,7 +61,7 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 	if err != nil {
 		return nil, s.n.takeOver(ctx, c, req.Path, err)
 	}
-	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status}, nil
+	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds()}, nil
 }
 
 func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) (*api.AddBlockResponse, error) {
@@ -176,7 +176,8 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 	if err != nil {
 		return nil, s.n.takeOver(ctx, c, req.Path, err)
 	}
-	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.BytesPerChecksum}
+	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.BytesPerChecksum,
+		LeaseSoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds()}
 	if b := res.GetBlock(); b != nil {
 		// The reopened block: its replicas are where the old stamp's are.
 		lb := &api.LocatedBlock{Block: b, Offset: res.Status.GetLength() - b.Length}
