@@ -291,3 +291,109 @@ func stopDatanode(t *testing.T, c *localcluster.Cluster, id string) {
 	}
 	t.Fatalf("no datanode %s", id)
 }
+
+// TestAppendManyTimes: a file appended to many times, by several clients
+// in turn (each closing), reads back whole after every append, while a
+// reader holds it open; one append runs across a leader change.
+func TestAppendManyTimes(t *testing.T) {
+	c, cl := startLeaseCluster(t)
+	writers := []*client.Client{cl, clientAs(t, c, "root"), clientAs(t, c, "root")}
+	var all []byte
+	for i := range 12 {
+		part := randBytes(97 + 61*i)
+		w, err := writers[i%len(writers)].Append(ctxT(t), "/shared/many")
+		if i == 0 {
+			w, err = cl.Create(ctxT(t), "/shared/many", client.CreateOptions{Replication: 3, BlockSize: blockSize, Perm: 0o666})
+		}
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		mustWrite(t, w, part[:len(part)/2])
+		if i == 6 {
+			// The leader changes between the two halves of this append.
+			li := c.Leader()
+			if err := c.StopNamenode(li); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WaitLeader(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.RestartNamenode(context.Background(), li) })
+		}
+		mustWrite(t, w, part[len(part)/2:])
+		if err := w.Close(); err != nil {
+			t.Fatalf("close of append %d: %v", i, err)
+		}
+		all = append(all, part...)
+		readBack(t, cl, "/shared/many", all)
+	}
+	locs, err := cl.GetBlockLocations(ctxT(t), "/shared/many", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lb := range locs.Blocks[:len(locs.Blocks)-1] {
+		if lb.Block.Length != blockSize {
+			t.Fatalf("block %d holds %d bytes: appends should fill the last block before starting another", i, lb.Block.Length)
+		}
+	}
+}
+
+// TestLeasesAgreeAfterRestart: with files open and hflushed, every
+// namenode restarted from its snapshot and log holds the same namespace
+// and lease table (the namespace hash covers both), and the writers go on.
+func TestLeasesAgreeAfterRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Config{
+		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(),
+		Namenode: func(i int, nc *namenode.Config) {
+			nc.SnapshotEvery = 8 // snapshots happen while the files are open
+			nc.LeaseSoftLimit, nc.LeaseHardLimit = time.Minute, time.Hour
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl := clientAs(t, c, "root")
+	var ws []*client.Writer
+	for i := range 3 {
+		w, err := cl.Create(ctx, fmt.Sprintf("/open%d", i), client.CreateOptions{Replication: 3, BlockSize: blockSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, w, randBytes(300))
+		if err := w.Hflush(); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	for i := range 20 { // enough entries for snapshots
+		writeFile(t, cl, fmt.Sprintf("/closed%d", i), randBytes(10))
+	}
+	if err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Namenode(c.Leader()).NamespaceHash()
+	for i := range 3 {
+		if err := c.StopNamenode(i); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.RestartNamenode(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitConverged(ctx); err != nil {
+			t.Fatalf("after restarting namenode %d: %v", i, err)
+		}
+	}
+	for i, n := range c.Namenodes() {
+		if n.NamespaceHash() != before {
+			t.Fatalf("namenode %d: namespace and lease hash changed across restarts", i)
+		}
+	}
+	for _, w := range ws {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
