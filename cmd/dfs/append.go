@@ -10,9 +10,9 @@ import (
 )
 
 // cmdAppendToFile appends the local files, in order (- for stdin, only
-// alone, as in hdfs dfs -appendToFile), to REMOTE in one append: every
-// append starts a new block (NEW_BLOCK semantics). A missing REMOTE is
-// created, as HDFS does.
+// alone, as in hdfs dfs -appendToFile), to REMOTE in one append, which
+// reopens a short last block and fills it before starting another. A
+// missing REMOTE is created, as HDFS does.
 func cmdAppendToFile(e *env, _ *flag.FlagSet, args []string) error {
 	const op = "appendToFile"
 	locals, remote := args[:len(args)-1], args[len(args)-1]

@@ -75,21 +75,22 @@ var commands map[string]*command
 
 func init() {
 	commands = map[string]*command{
-		"ls":           {usage: "[-R] [PATH...]", help: "list directories (or files); -R recursively", run: cmdLs, flags: boolFlag("R", "recursive"), minArgs: 0, maxArgs: -1},
-		"mkdir":        {usage: "[-p] PATH...", help: "make directories; -p makes parents and accepts existing ones", run: cmdMkdir, flags: boolFlag("p", "parents"), minArgs: 1, maxArgs: -1},
-		"put":          {usage: "[-f] [-replication N] [-blocksize BYTES] LOCAL REMOTE", help: "copy a local file (- for stdin) into blockfs; -f overwrites", run: cmdPut, flags: putFlags, minArgs: 2, maxArgs: 2},
-		"appendToFile": {usage: "LOCAL... REMOTE", help: "append local files (- for stdin) to a blockfs file, creating it if missing; the appended bytes start a new block", run: cmdAppendToFile, minArgs: 2, maxArgs: -1},
-		"get":          {usage: "REMOTE LOCAL", help: "copy a file out of blockfs (LOCAL - for stdout)", run: cmdGet, minArgs: 2, maxArgs: 2},
-		"cat":          {usage: "PATH...", help: "print files", run: cmdCat, minArgs: 1, maxArgs: -1},
-		"rm":           {usage: "[-r] PATH...", help: "remove files; -r removes directories and their contents", run: cmdRm, flags: boolFlag("r", "recursive"), minArgs: 1, maxArgs: -1},
-		"mv":           {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
-		"stat":         {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
-		"checksum":     {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
-		"chmod":        {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
-		"chown":        {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
-		"locations":    {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
-		"cluster":      {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
-		"fsck":         {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
+		"ls":            {usage: "[-R] [PATH...]", help: "list directories (or files); -R recursively", run: cmdLs, flags: boolFlag("R", "recursive"), minArgs: 0, maxArgs: -1},
+		"mkdir":         {usage: "[-p] PATH...", help: "make directories; -p makes parents and accepts existing ones", run: cmdMkdir, flags: boolFlag("p", "parents"), minArgs: 1, maxArgs: -1},
+		"put":           {usage: "[-f] [-replication N] [-blocksize BYTES] LOCAL REMOTE", help: "copy a local file (- for stdin) into blockfs; -f overwrites", run: cmdPut, flags: putFlags, minArgs: 2, maxArgs: 2},
+		"appendToFile":  {usage: "LOCAL... REMOTE", help: "append local files (- for stdin) to a blockfs file, creating it if missing; a short last block is reopened and filled first", run: cmdAppendToFile, minArgs: 2, maxArgs: -1},
+		"recover-lease": {usage: "[-nowait] PATH...", help: "recover files a dead writer left open: the last block is cut to what every replica holds and the file closed (waits unless -nowait)", run: cmdRecoverLease, flags: boolFlag("nowait", "only start the recovery"), minArgs: 1, maxArgs: -1},
+		"get":           {usage: "REMOTE LOCAL", help: "copy a file out of blockfs (LOCAL - for stdout)", run: cmdGet, minArgs: 2, maxArgs: 2},
+		"cat":           {usage: "PATH...", help: "print files", run: cmdCat, minArgs: 1, maxArgs: -1},
+		"rm":            {usage: "[-r] PATH...", help: "remove files; -r removes directories and their contents", run: cmdRm, flags: boolFlag("r", "recursive"), minArgs: 1, maxArgs: -1},
+		"mv":            {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
+		"stat":          {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
+		"checksum":      {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
+		"chmod":         {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
+		"chown":         {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
+		"locations":     {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
+		"cluster":       {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
+		"fsck":          {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
 	}
 }
 
