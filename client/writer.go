@@ -46,8 +46,11 @@ type Writer struct {
 	blockSize uint64
 	blocks    []*api.Block // the blocks before cur, committed at the next AddBlock or Complete
 	cur       *blockWrite  // the block being written; nil between blocks
-	err       error
-	closed    bool
+	// lastSynced: the last of blocks, finished with cur nil, had its
+	// length recorded by an hflush (Fsync) before anything committed it.
+	lastSynced bool
+	err        error
+	closed     bool
 }
 
 // blockWrite is the block being written and its pipeline.
@@ -161,14 +164,25 @@ func (w *Writer) flush(op string, hsync bool) error {
 	}
 	b := w.cur
 	if b == nil {
-		return nil // every block so far is finished, and AddBlock or Complete commits it
+		// Every block so far is finished; the last one is committed only
+		// by the next AddBlock or Complete, so its length is recorded now.
+		if n := len(w.blocks); n > 0 && !w.lastSynced {
+			if err := w.fsync(op, w.blocks[n-1]); err != nil {
+				w.err = err
+				return err
+			}
+			w.lastSynced = true
+		}
+		return nil
 	}
-	if err := w.sendPackets(true, false, hsync); err != nil {
-		w.err = err
-		return err
-	}
+	// Send everything, and wait for every datanode's ack; a pipeline
+	// rebuilt meanwhile gets the unacknowledged bytes again.
 	for {
-		err := b.stream.WaitAcked()
+		if err := w.sendPackets(true, false, hsync); err != nil {
+			w.err = err
+			return err
+		}
+		err := w.cur.stream.WaitAcked()
 		if err == nil {
 			break
 		}
@@ -177,21 +191,26 @@ func (w *Writer) flush(op string, hsync bool) error {
 			return err
 		}
 	}
+	b = w.cur // a block re-placed by the recovery
 	if b.sent == b.synced {
 		return nil
 	}
-	blk := &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: uint64(b.sent)}
-	err := w.c.call(w.ctx, op, func(ctx context.Context, nn api.ClientServiceClient) error {
-		r, err := nn.Fsync(ctx, &api.FsyncRequest{Path: w.path, InodeId: w.inode, Block: blk}, trailerOpt(ctx))
-		w.c.saw(r.GetHeader())
-		return err
-	})
-	if err != nil {
+	if err := w.fsync(op, &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: uint64(b.sent)}); err != nil {
 		w.err = err
 		return err
 	}
 	b.synced = b.sent
 	return nil
+}
+
+// fsync records the length of the file's last block with the namenode.
+func (w *Writer) fsync(op string, blk *api.Block) error {
+	blk = &api.Block{Id: blk.Id, GenStamp: blk.GenStamp, Length: blk.Length}
+	return w.c.call(w.ctx, op, func(ctx context.Context, nn api.ClientServiceClient) error {
+		r, err := nn.Fsync(ctx, &api.FsyncRequest{Path: w.path, InodeId: w.inode, Block: blk}, trailerOpt(ctx))
+		w.c.saw(r.GetHeader())
+		return err
+	})
 }
 
 // Close finishes the last block and completes the file.
@@ -370,12 +389,11 @@ func packetCRCs(dst []uint32, off int64, data []byte, bpc int) []uint32 {
 // finishBlock sends the rest of the current block as its final packet,
 // waits for the pipeline's final ack and queues the block for commit.
 func (w *Writer) finishBlock() error {
-	b := w.cur
 	var ack *api.WriteBlockAck
 	for {
 		err := w.trySend(true, true, false)
 		if err == nil {
-			ack, err = b.stream.Finish()
+			ack, err = w.cur.stream.Finish()
 		}
 		if err == nil {
 			break
@@ -384,6 +402,7 @@ func (w *Writer) finishBlock() error {
 			return err
 		}
 	}
+	b := w.cur
 	if ack.GetLength() != uint64(b.end()) || (b.base == 0 && ack.GetCrc32C() != chunks.CRC(b.buf)) {
 		return errs.New(errs.Corrupt, "write block", blockName(b.lb.Block.Id), "datanode acknowledged different bytes than were sent")
 	}
@@ -391,7 +410,7 @@ func (w *Writer) finishBlock() error {
 	crc := ack.Crc32C
 	blk.Crc32C = &crc
 	w.blocks = append(w.blocks, blk)
-	w.cur = nil
+	w.cur, w.lastSynced = nil, false
 	return nil
 }
 

@@ -87,7 +87,8 @@ func (c *cluster) start() error {
 		p.args = func() []string {
 			return []string{"--id", name, "--data-dir", p.dataDir, "--grpc-addr", p.grpc, "--raft-addr", raftAddr,
 				"--http-addr", "", "--bootstrap", "--peers", peerList, "--auth", "simple",
-				"--heartbeat-interval", hbInterval, "--dead-after-missed", deadAfter, "--log-level", "warn"}
+				"--heartbeat-interval", hbInterval, "--dead-after-missed", deadAfter, "--log-level", "warn",
+				"--lease-check-interval", "200ms", "--recovery-timeout", "3s"}
 		}
 		c.nns = append(c.nns, p)
 	}
@@ -275,6 +276,9 @@ func TestProcessCrash(t *testing.T) {
 	chaosCtx, stopChaos := context.WithTimeout(ctx, dur)
 	defer stopChaos()
 	var wg sync.WaitGroup
+	var hled hflushLedger
+	hrng := rand.New(rand.NewPCG(seed, 1))
+	wg.Go(func() { hflushWriters(chaosCtx, t, c, cl, hrng, &hled) })
 	const writers = 2
 	for w := range writers {
 		wg.Go(func() {
@@ -358,20 +362,29 @@ func TestProcessCrash(t *testing.T) {
 	for _, name := range led.failed {
 		checkFile(vctx, t, cl, name, false)
 	}
+	// 1b. Every byte a killed writer hflushed is in its recovered file.
+	checkHflushed(vctx, t, cl, &hled)
 
 	// 2. The namenodes agree: applied indexes converge, and a stale walk
 	// of the namespace on each namenode gives the same listing.
 	checkAgreement(vctx, t, c)
 
 	// 3. fsck: no missing or corrupt block once re-replication settles.
-	var rep *client.FsckReport
+	var rep, last *client.FsckReport
 	for {
 		rep, err = cl.Fsck(vctx, "/")
 		if err == nil && rep.Healthy() && rep.Under == 0 {
 			break
 		}
+		if err == nil {
+			last = rep
+		}
 		if vctx.Err() != nil {
 			if err != nil {
+				if last != nil {
+					t.Logf("last fsck report: %d missing, %d corrupt, %d under-replicated of %d blocks, %d under construction; problems: %+v",
+						last.Missing, last.Corrupt, last.Under, last.Blocks, last.UnderConstruction, last.Problems)
+				}
 				t.Fatalf("fsck: %v", err)
 			}
 			if !rep.Healthy() {

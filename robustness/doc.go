@@ -32,6 +32,12 @@
 // from its snapshot), and read-your-writes holds: a stale read carrying the
 // index of the client's own acknowledged create sees the file, on any node.
 //
+// TestVisibleLength checks a second model, LengthModel, on a cluster with
+// datanodes: one writer appends, hflushes and closes while readers stat
+// and read the file and the leader and a datanode restart; a read after
+// an acknowledged hflush must see at least those bytes, and the visible
+// length never goes back.
+//
 // Environment: BLOCKFS_FAULT_ROUNDS=N repeats every fault N times;
 // BLOCKFS_SEED fixes the workload's random seed.
 package robustness
