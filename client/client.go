@@ -115,8 +115,9 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Close closes every connection.
+// Close stops renewing leases and closes every connection.
 func (c *Client) Close() error {
+	c.leases.shutdown()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var first error

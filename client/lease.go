@@ -36,12 +36,27 @@ func (l *leaseRenewer) hold(softMs int64) {
 	}
 }
 
+// shutdown ends the renewal whatever Writers are open (the Client closes).
+func (l *leaseRenewer) shutdown() {
+	l.mu.Lock()
+	stop, done := l.stop, l.done
+	l.open, l.stop, l.done = 0, nil, nil
+	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
 func (l *leaseRenewer) release() {
 	l.mu.Lock()
-	l.open--
 	var stop, done chan struct{}
-	if l.open == 0 {
-		stop, done = l.stop, l.done
+	if l.open > 0 {
+		l.open--
+		if l.open == 0 {
+			stop, done = l.stop, l.done
+			l.stop, l.done = nil, nil
+		}
 	}
 	l.mu.Unlock()
 	if stop != nil {

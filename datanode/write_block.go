@@ -178,6 +178,13 @@ func (w *writeStream) open() error {
 	return nil
 }
 
+// staleHere reports whether this datanode holds the header's block under
+// an older generation stamp.
+func (w *writeStream) staleHere() bool {
+	info, ok := w.d.store.Stat(w.h.Block.Id)
+	return ok && info.GenStamp < w.h.Block.GenStamp
+}
+
 // openReplica starts the local replica of a write of known length.
 func (w *writeStream) openReplica() error {
 	const op = "write block"
@@ -187,6 +194,15 @@ func (w *writeStream) openReplica() error {
 	w.bw, err = d.createBlock(w.ctx, meta, w.bpc)
 	switch {
 	case err == nil:
+		w.fresh = true
+	case errs.Is(err, errs.Exist) && w.staleHere():
+		// A replica of an older generation (left by a rebuilt pipeline or
+		// a recovery) is replaced by this newer one.
+		w.bw, err = d.store.CreateWith(w.ctx, meta, lbm.CreateOptions{BytesPerChecksum: w.bpc, Replace: true})
+		if err != nil {
+			w.setBad(d.id, -1)
+			return err
+		}
 		w.fresh = true
 	case errs.Is(err, errs.Exist):
 		// A retried write or a repeated replication: take the stream only

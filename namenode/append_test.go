@@ -25,7 +25,7 @@ func TestAppendNewBlock(t *testing.T) {
 	const bs = 1 << 20
 	call := func(user, client, id string) (*api.AppendResponse, error) {
 		ctx := metadata.AppendToOutgoingContext(x.as(user), namenode.ClientIDKey, client, namenode.CallIDKey, id)
-		return nn.Append(ctx, &api.AppendRequest{Path: "/d/f"})
+		return nn.Append(ctx, &api.AppendRequest{Path: "/d/f", NewBlock: true})
 	}
 	// Each call of a writer carries its client id and a fresh call id
 	// (without a call id the namenode takes no client id).
