@@ -9,7 +9,9 @@ import (
 // method with req as r's user: the few calls a CREATE (Create, AddBlock,
 // Complete, AbandonBlock, GetFileInfo, and Append for the appends that
 // continue it), an APPEND (Append, AddBlock, Complete, AbandonBlock,
-// GetFileInfo) or an OPEN (GetBlockLocations,
+// GetFileInfo), either of them the writer's lease and pipeline calls
+// (RenewLease, Fsync, UpdateBlockForPipeline, UpdatePipeline), or an OPEN
+// (GetBlockLocations,
 // GetFileInfo) needs, on r's path only, and a Create only with the
 // parameters the namenode fixed in r. Anything else is an errs.Permission
 // error.
@@ -54,6 +56,28 @@ func (r Redirect) Admits(method string, req any) error {
 			return deny("not a CREATE or APPEND")
 		}
 		path = q.Path
+	case *api.FsyncRequest:
+		if !writes || method != api.ClientService_Fsync_FullMethodName {
+			return deny("not a CREATE or APPEND")
+		}
+		path = q.Path
+	case *api.UpdateBlockForPipelineRequest:
+		if !writes || method != api.ClientService_UpdateBlockForPipeline_FullMethodName {
+			return deny("not a CREATE or APPEND")
+		}
+		path = q.Path
+	case *api.UpdatePipelineRequest:
+		if !writes || method != api.ClientService_UpdatePipeline_FullMethodName {
+			return deny("not a CREATE or APPEND")
+		}
+		path = q.Path
+	case *api.RenewLeaseRequest:
+		// Names no path: it renews the leases of the datanode's client,
+		// which writes only this token's file as this user.
+		if !writes || method != api.ClientService_RenewLease_FullMethodName {
+			return deny("not a CREATE or APPEND")
+		}
+		path = r.Path
 	case *api.GetBlockLocationsRequest:
 		if r.Op != RedirectOpen || method != api.ClientService_GetBlockLocations_FullMethodName {
 			return deny("not an OPEN")
