@@ -153,18 +153,37 @@ func TestHflushVisibleWhileWriting(t *testing.T) {
 // TestWriterDiesAfterHflush: a writer that stops (no renewal, no close)
 // after hflush is recovered by the leader after the hard limit: the file
 // is closed with every hflushed byte, byte-identical on every replica.
+// In the second case a datanode of its pipeline died first, so blocks the
+// writer finished on two datanodes get their third replica back.
 func TestWriterDiesAfterHflush(t *testing.T) {
-	for _, tail := range []int{0, 300} { // bytes written after the last hflush
-		t.Run(fmt.Sprintf("unflushed=%d", tail), func(t *testing.T) {
+	for _, tc := range []struct {
+		unflushed int
+		killDN    bool
+	}{{0, false}, {300, true}} {
+		t.Run(fmt.Sprintf("unflushed=%d,datanode-died=%v", tc.unflushed, tc.killDN), func(t *testing.T) {
 			c, cl := startLeaseCluster(t)
 			writer := clientAs(t, c, "alice")
-			data := randBytes(2*blockSize + 777)
+			data := randBytes(3*blockSize + 777)
 			w := create(t, writer, "/shared/dead")
-			mustWrite(t, w, data)
+			cut := blockSize / 2
+			mustWrite(t, w, data[:cut])
 			if err := w.Hflush(); err != nil {
 				t.Fatal(err)
 			}
-			mustWrite(t, w, randBytes(tail))
+			var avoid []string
+			if tc.killDN {
+				locs, err := cl.GetBlockLocations(ctxT(t), "/shared/dead", 0, 0)
+				if err != nil || len(locs.Blocks) == 0 || len(locs.Blocks[0].Locations) == 0 {
+					t.Fatalf("locations while writing: %v %v", locs, err)
+				}
+				avoid = []string{locs.Blocks[0].Locations[1].Id}
+				stopDatanode(t, c, avoid[0])
+			}
+			mustWrite(t, w, data[cut:])
+			if err := w.Hflush(); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, w, randBytes(tc.unflushed))
 			w.Abort() // the process is gone: nothing renews its lease
 			ctx, cancel := context.WithTimeout(context.Background(), 20*hardLimit)
 			defer cancel()
@@ -172,14 +191,14 @@ func TestWriterDiesAfterHflush(t *testing.T) {
 				t.Fatal(err)
 			}
 			st, err := cl.Stat(ctxT(t), "/shared/dead")
-			if err != nil || st.Length < uint64(len(data)) || st.Length > uint64(len(data)+tail) {
-				t.Fatalf("recovered file: %+v %v; want %d..%d bytes", st, err, len(data), len(data)+tail)
+			if err != nil || st.Length < uint64(len(data)) || st.Length > uint64(len(data)+tc.unflushed) {
+				t.Fatalf("recovered file: %+v %v; want %d..%d bytes", st, err, len(data), len(data)+tc.unflushed)
 			}
 			got, err := cl.ReadFile(ctxT(t), "/shared/dead")
 			if err != nil || !bytes.Equal(got[:len(data)], data) {
 				t.Fatalf("read back: %d bytes, %v", len(got), err)
 			}
-			checkReplicas(t, c, cl, "/shared/dead", got, 3)
+			checkReplicas(t, c, cl, "/shared/dead", got, 3, avoid...)
 			// The dead writer's later calls are refused: its lease is gone.
 			if err := writer.RenewLease(ctxT(t)); errs.KindOf(err) != errs.Precondition || !strings.Contains(err.Error(), "LeaseExpired") {
 				t.Fatalf("renew after recovery: %v", err)

@@ -135,7 +135,7 @@ func (f *fsm) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 	_, bs, _ := tree.FileByID(id)
 	if len(bs) == 0 || (bs[len(bs)-1].Length == 0 && !bs[len(bs)-1].HasCRC && len(c.Replicas) == 0) {
 		// Nothing was written to the last block anywhere we know of.
-		_, dropped, err := tree.CloseEmpty(id, c.NowUnixMs)
+		closed, dropped, err := tree.CloseEmpty(id, c.NowUnixMs)
 		if err != nil {
 			return nil, err
 		}
@@ -143,6 +143,8 @@ func (f *fsm) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 			f.forget([]namespace.Block{*dropped})
 		}
 		f.st.leases.Remove(id)
+		_, rest, _ := tree.FileByID(id)
+		f.expectAll(closed, rest)
 		return &api.CommandResult{Closed: true}, nil
 	}
 	last := bs[len(bs)-1]
@@ -204,18 +206,18 @@ func (f *fsm) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 	if c.Crc32C != nil {
 		rec.CRC, rec.HasCRC = *c.Crc32C, true
 	}
-	fi, nb, err := f.st.tree.CommitRecovery(id, rec, c.MtimeUnixMs)
+	fi, _, err := f.st.tree.CommitRecovery(id, rec, c.MtimeUnixMs)
 	if err != nil {
 		return nil, err
 	}
 	f.st.leases.Remove(id)
-	if f.events != nil {
-		if c.DeleteBlock {
-			f.forget([]namespace.Block{r.Block})
-		} else {
-			f.events.Expect(nb, fi.ID, fi.Replication, true)
-		}
+	if c.DeleteBlock {
+		f.forget([]namespace.Block{r.Block})
 	}
+	// The file is closed: every block of it is complete for the block map
+	// (the earlier ones were committed by AddBlock, never by Complete).
+	_, bs, _ := f.st.tree.FileByID(id)
+	f.expectAll(fi, bs)
 	return &api.CommandResult{Status: toFileStatus(fi)}, nil
 }
 
