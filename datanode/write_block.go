@@ -195,9 +195,9 @@ func (w *writeStream) openReplica() error {
 	switch {
 	case err == nil:
 		w.fresh = true
-	case errs.Is(err, errs.Exist) && w.staleHere():
-		// A replica of an older generation (left by a rebuilt pipeline or
-		// a recovery) is replaced by this newer one.
+	case errs.Is(err, errs.Exist) && h.Replication && w.staleHere():
+		// A re-replication replaces a replica of an older generation here
+		// (left by a rebuilt pipeline or a recovery).
 		w.bw, err = d.store.CreateWith(w.ctx, meta, lbm.CreateOptions{BytesPerChecksum: w.bpc, Replace: true})
 		if err != nil {
 			w.setBad(d.id, -1)
@@ -317,18 +317,8 @@ func (w *writeStream) store(m *api.WriteBlockRequest, p *api.WritePacket, seq ui
 	case len(p.Crcs) != chunks.Count(len(p.Data), w.bpc):
 		return errs.Newf(errs.Invalid, op, w.name, "packet at offset %d: %d CRCs for %d chunks", off, len(p.Crcs), chunks.Count(len(p.Data), w.bpc))
 	}
-	// Verify before forwarding: a chunk damaged on the way here goes no
-	// further, and this datanode is the one that names the damage.
-	if i := chunks.Verify(p.Data, p.Crcs, w.bpc); i >= 0 {
-		bad := off + int64(i*w.bpc)
-		w.d.met.corruptPackets.Inc()
-		w.setBad(w.d.id, bad)
-		return errs.Newf(errs.Corrupt, op, w.name, "chunk at offset %d: checksum mismatch on datanode %s", bad, w.d.id)
-	}
-	if w.ds != nil {
-		w.fwdW.begin()
-		w.ds.send(m)
-		w.fwdW.end()
+	if err := w.checkAndForward(m, p, off); err != nil {
+		return err
 	}
 	if err := w.bw.Write(p.Data, p.Crcs); err != nil {
 		w.setBad(w.d.id, off)
@@ -346,6 +336,23 @@ func (w *writeStream) store(m *api.WriteBlockRequest, p *api.WritePacket, seq ui
 		return err
 	}
 	w.info, w.committed = info, true
+	return nil
+}
+
+// checkAndForward verifies every chunk of packet p (at block offset off)
+// before forwarding it downstream: a chunk damaged on the way here goes no
+// further, and this datanode is the one that names the damage.
+func (w *writeStream) checkAndForward(m *api.WriteBlockRequest, p *api.WritePacket, off int64) error {
+	if bad := verifyPacket(off, p.Data, p.Crcs, w.bpc); bad >= 0 {
+		w.d.met.corruptPackets.Inc()
+		w.setBad(w.d.id, bad)
+		return errs.Newf(errs.Corrupt, "write block", w.name, "chunk at offset %d: checksum mismatch on datanode %s", bad, w.d.id)
+	}
+	if w.ds != nil {
+		w.fwdW.begin()
+		w.ds.send(m)
+		w.fwdW.end()
+	}
 	return nil
 }
 

@@ -159,15 +159,8 @@ func (w *writeStream) storeOpen(m *api.WriteBlockRequest, p *api.WritePacket, se
 	case len(p.Crcs) != packetChunks(off, int(n), w.bpc):
 		return errs.Newf(errs.Invalid, op, w.name, "packet at offset %d: %d CRCs for %d chunks", off, len(p.Crcs), packetChunks(off, int(n), w.bpc))
 	}
-	if bad := verifyPacket(off, p.Data, p.Crcs, w.bpc); bad >= 0 {
-		w.d.met.corruptPackets.Inc()
-		w.setBad(w.d.id, bad)
-		return errs.Newf(errs.Corrupt, op, w.name, "chunk at offset %d: checksum mismatch on datanode %s", bad, w.d.id)
-	}
-	if w.ds != nil {
-		w.fwdW.begin()
-		w.ds.send(m)
-		w.fwdW.end()
+	if err := w.checkAndForward(m, p, off); err != nil {
+		return err
 	}
 	if n > 0 {
 		at, data, crcs := off, p.Data, p.Crcs

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
@@ -218,19 +217,11 @@ func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Bloc
 // hard limit, and recoveries that stalled past the recovery timeout, are
 // (re)started.
 func (n *Namenode) leaseLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.LeaseCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-			if n.isReadyLeader() {
-				n.checkLeases()
-			}
+	n.every(n.cfg.LeaseCheckInterval, func() {
+		if n.isReadyLeader() {
+			n.checkLeases()
 		}
-	}
+	})
 }
 
 func (n *Namenode) checkLeases() {

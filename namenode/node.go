@@ -345,18 +345,26 @@ func (n *Namenode) registerSelf() {
 // workLoop runs datanode liveness on every node, and replication and
 // invalidation planning on the leader.
 func (n *Namenode) workLoop() {
+	n.every(n.cfg.WorkInterval, func() {
+		n.blocks.CheckLiveness()
+		if n.isReadyLeader() {
+			n.blocks.ComputeWork()
+		}
+	})
+}
+
+// every runs fn every interval until the node stops; a goroutine of
+// n.wg (its caller has Added it).
+func (n *Namenode) every(interval time.Duration, fn func()) {
 	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.WorkInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
-			n.blocks.CheckLiveness()
-			if n.isReadyLeader() {
-				n.blocks.ComputeWork()
-			}
+			fn()
 		}
 	}
 }
