@@ -22,77 +22,71 @@ func (r Redirect) Admits(method string, req any) error {
 	var path string
 	create := r.Op == RedirectCreate
 	writes := create || r.Op == RedirectAppend // the calls of a write after the file is open
-	switch q := req.(type) {
-	case *api.CreateRequest:
-		if !create || method != api.ClientService_Create_FullMethodName {
-			return deny("not a CREATE")
-		}
-		c := r.Create
-		if q.Overwrite != c.Overwrite || q.CreateParent != c.CreateParent || q.Mode != c.Perm ||
-			q.Replication != c.Replication || q.BlockSize != c.BlockSize {
-			return deny("parameters differ from the token's")
-		}
-		path = q.Path
-	case *api.AddBlockRequest:
-		if !writes || method != api.ClientService_AddBlock_FullMethodName {
+	if m, p, ok := writeCall(req); ok {
+		if !writes || method != m {
 			return deny("not a CREATE or APPEND")
 		}
-		path = q.Path
-	case *api.CompleteRequest:
-		if !writes || method != api.ClientService_Complete_FullMethodName {
-			return deny("not a CREATE or APPEND")
+		path = p
+		if p == "" {
+			// RenewLease names no path: it renews the leases of the
+			// datanode's client, which writes only this token's file.
+			path = r.Path
 		}
-		path = q.Path
-	case *api.AbandonBlockRequest:
-		if !writes || method != api.ClientService_AbandonBlock_FullMethodName {
-			return deny("not a CREATE or APPEND")
+	} else {
+		switch q := req.(type) {
+		case *api.CreateRequest:
+			if !create || method != api.ClientService_Create_FullMethodName {
+				return deny("not a CREATE")
+			}
+			c := r.Create
+			if q.Overwrite != c.Overwrite || q.CreateParent != c.CreateParent || q.Mode != c.Perm ||
+				q.Replication != c.Replication || q.BlockSize != c.BlockSize {
+				return deny("parameters differ from the token's")
+			}
+			path = q.Path
+		case *api.GetBlockLocationsRequest:
+			if r.Op != RedirectOpen || method != api.ClientService_GetBlockLocations_FullMethodName {
+				return deny("not an OPEN")
+			}
+			path = q.Path
+		case *api.GetFileInfoRequest:
+			if method != api.ClientService_GetFileInfo_FullMethodName {
+				return deny("unexpected request")
+			}
+			path = q.Path
+		default:
+			return deny("not a call of a WebHDFS data step")
 		}
-		path = q.Path
-	case *api.AppendRequest:
-		// A CREATE's token admits Append too: Hadoop's clients (fsspec)
-		// send the rest of a file they CREATEd as APPENDs to the CREATE's
-		// datanode URL.
-		if !writes || method != api.ClientService_Append_FullMethodName {
-			return deny("not a CREATE or APPEND")
-		}
-		path = q.Path
-	case *api.FsyncRequest:
-		if !writes || method != api.ClientService_Fsync_FullMethodName {
-			return deny("not a CREATE or APPEND")
-		}
-		path = q.Path
-	case *api.UpdateBlockForPipelineRequest:
-		if !writes || method != api.ClientService_UpdateBlockForPipeline_FullMethodName {
-			return deny("not a CREATE or APPEND")
-		}
-		path = q.Path
-	case *api.UpdatePipelineRequest:
-		if !writes || method != api.ClientService_UpdatePipeline_FullMethodName {
-			return deny("not a CREATE or APPEND")
-		}
-		path = q.Path
-	case *api.RenewLeaseRequest:
-		// Names no path: it renews the leases of the datanode's client,
-		// which writes only this token's file as this user.
-		if !writes || method != api.ClientService_RenewLease_FullMethodName {
-			return deny("not a CREATE or APPEND")
-		}
-		path = r.Path
-	case *api.GetBlockLocationsRequest:
-		if r.Op != RedirectOpen || method != api.ClientService_GetBlockLocations_FullMethodName {
-			return deny("not an OPEN")
-		}
-		path = q.Path
-	case *api.GetFileInfoRequest:
-		if method != api.ClientService_GetFileInfo_FullMethodName {
-			return deny("unexpected request")
-		}
-		path = q.Path
-	default:
-		return deny("not a call of a WebHDFS data step")
 	}
 	if path != r.Path {
 		return deny("another path")
 	}
 	return nil
+}
+
+// writeCall gives the method a write's call of type req belongs to and the
+// path it names ("" for RenewLease), or ok false for any other request.
+// Append is one: a CREATE's token admits it too, since Hadoop's clients
+// (fsspec) send the rest of a file they CREATEd as APPENDs to the CREATE's
+// datanode URL.
+func writeCall(req any) (method, path string, ok bool) {
+	switch q := req.(type) {
+	case *api.AddBlockRequest:
+		return api.ClientService_AddBlock_FullMethodName, q.Path, true
+	case *api.CompleteRequest:
+		return api.ClientService_Complete_FullMethodName, q.Path, true
+	case *api.AbandonBlockRequest:
+		return api.ClientService_AbandonBlock_FullMethodName, q.Path, true
+	case *api.AppendRequest:
+		return api.ClientService_Append_FullMethodName, q.Path, true
+	case *api.FsyncRequest:
+		return api.ClientService_Fsync_FullMethodName, q.Path, true
+	case *api.UpdateBlockForPipelineRequest:
+		return api.ClientService_UpdateBlockForPipeline_FullMethodName, q.Path, true
+	case *api.UpdatePipelineRequest:
+		return api.ClientService_UpdatePipeline_FullMethodName, q.Path, true
+	case *api.RenewLeaseRequest:
+		return api.ClientService_RenewLease_FullMethodName, "", true
+	}
+	return "", "", false
 }
