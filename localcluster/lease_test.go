@@ -416,3 +416,51 @@ func TestLeasesAgreeAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryOutlivesFailures: a recovery survives the death of the
+// leader that started it (the next leader sends it again) and of any
+// datanode of the pipeline, the primary included (after the recovery
+// timeout it starts again with another primary and a newer stamp).
+func TestRecoveryOutlivesFailures(t *testing.T) {
+	for _, victim := range []string{"leader", "pipeline[0]", "pipeline[1]", "pipeline[2]"} {
+		t.Run(victim, func(t *testing.T) {
+			c, cl := startLeaseCluster(t)
+			writer := clientAs(t, c, "alice")
+			data := randBytes(blockSize + 400)
+			w := create(t, writer, "/shared/r")
+			mustWrite(t, w, data)
+			if err := w.Hflush(); err != nil {
+				t.Fatal(err)
+			}
+			locs, err := cl.GetBlockLocations(ctxT(t), "/shared/r", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pipeline := locs.Blocks[len(locs.Blocks)-1].Locations
+			w.Abort()
+			closed, err := cl.RecoverLease(ctxT(t), "/shared/r")
+			if err != nil || closed {
+				t.Fatalf("recoverLease: closed=%v %v", closed, err)
+			}
+			var avoid []string
+			if victim == "leader" {
+				li := c.Leader()
+				if err := c.StopNamenode(li); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.RestartNamenode(context.Background(), li) })
+			} else {
+				id := pipeline[victim[len("pipeline[")]-'0'].Id
+				stopDatanode(t, c, id)
+				avoid = []string{id}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cl.WaitClosed(ctx, "/shared/r"); err != nil {
+				t.Fatal(err)
+			}
+			readBack(t, cl, "/shared/r", data)
+			checkReplicas(t, c, cl, "/shared/r", data, 3, avoid...)
+		})
+	}
+}
