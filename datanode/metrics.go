@@ -20,6 +20,8 @@ type metrics struct {
 	replications   *prometheus.CounterVec // result
 	deletes        prometheus.Counter
 	heartbeatFails *prometheus.CounterVec // namenode
+	resumes        *prometheus.CounterVec // how: a write resumed a replica being written or finalized
+	blockRecovery  *prometheus.CounterVec // result: recoveries run as primary
 }
 
 func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
@@ -69,9 +71,17 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Namespace: "blockfs", Subsystem: "datanode", Name: "heartbeat_failures_total",
 			Help: "Failed heartbeats, by namenode address.",
 		}, []string{"namenode"}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "write_resumes_total",
+			Help: "Writes that resumed a local replica (pipeline recovery, append), by what it was: rbw (being written) or finalized (copied into a new version).",
+		}, []string{"replica"}),
+		blockRecovery: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "block_recoveries_total",
+			Help: "Block recoveries this datanode ran as primary, by result: committed, deleted (no replica held the block), failed.",
+		}, []string{"result"}),
 	}
 	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt, m.corruptPackets, m.idleStreams,
-		m.replications, m.deletes, m.heartbeatFails)
+		m.replications, m.deletes, m.heartbeatFails, m.resumes, m.blockRecovery)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "blockfs", Subsystem: "datanode", Name: "inflight_bytes",
@@ -81,6 +91,10 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Namespace: "blockfs", Subsystem: "datanode", Name: "inflight_limit_bytes",
 			Help: "The cap on in-flight packet bytes (--max-inflight-bytes).",
 		}, func() float64 { return float64(d.inflightBytes.max) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "replicas_being_written",
+			Help: "Replicas being written (RBW): open streams and replicas left for pipeline or block recovery.",
+		}, func() float64 { return float64(d.rbws.len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "blockfs", Subsystem: "datanode", Name: "failed_volumes",
 			Help: "Data directories marked failed by the block store.",

@@ -42,6 +42,12 @@ func (s *rbwSet) get(id uint64) *rbw {
 	return s.m[id]
 }
 
+func (s *rbwSet) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // add registers a new replica being written, owned by the stream whose
 // cancel is owner.
 func (s *rbwSet) add(r *rbw, owner context.CancelFunc) {

@@ -216,15 +216,22 @@ func (d *Datanode) recoverBlock(c *api.RecoverBlockCommand) {
 	req.Crc32C = crc
 	if len(req.StoredOn) == 0 {
 		if len(found) > 0 {
+			d.met.blockRecovery.WithLabelValues("failed").Inc()
 			log.Warn("replica recovery: no replica finalized; the namenode will retry")
 			return
 		}
 		req.DeleteBlock = true
 	}
 	if err := d.commitBlockSync(ctx, req); err != nil {
+		d.met.blockRecovery.WithLabelValues("failed").Inc()
 		log.Warn("commit block synchronization", "err", err)
 		return
 	}
+	result := "committed"
+	if req.DeleteBlock {
+		result = "deleted"
+	}
+	d.met.blockRecovery.WithLabelValues(result).Inc()
 	log.Info("block recovered", "length", length, "stored_on", req.StoredOn, "deleted", req.DeleteBlock)
 }
 

@@ -70,6 +70,7 @@ func (w *writeStream) openRBW() error {
 		return err
 	}
 	w.adopt(&rbw{id: b.Id, inode: info.Inode, bpc: w.bpc, bw: bw})
+	d.met.resumes.WithLabelValues("finalized").Inc()
 	return nil
 }
 
@@ -105,6 +106,7 @@ func (w *writeStream) resumeRBW(r *rbw, resume int64) error {
 		return fail(err)
 	}
 	w.r, w.bw, w.fresh = r, r.bw, true
+	w.d.met.resumes.WithLabelValues("rbw").Inc()
 	return nil
 }
 

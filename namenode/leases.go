@@ -44,6 +44,9 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 	if err != nil {
 		return nil, err
 	}
+	if res.GetRecoveryId() != 0 {
+		s.n.met.recoveries.WithLabelValues("client").Inc()
+	}
 	return &api.RecoverLeaseResponse{Header: s.n.writeHeader(idx), Closed: res.GetClosed(), RecoveryId: res.GetRecoveryId()}, nil
 }
 
@@ -241,13 +244,18 @@ func (n *Namenode) checkLeases() {
 			}
 		}
 	}
+	expired := len(due)
 	for id, r := range recs {
 		if now-r.StartedMs > timeout {
 			due = append(due, id)
 		}
 	}
 	rl.RUnlock()
-	for _, id := range due {
+	for i, id := range due {
+		why := "hard-limit"
+		if i >= expired {
+			why = "restart"
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseCheckInterval*4)
 		res, _, err := n.startRecovery(ctx, nil, "", id)
 		cancel()
@@ -255,7 +263,8 @@ func (n *Namenode) checkLeases() {
 			n.log.Warn("lease recovery did not start", "inode", id, "err", err)
 			continue
 		}
-		n.log.Info("lease recovery started by the leader", "inode", id, "recovery", res.GetRecoveryId(), "closed", res.GetClosed())
+		n.met.recoveries.WithLabelValues(why).Inc()
+		n.log.Info("lease recovery started by the leader", "inode", id, "why", why, "recovery", res.GetRecoveryId(), "closed", res.GetClosed())
 	}
 }
 
@@ -275,5 +284,6 @@ func (n *Namenode) takeOver(ctx context.Context, c *api.Caller, p string, err er
 	if res.GetClosed() {
 		return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired and the file was closed; retry", excRecoveryInProgress)
 	}
+	n.met.recoveries.WithLabelValues("client").Inc()
 	return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", excRecoveryInProgress, res.GetRecoveryId())
 }

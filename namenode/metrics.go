@@ -13,6 +13,10 @@ type metrics struct {
 	fsmApply prometheus.Histogram
 	fsmBatch prometheus.Histogram
 	proposal prometheus.Histogram
+	// recoveries counts lease recoveries this node started as leader, by
+	// why: "client" (recoverLease, or a takeover) or "hard-limit" /
+	// "restart" (the lease monitor).
+	recoveries *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
@@ -37,6 +41,10 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 			Help:    "Log entries per FSM apply batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
+		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blockfs_namenode_lease_recoveries_total",
+			Help: "Lease recoveries this namenode proposed as leader, by why: client (recoverLease or a takeover), hard-limit, or restart (a stalled recovery started again).",
+		}, []string{"why"}),
 	}
 	gauge := func(name, help string, fn func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
@@ -48,7 +56,17 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 			return float64([]int{f, d, b}[i])
 		}
 	}
-	reg.MustRegister(m.rpc, m.fsmApply, m.fsmBatch, m.proposal,
+	leases := func(which int) func() float64 {
+		return func() float64 {
+			defer n.fsm.mu.RLock().RUnlock()
+			l := n.fsm.st.leases
+			return float64([]int{len(l.Holders()), l.Files(), len(l.Recoveries())}[which])
+		}
+	}
+	reg.MustRegister(m.rpc, m.fsmApply, m.fsmBatch, m.proposal, m.recoveries,
+		gauge("blockfs_namenode_lease_holders", "Clients holding a lease.", leases(0)),
+		gauge("blockfs_namenode_files_under_construction", "Files under a lease (open for writing).", leases(1)),
+		gauge("blockfs_namenode_block_recoveries_in_progress", "Block recoveries started and not yet committed.", leases(2)),
 		gauge("blockfs_namenode_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.", func() float64 {
 			s, _, _, _, _ := n.raftStats()
 			return float64(s)
