@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
@@ -245,6 +247,13 @@ func TestRecoverLeaseTakeover(t *testing.T) {
 		}
 	}
 	readBack(t, cl, "/shared/f", data)
+	var committed float64
+	for _, d := range c.Datanodes() {
+		committed += metricValue(t, d.Registry(), "blockfs_datanode_block_recoveries_total", "result", "committed")
+	}
+	if committed != 1 {
+		t.Fatalf("datanodes count %v committed block recoveries, want 1", committed)
+	}
 	more := randBytes(500)
 	bw, err := bob.Append(ctxT(t), "/shared/f")
 	if err != nil {
@@ -463,4 +472,27 @@ func TestRecoveryOutlivesFailures(t *testing.T) {
 			checkReplicas(t, c, cl, "/shared/r", data, 3, avoid...)
 		})
 	}
+}
+
+// metricValue is the value of the series of name whose label is value, in
+// reg (0 when there is none).
+func metricValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
