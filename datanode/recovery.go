@@ -169,23 +169,35 @@ func (d *Datanode) recoverBlock(c *api.RecoverBlockCommand) {
 		node  *api.DatanodeInfo
 		state *api.InitReplicaRecoveryResponse
 	}
-	var found []replica
+	// Replicas under the block's stamp or a newer one (a rebuilt
+	// pipeline's) count; so do, when there is none of those, finalized
+	// replicas of an older stamp that hold the block's recorded length: a
+	// block reopened by an append whose writer died before its pipeline
+	// copied them keeps its committed bytes.
+	var found, older []replica
 	for _, dn := range c.Replicas {
 		st, err := d.peerInit(ctx, dn, c)
 		if err != nil {
 			log.Warn("replica recovery: no answer", "datanode", dn.Id, "err", err)
 			continue
 		}
-		if st.State != api.ReplicaState_REPLICA_STATE_NONE && st.GenStamp >= b.GetGenStamp() {
+		switch {
+		case st.State == api.ReplicaState_REPLICA_STATE_NONE:
+		case st.GenStamp >= b.GetGenStamp():
 			found = append(found, replica{dn, st})
+		case st.State == api.ReplicaState_REPLICA_STATE_FINALIZED && st.Length >= b.GetLength():
+			older = append(older, replica{dn, st})
 		}
 	}
 	// The length: a finalized replica's, if any holds the block whole;
 	// else the shortest replica being written (every byte acknowledged to
-	// the writer is on every replica of the pipeline).
+	// the writer is on every replica of the pipeline); from older
+	// replicas, the recorded length.
 	var length uint64
 	fin := slices.IndexFunc(found, func(r replica) bool { return r.state.State == api.ReplicaState_REPLICA_STATE_FINALIZED })
-	if fin >= 0 {
+	if len(found) == 0 && len(older) > 0 {
+		found, length = older, b.GetLength()
+	} else if fin >= 0 {
 		length = found[fin].state.Length
 	} else if len(found) > 0 {
 		length = found[0].state.Length

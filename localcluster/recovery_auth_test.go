@@ -84,3 +84,32 @@ func TestRecoveryRefusals(t *testing.T) {
 		t.Fatalf("the open file after refused commits: %+v %v", st, err)
 	}
 }
+
+// TestRecoverAppendNeverWritten: an appender that reopened a file's short
+// last block (new generation stamp) and died before its pipeline touched
+// the replicas loses nothing: recovery finalizes the old replicas at the
+// committed length under a newer stamp.
+func TestRecoverAppendNeverWritten(t *testing.T) {
+	c, cl := startCluster(t, false)
+	data := randBytes(blockSize + 300)
+	writeFile(t, cl, "/ap", data)
+	waitReplicas(t, cl, "/ap", 3)
+	leader := c.NamenodeAddrs()[c.Leader()]
+	nn := api.NewClientServiceClient(dialAs(t, c, leader, security.RoleUser, "root"))
+	r, err := nn.Append(ctxT(t), &api.AppendRequest{Path: "/ap"})
+	if err != nil || r.LastBlock == nil {
+		t.Fatalf("append: %v %v", r, err)
+	}
+	// The appender is gone; the superuser recovers the file at once.
+	if _, err := cl.RecoverLease(ctxT(t), "/ap"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitClosed(ctxT(t), "/ap"); err != nil {
+		t.Fatal(err)
+	}
+	readBack(t, cl, "/ap", data)
+	locs := waitReplicas(t, cl, "/ap", 3)
+	if last := locs.Blocks[len(locs.Blocks)-1].Block; last.GenStamp <= r.LastBlock.Block.GenStamp || last.Length != 300 {
+		t.Fatalf("recovered last block %v; reopened as %v", last, r.LastBlock)
+	}
+}
