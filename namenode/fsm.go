@@ -333,6 +333,9 @@ func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 // retrying an AddBlock whose answer it lost gets the same block again
 // (namespace.Session.AddBlock), not a second allocation.
 func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("addBlock", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
 	s, err := f.as(c.Caller, "addBlock", c.Path)
 	if err != nil {
 		return nil, err
@@ -356,6 +359,9 @@ func (f *fsm) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 }
 
 func (f *fsm) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("complete", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
 	s, err := f.as(c.Caller, "complete", c.Path)
 	if err != nil {
 		return nil, err
@@ -378,6 +384,9 @@ func (f *fsm) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) 
 }
 
 func (f *fsm) applyAbandonBlock(c *api.AbandonBlockCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("abandonBlock", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
 	s, err := f.as(c.Caller, "abandonBlock", c.Path)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,17 @@ func (f *fsm) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w name
 		excAlreadyBeingCreated, p, w.Client, w.User)
 }
 
+// notRecovering refuses a writer's call on file id while its lease is
+// being recovered: the recovery owns the last block now (HDFS hands the
+// lease to the namenode), and a Complete or AddBlock racing it would
+// commit a stamp the recovered replicas no longer have.
+func (f *fsm) notRecovering(op, p string, id uint64) error {
+	if r, ok := f.st.leases.Recovering(namespace.ID(id)); ok {
+		return errs.Newf(errs.Precondition, op, p, "%s: the lease is being recovered (recovery %d); the writer no longer holds it", excRecoveryInProgress, r.ID)
+	}
+	return nil
+}
+
 // guardUnderConstruction applies checkTakeover when p names a file under
 // construction that the caller could write (else the namespace refuses it
 // for what it is: a Permission error).
@@ -222,6 +233,9 @@ func (f *fsm) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 }
 
 func (f *fsm) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("fsync", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
 	s, err := f.as(c.Caller, "fsync", c.Path)
 	if err != nil {
 		return nil, err
@@ -234,6 +248,9 @@ func (f *fsm) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
 }
 
 func (f *fsm) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("updateBlockForPipeline", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
 	s, err := f.as(c.Caller, "updateBlockForPipeline", c.Path)
 	if err != nil {
 		return nil, err
@@ -248,6 +265,9 @@ func (f *fsm) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) 
 }
 
 func (f *fsm) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("updatePipeline", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
 	s, err := f.as(c.Caller, "updatePipeline", c.Path)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,20 @@ func TestLeaseRecoveryInFSM(t *testing.T) {
 	if r2 := permApply(t, f, cmdAppend, &api.AppendCommand{Caller: &api.Caller{User: "bob", ClientId: "b"}, Path: "/pub/a", MtimeUnixMs: 1200, SoftLimitMs: 500}); !strings.Contains(r2.ErrorMsg, "RecoveryInProgress") {
 		t.Fatalf("append during recovery: %q", r2.ErrorMsg)
 	}
+	// The writer's calls are refused while the recovery owns the block.
+	for _, c := range []struct {
+		typ cmdType
+		msg protoMessage
+	}{
+		{cmdComplete, &api.CompleteCommand{Caller: alice, Path: "/pub/a", InodeId: ino, Blocks: []*api.Block{blk}}},
+		{cmdAddBlock, &api.AddBlockCommand{Caller: alice, Path: "/pub/a", InodeId: ino, Previous: blk}},
+		{cmdFsync, &api.FsyncCommand{Caller: alice, Path: "/pub/a", InodeId: ino, Block: blk}},
+		{cmdUpdateBlockForPipeline, &api.UpdateBlockForPipelineCommand{Caller: alice, Path: "/pub/a", InodeId: ino, Block: blk}},
+	} {
+		if r := permApply(t, f, c.typ, c.msg); !strings.Contains(r.ErrorMsg, "RecoveryInProgress") {
+			t.Fatalf("command %d during recovery: %q", c.typ, r.ErrorMsg)
+		}
+	}
 	commit := &api.CommitBlockSyncCommand{DatanodeId: "d1", InodeId: ino, Block: blk, RecoveryId: r.RecoveryId, NewLength: 150, StoredOn: []string{"d1", "d2"}}
 	if c := permApply(t, f, cmdCommitBlockSync, commit); permKind(c) != errs.Permission {
 		t.Fatalf("commit by a datanode that is not the primary: %v %q", permKind(c), c.ErrorMsg)
