@@ -369,3 +369,56 @@ func TestWaitingReplicaCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingReplicaKeepsContainer: a full container holding a waiting
+// replica is neither removed when its last block is deleted nor compacted
+// (at Open or at runtime): the replica still recovers after reopens; once
+// it is recovered the dead container goes.
+func TestWaitingReplicaKeepsContainer(t *testing.T) {
+	for _, enc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("enc=%v", enc), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(nil, []string{dir}, enc)
+			cfg.MaxBlocksPerContainer = 4
+			s := mustOpen(t, cfg)
+			if err := s.Put(ctx, BlockMeta{ID: 1, GenStamp: 1}, blockData(1)); err != nil {
+				t.Fatal(err)
+			}
+			w, data := syncedWrite(t, s, 2, 7, 512, []int{2500}, CreateOptions{})
+			w.Abandon()
+			for _, id := range []uint64{3, 4, 5} {
+				if err := s.Put(ctx, BlockMeta{ID: id, GenStamp: 1}, blockData(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			containers := func() int {
+				m, _ := filepath.Glob(filepath.Join(dir, "*.metadata"))
+				return len(m)
+			}
+			before := containers()
+			s = mustOpen(t, cfg)
+			if _, ok := s.Waiting(2); !ok {
+				t.Fatal("no waiting replica")
+			}
+			if err := s.DeleteBatch(ctx, []uint64{1, 3, 4}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			s = mustOpen(t, cfg) // compaction at Open would drop the RBW record
+			if err := s.Delete(ctx, 5); err != nil {
+				t.Fatal(err)
+			}
+			if containers() != before {
+				t.Fatalf("%d containers, want %d: the one holding the waiting replica went", containers(), before)
+			}
+			s.Close()
+			s = mustOpen(t, cfg)
+			defer s.Close()
+			checkRecovers(t, s, 2, 7, 512, data[:2500], 2500)
+			if containers() != before {
+				t.Fatalf("%d containers after recovery, want %d (the dead one removed, a new one)", containers(), before)
+			}
+		})
+	}
+}
