@@ -34,7 +34,8 @@
 // Commit writes the table right after the block's bytes, fdatasyncs,
 // appends and fsyncs a CREATE2 record, and publishes. Abort punches what
 // was written and frees the id. A crash before the CREATE2 is durable
-// leaves only unreferenced bytes: the block does not exist after replay.
+// leaves only unreferenced bytes: the block does not exist after replay
+// (an open-ended write that was synced is a waiting replica, below).
 //
 // CreateWith adds HDFS write semantics. An open-ended writer
 // (CreateOptions.OpenEnded) has a maximum length, not a declared one;

@@ -716,7 +716,9 @@ func (w *BlockWriter) relocateLocked(op string) error {
 }
 
 // Abort drops an uncommitted write: nothing becomes visible, the space
-// written so far is released (hole punched), and the id is free again.
+// written so far is released (hole punched), and the id is free again. A
+// writer that synced appends an RBW-drop record first, so no waiting
+// replica comes back after a restart.
 // The range is not reused (a CTR keystream position encrypts one
 // plaintext only). It is a no-op after Commit or a previous Abort.
 func (w *BlockWriter) Abort() {
