@@ -146,7 +146,11 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	go d.rbwLoop()
 	st := d.store.OpenStats()
 	d.log.Info("datanode started", "grpc", d.addr, "http", d.HTTPAddr(), "blocks", st.LiveBlocks,
-		"containers", st.Containers, "replay", st.Duration, "namenodes", len(cfg.Namenodes))
+		"containers", st.Containers, "replay", st.Duration, "namenodes", len(cfg.Namenodes),
+		"waiting_replicas", st.WaitingReplicas)
+	if st.WaitingReplicas > 0 {
+		d.log.Info("replicas waiting to be recovered (hsynced before the last stop)", "count", st.WaitingReplicas)
+	}
 	return d, nil
 }
 
@@ -302,9 +306,10 @@ func (d *Datanode) Close() error {
 		}
 		d.conns = nil
 		d.connMu.Unlock()
-		// Streams are over: what is still being written is lost with the
-		// process, as after a crash (docs/ARCHITECTURE.md).
-		d.rbws.expire(time.Now().Add(time.Hour))
+		// Streams are over: what is still being written is left as after
+		// a crash (docs/ARCHITECTURE.md): its hsynced bytes come back as
+		// waiting replicas at the next start.
+		d.rbws.expire(time.Now().Add(time.Hour), true)
 		if d.store != nil {
 			d.closeErr = d.store.Close()
 		}

@@ -17,6 +17,12 @@ import (
 // block recovery to pick up. At most one stream owns a replica at a time;
 // a newer claim (a recovery, a rebuilt pipeline) stops the owner first.
 // A replica nobody claims for Config.RBWExpiry is dropped.
+//
+// Every hsync makes the replica's bytes so far durable with an RBW record
+// in the store (lbm), so after a restart they come back as a waiting
+// replica (HDFS's RWR: lbm.Store.Waiting), which block recovery finalizes
+// (recovery.go); one nobody recovers within Config.RBWExpiry of its last
+// sync is dropped.
 
 type rbw struct {
 	id    uint64
@@ -104,8 +110,10 @@ func (r *rbw) release() {
 	r.mu.Unlock()
 }
 
-// expire aborts the replicas no stream or recovery touched since before.
-func (s *rbwSet) expire(before time.Time) (dropped []uint64) {
+// expire aborts the replicas no stream or recovery touched since before
+// (abandons them, with abandon: a shutdown leaves their synced bytes to
+// come back as waiting replicas).
+func (s *rbwSet) expire(before time.Time, abandon bool) (dropped []uint64) {
 	s.mu.Lock()
 	var old []*rbw
 	for _, r := range s.m {
@@ -120,7 +128,11 @@ func (s *rbwSet) expire(before time.Time) (dropped []uint64) {
 	}
 	s.mu.Unlock()
 	for _, r := range old {
-		r.bw.Abort()
+		if abandon {
+			r.bw.Abandon()
+		} else {
+			r.bw.Abort()
+		}
 		dropped = append(dropped, r.id)
 	}
 	return dropped
@@ -136,10 +148,30 @@ func (d *Datanode) rbwLoop() {
 		case <-d.ctx.Done():
 			return
 		case <-t.C:
-			for _, id := range d.rbws.expire(time.Now().Add(-d.cfg.RBWExpiry)) {
+			before := time.Now().Add(-d.cfg.RBWExpiry)
+			for _, id := range d.rbws.expire(before, false) {
 				d.log.Info("dropped a replica left being written", "block", id, "after", d.cfg.RBWExpiry)
 			}
+			d.expireWaiting(before)
 		}
+	}
+}
+
+// expireWaiting drops the waiting replicas (found at startup) last synced
+// before before.
+func (d *Datanode) expireWaiting(before time.Time) {
+	for _, w := range d.store.WaitingReplicas() {
+		if !w.Synced.Before(before) {
+			continue
+		}
+		if err := d.store.DropWaiting(d.ctx, w.ID); err != nil {
+			if errs.KindOf(err) != errs.NotFound && errs.KindOf(err) != errs.Unavailable {
+				d.log.Warn("dropping a waiting replica", "block", w.ID, "err", err)
+			}
+			continue
+		}
+		d.log.Info("dropped a replica waiting to be recovered", "block", w.ID, "gen", w.GenStamp,
+			"length", w.Length, "synced", w.Synced, "after", d.cfg.RBWExpiry)
 	}
 }
 

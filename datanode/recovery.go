@@ -76,6 +76,14 @@ func (d *Datanode) initReplicaRecovery(ctx context.Context, id, rid uint64) (*ap
 	if info, ok := d.store.Stat(id); ok {
 		return &api.InitReplicaRecoveryResponse{State: api.ReplicaState_REPLICA_STATE_FINALIZED, GenStamp: info.GenStamp, Length: uint64(info.Length)}, nil
 	}
+	// A replica hsynced before a restart (HDFS's RWR) is reported as
+	// being written, with the bytes it synced.
+	if w, ok := d.store.Waiting(id); ok {
+		if w.GenStamp >= rid {
+			return nil, errs.Newf(errs.Precondition, op, blockName(id), "the waiting replica has generation %d, not older than recovery %d", w.GenStamp, rid)
+		}
+		return &api.InitReplicaRecoveryResponse{State: api.ReplicaState_REPLICA_STATE_RBW, GenStamp: w.GenStamp, Length: uint64(w.Length)}, nil
+	}
 	return &api.InitReplicaRecoveryResponse{State: api.ReplicaState_REPLICA_STATE_NONE}, nil
 }
 
@@ -131,6 +139,22 @@ func (d *Datanode) updateReplicaUnderRecovery(ctx context.Context, id, rid uint6
 		return info, nil
 	}
 	info, ok := d.store.Stat(id)
+	if w, waiting := d.store.Waiting(id); !ok && waiting {
+		// A waiting replica (hsynced before a restart): its first n
+		// bytes, checked against its RBW record, become the block.
+		switch {
+		case w.GenStamp >= rid:
+			return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(id), "the waiting replica has generation %d, not older than recovery %d", w.GenStamp, rid)
+		case w.Length < n:
+			return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(id), "the waiting replica holds %d bytes, fewer than %d", w.Length, n)
+		}
+		out, err := d.store.RecoverWaiting(ctx, id, rid, n)
+		if err != nil {
+			return lbm.BlockInfo{}, err
+		}
+		d.reportReceived(out)
+		return out, nil
+	}
 	switch {
 	case !ok:
 		return lbm.BlockInfo{}, errs.Newf(errs.NotFound, op, blockName(id), "no replica on datanode %s", d.id)

@@ -58,6 +58,10 @@ type container struct {
 	broken    bool // a write failed: no more writes until restart
 	removed   bool
 	writers   int
+	// rbws holds the standing RBW records of the waiting replicas kept
+	// in this container (replica waiting to be recovered): while it is
+	// not empty the container is neither compacted nor removed.
+	rbws map[uint64]createRec
 }
 
 func (c *container) name() string { return filepath.Join(c.dir.path, c.id) }
@@ -371,12 +375,12 @@ func (c *container) compactLocked() error {
 // shouldCompactLocked: full, and live/created at or below the ratio.
 func (c *container) shouldCompactLocked() bool {
 	r := c.s.cfg.CompactLiveRatio
-	return r > 0 && !c.broken && c.fullLocked() && c.created > 0 &&
+	return r > 0 && !c.broken && c.fullLocked() && c.created > 0 && len(c.rbws) == 0 && c.writers == 0 &&
 		float64(len(c.blocks)) <= r*float64(c.created)
 }
 
 func (c *container) deadLocked() bool {
-	return c.fullLocked() && len(c.blocks) == 0 && c.writers == 0 && !c.removed
+	return c.fullLocked() && len(c.blocks) == 0 && len(c.rbws) == 0 && c.writers == 0 && !c.removed
 }
 
 // removeLocked deletes a dead container: data file first, then (only if

@@ -10,7 +10,7 @@
 // 4096-aligned offsets (block 0 holds the data file header; the first block
 // is at 4096), each followed by its chunk CRC table; a byte range, once
 // written, is never reused. The metadata file is an append-only log of
-// CREATE/CREATE2 and DELETE records after a file header. Put writes and
+// CREATE/CREATE2, DELETE, RBW and RBW-drop records after a file header. Put writes and
 // fsyncs the block bytes and table, then appends and fsyncs the CREATE2
 // record, then publishes the block; Delete appends and fsyncs a DELETE,
 // then punches a hole (PUNCH_HOLE|KEEP_SIZE) over the block. A container is
@@ -34,7 +34,8 @@
 // Commit writes the table right after the block's bytes, fdatasyncs,
 // appends and fsyncs a CREATE2 record, and publishes. Abort punches what
 // was written and frees the id. A crash before the CREATE2 is durable
-// leaves only unreferenced bytes: the block does not exist after replay.
+// leaves only unreferenced bytes: the block does not exist after replay
+// (an open-ended write that was synced is a waiting replica, below).
 //
 // CreateWith adds HDFS write semantics. An open-ended writer
 // (CreateOptions.OpenEnded) has a maximum length, not a declared one;
@@ -54,6 +55,25 @@
 // index, then releases the old version: a DELETE in its container (after
 // the new CREATE2 is durable) and a punched hole, or, in the same
 // container, only the hole (replay keeps the later CREATE).
+//
+// # Replicas waiting to be recovered
+//
+// Sync of an open-ended writer (an hsync) fdatasyncs the bytes written so
+// far, then appends and fsyncs an RBW record naming them (id, inode,
+// genstamp, offset, length, bytes per checksum, their CRC32C). In a
+// container the last RBW of an id stands until a later CREATE/CREATE2 of
+// the id (Commit) or RBW-drop (Abort after a Sync, RecoverWaiting,
+// DropWaiting). After Open, a standing RBW whose id is not live with a
+// generation stamp at least its own is a waiting replica (HDFS's RWR):
+// Store.Waiting and WaitingReplicas list it; it is not in Stat, Blocks or
+// reads. RecoverWaiting reads its bytes back and checks their CRC
+// (errs.Corrupt and the replica dropped on a mismatch), commits a prefix
+// as a new block under a higher generation stamp (replacing a lower live
+// version), then appends an RBW-drop and punches the bytes. An RBW's bytes
+// keep their range (the next block starts past them) and a container
+// holding a waiting replica is neither compacted nor removed.
+// BlockWriter.Abandon lets a writer go as a crash would (a datanode
+// shutting down), so its synced bytes come back as a waiting replica.
 //
 // ReadChunks (and Read) of a chunked block read only the chunks a range
 // touches and their slice of the table, with two positioned reads, and
@@ -80,6 +100,12 @@
 //	  table, crc32c of each bytes-per-checksum chunk as u32, at
 //	  offset+length; the next block starts at or after the 4096-aligned end
 //	DELETE body (16 bytes): 0 type=2 | 1 zero[7] | 8 block id u64
+//	RBW body (64 bytes): 0 type=4 | 1 zero[3] | 4 crc32c(bytes so far) u32 |
+//	  8 block id u64 | 16 inode u64 | 24 genstamp u64 | 32 offset u64 |
+//	  40 length so far u64 | 48 timestamp µs i64 | 56 bytes per checksum u32 |
+//	  60 zero[4]  (no chunk CRC table follows the bytes)
+//	RBW-drop body (24 bytes): 0 type=5 | 1 zero[7] | 8 block id u64 |
+//	  16 genstamp of the dropped RBW u64
 //	server key file (48 bytes, mode 0600): 0 "BFSKEY01" | 8 alg=1 |
 //	  9 zero[3] | 12 crc32c(key) u32 | 16 key[32]
 //

@@ -20,10 +20,14 @@ const (
 	recCreate  = 1 // old format: no chunk CRC table
 	recDelete  = 2
 	recCreate2 = 3 // chunked format: a chunk CRC table follows the block
+	recRBW     = 4 // a replica being written, synced: its bytes so far
+	recRBWDrop = 5 // a replica being written is gone (dropped or recovered)
 
 	createBodyLen  = 56
 	create2BodyLen = 64
 	deleteBodyLen  = 16
+	rbwBodyLen     = 64
+	rbwDropBodyLen = 24
 
 	firstBlockOffset = fsBlockSize // data file header lives in block 0
 )
@@ -114,4 +118,40 @@ func appendDelete(dst []byte, id uint64) []byte {
 func decodeDelete(b []byte) uint64 {
 	_ = b[deleteBodyLen-1]
 	return binary.LittleEndian.Uint64(b[8:16])
+}
+
+// RBW body, 64 bytes: the CREATE2 layout with type 4; length is the bytes
+// written so far (synced), crc32c covers them, and no chunk CRC table
+// follows them in the data file.
+//
+//	0 type u8 (=4) | 1..4 zero | 4 crc32c(bytes) u32 | 8 block id u64 |
+//	16 inode u64 | 24 genstamp u64 | 32 offset u64 | 40 length u64 |
+//	48 timestamp (µs since epoch) i64 | 56 bytes per checksum u32 | 60 zero[4]
+func appendRBW(dst []byte, r *createRec) []byte {
+	var b [rbwBodyLen]byte
+	b[0] = recRBW
+	binary.LittleEndian.PutUint32(b[4:8], r.CRC)
+	binary.LittleEndian.PutUint64(b[8:16], r.ID)
+	binary.LittleEndian.PutUint64(b[16:24], r.Inode)
+	binary.LittleEndian.PutUint64(b[24:32], r.GenStamp)
+	binary.LittleEndian.PutUint64(b[32:40], uint64(r.Offset))
+	binary.LittleEndian.PutUint64(b[40:48], uint64(r.Length))
+	binary.LittleEndian.PutUint64(b[48:56], uint64(r.TimestampUS))
+	binary.LittleEndian.PutUint32(b[56:60], r.BPC)
+	return appendFrame(dst, b[:])
+}
+
+// RBW-drop body, 24 bytes: 0 type u8 (=5) | 1..8 zero | 8 block id u64 |
+// 16 genstamp u64 (of the RBW record it drops).
+func appendRBWDrop(dst []byte, id, gen uint64) []byte {
+	var b [rbwDropBodyLen]byte
+	b[0] = recRBWDrop
+	binary.LittleEndian.PutUint64(b[8:16], id)
+	binary.LittleEndian.PutUint64(b[16:24], gen)
+	return appendFrame(dst, b[:])
+}
+
+func decodeRBWDrop(b []byte) (id, gen uint64) {
+	_ = b[rbwDropBodyLen-1]
+	return binary.LittleEndian.Uint64(b[8:16]), binary.LittleEndian.Uint64(b[16:24])
 }

@@ -155,6 +155,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	s.resolveDups()
+	s.settleWaiting()
 
 	// Drop what lives in dirs that failed during replay (their blocks are
 	// reported missing), then repair and hand out the writable containers.
@@ -306,6 +307,7 @@ type replayState struct {
 	created  int
 	next     int64
 	records  int64
+	rbws     map[uint64]createRec // standing RBW records, by id
 	c        *container
 }
 
@@ -340,8 +342,30 @@ func (r *replayState) apply(body []byte, off int64) error {
 		// garbage (its CREATE counts as dead for compaction).
 		e := c.entry(r.c)
 		r.blocks[c.ID] = e
+		delete(r.rbws, c.ID) // the writer committed
 		r.created++
 		r.next = max(r.next, c.Offset+e.extent())
+	case len(body) == rbwBodyLen && body[0] == recRBW:
+		var c createRec
+		decodeCreate(body, &c)
+		if !validBytesPerChecksum(int(c.BPC)) || c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 ||
+			c.Length < 0 || c.Length > 1<<50 || (c.Length > 0 && c.Offset+c.Length > r.dataSize) {
+			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+				"malformed RBW of block %d at offset %d (bytes [%d,+%d), bytes per checksum %d, data file %d bytes)",
+				c.ID, off, c.Offset, c.Length, c.BPC, r.dataSize)
+		}
+		// The last RBW of an id stands (until a CREATE or an RBW-drop);
+		// its bytes keep their range either way (CTR keystream).
+		if r.rbws == nil {
+			r.rbws = map[uint64]createRec{}
+		}
+		r.rbws[c.ID] = c
+		r.next = max(r.next, alignUp(c.Offset+c.Length))
+	case len(body) == rbwDropBodyLen && body[0] == recRBWDrop:
+		id, gen := decodeRBWDrop(body)
+		if cur, ok := r.rbws[id]; ok && cur.GenStamp <= gen {
+			delete(r.rbws, id)
+		}
 	case len(body) == deleteBodyLen && body[0] == recDelete:
 		id := decodeDelete(body)
 		if _, ok := r.blocks[id]; !ok {
@@ -467,7 +491,8 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 	// CREATE: bytes written but never committed before a crash keep their
 	// range, so no CTR keystream position ever encrypts two plaintexts.
 	c.metaOff, c.nextBlock, c.created, c.blocks = end, max(st.next, alignUp(dataSize)), st.created, st.blocks
-	var added int64 // extents added to s.used
+	c.rbws = st.rbws // candidates; settleWaiting keeps the waiting replicas
+	var added int64  // extents added to s.used
 	var dups []dupEntry
 	for bid, e := range st.blocks {
 		if !s.index.insert(bid, e) {

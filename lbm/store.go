@@ -47,6 +47,7 @@ type OpenStats struct {
 	Records             int64         // metadata records replayed
 	LiveBlocks          int           // blocks in the index
 	TruncatedTails      int           // torn metadata tails cut off
+	WaitingReplicas     int           // replicas waiting to be recovered (RBW records)
 	Duration            time.Duration // wall time of Open
 }
 
@@ -70,6 +71,9 @@ type Store struct {
 	stats    OpenStats
 	dupMu    sync.Mutex // guards dups (Open only)
 	dups     []dupEntry // ids found live in a second container at Open
+	waitMu   sync.Mutex
+	waiting  map[uint64]*waitingRep // replicas waiting to be recovered (rbw.go)
+	waitingN atomic.Int64           // len(waiting)
 }
 
 func (s *Store) checkOpen(ctx context.Context, op string) error {
@@ -136,6 +140,9 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 			return err
 		}
 		n, err := c.writeBlocks(metas[done:], datas[done:], now)
+		for _, m := range metas[done : done+n] {
+			s.supersedeWaiting(m.ID, m.GenStamp)
+		}
 		done += n
 		s.release(c)
 		if err != nil {

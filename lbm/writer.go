@@ -46,6 +46,11 @@ type BlockWriter struct {
 	scratch  []byte // ciphertext, at most maxWriteScratch bytes
 	touched  int64  // bytes past off that any write reached (punched on release)
 	keep     bool   // on release, leave the bytes (the CREATE2 may be durable)
+	// The last RBW record Sync appended (open-ended writers): it stands
+	// in the container until Commit's CREATE2 or Abort's RBW-drop.
+	rbwSynced bool
+	rbwLen    int64
+	rbwGen    uint64
 }
 
 type writerState uint8
@@ -539,8 +544,12 @@ func (w *BlockWriter) Written() int64 {
 }
 
 // Sync makes the bytes written so far durable (fdatasync of the data
-// file) without committing them: the block stays invisible, and after a
-// crash it is absent (hsync's durability; recovery is the caller's).
+// file) without committing them: the block stays invisible. For an
+// open-ended writer it then appends and fsyncs an RBW record naming
+// those bytes (skipped when the last one names the same length and
+// generation stamp), so that after a crash or a restart they are a
+// waiting replica (Store.Waiting) until recovered or dropped; a
+// declared-length writer's bytes are absent after a crash.
 func (w *BlockWriter) Sync() error {
 	const op = "lbm.sync"
 	w.mu.Lock()
@@ -550,6 +559,9 @@ func (w *BlockWriter) Sync() error {
 	}
 	if err := datasync(w.c.data); err != nil {
 		return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+	}
+	if w.openEnded {
+		return w.syncRecordLocked(op)
 	}
 	return nil
 }
@@ -650,6 +662,7 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 	if replaced {
 		w.s.retire(w.meta.ID, old, c)
 	}
+	w.s.supersedeWaiting(w.meta.ID, w.meta.GenStamp)
 	return e.info(w.meta.ID), nil
 }
 
@@ -703,7 +716,9 @@ func (w *BlockWriter) relocateLocked(op string) error {
 }
 
 // Abort drops an uncommitted write: nothing becomes visible, the space
-// written so far is released (hole punched), and the id is free again.
+// written so far is released (hole punched), and the id is free again. A
+// writer that synced appends an RBW-drop record first, so no waiting
+// replica comes back after a restart.
 // The range is not reused (a CTR keystream position encrypts one
 // plaintext only). It is a no-op after Commit or a previous Abort.
 func (w *BlockWriter) Abort() {
@@ -740,6 +755,9 @@ func (w *BlockWriter) failLocked(err error) error {
 
 func (w *BlockWriter) releaseLocked() {
 	w.state = writerDone
+	if w.rbwSynced && !w.keep {
+		w.dropRecordLocked() // before the bytes it names are punched
+	}
 	if n := alignUp(max(w.touched, w.written+int64(len(w.crcs))*chunkCRCLen)); n > 0 {
 		c := w.c
 		c.mu.Lock()
