@@ -21,6 +21,7 @@ func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) er
 	if err := checkPerm(op, p, perm); err != nil {
 		return err
 	}
+	t.touch(n)
 	n.mode = perm
 	n.mtime = mtimeMs
 	return nil
@@ -58,6 +59,7 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 	if err := checkUserName(op, p, "group", group); err != nil {
 		return err
 	}
+	t.touch(n)
 	n.owner = orInherit(owner, n.owner)
 	n.group = orInherit(group, n.group)
 	return nil
@@ -77,6 +79,7 @@ func (t *Tree) SetReplication(p string, r uint32) error {
 	if err := checkReplication(op, p, r); err != nil {
 		return err
 	}
+	t.touch(n)
 	n.repl = r
 	return nil
 }

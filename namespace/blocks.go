@@ -50,6 +50,8 @@ func (t *Tree) writableFile(c *Caller, op, p string, id ID) (*inode, error) {
 	if n.dir {
 		return nil, errs.New(errs.IsDir, op, p, "path is a directory")
 	}
+	// Every caller may change the file: keep it as open views see it.
+	t.touch(n)
 	return n, nil
 }
 

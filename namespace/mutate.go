@@ -63,6 +63,7 @@ func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 // mkdirChain creates every component of rest below n (none exists) and
 // returns the last. Intermediate directories get perm|0300, the last perm.
 func (t *Tree) mkdirChain(n *inode, rest string, perm uint32, owner, group string, mtime int64) *inode {
+	t.touch(n)
 	n.mtime = mtime
 	for {
 		comp, tail, more := cutComp(rest)
@@ -160,7 +161,7 @@ func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, err
 	if old != nil {
 		parent = old.parent
 		removed = t.removeSubtree(old, nil)
-		parent.removeChild(old)
+		t.removeChild(parent, old)
 	} else if i := strings.LastIndexByte(rest, '/'); i >= 0 {
 		parent = t.mkdirChain(n, rest[:i], o.Perm|0300, o.Owner, o.Group, o.MtimeMs)
 	}

@@ -18,6 +18,10 @@ type Tree struct {
 	nextGenStamp uint64
 
 	numFiles, numDirs, numBlocks int
+
+	// views are the open Views (view.go): while there are any, every
+	// mutation calls touch on each inode before changing it.
+	views []*View
 }
 
 // inode is a directory or a file.
@@ -108,7 +112,8 @@ func (d *inode) child(name string) (*inode, int) {
 }
 
 // insertChild adds c (whose name is not yet in d) to d.
-func (d *inode) insertChild(c *inode) {
+func (t *Tree) insertChild(d, c *inode) {
+	t.touch(d)
 	_, i := d.child(c.name)
 	d.kids = append(d.kids, nil)
 	copy(d.kids[i+1:], d.kids[i:])
@@ -131,8 +136,9 @@ func (d *inode) indexAdd(c *inode) {
 	}
 }
 
-// removeChild removes c from its parent.
-func (d *inode) removeChild(c *inode) {
+// removeChild removes c from d, its parent.
+func (t *Tree) removeChild(d, c *inode) {
+	t.touch(d)
 	_, i := d.child(c.name)
 	copy(d.kids[i:], d.kids[i+1:])
 	d.kids[len(d.kids)-1] = nil
@@ -270,7 +276,7 @@ func (t *Tree) newInode(parent, n *inode) {
 	n.id = t.nextID
 	t.nextID++
 	t.inodes[n.id] = n
-	parent.insertChild(n)
+	t.insertChild(parent, n)
 	if n.dir {
 		t.numDirs++
 	} else {
