@@ -227,6 +227,7 @@ func forEachShard(m *Manager, count int, key func(int) uint64, fn func(s *shard,
 		for _, i := range order[start[si]:start[si+1]] {
 			fn(s, int(i))
 		}
+		s.shrink()
 		s.mu.Unlock()
 	}
 }

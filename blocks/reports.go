@@ -1,7 +1,5 @@
 package blocks
 
-import "time"
-
 // FullReport replaces the set of replicas datanode id holds with rs: replicas
 // not in rs are dropped, new ones added, changed ones updated. It returns
 // false, ignoring the report, if id is unknown or dead (the datanode should
@@ -66,6 +64,7 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		s := m.shard(r.BlockID)
 		s.mu.Lock()
 		s.addReplica(n, r, now, true)
+		s.shrink()
 		s.mu.Unlock()
 	}
 	for _, b := range deleted {
@@ -76,6 +75,7 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		s := m.shard(b)
 		s.mu.Lock()
 		s.removeReplica(n, b)
+		s.shrink()
 		s.mu.Unlock()
 	}
 	if len(deleted) > 0 {
@@ -138,6 +138,7 @@ func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint3
 	s := m.shard(blockID)
 	s.mu.Lock()
 	s.setExpected(ExpectedBlock{ID: blockID, GenStamp: genStamp, Inode: inode, Replication: replication, Complete: complete})
+	s.shrink()
 	s.mu.Unlock()
 }
 
@@ -145,7 +146,7 @@ func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint3
 func (s *shard) setExpected(e ExpectedBlock) {
 	b := s.blocks[e.ID]
 	if b == nil {
-		b = newBlockInfo(time.Time{})
+		b = newBlockInfo(0)
 		s.blocks[e.ID] = b
 	}
 	before := b.tally()
@@ -165,6 +166,7 @@ func (m *Manager) Forget(blockIDs ...uint64) {
 		if b := s.blocks[id]; b != nil {
 			s.forget(id, b)
 		}
+		s.shrink()
 		s.mu.Unlock()
 	}
 }

@@ -68,6 +68,7 @@ func (r *Reset) Finish() (forgotten int) {
 				forgotten++
 			}
 		}
+		s.shrink()
 		s.mu.Unlock()
 		r.seen[si] = nil
 	}

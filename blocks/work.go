@@ -56,7 +56,7 @@ func (m *Manager) ComputeWork() {
 		}
 		for id := range s.unknown {
 			b := s.blocks[id]
-			if now.Sub(b.firstSeen) < m.cfg.UnknownReplicaGrace {
+			if b.firstSeen != 0 && now.Sub(time.Unix(0, b.firstSeen)) < m.cfg.UnknownReplicaGrace {
 				continue
 			}
 			before := b.tally()
@@ -107,6 +107,7 @@ func (m *Manager) ComputeWork() {
 				todo = append(todo, job{id, good})
 			}
 		}
+		s.shrink()
 		s.mu.Unlock()
 	}
 

@@ -60,8 +60,8 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 		return err
 	}
 	t.touch(n)
-	n.owner = orInherit(owner, n.owner)
-	n.group = orInherit(group, n.group)
+	n.owner = t.orInherit(owner, n.owner)
+	n.group = t.orInherit(group, n.group)
 	return nil
 }
 

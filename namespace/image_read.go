@@ -130,7 +130,7 @@ func (ir *imgReader) intern(b []byte) string {
 		return s
 	}
 	s := string(b)
-	if len(ir.strs) < 1<<16 {
+	if len(ir.strs) < maxNames {
 		ir.strs[s] = s
 	}
 	return s
@@ -213,6 +213,7 @@ func (ir *imgReader) readMeta() (*Tree, error) {
 	}
 	t := New(Limits{l[0], l[1], l[2], l[3]}, "", "")
 	t.inodes = map[ID]*inode{}
+	t.names = ir.strs // the names read are the tree's interned names
 	t.root, t.numDirs = nil, 0
 	t.nextID, t.nextBlockID, t.nextGenStamp = ID(d.u64()), d.u64(), d.u64()
 	if t.nextID <= RootID || t.nextBlockID == 0 || t.nextGenStamp == 0 {
@@ -345,7 +346,6 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	t.inodes[n.id] = n
 	parent.kids = append(parent.kids, n)
 	n.parent = parent
-	parent.indexAdd(n)
 	return nil
 }
 

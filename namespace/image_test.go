@@ -52,16 +52,7 @@ func checkInvariants(t testing.TB, tr *Tree) {
 			return
 		}
 		dirs++
-		if (n.index == nil && len(n.kids) >= indexMin) || (n.index != nil && len(n.kids) < indexMin/2) {
-			t.Fatalf("dir %d: %d kids, index %v", n.id, len(n.kids), n.index != nil)
-		}
-		if n.index != nil && len(n.index) != len(n.kids) {
-			t.Fatalf("dir %d: index has %d entries, %d kids", n.id, len(n.index), len(n.kids))
-		}
 		for i, c := range n.kids {
-			if n.index != nil && n.index[c.name] != c {
-				t.Fatalf("dir %d: index misses %q", n.id, c.name)
-			}
 			if c.parent != n || (i > 0 && n.kids[i-1].name >= c.name) {
 				t.Fatalf("dir %d: child %q misplaced", n.id, c.name)
 			}

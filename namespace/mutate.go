@@ -73,7 +73,7 @@ func (t *Tree) mkdirChain(n *inode, rest string, perm uint32, owner, group strin
 		}
 		d := &inode{
 			name: strings.Clone(comp), dir: true, state: Complete, mode: mode, mtime: mtime,
-			owner: orInherit(owner, n.owner), group: orInherit(group, n.group),
+			owner: t.orInherit(owner, n.owner), group: t.orInherit(group, n.group),
 		}
 		t.newInode(n, d)
 		n = d
@@ -167,7 +167,7 @@ func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, err
 	}
 	f := &inode{
 		name: strings.Clone(baseName(p)), mode: o.Perm, mtime: o.MtimeMs,
-		owner: orInherit(o.Owner, parent.owner), group: orInherit(o.Group, parent.group),
+		owner: t.orInherit(o.Owner, parent.owner), group: t.orInherit(o.Group, parent.group),
 		state: UnderConstruction, repl: o.Replication, blockSize: o.BlockSize, writer: w,
 	}
 	t.newInode(parent, f)
