@@ -162,11 +162,8 @@ func (m *Manager) markDead(n *node, deadline time.Time) {
 	d.State = Dead
 	n.snap.Store(&d)
 	n.needFull = true
-	held := make([]uint64, 0, len(n.blocks))
-	for id := range n.blocks {
-		held = append(held, id)
-	}
-	n.blocks = make(map[uint64]struct{})
+	held := n.blocks.Append(make([]uint64, 0, n.blocks.Len()))
+	n.blocks = idSet{}
 	forEachShard(m, len(held), func(i int) uint64 { return held[i] }, func(s *shard, i int) {
 		s.removeReplica(n, held[i])
 	})

@@ -17,13 +17,13 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	if n.snap.Load().State != Live {
 		return false
 	}
-	held := make(map[uint64]struct{}, len(rs))
+	held := newIDSet(len(rs))
 	for i := range rs {
-		held[rs[i].BlockID] = struct{}{}
+		held.Add(rs[i].BlockID)
 	}
 	var gone []uint64
-	for b := range n.blocks {
-		if _, ok := held[b]; !ok {
+	for _, b := range n.blocks.Append(nil) {
+		if !held.Has(b) {
 			gone = append(gone, b)
 		}
 	}
@@ -37,7 +37,7 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	n.needFull = false
 	n.qmu.Lock()
 	for b := range n.invalidate {
-		if _, ok := held[b]; !ok {
+		if !held.Has(b) {
 			delete(n.invalidate, b) // already gone
 		}
 	}
@@ -60,7 +60,7 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		return false
 	}
 	for _, r := range received {
-		n.blocks[r.BlockID] = struct{}{}
+		n.blocks.Add(r.BlockID)
 		s := m.shard(r.BlockID)
 		s.mu.Lock()
 		s.addReplica(n, r, now, true)
@@ -68,10 +68,10 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		s.mu.Unlock()
 	}
 	for _, b := range deleted {
-		if _, ok := n.blocks[b]; !ok {
+		if !n.blocks.Has(b) {
 			continue
 		}
-		delete(n.blocks, b)
+		n.blocks.Delete(b)
 		s := m.shard(b)
 		s.mu.Lock()
 		s.removeReplica(n, b)
