@@ -21,6 +21,11 @@ type imgReader struct {
 	rec  int // records read
 	strs map[string]string
 	ver  uint32 // image version
+	// dirs is the path of directories from the root to the last one
+	// read. Records come depth first, so a record's parent is on it and
+	// is found without a map lookup (at a million inodes every lookup is
+	// a cache miss).
+	dirs []*inode
 }
 
 func corrupt(format string, args ...any) error {
@@ -242,25 +247,37 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	switch {
 	case n.id == 0 || n.id >= t.nextID:
 		return bad("inode id %d outside 1..%d", n.id, t.nextID-1)
-	case t.inodes[n.id] != nil:
-		return bad("duplicate inode id %d", n.id)
 	case n.mode&^permMask != 0:
 		return bad("inode %d: mode %#o has bits outside 01777", n.id, n.mode)
 	case len(owner) > maxUserName || len(group) > maxUserName:
 		return bad("inode %d: owner or group name longer than %d bytes", n.id, maxUserName)
 	}
 	n.owner, n.group = ir.intern(owner), ir.intern(group)
+	// One map operation both checks for a duplicate and indexes n (on any
+	// error the whole tree is dropped).
+	k := len(t.inodes)
+	if t.inodes[n.id] = n; len(t.inodes) == k {
+		return bad("duplicate inode id %d", n.id)
+	}
 
 	if t.root == nil {
 		if n.id != RootID || parentID != 0 || len(name) != 0 || !isDir {
 			return bad("first inode is %d (parent %d), want the root directory %d", n.id, parentID, RootID)
 		}
 		t.root = n
-		t.inodes[n.id] = n
 		t.numDirs++
+		ir.dirs = append(ir.dirs, n)
 		return nil
 	}
-	parent := t.inodes[parentID]
+	for len(ir.dirs) > 0 && ir.dirs[len(ir.dirs)-1].id != parentID {
+		ir.dirs = ir.dirs[:len(ir.dirs)-1]
+	}
+	var parent *inode
+	if len(ir.dirs) > 0 {
+		parent = ir.dirs[len(ir.dirs)-1]
+	} else {
+		parent = t.inodes[parentID] // not in depth-first order: still valid
+	}
 	switch {
 	case parent == nil:
 		return bad("inode %d: parent %d not seen before it", n.id, parentID)
@@ -328,10 +345,12 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			case b.Length > n.blockSize:
 				return bad("inode %d: block %d length %d exceeds block size %d", n.id, b.ID, b.Length, n.blockSize)
 			}
-			if owner, dup := t.blocks[b.ID]; dup {
-				return bad("inode %d: block %d already belongs to inode %d", n.id, b.ID, owner)
+			// One map operation checks and indexes (on error the whole
+			// tree is dropped).
+			k := len(t.blocks)
+			if t.blocks[b.ID] = n.id; len(t.blocks) == k {
+				return bad("inode %d: block %d already belongs to another inode", n.id, b.ID)
 			}
-			t.blocks[b.ID] = n.id // on error the whole tree is dropped
 			n.blocks[i] = b
 			n.length += b.Length
 		}
@@ -343,9 +362,11 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		}
 		t.numDirs++
 	}
-	t.inodes[n.id] = n
 	parent.kids = append(parent.kids, n)
 	n.parent = parent
+	if isDir {
+		ir.dirs = append(ir.dirs, n)
+	}
 	return nil
 }
 
