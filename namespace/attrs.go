@@ -22,7 +22,7 @@ func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) er
 		return err
 	}
 	t.touch(n)
-	n.mode = perm
+	n.mode = uint16(perm)
 	n.mtime = mtimeMs
 	return nil
 }
@@ -46,11 +46,11 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 	if c != nil && !c.Super {
 		if owner != "" && owner != c.User {
 			return errs.Newf(errs.Permission, op, p, "user=%s access=chown inode=%q:%s:%s:%s (only a superuser may change the owner, here to %s)",
-				c.User, p, n.owner, n.group, n.modeString(), owner)
+				c.User, p, n.og.owner, n.og.group, n.modeString(), owner)
 		}
 		if group != "" && !c.inGroup(group) {
 			return errs.Newf(errs.Permission, op, p, "user=%s access=chgrp inode=%q:%s:%s:%s (user %s is not a member of group %s)",
-				c.User, p, n.owner, n.group, n.modeString(), c.User, group)
+				c.User, p, n.og.owner, n.og.group, n.modeString(), c.User, group)
 		}
 	}
 	if err := checkUserName(op, p, "owner", owner); err != nil {
@@ -60,8 +60,7 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 		return err
 	}
 	t.touch(n)
-	n.owner = t.orInherit(owner, n.owner)
-	n.group = t.orInherit(group, n.group)
+	n.og = t.ownerGroup(orInherit(owner, n.og.owner), orInherit(group, n.og.group))
 	return nil
 }
 
@@ -80,6 +79,6 @@ func (t *Tree) SetReplication(p string, r uint32) error {
 		return err
 	}
 	t.touch(n)
-	n.repl = r
+	n.repl = uint8(r)
 	return nil
 }

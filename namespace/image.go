@@ -92,14 +92,14 @@ func appendInode(b []byte, n *inode, parent ID) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(n.id))
 	b = binary.LittleEndian.AppendUint64(b, uint64(parent))
 	b = appendString(b, n.name)
-	b = appendString(b, n.owner)
-	b = appendString(b, n.group)
-	b = binary.LittleEndian.AppendUint32(b, n.mode)
+	b = appendString(b, n.og.owner)
+	b = appendString(b, n.og.group)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n.mode))
 	b = binary.LittleEndian.AppendUint64(b, uint64(n.mtime))
 	if n.dir {
 		return endRecord(b, at, recDir)
 	}
-	b = binary.LittleEndian.AppendUint32(b, n.repl)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n.repl))
 	b = binary.LittleEndian.AppendUint64(b, n.blockSize)
 	b = append(b, byte(n.state))
 	if n.state == UnderConstruction {

@@ -218,7 +218,6 @@ func (ir *imgReader) readMeta() (*Tree, error) {
 	}
 	t := New(Limits{l[0], l[1], l[2], l[3]}, "", "")
 	t.inodes = map[ID]*inode{}
-	t.names = ir.strs // the names read are the tree's interned names
 	t.root, t.numDirs = nil, 0
 	t.nextID, t.nextBlockID, t.nextGenStamp = ID(d.u64()), d.u64(), d.u64()
 	if t.nextID <= RootID || t.nextBlockID == 0 || t.nextGenStamp == 0 {
@@ -239,7 +238,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	parentID := ID(d.u64())
 	name := d.bytes()
 	owner, group := d.bytes(), d.bytes()
-	n.mode = d.u32()
+	mode := d.u32()
 	n.mtime = int64(d.u64())
 	if d.bad {
 		return bad("inode record too short")
@@ -247,12 +246,13 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	switch {
 	case n.id == 0 || n.id >= t.nextID:
 		return bad("inode id %d outside 1..%d", n.id, t.nextID-1)
-	case n.mode&^permMask != 0:
-		return bad("inode %d: mode %#o has bits outside 01777", n.id, n.mode)
+	case mode&^permMask != 0:
+		return bad("inode %d: mode %#o has bits outside 01777", n.id, mode)
 	case len(owner) > maxUserName || len(group) > maxUserName:
 		return bad("inode %d: owner or group name longer than %d bytes", n.id, maxUserName)
 	}
-	n.owner, n.group = ir.intern(owner), ir.intern(group)
+	n.mode = uint16(mode)
+	n.og = t.ownerGroup(ir.intern(owner), ir.intern(group))
 	// One map operation both checks for a duplicate and indexes n (on any
 	// error the whole tree is dropped).
 	k := len(t.inodes)
@@ -300,7 +300,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	n.name = string(name)
 
 	if !isDir {
-		n.repl = d.u32()
+		repl := d.u32()
 		n.blockSize = d.u64()
 		n.state = FileState(d.u8())
 		n.writer = ir.readWriter(&d, n)
@@ -310,8 +310,8 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			return bad("inode %d: file record too short", n.id)
 		case n.writer != nil && (len(n.writer.Client) > maxUserName || len(n.writer.User) > maxUserName):
 			return bad("inode %d: writer client id or user longer than %d bytes", n.id, maxUserName)
-		case n.repl < MinReplication || n.repl > MaxReplication:
-			return bad("inode %d: replication %d out of range", n.id, n.repl)
+		case repl < MinReplication || repl > MaxReplication:
+			return bad("inode %d: replication %d out of range", n.id, repl)
 		case n.blockSize == 0:
 			return bad("inode %d: block size 0", n.id)
 		case n.state > Complete:
@@ -321,6 +321,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		case int64(len(d.b)) != int64(ir.blockLen())*int64(nb):
 			return bad("inode %d: %d bytes for %d blocks, want %d", n.id, len(d.b), nb, int64(ir.blockLen())*int64(nb))
 		}
+		n.repl = uint8(repl)
 		if nb > 0 {
 			n.blocks = make([]Block, nb)
 		}
@@ -403,7 +404,7 @@ func (ir *imgReader) readWriter(d *dec, n *inode) *Writer {
 		return nil
 	}
 	if ir.ver == imageV1 {
-		return &Writer{User: n.owner}
+		return &Writer{User: n.og.owner}
 	}
 	client, user := d.bytes(), d.bytes()
 	return &Writer{Client: ir.intern(client), User: ir.intern(user)}

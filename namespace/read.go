@@ -141,7 +141,7 @@ func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, compl
 		}
 		last := len(n.blocks) - 1
 		for i, b := range n.blocks {
-			fn(b, n.id, n.repl, n.state == Complete || i < last || committed(b))
+			fn(b, n.id, uint32(n.repl), n.state == Complete || i < last || committed(b))
 		}
 	}
 	walk(t.root)

@@ -19,23 +19,23 @@ type Tree struct {
 
 	numFiles, numDirs, numBlocks int
 
-	// names interns owner and group names (intern).
-	names map[string]string
+	// ogs interns owner/group pairs (ownerGroup).
+	ogs map[ownerGroup]*ownerGroup
 
 	// views are the open Views (view.go): while there are any, every
 	// mutation calls touch on each inode before changing it.
 	views []*View
 }
 
-// inode is a directory or a file. Fields are ordered so that the struct
-// packs into 160 bytes (a malloc size class): at a million files every
-// byte here is a megabyte.
+// inode is a directory or a file. It packs into 128 bytes (a malloc size
+// class; at a million files every byte here is a megabyte): owner and
+// group are one pointer to an interned pair, mode and replication are as
+// narrow as their ranges.
 type inode struct {
 	id     ID
 	parent *inode // nil for the root
 	name   string
-	owner  string // interned (Tree.intern): equal names share their bytes
-	group  string
+	og     *ownerGroup // owner and group, interned (Tree.ownerGroup)
 	mtime  int64
 
 	// files
@@ -47,11 +47,16 @@ type inode struct {
 	// directories
 	kids []*inode // sorted by name (byte order), searched by binary search
 
-	mode  uint32
-	repl  uint32 // files
+	mode  uint16 // permission bits: at most 01777
+	repl  uint8  // files: at most MaxReplication
 	dir   bool
 	state FileState // files
 }
+
+// ownerGroup is an inode's owner and group. A tree keeps one per distinct
+// pair (Tree.ownerGroup) and never changes one: setOwner points the inode
+// at another.
+type ownerGroup struct{ owner, group string }
 
 // First values of the counters in a new tree.
 const (
@@ -67,18 +72,18 @@ func New(l Limits, superOwner, superGroup string) *Tree {
 	if checkUserName("", "", "owner", superOwner) != nil || checkUserName("", "", "group", superGroup) != nil {
 		panic("namespace: superuser owner or group name longer than 255 bytes or containing NUL")
 	}
-	root := &inode{id: RootID, name: "", owner: superOwner, group: superGroup, mode: 0755, dir: true, state: Complete}
-	return &Tree{
+	t := &Tree{
 		lim:          l.normalize(),
-		root:         root,
-		inodes:       map[ID]*inode{RootID: root},
 		blocks:       map[uint64]ID{},
-		names:        map[string]string{superOwner: superOwner, superGroup: superGroup},
+		ogs:          map[ownerGroup]*ownerGroup{},
 		nextID:       RootID + 1,
 		nextBlockID:  firstBlockID,
 		nextGenStamp: firstGenStamp,
 		numDirs:      1,
 	}
+	t.root = &inode{id: RootID, name: "", og: t.ownerGroup(superOwner, superGroup), mode: 0755, dir: true, state: Complete}
+	t.inodes = map[ID]*inode{RootID: t.root}
+	return t
 }
 
 // Limits returns the tree's (normalized) limits.
@@ -231,7 +236,7 @@ func pathOf(n *inode) string {
 func (n *inode) info(p string) FileInfo {
 	fi := FileInfo{
 		Path: p, ID: n.id, Name: n.name, IsDir: n.dir,
-		Owner: n.owner, Group: n.group, Mode: n.mode, MtimeMs: n.mtime,
+		Owner: n.og.owner, Group: n.og.group, Mode: uint32(n.mode), MtimeMs: n.mtime,
 		State: n.state,
 	}
 	if n.parent != nil {
@@ -240,7 +245,7 @@ func (n *inode) info(p string) FileInfo {
 	if n.dir {
 		fi.Children = len(n.kids)
 	} else {
-		fi.Replication = n.repl
+		fi.Replication = uint32(n.repl)
 		fi.BlockSize = n.blockSize
 		fi.Length = n.length
 		fi.NumBlocks = len(n.blocks)
@@ -310,28 +315,29 @@ func checkReplication(op, p string, r uint32) error {
 	return nil
 }
 
-// orInherit returns v, interned, or def when v is empty.
-func (t *Tree) orInherit(v, def string) string {
+// orInherit returns v, or def when v is empty.
+func orInherit(v, def string) string {
 	if v == "" {
 		return def
 	}
-	return t.intern(v)
+	return v
 }
 
-// maxNames bounds the owner and group names a tree interns; past it, names
-// are copied per inode (a cluster has far fewer users and groups).
+// maxNames bounds the owner/group pairs a tree interns, and the names an
+// image reader does; past it, a pair is allocated per inode (a cluster has
+// far fewer users and groups).
 const maxNames = 1 << 16
 
-// intern returns the tree's copy of an owner or group name, so that a
-// million files owned by one user hold one copy of its bytes, not a
-// million. What is interned changes no observable state.
-func (t *Tree) intern(s string) string {
-	if v, ok := t.names[s]; ok {
-		return v
+// ownerGroup returns the tree's record of the pair (owner, group), so that
+// a million files of one owner and group share one record and one copy of
+// the names. What is interned changes no observable state.
+func (t *Tree) ownerGroup(owner, group string) *ownerGroup {
+	if og := t.ogs[ownerGroup{owner, group}]; og != nil {
+		return og
 	}
-	v := strings.Clone(s)
-	if len(t.names) < maxNames {
-		t.names[v] = v
+	og := &ownerGroup{strings.Clone(owner), strings.Clone(group)}
+	if len(t.ogs) < maxNames {
+		t.ogs[*og] = og
 	}
-	return v
+	return og
 }

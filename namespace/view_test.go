@@ -201,7 +201,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("disk full")
 // TestInodeSize guards the inode's size class: at a million files each
 // byte of it is a megabyte of namenode heap.
 func TestInodeSize(t *testing.T) {
-	if s := unsafe.Sizeof(inode{}); s > 160 {
-		t.Fatalf("inode is %d bytes, want at most 160", s)
+	if s := unsafe.Sizeof(inode{}); s > 128 {
+		t.Fatalf("inode is %d bytes, want at most 128", s)
 	}
 }
