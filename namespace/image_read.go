@@ -217,7 +217,7 @@ func (ir *imgReader) readMeta() (*Tree, error) {
 		l[i] = int(v)
 	}
 	t := New(Limits{l[0], l[1], l[2], l[3]}, "", "")
-	t.inodes = map[ID]*inode{}
+	t.inodes = inodeTable{}
 	t.root, t.numDirs = nil, 0
 	t.nextID, t.nextBlockID, t.nextGenStamp = ID(d.u64()), d.u64(), d.u64()
 	if t.nextID <= RootID || t.nextBlockID == 0 || t.nextGenStamp == 0 {
@@ -255,8 +255,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	n.og = t.ownerGroup(ir.intern(owner), ir.intern(group))
 	// One map operation both checks for a duplicate and indexes n (on any
 	// error the whole tree is dropped).
-	k := len(t.inodes)
-	if t.inodes[n.id] = n; len(t.inodes) == k {
+	if t.inodes.put(n) {
 		return bad("duplicate inode id %d", n.id)
 	}
 
@@ -276,7 +275,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	if len(ir.dirs) > 0 {
 		parent = ir.dirs[len(ir.dirs)-1]
 	} else {
-		parent = t.inodes[parentID] // not in depth-first order: still valid
+		parent = t.inodes.get(parentID) // not in depth-first order: still valid
 	}
 	switch {
 	case parent == nil:

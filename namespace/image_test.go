@@ -29,7 +29,7 @@ func checkInvariants(t testing.TB, tr *Tree) {
 	seen := map[ID]bool{}
 	var walk func(n *inode)
 	walk = func(n *inode) {
-		if seen[n.id] || tr.inodes[n.id] != n || n.id >= tr.nextID {
+		if seen[n.id] || tr.inodes.get(n.id) != n || n.id >= tr.nextID {
 			t.Fatalf("inode %d: duplicate or not indexed", n.id)
 		}
 		seen[n.id] = true
@@ -61,8 +61,8 @@ func checkInvariants(t testing.TB, tr *Tree) {
 	}
 	walk(tr.root)
 	f, d, b := tr.Counts()
-	if f != files || d != dirs || b != blocks || len(tr.inodes) != files+dirs || len(tr.blocks) != blocks {
-		t.Fatalf("counts %d/%d/%d, walk %d/%d/%d, maps %d/%d", f, d, b, files, dirs, blocks, len(tr.inodes), len(tr.blocks))
+	if f != files || d != dirs || b != blocks || tr.inodes.len() != files+dirs || len(tr.blocks) != blocks {
+		t.Fatalf("counts %d/%d/%d, walk %d/%d/%d, maps %d/%d", f, d, b, files, dirs, blocks, tr.inodes.len(), len(tr.blocks))
 	}
 }
 

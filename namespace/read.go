@@ -46,7 +46,7 @@ func (t *Tree) file(c *Caller, p string) (FileInfo, []Block, error) {
 // FileByID is File by inode id; ok is false if id is not a file. The path
 // in the FileInfo is rebuilt from the inode's ancestors.
 func (t *Tree) FileByID(id ID) (FileInfo, []Block, bool) {
-	n := t.inodes[id]
+	n := t.inodes.get(id)
 	if n == nil || n.dir {
 		return FileInfo{}, nil, false
 	}
@@ -110,7 +110,7 @@ func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
 	if !ok {
 		return Block{}, 0, false
 	}
-	f := t.inodes[id]
+	f := t.inodes.get(id)
 	if f == nil {
 		return Block{}, 0, false
 	}

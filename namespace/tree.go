@@ -10,7 +10,7 @@ import (
 type Tree struct {
 	lim    Limits
 	root   *inode
-	inodes map[ID]*inode
+	inodes inodeTable    // id -> inode (inodetable.go)
 	blocks map[uint64]ID // block id -> owning file
 
 	nextID       ID
@@ -82,7 +82,7 @@ func New(l Limits, superOwner, superGroup string) *Tree {
 		numDirs:      1,
 	}
 	t.root = &inode{id: RootID, name: "", og: t.ownerGroup(superOwner, superGroup), mode: 0755, dir: true, state: Complete}
-	t.inodes = map[ID]*inode{RootID: t.root}
+	t.inodes.put(t.root)
 	return t
 }
 
@@ -260,7 +260,7 @@ func (n *inode) info(p string) FileInfo {
 func (t *Tree) newInode(parent, n *inode) {
 	n.id = t.nextID
 	t.nextID++
-	t.inodes[n.id] = n
+	t.inodes.put(n)
 	t.insertChild(parent, n)
 	if n.dir {
 		t.numDirs++
@@ -273,7 +273,7 @@ func (t *Tree) newInode(parent, n *inode) {
 // indexes and the counts, appending the removed blocks to out in walk
 // order. It does not detach n from its parent.
 func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
-	delete(t.inodes, n.id)
+	t.inodes.del(n.id)
 	if n.dir {
 		t.numDirs--
 		for _, c := range n.kids {

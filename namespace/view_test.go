@@ -3,6 +3,7 @@ package namespace
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"unsafe"
@@ -203,5 +204,50 @@ func (failWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("disk full")
 func TestInodeSize(t *testing.T) {
 	if s := unsafe.Sizeof(inode{}); s > 128 {
 		t.Fatalf("inode is %d bytes, want at most 128", s)
+	}
+}
+
+// TestInodeTableMatchesMap runs random puts and deletes of dense and
+// sparse ids against a map.
+func TestInodeTableMatchesMap(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ids   uint64
+		steps int
+	}{
+		{"dense", 300, 5000},
+		{"sparse", 1 << 40, 5000},
+		{"strided", 1 << 20, 5000}, // ids a table size apart collide
+		{"grow and shrink", 5000, 50000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			var tab inodeTable
+			m := map[ID]*inode{}
+			for i := range c.steps {
+				id := ID(rng.Uint64N(c.ids) + 1)
+				if c.name == "strided" {
+					id = ID(1 + rng.Uint64N(64)*1024)
+				}
+				if add := rng.IntN(10) < 7; add == (i < c.steps/2) {
+					n := &inode{id: id}
+					if tab.put(n) != (m[id] != nil) {
+						t.Fatalf("step %d: put %d reported a replacement wrongly", i, id)
+					}
+					m[id] = n
+				} else {
+					tab.del(id)
+					delete(m, id)
+				}
+				if tab.get(id) != m[id] || tab.len() != len(m) {
+					t.Fatalf("step %d id %d: get %p want %p, len %d want %d", i, id, tab.get(id), m[id], tab.len(), len(m))
+				}
+			}
+			for id, n := range m {
+				if tab.get(id) != n {
+					t.Fatalf("lost %d", id)
+				}
+			}
+		})
 	}
 }
