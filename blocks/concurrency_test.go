@@ -105,7 +105,8 @@ func checkInvariants(t *testing.T, m *Manager) {
 		s := &m.shards[si]
 		rl := s.mu.RLock()
 		var sum tally
-		for id, b := range s.blocks {
+		for _, id := range s.blocks.ids(nil) {
+			b := s.blocks.get(id)
 			tl := b.tally()
 			sum.blocks += tl.blocks
 			sum.good += tl.good
@@ -136,7 +137,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 	for _, n := range m.nodes() {
 		for _, id := range n.blocks.Append(nil) {
 			s := m.shard(id)
-			if b := s.blocks[id]; b == nil || b.find(n) < 0 {
+			if b := s.blocks.get(id); b == nil || b.find(n) < 0 {
 				t.Errorf("%s reported block %d, which is not located on it", n.id, id)
 			}
 		}

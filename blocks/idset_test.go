@@ -53,3 +53,47 @@ func TestIDSetMatchesMap(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockTableMatchesMap runs random puts and deletes against a map.
+func TestBlockTableMatchesMap(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ids   uint64
+		steps int
+	}{
+		{"dense", 300, 5000},
+		{"sparse", 1 << 40, 5000},
+		{"grow and shrink", 5000, 50000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			var tab blockTable
+			m := map[uint64]*blockInfo{}
+			for i := range c.steps {
+				id := rng.Uint64N(c.ids) + 1
+				if add := rng.IntN(10) < 7; add == (i < c.steps/2) {
+					if m[id] == nil {
+						b := newBlockInfo(id, 0)
+						tab.put(b)
+						m[id] = b
+					}
+				} else {
+					tab.del(id)
+					delete(m, id)
+				}
+				if tab.get(id) != m[id] || tab.len() != len(m) {
+					t.Fatalf("step %d id %d: get %p want %p, len %d want %d", i, id, tab.get(id), m[id], tab.len(), len(m))
+				}
+			}
+			ids := tab.ids(nil)
+			if len(ids) != len(m) {
+				t.Fatalf("ids: %d, want %d", len(ids), len(m))
+			}
+			for _, id := range ids {
+				if tab.get(id) != m[id] {
+					t.Fatalf("id %d: wrong block", id)
+				}
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ func (m *Manager) SetPipeline(blockID uint64, datanodes []string) {
 	s := m.shard(blockID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := s.blocks[blockID]; b == nil || !b.expected || b.complete {
+	if b := s.blocks.get(blockID); b == nil || !b.expected || b.complete {
 		return // only settle drops a record: keep none it would not see
 	}
 	s.writing[blockID] = ns

@@ -117,7 +117,7 @@ func (m *Manager) withReplica(blockID uint64, datanodeID string, fn func(s *shar
 	s := m.shard(blockID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.blocks[blockID]
+	b := s.blocks.get(blockID)
 	if b == nil {
 		return false
 	}
@@ -144,10 +144,10 @@ func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint3
 
 // setExpected is SetExpected with s.mu held.
 func (s *shard) setExpected(e ExpectedBlock) {
-	b := s.blocks[e.ID]
+	b := s.blocks.get(e.ID)
 	if b == nil {
-		b = newBlockInfo(0)
-		s.blocks[e.ID] = b
+		b = newBlockInfo(e.ID, 0)
+		s.blocks.put(b)
 	}
 	before := b.tally()
 	b.expected, b.forgotten = true, false
@@ -163,7 +163,7 @@ func (m *Manager) Forget(blockIDs ...uint64) {
 	for _, id := range blockIDs {
 		s := m.shard(id)
 		s.mu.Lock()
-		if b := s.blocks[id]; b != nil {
+		if b := s.blocks.get(id); b != nil {
 			s.forget(id, b)
 		}
 		s.shrink()

@@ -85,8 +85,9 @@ func (r *Reset) Finish() (forgotten int) {
 		slices.Sort(seen)
 		s := &r.m.shards[si]
 		s.mu.Lock()
-		for id, b := range s.blocks {
-			if _, ok := slices.BinarySearch(seen, id); b.expected && !ok {
+		for _, id := range s.blocks.ids(nil) { // forget may delete
+			b := s.blocks.get(id)
+			if _, ok := slices.BinarySearch(seen, id); b != nil && b.expected && !ok {
 				s.forget(id, b)
 				forgotten++
 			}

@@ -13,7 +13,7 @@ const shrinkMin = 1024
 // peaks is the largest size seen of each of a shard's maps since it was
 // last rebuilt.
 type peaks struct {
-	blocks, under, over, corrupt, unknown, pending, writing, suspect, verifying int
+	under, over, corrupt, unknown, pending, writing, suspect, verifying int
 }
 
 // shrunk returns m, or a copy of m sized to its contents when m has fallen
@@ -37,7 +37,6 @@ func shrunk[K comparable, V any](m map[K]V, peak *int) map[K]V {
 // so no growth goes unseen. Caller holds s.mu.
 func (s *shard) notePeaks() {
 	p := &s.peaks
-	p.blocks = max(p.blocks, len(s.blocks))
 	p.under = max(p.under, len(s.under))
 	p.over = max(p.over, len(s.over))
 	p.corrupt = max(p.corrupt, len(s.corrupt))
@@ -54,7 +53,6 @@ func (s *shard) notePeaks() {
 // holds s.mu.
 func (s *shard) shrink() {
 	p := &s.peaks
-	s.blocks = shrunk(s.blocks, &p.blocks)
 	s.under = shrunk(s.under, &p.under)
 	s.over = shrunk(s.over, &p.over)
 	s.corrupt = shrunk(s.corrupt, &p.corrupt)
