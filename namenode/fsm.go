@@ -412,15 +412,6 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// writeSnapshot writes a whole snapshot of st to w; the caller holds the
-// read lock throughout.
-func writeSnapshot(w io.Writer, st *state, applied uint64) error {
-	if err := writeSnapshotHead(w, st, applied); err != nil {
-		return err
-	}
-	return st.tree.WriteImage(w)
-}
-
 // writeSnapshotHead writes everything of a snapshot before the namespace
 // image: the header, the members, the keys and the retry cache.
 func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
