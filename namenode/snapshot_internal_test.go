@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -267,5 +269,94 @@ func TestSnapshotIsItsIndex(t *testing.T) {
 	}
 	if liveHash(g) != liveHash(f) {
 		t.Fatal("a snapshot taken after the changes differs from the live state")
+	}
+}
+
+// TestRestoreFromStoreRefusesDamage goes through a file snapshot store in
+// a temp dir, as a restarting namenode or one installing a leader's
+// snapshot does: a snapshot damaged on disk after it was written is
+// refused by the store's own checksum, and one whose bytes were already
+// damaged when they reached the sink (so the store's checksum matches) is
+// refused by Restore; either way the FSM keeps its state.
+func TestRestoreFromStoreRefusesDamage(t *testing.T) {
+	src := newFSM("root", "supergroup", nil, nil)
+	var idx uint64
+	fillFSM(t, src, &idx, "/src", 200)
+	s, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := snapshotBytes(t, s)
+	for _, c := range []struct {
+		name string
+		// write puts the snapshot into the store; it may damage it.
+		write func(t *testing.T, dir string, sink raft.SnapshotSink)
+		// storeRefuses: the store's checksum catches it before Restore.
+		storeRefuses bool
+	}{
+		{"truncated on disk", func(t *testing.T, dir string, sink raft.SnapshotSink) {
+			sink.Write(img)
+			must(t, sink.Close())
+			must(t, os.Truncate(filepath.Join(dir, "snapshots", sink.ID(), "state.bin"), int64(len(img)/2)))
+		}, true},
+		{"bit flipped on disk", func(t *testing.T, dir string, sink raft.SnapshotSink) {
+			sink.Write(img)
+			must(t, sink.Close())
+			p := filepath.Join(dir, "snapshots", sink.ID(), "state.bin")
+			b, err := os.ReadFile(p)
+			must(t, err)
+			b[len(b)/3] ^= 1
+			must(t, os.WriteFile(p, b, 0o600))
+		}, true},
+		{"truncated before the sink", func(t *testing.T, dir string, sink raft.SnapshotSink) {
+			sink.Write(img[:len(img)*2/3])
+			must(t, sink.Close())
+		}, false},
+		{"bit flipped before the sink", func(t *testing.T, dir string, sink raft.SnapshotSink) {
+			b := bytes.Clone(img)
+			b[len(b)/3] ^= 1
+			sink.Write(b)
+			must(t, sink.Close())
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
+			must(t, err)
+			sink, err := store.Create(raft.SnapshotVersionMax, idx, 1, raft.Configuration{}, 1, nil)
+			must(t, err)
+			c.write(t, dir, sink)
+
+			f := newFSM("root", "supergroup", nil, nil)
+			var fidx uint64
+			fillFSM(t, f, &fidx, "/mine", 20)
+			before, applied := liveHash(f), f.appliedIndex()
+			metas, err := store.List()
+			must(t, err)
+			if len(metas) != 1 {
+				t.Fatalf("store lists %d snapshots, want 1", len(metas))
+			}
+			_, rc, err := store.Open(metas[0].ID)
+			if (err != nil) != c.storeRefuses {
+				t.Fatalf("store.Open: %v, want refused %v", err, c.storeRefuses)
+			}
+			if err == nil {
+				if err := f.Restore(rc); err == nil {
+					t.Fatal("a damaged snapshot was restored")
+				} else if errs.KindOf(err) != errs.Corrupt {
+					t.Fatalf("Restore: %v, want Corrupt", err)
+				}
+			}
+			if liveHash(f) != before || f.appliedIndex() != applied {
+				t.Fatal("a refused snapshot changed the state")
+			}
+		})
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
