@@ -347,8 +347,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			}
 			// One map operation checks and indexes (on error the whole
 			// tree is dropped).
-			k := len(t.blocks)
-			if t.blocks[b.ID] = n.id; len(t.blocks) == k {
+			if t.blocks.put(b.ID, n.id) {
 				return bad("inode %d: block %d already belongs to another inode", n.id, b.ID)
 			}
 			n.blocks[i] = b

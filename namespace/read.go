@@ -96,7 +96,7 @@ func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileIn
 
 // BlockInode returns the file that owns block blockID.
 func (t *Tree) BlockInode(blockID uint64) (ID, bool) {
-	id, ok := t.blocks[blockID]
+	id, ok := t.blocks.get(blockID)
 	return id, ok
 }
 
@@ -106,7 +106,7 @@ func (t *Tree) BlockInode(blockID uint64) (ID, bool) {
 // block is found by binary search; a file whose ids are not in order (only
 // Tree.AddBlock with ids chosen by its caller makes one) is scanned.
 func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
-	id, ok := t.blocks[blockID]
+	id, ok := t.blocks.get(blockID)
 	if !ok {
 		return Block{}, 0, false
 	}

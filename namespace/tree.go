@@ -10,8 +10,8 @@ import (
 type Tree struct {
 	lim    Limits
 	root   *inode
-	inodes inodeTable    // id -> inode (inodetable.go)
-	blocks map[uint64]ID // block id -> owning file
+	inodes inodeTable // id -> inode (inodetable.go)
+	blocks blockIndex // block id -> owning file (inodetable.go)
 
 	nextID       ID
 	nextBlockID  uint64
@@ -74,7 +74,6 @@ func New(l Limits, superOwner, superGroup string) *Tree {
 	}
 	t := &Tree{
 		lim:          l.normalize(),
-		blocks:       map[uint64]ID{},
 		ogs:          map[ownerGroup]*ownerGroup{},
 		nextID:       RootID + 1,
 		nextBlockID:  firstBlockID,
@@ -283,7 +282,7 @@ func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
 	}
 	t.numFiles--
 	for _, b := range n.blocks {
-		delete(t.blocks, b.ID)
+		t.blocks.del(b.ID)
 	}
 	t.numBlocks -= len(n.blocks)
 	return append(out, n.blocks...)

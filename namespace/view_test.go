@@ -251,3 +251,46 @@ func TestInodeTableMatchesMap(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockIndexMatchesMap runs random puts and deletes against a map.
+func TestBlockIndexMatchesMap(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ids   uint64
+		steps int
+	}{
+		{"dense", 300, 5000},
+		{"sparse", 1 << 40, 5000},
+		{"grow and shrink", 5000, 50000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			var x blockIndex
+			m := map[uint64]ID{}
+			for i := range c.steps {
+				b := rng.Uint64N(c.ids) + 1
+				if add := rng.IntN(10) < 7; add == (i < c.steps/2) {
+					owner := ID(rng.Uint64N(100) + 1)
+					_, had := m[b]
+					if x.put(b, owner) != had {
+						t.Fatalf("step %d: put %d reported a replacement wrongly", i, b)
+					}
+					m[b] = owner
+				} else {
+					x.del(b)
+					delete(m, b)
+				}
+				got, ok := x.get(b)
+				want, wok := m[b]
+				if got != want || ok != wok || x.len() != len(m) {
+					t.Fatalf("step %d block %d: get %d,%v want %d,%v; len %d want %d", i, b, got, ok, want, wok, x.len(), len(m))
+				}
+			}
+			for b, owner := range m {
+				if got, ok := x.get(b); !ok || got != owner {
+					t.Fatalf("lost block %d", b)
+				}
+			}
+		})
+	}
+}
