@@ -105,7 +105,8 @@ func checkInvariants(t *testing.T, m *Manager) {
 		s := &m.shards[si]
 		rl := s.mu.RLock()
 		var sum tally
-		for id, b := range s.blocks {
+		for _, id := range s.blocks.ids(nil) {
+			b := s.blocks.get(id)
 			tl := b.tally()
 			sum.blocks += tl.blocks
 			sum.good += tl.good
@@ -123,7 +124,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 				t.Errorf("block %d short (%d/%d) but neither queued nor pending", id, tl.good, b.replication)
 			}
 			for i := range b.locs { // the Manager is quiescent: read node state directly
-				if _, ok := b.locs[i].n.blocks[id]; !ok {
+				if !b.locs[i].n.blocks.Has(id) {
 					t.Errorf("block %d located on %s, which did not report it", id, b.locs[i].n.id)
 				}
 			}
@@ -134,9 +135,9 @@ func checkInvariants(t *testing.T, m *Manager) {
 		rl.RUnlock()
 	}
 	for _, n := range m.nodes() {
-		for id := range n.blocks {
+		for _, id := range n.blocks.Append(nil) {
 			s := m.shard(id)
-			if b := s.blocks[id]; b == nil || b.find(n) < 0 {
+			if b := s.blocks.get(id); b == nil || b.find(n) < 0 {
 				t.Errorf("%s reported block %d, which is not located on it", n.id, id)
 			}
 		}

@@ -9,7 +9,7 @@ func (m *Manager) ReplicaCount(id string) (int, bool) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.blocks), true
+	return n.blocks.Len(), true
 }
 
 // Missing returns how many under-replicated blocks have no good replica

@@ -1,6 +1,9 @@
 package blocks
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestReplicaCountAndMissing: a datanode's count is what it reported; a
 // complete block whose only holder died is missing, one with a live holder
@@ -32,5 +35,44 @@ func TestReplicaCountAndMissing(t *testing.T) {
 	}
 	if got := m.Missing(); got != 1 {
 		t.Fatalf("missing after %s died = %d, want 1 (under-replicated: %v)", dn(3), got, m.UnderReplicated())
+	}
+}
+
+// TestQueuesShrink: a queue that held many blocks is rebuilt once it has
+// mostly emptied, and keeps its contents.
+func TestQueuesShrink(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		grow, end int
+		rebuilt   bool
+	}{
+		{"small never rebuilt", 1000, 0, false},
+		{"large emptied", 8 * shrinkMin, 10, true},
+		{"large half full", 8 * shrinkMin, 4 * shrinkMin, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := map[uint64]struct{}{}
+			for i := range c.grow {
+				m[uint64(i)] = struct{}{}
+			}
+			for i := c.end; i < c.grow; i++ {
+				delete(m, uint64(i))
+			}
+			before := m
+			peak := c.grow // as notePeaks saw it
+			m2 := shrunk(m, &peak)
+			rebuilt := fmt.Sprintf("%p", m2) != fmt.Sprintf("%p", before)
+			if rebuilt != c.rebuilt {
+				t.Fatalf("rebuilt %v, want %v", rebuilt, c.rebuilt)
+			}
+			if len(m2) != c.end {
+				t.Fatalf("%d entries after, want %d", len(m2), c.end)
+			}
+			for i := range c.end {
+				if _, ok := m2[uint64(i)]; !ok {
+					t.Fatalf("entry %d lost", i)
+				}
+			}
+		})
 	}
 }

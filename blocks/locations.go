@@ -132,7 +132,7 @@ func (r *LocationReader) Append(dst []uint32, blockID uint64) []uint32 {
 	cs := buf[:0]
 	s := r.m.shard(blockID)
 	rl := s.mu.RLockAt(r.slot)
-	if b := s.blocks[blockID]; b != nil && b.expected {
+	if b := s.blocks.get(blockID); b != nil && b.expected {
 		for i := range b.locs {
 			l := &b.locs[i]
 			if !b.isGood(l) {
@@ -203,7 +203,7 @@ func (m *Manager) NeededReplication(blockID uint64) (live, expected int) {
 	s := m.shard(blockID)
 	rl := s.mu.RLock()
 	defer rl.RUnlock()
-	b := s.blocks[blockID]
+	b := s.blocks.get(blockID)
 	if b == nil || !b.expected {
 		return 0, 0
 	}

@@ -15,7 +15,7 @@ func referenceLocations(m *Manager, id uint64) []Datanode {
 	s := m.shard(id)
 	rl := s.mu.RLock()
 	var segs [3][]Datanode
-	if b := s.blocks[id]; b != nil && b.expected {
+	if b := s.blocks.get(id); b != nil && b.expected {
 		for i := range b.locs {
 			l := &b.locs[i]
 			if d := l.n.snap.Load(); b.isGood(l) && d.State == Live {

@@ -162,11 +162,8 @@ func (m *Manager) markDead(n *node, deadline time.Time) {
 	d.State = Dead
 	n.snap.Store(&d)
 	n.needFull = true
-	held := make([]uint64, 0, len(n.blocks))
-	for id := range n.blocks {
-		held = append(held, id)
-	}
-	n.blocks = make(map[uint64]struct{})
+	held := n.blocks.Append(make([]uint64, 0, n.blocks.Len()))
+	n.blocks = idSet{}
 	forEachShard(m, len(held), func(i int) uint64 { return held[i] }, func(s *shard, i int) {
 		s.removeReplica(n, held[i])
 	})
@@ -199,6 +196,12 @@ func (m *Manager) Datanode(id string) (Datanode, bool) {
 // key(i), locked, visiting each shard once (a counting sort by shard), so a
 // large report takes each shard lock once rather than once per block.
 func forEachShard(m *Manager, count int, key func(int) uint64, fn func(s *shard, i int)) {
+	forEachShardPar(m, count, key, fn, 1)
+}
+
+// forEachShardPar is forEachShard with the shards split among up to
+// workers goroutines; fn must then touch nothing but its shard.
+func forEachShardPar(m *Manager, count int, key func(int) uint64, fn func(s *shard, i int), workers int) {
 	if count == 0 {
 		return
 	}
@@ -218,15 +221,32 @@ func forEachShard(m *Manager, count int, key func(int) uint64, fn func(s *shard,
 		order[next[idx[i]]] = int32(i)
 		next[idx[i]]++
 	}
-	for si := 0; si < numShards; si++ {
-		if start[si] == start[si+1] {
-			continue
+	run := func(from, to int) {
+		for si := from; si < to; si++ {
+			if start[si] == start[si+1] {
+				continue
+			}
+			s := &m.shards[si]
+			s.mu.Lock()
+			for _, i := range order[start[si]:start[si+1]] {
+				fn(s, int(i))
+			}
+			s.shrink()
+			s.mu.Unlock()
 		}
-		s := &m.shards[si]
-		s.mu.Lock()
-		for _, i := range order[start[si]:start[si+1]] {
-			fn(s, int(i))
-		}
-		s.mu.Unlock()
 	}
+	if workers <= 1 {
+		run(0, numShards)
+		return
+	}
+	var wg sync.WaitGroup
+	per := (numShards + workers - 1) / workers
+	for from := 0; from < numShards; from += per {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(from, min(from+per, numShards))
+		}()
+	}
+	wg.Wait()
 }

@@ -23,8 +23,8 @@ type node struct {
 	// mu serializes liveness transitions and reports from this node, and
 	// guards blocks and needFull. Taken before any shard lock.
 	mu       sync.Mutex
-	blocks   map[uint64]struct{} // what the node last reported holding
-	needFull bool                // registered or revived, no full report since
+	blocks   idSet // what the node last reported holding
+	needFull bool  // registered or revived, no full report since
 
 	// qmu guards invalidate and cmds. A leaf lock: nothing is taken while
 	// holding it.
@@ -36,7 +36,6 @@ type node struct {
 func newNode(d Datanode) *node {
 	n := &node{
 		id:         d.ID,
-		blocks:     make(map[uint64]struct{}),
 		invalidate: make(map[uint64]Replica),
 		needFull:   true,
 	}

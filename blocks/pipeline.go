@@ -22,7 +22,7 @@ func (m *Manager) SetPipeline(blockID uint64, datanodes []string) {
 	s := m.shard(blockID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := s.blocks[blockID]; b == nil || !b.expected || b.complete {
+	if b := s.blocks.get(blockID); b == nil || !b.expected || b.complete {
 		return // only settle drops a record: keep none it would not see
 	}
 	s.writing[blockID] = ns
@@ -48,7 +48,7 @@ func (m *Manager) WriteTargets(blockID uint64) []Datanode {
 	s.mu.Lock()
 	var ns []*node
 	ns = append(ns, s.writing[blockID]...)
-	if b := s.blocks[blockID]; b != nil {
+	if b := s.blocks.get(blockID); b != nil {
 		for i := range b.locs {
 			if l := &b.locs[i]; !l.invalidating && !slices.Contains(ns, l.n) {
 				ns = append(ns, l.n)

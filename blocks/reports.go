@@ -1,7 +1,5 @@
 package blocks
 
-import "time"
-
 // FullReport replaces the set of replicas datanode id holds with rs: replicas
 // not in rs are dropped, new ones added, changed ones updated. It returns
 // false, ignoring the report, if id is unknown or dead (the datanode should
@@ -19,13 +17,13 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	if n.snap.Load().State != Live {
 		return false
 	}
-	held := make(map[uint64]struct{}, len(rs))
+	held := newIDSet(len(rs))
 	for i := range rs {
-		held[rs[i].BlockID] = struct{}{}
+		held.Add(rs[i].BlockID)
 	}
 	var gone []uint64
-	for b := range n.blocks {
-		if _, ok := held[b]; !ok {
+	for _, b := range n.blocks.Append(nil) {
+		if !held.Has(b) {
 			gone = append(gone, b)
 		}
 	}
@@ -39,7 +37,7 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	n.needFull = false
 	n.qmu.Lock()
 	for b := range n.invalidate {
-		if _, ok := held[b]; !ok {
+		if !held.Has(b) {
 			delete(n.invalidate, b) // already gone
 		}
 	}
@@ -62,20 +60,22 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		return false
 	}
 	for _, r := range received {
-		n.blocks[r.BlockID] = struct{}{}
+		n.blocks.Add(r.BlockID)
 		s := m.shard(r.BlockID)
 		s.mu.Lock()
 		s.addReplica(n, r, now, true)
+		s.shrink()
 		s.mu.Unlock()
 	}
 	for _, b := range deleted {
-		if _, ok := n.blocks[b]; !ok {
+		if !n.blocks.Has(b) {
 			continue
 		}
-		delete(n.blocks, b)
+		n.blocks.Delete(b)
 		s := m.shard(b)
 		s.mu.Lock()
 		s.removeReplica(n, b)
+		s.shrink()
 		s.mu.Unlock()
 	}
 	if len(deleted) > 0 {
@@ -117,7 +117,7 @@ func (m *Manager) withReplica(blockID uint64, datanodeID string, fn func(s *shar
 	s := m.shard(blockID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.blocks[blockID]
+	b := s.blocks.get(blockID)
 	if b == nil {
 		return false
 	}
@@ -138,15 +138,16 @@ func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint3
 	s := m.shard(blockID)
 	s.mu.Lock()
 	s.setExpected(ExpectedBlock{ID: blockID, GenStamp: genStamp, Inode: inode, Replication: replication, Complete: complete})
+	s.shrink()
 	s.mu.Unlock()
 }
 
 // setExpected is SetExpected with s.mu held.
 func (s *shard) setExpected(e ExpectedBlock) {
-	b := s.blocks[e.ID]
+	b := s.blocks.get(e.ID)
 	if b == nil {
-		b = newBlockInfo(time.Time{})
-		s.blocks[e.ID] = b
+		b = newBlockInfo(e.ID, 0)
+		s.blocks.put(b)
 	}
 	before := b.tally()
 	b.expected, b.forgotten = true, false
@@ -162,9 +163,10 @@ func (m *Manager) Forget(blockIDs ...uint64) {
 	for _, id := range blockIDs {
 		s := m.shard(id)
 		s.mu.Lock()
-		if b := s.blocks[id]; b != nil {
+		if b := s.blocks.get(id); b != nil {
 			s.forget(id, b)
 		}
+		s.shrink()
 		s.mu.Unlock()
 	}
 }

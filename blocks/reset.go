@@ -1,6 +1,9 @@
 package blocks
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+)
 
 // ExpectedBlock is what the namespace says about one block: SetExpected's
 // arguments.
@@ -22,12 +25,24 @@ const resetBatch = 4096
 type Reset struct {
 	m     *Manager
 	batch []ExpectedBlock
+	// track is false when nothing was expected at BeginReset (a namenode
+	// restoring its snapshot at startup): every expected block is then one
+	// the Reset added, nothing is to be forgotten, and the ids added need
+	// not be kept nor the shards scanned.
+	track bool
 	seen  [numShards][]uint64
 }
 
 // BeginReset starts replacing the expected set.
 func (m *Manager) BeginReset() *Reset {
-	return &Reset{m: m, batch: make([]ExpectedBlock, 0, resetBatch)}
+	r := &Reset{m: m, batch: make([]ExpectedBlock, 0, resetBatch)}
+	for si := range m.shards {
+		s := &m.shards[si]
+		rl := s.mu.RLock()
+		r.track = r.track || s.nBlocks > 0
+		rl.RUnlock()
+	}
+	return r
 }
 
 // Add says the new namespace has block e, as SetExpected does. Blocks are
@@ -41,12 +56,17 @@ func (r *Reset) Add(e ExpectedBlock) {
 
 func (r *Reset) flush() {
 	bs := r.batch
-	forEachShard(r.m, len(bs), func(i int) uint64 { return bs[i].ID }, func(s *shard, i int) {
+	// setExpected touches only its shard, so the shards are split among
+	// the CPUs: a restart at a million blocks spends most of its block-map
+	// time here.
+	forEachShardPar(r.m, len(bs), func(i int) uint64 { return bs[i].ID }, func(s *shard, i int) {
 		s.setExpected(bs[i])
-	})
-	for i := range bs {
-		si := shardIndex(bs[i].ID)
-		r.seen[si] = append(r.seen[si], bs[i].ID)
+	}, min(runtime.GOMAXPROCS(0), 4))
+	if r.track {
+		for i := range bs {
+			si := shardIndex(bs[i].ID)
+			r.seen[si] = append(r.seen[si], bs[i].ID)
+		}
 	}
 	r.batch = bs[:0]
 }
@@ -57,17 +77,22 @@ func (r *Reset) flush() {
 // blocks it forgot. The Reset must not be used afterwards.
 func (r *Reset) Finish() (forgotten int) {
 	r.flush()
+	if !r.track {
+		return 0
+	}
 	for si := range r.m.shards {
 		seen := r.seen[si]
 		slices.Sort(seen)
 		s := &r.m.shards[si]
 		s.mu.Lock()
-		for id, b := range s.blocks {
-			if _, ok := slices.BinarySearch(seen, id); b.expected && !ok {
+		for _, id := range s.blocks.ids(nil) { // forget may delete
+			b := s.blocks.get(id)
+			if _, ok := slices.BinarySearch(seen, id); b != nil && b.expected && !ok {
 				s.forget(id, b)
 				forgotten++
 			}
 		}
+		s.shrink()
 		s.mu.Unlock()
 		r.seen[si] = nil
 	}

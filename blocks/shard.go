@@ -39,20 +39,23 @@ type loc struct {
 }
 
 // blockInfo is everything this namenode knows about one block.
+// At 3 replicas it is 160 bytes (a size class): a time.Time here (24
+// bytes) put it in the 176-byte class.
 type blockInfo struct {
-	expected    bool // the namespace says the block exists
-	forgotten   bool // the namespace deleted it (or unknown past grace): delete every replica
+	id          uint64 // the key of the shard's blockTable
+	expected    bool   // the namespace says the block exists
+	forgotten   bool   // the namespace deleted it (or unknown past grace): delete every replica
 	complete    bool
 	replication uint32
 	genStamp    uint64
 	inode       uint64
-	firstSeen   time.Time // first reported while unknown
-	locs        []loc     // starts as inline[:0]: usually no separate allocation
+	firstSeen   int64 // unix nanoseconds of the first report while unknown; 0 if the namespace named it first
+	locs        []loc // starts as inline[:0]: usually no separate allocation
 	inline      [3]loc
 }
 
-func newBlockInfo(firstSeen time.Time) *blockInfo {
-	b := &blockInfo{firstSeen: firstSeen}
+func newBlockInfo(id uint64, firstSeen int64) *blockInfo {
+	b := &blockInfo{id: id, firstSeen: firstSeen}
 	b.locs = b.inline[:0]
 	return b
 }
@@ -125,7 +128,7 @@ func (p *pending) outstanding(b *blockInfo) int {
 // guarded by mu.
 type shard struct {
 	mu      rwlock.Mutex // readers spread over cache lines: Locations is hot
-	blocks  map[uint64]*blockInfo
+	blocks  blockTable
 	under   map[uint64]struct{} // complete, good+in-flight < expected, unscheduled
 	over    map[uint64]struct{} // complete, good > expected
 	corrupt map[uint64]struct{} // has bad (corrupt or stale) replicas
@@ -140,11 +143,12 @@ type shard struct {
 	verifying map[uint64]time.Time
 	// counters, kept by settle
 	nBlocks, nGood, nBad int
-	_                    [64]byte // keep shards' locks on separate cache lines
+	// peaks are the maps' sizes for shrink (shrink.go), kept by settle.
+	peaks peaks
+	_     [64]byte // keep shards' locks on separate cache lines
 }
 
 func (s *shard) init() {
-	s.blocks = make(map[uint64]*blockInfo)
 	s.under = make(map[uint64]struct{})
 	s.over = make(map[uint64]struct{})
 	s.corrupt = make(map[uint64]struct{})
@@ -162,8 +166,14 @@ func (s *shard) dropPending(id uint64, p *pending) {
 
 // settle brings the counters and queues in line with b after a mutation;
 // before is b.tally() taken before it. It deletes b from the map once b is
-// neither expected nor held anywhere. Caller holds s.mu.
+// neither expected nor held anywhere, and notes the maps' sizes for
+// shrink. Caller holds s.mu.
 func (s *shard) settle(id uint64, b *blockInfo, before tally) {
+	s.settle1(id, b, before)
+	s.notePeaks()
+}
+
+func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	after := b.tally()
 	s.nBlocks += after.blocks - before.blocks
 	s.nGood += after.good - before.good
@@ -188,7 +198,7 @@ func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 			return
 		}
 		if len(b.locs) == 0 {
-			delete(s.blocks, id)
+			s.blocks.del(id)
 			delete(s.unknown, id)
 		} else if b.forgotten {
 			delete(s.unknown, id)
@@ -222,10 +232,10 @@ func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 // holds n.mu and s.mu.
 func (s *shard) addReplica(n *node, r Replica, now time.Time, received bool) {
 	id := r.BlockID
-	b := s.blocks[id]
+	b := s.blocks.get(id)
 	if b == nil {
-		b = newBlockInfo(now)
-		s.blocks[id] = b
+		b = newBlockInfo(id, now.UnixNano())
+		s.blocks.put(b)
 	}
 	before := b.tally()
 	i := b.find(n)
@@ -258,7 +268,7 @@ func (s *shard) addReplica(n *node, r Replica, now time.Time, received bool) {
 // removeReplica records that n no longer holds block id. Caller holds n.mu
 // and s.mu.
 func (s *shard) removeReplica(n *node, id uint64) {
-	b := s.blocks[id]
+	b := s.blocks.get(id)
 	if b == nil {
 		return
 	}

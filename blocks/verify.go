@@ -84,7 +84,7 @@ func (s *shard) verifyUnverified(id uint64, b *blockInfo, due time.Time) {
 // next round may order them again. Caller holds s.mu.
 func (s *shard) expireVerifies(now time.Time) {
 	for id, due := range s.verifying {
-		b := s.blocks[id]
+		b := s.blocks.get(id)
 		if b != nil && now.Before(due) {
 			continue
 		}
@@ -114,7 +114,7 @@ func (s *shard) verifyDone(id uint64, b *blockInfo) {
 // Caller holds s.mu.
 func (s *shard) verifySuspects(due time.Time) {
 	for id := range s.suspect {
-		b := s.blocks[id]
+		b := s.blocks.get(id)
 		any := false
 		if b != nil {
 			for i := range b.locs {
@@ -214,7 +214,7 @@ func (m *Manager) ReportVerified(id string, rs []Replica) (accepted int) {
 		s := m.shard(r.BlockID)
 		s.mu.Lock()
 		ok := false
-		if b := s.blocks[r.BlockID]; b != nil {
+		if b := s.blocks.get(r.BlockID); b != nil {
 			if i := b.find(n); i >= 0 {
 				l := &b.locs[i]
 				if l.verifying && !l.corrupt && l.genStamp == r.GenStamp && l.length == r.Length {
@@ -244,7 +244,7 @@ func (m *Manager) IsVerified(blockID uint64, datanodeID string) bool {
 	s := m.shard(blockID)
 	rl := s.mu.RLock()
 	defer rl.RUnlock()
-	b := s.blocks[blockID]
+	b := s.blocks.get(blockID)
 	if b == nil {
 		return false
 	}

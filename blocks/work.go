@@ -51,12 +51,12 @@ func (m *Manager) ComputeWork() {
 				s.dropPending(id, p)
 			}
 			// settle also drops a replication whose targets all died.
-			b := s.blocks[id]
+			b := s.blocks.get(id)
 			s.settle(id, b, b.tally())
 		}
 		for id := range s.unknown {
-			b := s.blocks[id]
-			if now.Sub(b.firstSeen) < m.cfg.UnknownReplicaGrace {
+			b := s.blocks.get(id)
+			if b.firstSeen != 0 && now.Sub(time.Unix(0, b.firstSeen)) < m.cfg.UnknownReplicaGrace {
 				continue
 			}
 			before := b.tally()
@@ -67,7 +67,7 @@ func (m *Manager) ComputeWork() {
 			s.settle(id, b, before)
 		}
 		for id := range s.corrupt {
-			b := s.blocks[id]
+			b := s.blocks.get(id)
 			before := b.tally()
 			if !b.complete || before.good < max(1, int(b.replication)) {
 				continue
@@ -84,7 +84,7 @@ func (m *Manager) ComputeWork() {
 			s.settle(id, b, before)
 		}
 		for id := range s.over {
-			b := s.blocks[id]
+			b := s.blocks.get(id)
 			before := b.tally()
 			if b.verifiedGood() == 0 {
 				s.verifyUnverified(id, b, due)
@@ -103,10 +103,11 @@ func (m *Manager) ComputeWork() {
 			if s.pending[id] != nil {
 				continue
 			}
-			if good := s.blocks[id].tally().good; good > 0 {
+			if good := s.blocks.get(id).tally().good; good > 0 {
 				todo = append(todo, job{id, good})
 			}
 		}
+		s.shrink()
 		s.mu.Unlock()
 	}
 
@@ -146,7 +147,7 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.blocks[id]
+	b := s.blocks.get(id)
 	if b == nil || s.pending[id] != nil {
 		return false
 	}
@@ -229,6 +230,6 @@ func (m *Manager) expected(id uint64) bool {
 	s := m.shard(id)
 	rl := s.mu.RLock()
 	defer rl.RUnlock()
-	b := s.blocks[id]
+	b := s.blocks.get(id)
 	return b != nil && b.expected
 }

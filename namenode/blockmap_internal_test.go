@@ -74,7 +74,7 @@ func (x *testFSM) snapshot() []byte {
 	if err != nil {
 		x.t.Fatal(err)
 	}
-	return s.(*fsmSnapshot).data
+	return snapshotBytes(x.t, s)
 }
 
 // TestRestoreForgetsBlocksOfDeletedFiles: a follower that was cut off while

@@ -11,8 +11,10 @@
 // proposer fixes every input (mtime, caller), the FSM allocates block ids and
 // generation stamps from counters inside the namespace.
 //
-// Snapshots are the namespace image (namespace.WriteImage) followed by the
-// member table; restore reads them into a fresh state and swaps it in.
+// Snapshots are the member table, the signing keys and the retry cache,
+// then the namespace image, streamed to the sink from a copy-on-write
+// namespace.View in slices under the read lock, so writes go on while it is
+// encoded; restore reads them into a fresh state and swaps it in.
 //
 // # Reads
 //

@@ -433,16 +433,21 @@ const (
 	snapshotMagicV1 = "BFSNAP01"
 )
 
-// Snapshot captures the state at the current index. The namespace image is
-// encoded here, on the FSM goroutine, so later applies cannot leak into it;
-// Persist then streams the bytes to the sink.
+// Snapshot captures the state at the current index. It runs on the FSM
+// goroutine, so no Apply runs beside it; under the write lock (a few
+// microseconds) it encodes the small sections (members, keys, retry cache)
+// and opens a namespace.View, the namespace frozen by copy-on-write. Persist
+// then encodes the namespace from the view in slices of about 4 KiB, each
+// under the read lock, streaming every slice to the sink: writes wait at
+// most one slice, and no second copy of the image is ever in memory.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	defer f.mu.RLock().RUnlock()
-	var buf byteBuffer
-	if err := writeSnapshot(&buf, f.st, f.applied.Load()); err != nil {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var head byteBuffer
+	if err := writeSnapshotHead(&head, f.st, f.applied.Load()); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{data: buf.b}, nil
+	return &fsmSnapshot{mu: &f.mu, head: head.b, view: f.st.tree.View()}, nil
 }
 
 // Restore replaces the state with a snapshot: it reads into a fresh state
@@ -463,7 +468,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-func writeSnapshot(w io.Writer, st *state, applied uint64) error {
+// writeSnapshotHead writes everything of a snapshot before the namespace
+// image: the header, the members, the keys and the retry cache.
+func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
 		return err
 	}
@@ -501,10 +508,8 @@ func writeSnapshot(w io.Writer, st *state, applied uint64) error {
 	if err := writeRetryCache(w, st.retries); err != nil {
 		return err
 	}
-	if _, err := st.leases.WriteTo(w); err != nil {
-		return err
-	}
-	return st.tree.WriteImage(w)
+	_, err := st.leases.WriteTo(w)
+	return err
 }
 
 func readSnapshot(r io.Reader) (*state, uint64, error) {
@@ -570,14 +575,41 @@ type byteBuffer struct{ b []byte }
 
 func (w *byteBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
-type fsmSnapshot struct{ data []byte }
+// fsmSnapshot is a snapshot taken and not yet released: its head
+// sections, encoded, and the view of the namespace it streams.
+type fsmSnapshot struct {
+	mu   *rwlock.Mutex
+	head []byte
+	view *namespace.View
+}
 
+// Persist streams the snapshot to the sink. On any error it cancels the
+// sink, so the store keeps its previous snapshots and drops this one; the
+// FSM is untouched and goes on serving.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.data); err != nil {
+	if err := s.writeTo(sink); err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
 }
 
-func (s *fsmSnapshot) Release() {}
+// writeTo writes the whole snapshot to w, the namespace in slices under
+// the FSM's read lock.
+func (s *fsmSnapshot) writeTo(w io.Writer) error {
+	if _, err := w.Write(s.head); err != nil {
+		return errs.Wrap(errs.IO, "snapshot", "", err)
+	}
+	return s.view.Encode(w, func(encode func()) {
+		rl := s.mu.RLock()
+		defer rl.RUnlock()
+		encode()
+	})
+}
+
+// Release closes the view, so the namespace stops keeping pre-images for it.
+func (s *fsmSnapshot) Release() {
+	s.mu.Lock()
+	s.view.Close()
+	s.mu.Unlock()
+}

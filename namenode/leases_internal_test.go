@@ -141,7 +141,7 @@ func TestLeasesSurviveSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := snap.(*fsmSnapshot).data
+	data := snapshotBytes(t, snap)
 	g := newFSM("root", "supergroup", nil, nil)
 	if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)

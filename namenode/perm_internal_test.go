@@ -44,7 +44,7 @@ func TestFSMWriterSurvivesSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newFSM("root", "supergroup", nil, nil)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snap.(*fsmSnapshot).data))); err != nil {
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

@@ -60,6 +60,7 @@ func (t *Tree) append(c *Caller, p string, mtimeMs int64) (FileInfo, error) {
 	if len(n.blocks) >= t.lim.MaxBlocksPerFile {
 		return FileInfo{}, errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
+	t.touch(n)
 	n.state = UnderConstruction
 	n.writer = w
 	n.mtime = mtimeMs

@@ -21,7 +21,8 @@ func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) er
 	if err := checkPerm(op, p, perm); err != nil {
 		return err
 	}
-	n.mode = perm
+	t.touch(n)
+	n.mode = uint16(perm)
 	n.mtime = mtimeMs
 	return nil
 }
@@ -45,11 +46,11 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 	if c != nil && !c.Super {
 		if owner != "" && owner != c.User {
 			return errs.Newf(errs.Permission, op, p, "user=%s access=chown inode=%q:%s:%s:%s (only a superuser may change the owner, here to %s)",
-				c.User, p, n.owner, n.group, n.modeString(), owner)
+				c.User, p, n.og.owner, n.og.group, n.modeString(), owner)
 		}
 		if group != "" && !c.inGroup(group) {
 			return errs.Newf(errs.Permission, op, p, "user=%s access=chgrp inode=%q:%s:%s:%s (user %s is not a member of group %s)",
-				c.User, p, n.owner, n.group, n.modeString(), c.User, group)
+				c.User, p, n.og.owner, n.og.group, n.modeString(), c.User, group)
 		}
 	}
 	if err := checkUserName(op, p, "owner", owner); err != nil {
@@ -58,8 +59,8 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 	if err := checkUserName(op, p, "group", group); err != nil {
 		return err
 	}
-	n.owner = orInherit(owner, n.owner)
-	n.group = orInherit(group, n.group)
+	t.touch(n)
+	n.og = t.ownerGroup(orInherit(owner, n.og.owner), orInherit(group, n.og.group))
 	return nil
 }
 
@@ -77,6 +78,7 @@ func (t *Tree) SetReplication(p string, r uint32) error {
 	if err := checkReplication(op, p, r); err != nil {
 		return err
 	}
-	n.repl = r
+	t.touch(n)
+	n.repl = uint8(r)
 	return nil
 }

@@ -50,6 +50,8 @@ func (t *Tree) writableFile(c *Caller, op, p string, id ID) (*inode, error) {
 	if n.dir {
 		return nil, errs.New(errs.IsDir, op, p, "path is a directory")
 	}
+	// Every caller may change the file: keep it as open views see it.
+	t.touch(n)
 	return n, nil
 }
 
@@ -82,7 +84,7 @@ func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint6
 	if newBlockID == 0 || genStamp == 0 {
 		return Block{}, 0, errs.Newf(errs.Invalid, op, p, "block id and generation stamp must be non-zero (got blk_%d_%d)", newBlockID, genStamp)
 	}
-	if owner, used := t.blocks[newBlockID]; used {
+	if owner, used := t.blocks.get(newBlockID); used {
 		return Block{}, 0, errs.Newf(errs.Exist, op, p, "block id %d already in use by inode %d", newBlockID, owner)
 	}
 	if err := t.checkAppend(op, p, f, prev); err != nil {
@@ -136,7 +138,7 @@ func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Bloc
 		// caps the slice it shrinks), so appending in place is safe.
 		f.blocks = append(f.blocks, nb)
 	}
-	t.blocks[nb.ID] = f.id
+	t.blocks.put(nb.ID, f.id)
 	t.numBlocks++
 	t.nextBlockID = max(t.nextBlockID, nb.ID+1)
 	t.nextGenStamp = max(t.nextGenStamp, nb.GenStamp+1)
@@ -255,7 +257,7 @@ func (t *Tree) abandonBlock(c *Caller, p string, id ID, b Block) error {
 	// append must not write into the slot being dropped.
 	f.blocks = f.blocks[: n-1 : n-1]
 	f.length -= last.Length
-	delete(t.blocks, last.ID)
+	t.blocks.del(last.ID)
 	t.numBlocks--
 	return nil
 }

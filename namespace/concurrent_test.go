@@ -11,7 +11,7 @@ import (
 // the reads write nothing. A writer then takes the (simulated) write lock.
 func TestConcurrentReads(t *testing.T) {
 	tr := fixture(t)
-	for i := 0; i < 2*indexMin; i++ { // a directory with a child index
+	for i := 0; i < 128; i++ { // a big directory
 		must(t, tr.Mkdirs("/big/d"+itoa3(i), MkdirsOpts{Perm: 0755, Parents: true}))
 	}
 	var mu sync.RWMutex

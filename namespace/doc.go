@@ -29,6 +29,13 @@
 // (AddBlock's previous block, Complete); a different CRC for it later is
 // refused (Precondition).
 //
+// Snapshots need not hold the read lock throughout: Tree.View freezes the
+// tree by copy-on-write (view.go) and View.Encode streams its image in
+// slices, each under the read lock. For that, every mutation calls
+// t.touch(n) on each existing inode before it changes any field of it
+// (insertChild and removeChild do so for the parent, writableFile for the
+// file it returns); a new mutation must follow the same rule.
+//
 // Children of a directory are a slice sorted by name (binary-search
 // insert, paging for List) plus, from 64 children on, a name -> child map
 // for lookups. Inserting into a directory of n children moves n/2 pointers

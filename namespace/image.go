@@ -1,12 +1,9 @@
 package namespace
 
 import (
-	"bufio"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
-
-	"github.com/blockfs/blockfs/errs"
 )
 
 // The namespace image: see "Namespace image (snapshot)" in docs/FORMATS.md
@@ -42,105 +39,67 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// imgWriter frames records and keeps the running checksum of the stream.
-type imgWriter struct {
-	w   io.Writer
-	crc uint32
-	buf []byte
-	err error
-}
-
-func (w *imgWriter) write(b []byte) {
-	if w.err != nil {
-		return
-	}
-	w.crc = crc32.Update(w.crc, castagnoli, b)
-	_, w.err = w.w.Write(b)
-}
-
-// record writes w.buf[5:] as the body of a record of type typ; the first
-// five bytes of w.buf are reserved for the record header.
-func (w *imgWriter) record(typ byte) {
-	w.buf[0] = typ
-	binary.LittleEndian.PutUint32(w.buf[1:5], uint32(len(w.buf)-5))
-	w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(w.buf, castagnoli))
-	w.write(w.buf)
-}
-
 // WriteImage streams the tree to w: a header, one META record, one record
 // per inode in depth-first order with children by name (so parents come
 // before children), an END record with the counts, and a CRC-32C of all of
-// it. Only one inode's record is buffered at a time.
+// it. It encodes through a View (view.go) in slices of about 64 KiB, so
+// only one slice of the image is in memory at a time; the caller holds the
+// read lock throughout. To encode without holding a lock throughout, see
+// Tree.View.
 func (t *Tree) WriteImage(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	err := t.writeImage(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
-		return errs.Wrap(errs.IO, "writeImage", "", err)
-	}
-	return nil
+	return t.newView().Encode(w, nil)
 }
 
-// writeImage writes the image to w, one Write per record.
-func (t *Tree) writeImage(w io.Writer) error {
-	iw := &imgWriter{w: w, buf: make([]byte, 0, 512)}
-	var hdr [12]byte
-	copy(hdr[:], imageMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], imageVersion)
-	iw.write(hdr[:])
-
-	b := append(iw.buf[:0], 0, 0, 0, 0, 0)
-	for _, v := range []int{t.lim.MaxPathLen, t.lim.MaxComponentLen, t.lim.MaxBlocksPerFile, t.lim.MaxDirItems} {
-		b = binary.LittleEndian.AppendUint32(b, uint32(v))
+// appendHeader appends the image header and META record of view v.
+func (v *View) appendHeader(b []byte) []byte {
+	b = append(b, imageMagic...)
+	b = binary.LittleEndian.AppendUint32(b, imageVersion)
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, 0)
+	for _, l := range []int{v.lim.MaxPathLen, v.lim.MaxComponentLen, v.lim.MaxBlocksPerFile, v.lim.MaxDirItems} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(l))
 	}
-	b = binary.LittleEndian.AppendUint64(b, uint64(t.nextID))
-	b = binary.LittleEndian.AppendUint64(b, t.nextBlockID)
-	b = binary.LittleEndian.AppendUint64(b, t.nextGenStamp)
-	iw.buf = b
-	iw.record(recMeta)
-
-	t.writeInode(iw, t.root)
-
-	b = append(iw.buf[:0], 0, 0, 0, 0, 0)
-	b = binary.LittleEndian.AppendUint64(b, uint64(t.numDirs))
-	b = binary.LittleEndian.AppendUint64(b, uint64(t.numFiles))
-	b = binary.LittleEndian.AppendUint64(b, uint64(t.numBlocks))
-	iw.buf = b
-	iw.record(recEnd)
-
-	var tr [4]byte
-	binary.LittleEndian.PutUint32(tr[:], iw.crc)
-	iw.write(tr[:])
-	return iw.err
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.nextID))
+	b = binary.LittleEndian.AppendUint64(b, v.nextBlockID)
+	b = binary.LittleEndian.AppendUint64(b, v.nextGenStamp)
+	return endRecord(b, at, recMeta)
 }
 
-func (t *Tree) writeInode(iw *imgWriter, n *inode) {
-	if iw.err != nil {
-		return
-	}
-	b := append(iw.buf[:0], 0, 0, 0, 0, 0)
-	var parent ID
-	if n.parent != nil {
-		parent = n.parent.id
-	}
+// appendEnd appends the END record of view v.
+func (v *View) appendEnd(b []byte) []byte {
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.numDirs))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.numFiles))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.numBlocks))
+	return endRecord(b, at, recEnd)
+}
+
+// endRecord completes the record of type typ that starts at b[at:]: five
+// reserved header bytes, then its body. It fills in the header and appends
+// the record's CRC-32C.
+func endRecord(b []byte, at int, typ byte) []byte {
+	b[at] = typ
+	binary.LittleEndian.PutUint32(b[at+1:at+5], uint32(len(b)-at-5))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[at:], castagnoli))
+}
+
+// appendInode appends the DIR or FILE record of n, whose parent is inode
+// parent (0 for the root).
+func appendInode(b []byte, n *inode, parent ID) []byte {
+	at := len(b)
+	b = append(b, 0, 0, 0, 0, 0)
 	b = binary.LittleEndian.AppendUint64(b, uint64(n.id))
 	b = binary.LittleEndian.AppendUint64(b, uint64(parent))
 	b = appendString(b, n.name)
-	b = appendString(b, n.owner)
-	b = appendString(b, n.group)
-	b = binary.LittleEndian.AppendUint32(b, n.mode)
+	b = appendString(b, n.og.owner)
+	b = appendString(b, n.og.group)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n.mode))
 	b = binary.LittleEndian.AppendUint64(b, uint64(n.mtime))
 	if n.dir {
-		iw.buf = b
-		iw.record(recDir)
-		for _, c := range n.kids {
-			t.writeInode(iw, c)
-		}
-		return
+		return endRecord(b, at, recDir)
 	}
-	b = binary.LittleEndian.AppendUint32(b, n.repl)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n.repl))
 	b = binary.LittleEndian.AppendUint64(b, n.blockSize)
 	b = append(b, byte(n.state))
 	if n.state == UnderConstruction {
@@ -159,11 +118,7 @@ func (t *Tree) writeInode(iw *imgWriter, n *inode) {
 		b = append(b, flags)
 		b = binary.LittleEndian.AppendUint32(b, blk.CRC)
 	}
-	iw.buf = b
-	iw.record(recFile)
-	if cap(iw.buf) > 64<<10 {
-		iw.buf = make([]byte, 0, 512) // don't pin one huge file's buffer
-	}
+	return endRecord(b, at, recFile)
 }
 
 func appendString(b []byte, s string) []byte {

@@ -21,6 +21,11 @@ type imgReader struct {
 	rec  int // records read
 	strs map[string]string
 	ver  uint32 // image version
+	// dirs is the path of directories from the root to the last one
+	// read. Records come depth first, so a record's parent is on it and
+	// is found without a map lookup (at a million inodes every lookup is
+	// a cache miss).
+	dirs []*inode
 }
 
 func corrupt(format string, args ...any) error {
@@ -130,7 +135,7 @@ func (ir *imgReader) intern(b []byte) string {
 		return s
 	}
 	s := string(b)
-	if len(ir.strs) < 1<<16 {
+	if len(ir.strs) < maxNames {
 		ir.strs[s] = s
 	}
 	return s
@@ -212,7 +217,7 @@ func (ir *imgReader) readMeta() (*Tree, error) {
 		l[i] = int(v)
 	}
 	t := New(Limits{l[0], l[1], l[2], l[3]}, "", "")
-	t.inodes = map[ID]*inode{}
+	t.inodes = inodeTable{}
 	t.root, t.numDirs = nil, 0
 	t.nextID, t.nextBlockID, t.nextGenStamp = ID(d.u64()), d.u64(), d.u64()
 	if t.nextID <= RootID || t.nextBlockID == 0 || t.nextGenStamp == 0 {
@@ -233,7 +238,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	parentID := ID(d.u64())
 	name := d.bytes()
 	owner, group := d.bytes(), d.bytes()
-	n.mode = d.u32()
+	mode := d.u32()
 	n.mtime = int64(d.u64())
 	if d.bad {
 		return bad("inode record too short")
@@ -241,25 +246,37 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	switch {
 	case n.id == 0 || n.id >= t.nextID:
 		return bad("inode id %d outside 1..%d", n.id, t.nextID-1)
-	case t.inodes[n.id] != nil:
-		return bad("duplicate inode id %d", n.id)
-	case n.mode&^permMask != 0:
-		return bad("inode %d: mode %#o has bits outside 01777", n.id, n.mode)
+	case mode&^permMask != 0:
+		return bad("inode %d: mode %#o has bits outside 01777", n.id, mode)
 	case len(owner) > maxUserName || len(group) > maxUserName:
 		return bad("inode %d: owner or group name longer than %d bytes", n.id, maxUserName)
 	}
-	n.owner, n.group = ir.intern(owner), ir.intern(group)
+	n.mode = uint16(mode)
+	n.og = t.ownerGroup(ir.intern(owner), ir.intern(group))
+	// One map operation both checks for a duplicate and indexes n (on any
+	// error the whole tree is dropped).
+	if t.inodes.put(n) {
+		return bad("duplicate inode id %d", n.id)
+	}
 
 	if t.root == nil {
 		if n.id != RootID || parentID != 0 || len(name) != 0 || !isDir {
 			return bad("first inode is %d (parent %d), want the root directory %d", n.id, parentID, RootID)
 		}
 		t.root = n
-		t.inodes[n.id] = n
 		t.numDirs++
+		ir.dirs = append(ir.dirs, n)
 		return nil
 	}
-	parent := t.inodes[parentID]
+	for len(ir.dirs) > 0 && ir.dirs[len(ir.dirs)-1].id != parentID {
+		ir.dirs = ir.dirs[:len(ir.dirs)-1]
+	}
+	var parent *inode
+	if len(ir.dirs) > 0 {
+		parent = ir.dirs[len(ir.dirs)-1]
+	} else {
+		parent = t.inodes.get(parentID) // not in depth-first order: still valid
+	}
 	switch {
 	case parent == nil:
 		return bad("inode %d: parent %d not seen before it", n.id, parentID)
@@ -282,7 +299,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	n.name = string(name)
 
 	if !isDir {
-		n.repl = d.u32()
+		repl := d.u32()
 		n.blockSize = d.u64()
 		n.state = FileState(d.u8())
 		n.writer = ir.readWriter(&d, n)
@@ -292,8 +309,8 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			return bad("inode %d: file record too short", n.id)
 		case n.writer != nil && (len(n.writer.Client) > maxUserName || len(n.writer.User) > maxUserName):
 			return bad("inode %d: writer client id or user longer than %d bytes", n.id, maxUserName)
-		case n.repl < MinReplication || n.repl > MaxReplication:
-			return bad("inode %d: replication %d out of range", n.id, n.repl)
+		case repl < MinReplication || repl > MaxReplication:
+			return bad("inode %d: replication %d out of range", n.id, repl)
 		case n.blockSize == 0:
 			return bad("inode %d: block size 0", n.id)
 		case n.state > Complete:
@@ -303,6 +320,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		case int64(len(d.b)) != int64(ir.blockLen())*int64(nb):
 			return bad("inode %d: %d bytes for %d blocks, want %d", n.id, len(d.b), nb, int64(ir.blockLen())*int64(nb))
 		}
+		n.repl = uint8(repl)
 		if nb > 0 {
 			n.blocks = make([]Block, nb)
 		}
@@ -327,10 +345,11 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			case b.Length > n.blockSize:
 				return bad("inode %d: block %d length %d exceeds block size %d", n.id, b.ID, b.Length, n.blockSize)
 			}
-			if owner, dup := t.blocks[b.ID]; dup {
-				return bad("inode %d: block %d already belongs to inode %d", n.id, b.ID, owner)
+			// One map operation checks and indexes (on error the whole
+			// tree is dropped).
+			if t.blocks.put(b.ID, n.id) {
+				return bad("inode %d: block %d already belongs to another inode", n.id, b.ID)
 			}
-			t.blocks[b.ID] = n.id // on error the whole tree is dropped
 			n.blocks[i] = b
 			n.length += b.Length
 		}
@@ -342,10 +361,11 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		}
 		t.numDirs++
 	}
-	t.inodes[n.id] = n
 	parent.kids = append(parent.kids, n)
 	n.parent = parent
-	parent.indexAdd(n)
+	if isDir {
+		ir.dirs = append(ir.dirs, n)
+	}
 	return nil
 }
 
@@ -382,7 +402,7 @@ func (ir *imgReader) readWriter(d *dec, n *inode) *Writer {
 		return nil
 	}
 	if ir.ver == imageV1 {
-		return &Writer{User: n.owner}
+		return &Writer{User: n.og.owner}
 	}
 	client, user := d.bytes(), d.bytes()
 	return &Writer{Client: ir.intern(client), User: ir.intern(user)}

@@ -63,6 +63,7 @@ func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 // mkdirChain creates every component of rest below n (none exists) and
 // returns the last. Intermediate directories get perm|0300, the last perm.
 func (t *Tree) mkdirChain(n *inode, rest string, perm uint32, owner, group string, mtime int64) *inode {
+	t.touch(n)
 	n.mtime = mtime
 	for {
 		comp, tail, more := cutComp(rest)
@@ -71,8 +72,8 @@ func (t *Tree) mkdirChain(n *inode, rest string, perm uint32, owner, group strin
 			mode |= 0300
 		}
 		d := &inode{
-			name: strings.Clone(comp), dir: true, state: Complete, mode: mode, mtime: mtime,
-			owner: orInherit(owner, n.owner), group: orInherit(group, n.group),
+			name: strings.Clone(comp), dir: true, state: Complete, mode: uint16(mode), mtime: mtime,
+			og: t.ownerGroup(orInherit(owner, n.og.owner), orInherit(group, n.og.group)),
 		}
 		t.newInode(n, d)
 		n = d
@@ -160,14 +161,14 @@ func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, err
 	if old != nil {
 		parent = old.parent
 		removed = t.removeSubtree(old, nil)
-		parent.removeChild(old)
+		t.removeChild(parent, old)
 	} else if i := strings.LastIndexByte(rest, '/'); i >= 0 {
 		parent = t.mkdirChain(n, rest[:i], o.Perm|0300, o.Owner, o.Group, o.MtimeMs)
 	}
 	f := &inode{
-		name: strings.Clone(baseName(p)), mode: o.Perm, mtime: o.MtimeMs,
-		owner: orInherit(o.Owner, parent.owner), group: orInherit(o.Group, parent.group),
-		state: UnderConstruction, repl: o.Replication, blockSize: o.BlockSize, writer: w,
+		name: strings.Clone(baseName(p)), mode: uint16(o.Perm), mtime: o.MtimeMs,
+		og:    t.ownerGroup(orInherit(o.Owner, parent.og.owner), orInherit(o.Group, parent.og.group)),
+		state: UnderConstruction, repl: uint8(o.Replication), blockSize: o.BlockSize, writer: w,
 	}
 	t.newInode(parent, f)
 	parent.mtime = o.MtimeMs

@@ -338,7 +338,7 @@ func TestHashEqualTrees(t *testing.T) {
 func TestBigDirectory(t *testing.T) {
 	tr := New(Limits{}, super, "g")
 	must(t, tr.Mkdirs("/other", MkdirsOpts{Perm: 0755}))
-	const n = 3 * indexMin
+	const n = 192
 	for i := n - 1; i >= 0; i-- {
 		must(t, tr.Mkdirs(fmt.Sprintf("/big/%04d", i), MkdirsOpts{Perm: 0755, Parents: true}))
 	}

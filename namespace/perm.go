@@ -72,11 +72,11 @@ func (c *Caller) permits(n *inode, a Access) bool {
 	if c == nil || c.Super {
 		return true
 	}
-	var bits uint32
+	var bits uint16
 	switch {
-	case c.User == n.owner:
+	case c.User == n.og.owner:
 		bits = n.mode >> 6
-	case c.inGroup(n.group):
+	case c.inGroup(n.og.group):
 		bits = n.mode >> 3
 	default:
 		bits = n.mode
@@ -91,7 +91,7 @@ func (c *Caller) check(op, p string, n *inode, at string, a Access, why string) 
 		return nil
 	}
 	return errs.Newf(errs.Permission, op, p, "user=%s access=%s inode=%q:%s:%s:%s (%s)",
-		c.User, a, at, n.owner, n.group, n.modeString(), why)
+		c.User, a, at, n.og.owner, n.og.group, n.modeString(), why)
 }
 
 // checkSticky applies the sticky-bit rule to removing or replacing n
@@ -99,21 +99,21 @@ func (c *Caller) check(op, p string, n *inode, at string, a Access, why string) 
 // of n, the owner of the parent or a superuser may do it.
 func (c *Caller) checkSticky(op, p string, n *inode, at string) error {
 	par := n.parent
-	if c == nil || c.Super || par == nil || par.mode&stickyBit == 0 || c.User == n.owner || c.User == par.owner {
+	if c == nil || c.Super || par == nil || par.mode&stickyBit == 0 || c.User == n.og.owner || c.User == par.og.owner {
 		return nil
 	}
 	return errs.Newf(errs.Permission, op, p,
 		"user=%s access=%s inode=%q:%s:%s:%s (sticky bit on parent %q:%s:%s:%s: only the owner of the entry or of the directory may remove, rename or replace it)",
-		c.User, Write|Exec, at, n.owner, n.group, n.modeString(), pathOf(par), par.owner, par.group, par.modeString())
+		c.User, Write|Exec, at, n.og.owner, n.og.group, n.modeString(), pathOf(par), par.og.owner, par.og.group, par.modeString())
 }
 
 // checkOwner returns a Permission error unless c owns n or is a superuser.
 func (c *Caller) checkOwner(op, p string, n *inode) error {
-	if c == nil || c.Super || c.User == n.owner {
+	if c == nil || c.Super || c.User == n.og.owner {
 		return nil
 	}
 	return errs.Newf(errs.Permission, op, p, "user=%s access=owner inode=%q:%s:%s:%s (only the owner or a superuser may change it)",
-		c.User, p, n.owner, n.group, n.modeString())
+		c.User, p, n.og.owner, n.og.group, n.modeString())
 }
 
 // checkSubtree checks that c has access a on every non-empty directory in
@@ -149,7 +149,7 @@ func (c *Caller) checkWriter(op, p string, f *inode) error {
 	}
 	return errs.Newf(errs.Permission, op, p,
 		"user=%s access=%s inode=%q:%s:%s:%s (not the writer: the file is open for writing by user %s on another client)",
-		c.User, Write, p, f.owner, f.group, f.modeString(), holder)
+		c.User, Write, p, f.og.owner, f.og.group, f.modeString(), holder)
 }
 
 // modeString renders n's type and mode as ls does ("drwxr-xr-t").

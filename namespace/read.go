@@ -46,7 +46,7 @@ func (t *Tree) file(c *Caller, p string) (FileInfo, []Block, error) {
 // FileByID is File by inode id; ok is false if id is not a file. The path
 // in the FileInfo is rebuilt from the inode's ancestors.
 func (t *Tree) FileByID(id ID) (FileInfo, []Block, bool) {
-	n := t.inodes[id]
+	n := t.inodes.get(id)
 	if n == nil || n.dir {
 		return FileInfo{}, nil, false
 	}
@@ -96,7 +96,7 @@ func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileIn
 
 // BlockInode returns the file that owns block blockID.
 func (t *Tree) BlockInode(blockID uint64) (ID, bool) {
-	id, ok := t.blocks[blockID]
+	id, ok := t.blocks.get(blockID)
 	return id, ok
 }
 
@@ -106,11 +106,11 @@ func (t *Tree) BlockInode(blockID uint64) (ID, bool) {
 // block is found by binary search; a file whose ids are not in order (only
 // Tree.AddBlock with ids chosen by its caller makes one) is scanned.
 func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
-	id, ok := t.blocks[blockID]
+	id, ok := t.blocks.get(blockID)
 	if !ok {
 		return Block{}, 0, false
 	}
-	f := t.inodes[id]
+	f := t.inodes.get(id)
 	if f == nil {
 		return Block{}, 0, false
 	}
@@ -141,7 +141,7 @@ func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, compl
 		}
 		last := len(n.blocks) - 1
 		for i, b := range n.blocks {
-			fn(b, n.id, n.repl, n.state == Complete || i < last || b.HasCRC)
+			fn(b, n.id, uint32(n.repl), n.state == Complete || i < last || b.HasCRC)
 		}
 	}
 	walk(t.root)
@@ -158,7 +158,7 @@ func (t *Tree) Counts() (files, dirs, blocks int) {
 // so equal trees hash equal however they were built.
 func (t *Tree) Hash() [32]byte {
 	h := sha256.New()
-	_ = t.writeImage(h) // a hash.Hash never fails a write
+	_ = t.newView().Encode(h, nil) // a hash.Hash never fails a write
 	var out [32]byte
 	h.Sum(out[:0])
 	return out

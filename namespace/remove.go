@@ -36,7 +36,7 @@ func (t *Tree) delete(c *Caller, p string, recursive bool, mtimeMs int64) ([]Blo
 		return nil, err
 	}
 	removed := t.removeSubtree(n, nil)
-	n.parent.removeChild(n)
+	t.removeChild(n.parent, n)
 	n.parent.mtime = mtimeMs
 	return removed, nil
 }
@@ -120,11 +120,12 @@ func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
 	}
 
 	oldParent := s.parent
-	oldParent.removeChild(s)
+	t.removeChild(oldParent, s)
+	t.touch(s)
 	if newName != s.name {
 		s.name = strings.Clone(newName)
 	}
-	newParent.insertChild(s)
+	t.insertChild(newParent, s)
 	oldParent.mtime = mtimeMs
 	newParent.mtime = mtimeMs
 	return nil

@@ -10,39 +10,53 @@ import (
 type Tree struct {
 	lim    Limits
 	root   *inode
-	inodes map[ID]*inode
-	blocks map[uint64]ID // block id -> owning file
+	inodes inodeTable // id -> inode (inodetable.go)
+	blocks blockIndex // block id -> owning file (inodetable.go)
 
 	nextID       ID
 	nextBlockID  uint64
 	nextGenStamp uint64
 
 	numFiles, numDirs, numBlocks int
+
+	// ogs interns owner/group pairs (ownerGroup).
+	ogs map[ownerGroup]*ownerGroup
+
+	// views are the open Views (view.go): while there are any, every
+	// mutation calls touch on each inode before changing it.
+	views []*View
 }
 
-// inode is a directory or a file.
+// inode is a directory or a file. It packs into 128 bytes (a malloc size
+// class; at a million files every byte here is a megabyte): owner and
+// group are one pointer to an interned pair, mode and replication are as
+// narrow as their ranges.
 type inode struct {
 	id     ID
 	parent *inode // nil for the root
 	name   string
-	owner  string
-	group  string
-	mode   uint32
+	og     *ownerGroup // owner and group, interned (Tree.ownerGroup)
 	mtime  int64
-	dir    bool
-
-	// directories
-	kids  []*inode          // sorted by name (byte order)
-	index map[string]*inode // name -> child, only while len(kids) >= indexMin
 
 	// files
-	state     FileState
-	repl      uint32
 	blockSize uint64
 	length    uint64  // sum of block lengths
 	blocks    []Block // copy-on-write; see the package comment
 	writer    *Writer // non-nil exactly while the file is under construction
+
+	// directories
+	kids []*inode // sorted by name (byte order), searched by binary search
+
+	mode  uint16 // permission bits: at most 01777
+	repl  uint8  // files: at most MaxReplication
+	dir   bool
+	state FileState // files
 }
+
+// ownerGroup is an inode's owner and group. A tree keeps one per distinct
+// pair (Tree.ownerGroup) and never changes one: setOwner points the inode
+// at another.
+type ownerGroup struct{ owner, group string }
 
 // First values of the counters in a new tree.
 const (
@@ -58,33 +72,28 @@ func New(l Limits, superOwner, superGroup string) *Tree {
 	if checkUserName("", "", "owner", superOwner) != nil || checkUserName("", "", "group", superGroup) != nil {
 		panic("namespace: superuser owner or group name longer than 255 bytes or containing NUL")
 	}
-	root := &inode{id: RootID, name: "", owner: superOwner, group: superGroup, mode: 0755, dir: true, state: Complete}
-	return &Tree{
+	t := &Tree{
 		lim:          l.normalize(),
-		root:         root,
-		inodes:       map[ID]*inode{RootID: root},
-		blocks:       map[uint64]ID{},
+		ogs:          map[ownerGroup]*ownerGroup{},
 		nextID:       RootID + 1,
 		nextBlockID:  firstBlockID,
 		nextGenStamp: firstGenStamp,
 		numDirs:      1,
 	}
+	t.root = &inode{id: RootID, name: "", og: t.ownerGroup(superOwner, superGroup), mode: 0755, dir: true, state: Complete}
+	t.inodes.put(t.root)
+	return t
 }
 
 // Limits returns the tree's (normalized) limits.
 func (t *Tree) Limits() Limits { return t.lim }
 
-// A directory keeps a map from name to child once it has indexMin
-// children, so that lookups in big directories cost one hash probe instead
-// of a binary search whose every step chases a pointer; the map goes away
-// again below indexMin/2.
-const indexMin = 64
-
 // lookupChild returns the child of directory d called name, or nil.
+// Children are a sorted slice, as in HDFS's INodeDirectory: a binary search
+// costs log2(n) string compares (10 in a directory of 1000) and no memory
+// beyond the slice, where a per-directory name map cost some 40 bytes a
+// child.
 func (d *inode) lookupChild(name string) *inode {
-	if d.index != nil {
-		return d.index[name]
-	}
 	c, _ := d.child(name)
 	return c
 }
@@ -108,41 +117,22 @@ func (d *inode) child(name string) (*inode, int) {
 }
 
 // insertChild adds c (whose name is not yet in d) to d.
-func (d *inode) insertChild(c *inode) {
+func (t *Tree) insertChild(d, c *inode) {
+	t.touch(d)
 	_, i := d.child(c.name)
 	d.kids = append(d.kids, nil)
 	copy(d.kids[i+1:], d.kids[i:])
 	d.kids[i] = c
 	c.parent = d
-	d.indexAdd(c)
 }
 
-// indexAdd records the child c (already in d.kids) in d.index, building
-// the index when d reaches indexMin children.
-func (d *inode) indexAdd(c *inode) {
-	switch {
-	case d.index != nil:
-		d.index[c.name] = c
-	case len(d.kids) >= indexMin:
-		d.index = make(map[string]*inode, 2*len(d.kids))
-		for _, k := range d.kids {
-			d.index[k.name] = k
-		}
-	}
-}
-
-// removeChild removes c from its parent.
-func (d *inode) removeChild(c *inode) {
+// removeChild removes c from d, its parent.
+func (t *Tree) removeChild(d, c *inode) {
+	t.touch(d)
 	_, i := d.child(c.name)
 	copy(d.kids[i:], d.kids[i+1:])
 	d.kids[len(d.kids)-1] = nil
 	d.kids = d.kids[:len(d.kids)-1]
-	if d.index != nil {
-		delete(d.index, c.name)
-		if len(d.kids) < indexMin/2 {
-			d.index = nil
-		}
-	}
 }
 
 // walk follows p (a valid path) from the root as far as it exists. It
@@ -245,7 +235,7 @@ func pathOf(n *inode) string {
 func (n *inode) info(p string) FileInfo {
 	fi := FileInfo{
 		Path: p, ID: n.id, Name: n.name, IsDir: n.dir,
-		Owner: n.owner, Group: n.group, Mode: n.mode, MtimeMs: n.mtime,
+		Owner: n.og.owner, Group: n.og.group, Mode: uint32(n.mode), MtimeMs: n.mtime,
 		State: n.state,
 	}
 	if n.parent != nil {
@@ -254,7 +244,7 @@ func (n *inode) info(p string) FileInfo {
 	if n.dir {
 		fi.Children = len(n.kids)
 	} else {
-		fi.Replication = n.repl
+		fi.Replication = uint32(n.repl)
 		fi.BlockSize = n.blockSize
 		fi.Length = n.length
 		fi.NumBlocks = len(n.blocks)
@@ -269,8 +259,8 @@ func (n *inode) info(p string) FileInfo {
 func (t *Tree) newInode(parent, n *inode) {
 	n.id = t.nextID
 	t.nextID++
-	t.inodes[n.id] = n
-	parent.insertChild(n)
+	t.inodes.put(n)
+	t.insertChild(parent, n)
 	if n.dir {
 		t.numDirs++
 	} else {
@@ -282,7 +272,7 @@ func (t *Tree) newInode(parent, n *inode) {
 // indexes and the counts, appending the removed blocks to out in walk
 // order. It does not detach n from its parent.
 func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
-	delete(t.inodes, n.id)
+	t.inodes.del(n.id)
 	if n.dir {
 		t.numDirs--
 		for _, c := range n.kids {
@@ -292,7 +282,7 @@ func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
 	}
 	t.numFiles--
 	for _, b := range n.blocks {
-		delete(t.blocks, b.ID)
+		t.blocks.del(b.ID)
 	}
 	t.numBlocks -= len(n.blocks)
 	return append(out, n.blocks...)
@@ -329,5 +319,24 @@ func orInherit(v, def string) string {
 	if v == "" {
 		return def
 	}
-	return strings.Clone(v)
+	return v
+}
+
+// maxNames bounds the owner/group pairs a tree interns, and the names an
+// image reader does; past it, a pair is allocated per inode (a cluster has
+// far fewer users and groups).
+const maxNames = 1 << 16
+
+// ownerGroup returns the tree's record of the pair (owner, group), so that
+// a million files of one owner and group share one record and one copy of
+// the names. What is interned changes no observable state.
+func (t *Tree) ownerGroup(owner, group string) *ownerGroup {
+	if og := t.ogs[ownerGroup{owner, group}]; og != nil {
+		return og
+	}
+	og := &ownerGroup{strings.Clone(owner), strings.Clone(group)}
+	if len(t.ogs) < maxNames {
+		t.ogs[*og] = og
+	}
+	return og
 }

@@ -29,7 +29,7 @@ func (s Session) AppendLast(p string, genStamp uint64, mtimeMs int64) (FileInfo,
 	if err != nil {
 		return FileInfo{}, nil, err
 	}
-	f := t.inodes[fi.ID]
+	f := t.inodes.get(fi.ID)
 	n := len(f.blocks)
 	if n == 0 || f.blocks[n-1].Length == 0 || f.blocks[n-1].Length >= f.blockSize {
 		return fi, nil, nil
@@ -47,6 +47,7 @@ func (s Session) AppendLast(p string, genStamp uint64, mtimeMs int64) (FileInfo,
 // replaceLast sets f's last block to b (same id), copying the slice: a
 // reader may hold the old one.
 func (t *Tree) replaceLast(f *inode, b Block) {
+	t.touch(f)
 	n := len(f.blocks)
 	fresh := make([]Block, n, n+n/8+1)
 	copy(fresh, f.blocks)
@@ -158,7 +159,7 @@ type Recovery struct {
 // (same id, stamp and length) is success, unchanged.
 func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block, error) {
 	const op = "commitBlockSynchronization"
-	f := t.inodes[id]
+	f := t.inodes.get(id)
 	if f == nil || f.dir {
 		return FileInfo{}, Block{}, errs.Newf(errs.NotFound, op, "", "inode %d is not a file", id)
 	}
@@ -180,11 +181,12 @@ func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block
 	if r.Length > f.blockSize {
 		return FileInfo{}, Block{}, errs.Newf(errs.Invalid, op, p, "recovered length %d exceeds the block size %d", r.Length, f.blockSize)
 	}
+	t.touch(f)
 	var out Block
 	if r.Delete {
 		f.blocks = f.blocks[: n-1 : n-1]
 		f.length -= last.Length
-		delete(t.blocks, last.ID)
+		t.blocks.del(last.ID)
 		t.numBlocks--
 	} else {
 		out = Block{ID: last.ID, GenStamp: r.RecoveryID, Length: r.Length, CRC: r.CRC, HasCRC: r.HasCRC}
@@ -202,10 +204,11 @@ func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block
 // returns the dropped block, if any.
 func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
 	const op = "recoverLease"
-	f := t.inodes[id]
+	f := t.inodes.get(id)
 	if f == nil || f.dir || f.state != UnderConstruction {
 		return FileInfo{}, nil, errs.Newf(errs.Precondition, op, "", "inode %d is not a file under construction", id)
 	}
+	t.touch(f)
 	var dropped *Block
 	if n := len(f.blocks); n > 0 {
 		last := f.blocks[n-1]
@@ -213,7 +216,7 @@ func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
 			return FileInfo{}, nil, errs.Newf(errs.Precondition, op, pathOf(f), "last block %v holds data", last)
 		}
 		f.blocks = f.blocks[: n-1 : n-1]
-		delete(t.blocks, last.ID)
+		t.blocks.del(last.ID)
 		t.numBlocks--
 		dropped = &last
 	}
@@ -226,7 +229,7 @@ func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
 // UnderConstructionBy returns whether file id is under construction and
 // its writer.
 func (t *Tree) UnderConstructionBy(id ID) (Writer, bool) {
-	f := t.inodes[id]
+	f := t.inodes.get(id)
 	if f == nil || f.dir || f.state != UnderConstruction || f.writer == nil {
 		return Writer{}, false
 	}

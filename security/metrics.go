@@ -4,7 +4,43 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/blockfs/blockfs/internal/rwlock"
 )
+
+// stripedCounter is a prometheus.Counter whose increments go to per-slot
+// stripes (rwlock.Counter), for counters bumped on every read request: a
+// plain prometheus counter is one atomic word that every core's requests
+// write, a cache line bouncing between the cores. Add takes whole counts
+// only (the fraction is dropped), which is all its callers add.
+type stripedCounter struct {
+	desc *prometheus.Desc
+	n    rwlock.Counter
+}
+
+func newStripedCounter(o prometheus.CounterOpts) *stripedCounter {
+	return &stripedCounter{desc: prometheus.NewDesc(prometheus.BuildFQName(o.Namespace, o.Subsystem, o.Name), o.Help, nil, o.ConstLabels)}
+}
+
+func (c *stripedCounter) Inc() { c.n.Add(1) }
+
+func (c *stripedCounter) Add(v float64) {
+	if v < 0 {
+		panic("counter cannot decrease in value")
+	}
+	c.n.Add(uint64(v))
+}
+
+func (c *stripedCounter) Desc() *prometheus.Desc { return c.desc }
+
+func (c *stripedCounter) Write(m *dto.Metric) error {
+	return prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.n.Load())).Write(m)
+}
+
+func (c *stripedCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *stripedCounter) Collect(ch chan<- prometheus.Metric) { ch <- c }
 
 // register registers c on reg (nil: none). If an equal collector is already
 // registered (a second Issuer on the same registry) the existing one is used.
@@ -42,7 +78,7 @@ func newIssuerMetrics(reg prometheus.Registerer) *issuerMetrics {
 			Namespace: "blockfs", Subsystem: "security", Name: "tokens_signed_total",
 			Help: "Block access tokens signed, by kind (file, block, write).",
 		}, []string{"kind"})),
-		hits: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		hits: register[prometheus.Counter](reg, newStripedCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "token_cache_hits_total",
 			Help: "FileToken calls served from the issuer cache without signing.",
 		})),
@@ -101,11 +137,11 @@ type verifierMetrics struct {
 
 func newVerifierMetrics(reg prometheus.Registerer) *verifierMetrics {
 	m := &verifierMetrics{
-		checks: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		checks: register[prometheus.Counter](reg, newStripedCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "verify_checks_total",
 			Help: "Block access tokens checked.",
 		})),
-		hits: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		hits: register[prometheus.Counter](reg, newStripedCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "security", Name: "verify_cache_hits_total",
 			Help: "Token checks that skipped the signature thanks to the verified-token cache.",
 		})),

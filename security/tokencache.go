@@ -1,11 +1,12 @@
 package security
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/blockfs/blockfs/internal/rwlock"
 )
 
 // lruCache is the cache behind both token caches: a fixed number of
@@ -34,10 +35,14 @@ type lruItem[V comparable] struct {
 	promoted atomic.Int64 // unix nanos of the last move to the front
 }
 
+// lruShard's lock spreads readers over cache lines (rwlock.Mutex): every
+// reader of one hot key (one user reading one file from many goroutines)
+// comes to the same shard, and a sync.RWMutex's reader count is one word
+// they would all write.
 type lruShard[V comparable] struct {
-	mu  sync.RWMutex
+	mu  rwlock.Mutex
 	lru *simplelru.LRU[uint64, *lruItem[V]]
-	_   [32]byte // keep neighbouring shards' locks off one cache line
+	_   [56]byte // keep the next shard's first lock off this one's line
 }
 
 // newLRUCache returns a cache of at most size entries in at most
@@ -71,9 +76,9 @@ func (c *lruCache[V]) shard(h uint64) *lruShard[V] { return &c.shards[h&c.mask] 
 // moves it to the front.
 func (c *lruCache[V]) get(h uint64, now int64) (V, bool) {
 	sh := c.shard(h)
-	sh.mu.RLock()
+	rl := sh.mu.RLock()
 	it, ok := sh.lru.Peek(h)
-	sh.mu.RUnlock()
+	rl.RUnlock()
 	if !ok {
 		var zero V
 		return zero, false
@@ -119,9 +124,9 @@ func (c *lruCache[V]) len() int {
 	n := 0
 	for i := range c.shards {
 		sh := &c.shards[i]
-		sh.mu.RLock()
+		rl := sh.mu.RLock()
 		n += sh.lru.Len()
-		sh.mu.RUnlock()
+		rl.RUnlock()
 	}
 	return n
 }

@@ -35,8 +35,10 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("JSON lacks %q", k)
 			continue
 		}
-		// The peak-heap sample may miss a 3000-file encode entirely.
-		if f, _ := v.(float64); f <= 0 && k != "snapshot_peak_heap_over_live_mib" {
+		// The peak-heap sample may miss a 3000-file encode entirely, and
+		// since the encode no longer holds the lock throughout, no create
+		// need overlap it.
+		if f, _ := v.(float64); f <= 0 && k != "snapshot_peak_heap_over_live_mib" && k != "create_max_during_snapshot_ms" {
 			t.Errorf("%s = %v, want > 0", k, v)
 		}
 	}

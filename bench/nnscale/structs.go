@@ -2,8 +2,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -188,25 +189,26 @@ func reportFor(d, n int, replica func(i int) blocks.Replica) []blocks.Replica {
 	return rs
 }
 
-// byteBuffer is what the FSM's Snapshot encodes into: a growing slice.
-type byteBuffer struct{ b []byte }
-
-func (w *byteBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
-
 // snapshotRun is one snapshot under load.
 type snapshotRun struct {
-	ms          float64 // encode time, lock held
+	ms          float64 // encode time, from opening the view to the last byte written
 	peakOver    uint64  // peak heap objects during the encode minus the live heap before it
 	createMax   float64 // longest create (Create command, write lock) that overlapped the encode, ms
 	createsDone int     // creates that completed while the encode ran
-	image       []byte
+	createP99   float64 // 99th percentile of the creates that overlapped the encode, ms
+	// createMaxOutside is the longest create that did not overlap the
+	// encode, ms: the machine's own noise, the control for createMax.
+	createMaxOutside float64
+	imageBytes       int
 }
 
-// snapshot encodes the namespace image as fsm.Snapshot does (read lock
-// held for the whole encode, into a growing buffer) while a writer keeps
-// applying creates under the write lock, as Raft's apply goroutine would.
-// It returns the writer's latencies outside the encode too.
-func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Duration) (snapshotRun, []float64, error) {
+// snapshot encodes the namespace image as fsm.Snapshot and Persist do:
+// the view is opened under the write lock, then encoded in slices, each
+// under the read lock, and streamed to a file (the snapshot store's sink)
+// in dir, while a writer keeps applying creates under the write lock, as
+// Raft's apply goroutine would. It returns the writer's latencies outside
+// the encode too. The image is left in dir/image.
+func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Duration, dir string) (snapshotRun, []float64, error) {
 	s := st.tree.As(st.caller)
 	mtime := time.Now().UnixMilli()
 	var (
@@ -220,20 +222,20 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 		encEnd   atomic.Int64
 	)
 	kick := make(chan struct{}, 1)
-	var exited atomic.Bool
-	var waiting atomic.Bool // the writer is about to take, or waits for, the write lock
+	out, err := os.Create(filepath.Join(dir, "image"))
+	if err != nil {
+		return snapshotRun{}, nil, err
+	}
+	defer out.Close()
 	live := heapObjects()
 	wg.Add(2)
 	go func() { // the writer
 		defer wg.Done()
-		defer exited.Store(true)
 		for !stop.Load() {
 			i := seq.Add(1)
 			p := fmt.Sprintf("/load/d%04d/f%06d", i/1000, i%1000)
 			t0 := time.Now()
-			waiting.Store(true)
 			mu.Lock()
-			waiting.Store(false)
 			_, _, err := s.Create(p, namespace.CreateOpts{Perm: 0o644, Replication: replicas, BlockSize: 128 << 20, CreateParent: true, MtimeMs: mtime})
 			mu.Unlock()
 			t1 := time.Now()
@@ -248,10 +250,8 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 			} else {
 				lat = append(lat, d)
 			}
-			// A steady trickle, not a flood. The encode kicks the writer
-			// once it holds the lock and starts only when the writer is
-			// waiting for the write lock, as Raft's apply goroutine would
-			// be with a command in hand: at least one create waits on it.
+			// A steady trickle, not a flood; the encode kicks the writer
+			// as it starts.
 			select {
 			case <-kick:
 			case <-time.After(200 * time.Microsecond):
@@ -270,22 +270,29 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 		}
 	}()
 	time.Sleep(calm)
-	var buf byteBuffer
+	bw := bufio.NewWriterSize(out, 64<<10) // as raft's file sink buffers
 	t0 := time.Now()
 	encStart.Store(t0.UnixNano())
-	mu.RLock()
+	mu.Lock()
+	v := st.tree.View()
+	mu.Unlock()
 	select {
 	case kick <- struct{}{}:
 	default:
 	}
-	for !waiting.Load() && !exited.Load() {
-		runtime.Gosched()
+	err = v.Encode(bw, func(encode func()) {
+		mu.RLock()
+		defer mu.RUnlock()
+		encode()
+	})
+	if err == nil {
+		err = bw.Flush()
 	}
-	e0 := time.Now()
-	err := st.tree.WriteImage(&buf)
-	mu.RUnlock()
 	t1 := time.Now()
 	encEnd.Store(t1.UnixNano())
+	mu.Lock()
+	v.Close()
+	mu.Unlock()
 	time.Sleep(calm)
 	stop.Store(true)
 	wg.Wait()
@@ -295,21 +302,37 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 	if werr != nil {
 		return snapshotRun{}, nil, werr
 	}
-	r := snapshotRun{ms: float64(t1.Sub(e0).Nanoseconds()) / 1e6, image: buf.b, createsDone: len(during)}
+	fi, err := out.Stat()
+	if err != nil {
+		return snapshotRun{}, nil, err
+	}
+	r := snapshotRun{ms: float64(t1.Sub(t0).Nanoseconds()) / 1e6, imageBytes: int(fi.Size()), createsDone: len(during)}
 	if p := peak.Load(); p > live {
 		r.peakOver = p - live
 	}
 	if len(during) > 0 {
 		r.createMax = slices.Max(during)
+		sd := slices.Clone(during)
+		slices.Sort(sd)
+		r.createP99 = sd[(len(sd)*99)/100]
+	}
+	if len(lat) > 0 {
+		r.createMaxOutside = slices.Max(lat)
 	}
 	return r, lat, nil
 }
 
-// restore decodes an image as fsm.Restore does (a 64 KiB buffered reader
-// over the stream) and returns the time taken and the file count.
-func restore(img []byte) (float64, int, error) {
+// restore decodes the image in file as fsm.Restore does (a 64 KiB
+// buffered reader over the stream) and returns the time taken and the
+// file count.
+func restore(file string) (float64, int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
 	t0 := time.Now()
-	t, err := namespace.ReadImage(bufio.NewReaderSize(bytes.NewReader(img), 1<<16))
+	t, err := namespace.ReadImage(bufio.NewReaderSize(f, 1<<16))
 	d := time.Since(t0)
 	if err != nil {
 		return 0, 0, err

@@ -2,6 +2,7 @@ package rwlock
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -59,6 +60,42 @@ func BenchmarkRWMutexRLockParallel(b *testing.B) {
 		for pb.Next() {
 			l.RLock()
 			l.RUnlock()
+		}
+	})
+}
+
+func TestCounter(t *testing.T) {
+	var c Counter
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				c.Add(2)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := c.Load(); got != 8000 {
+		t.Fatalf("Load() = %d, want 8000", got)
+	}
+}
+
+func BenchmarkCounterParallel(b *testing.B) {
+	var c Counter
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Add(1)
+		}
+	})
+}
+
+func BenchmarkAtomicParallel(b *testing.B) {
+	var c atomic.Uint64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Add(1)
 		}
 	})
 }
