@@ -49,12 +49,7 @@ func (w *waitingRep) info() WaitingReplica {
 func (s *Store) settleWaiting() {
 	s.waiting = map[uint64]*waitingRep{}
 	for _, d := range s.dirs {
-		d.mu.Lock()
-		cs := make([]*container, 0, len(d.all))
-		for c := range d.all {
-			cs = append(cs, c)
-		}
-		d.mu.Unlock()
+		cs := d.containers()
 		for _, c := range cs {
 			if d.failed.Load() {
 				c.rbws = nil

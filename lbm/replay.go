@@ -160,12 +160,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Drop what lives in dirs that failed during replay (their blocks are
 	// reported missing), then repair and hand out the writable containers.
 	for _, d := range s.dirs {
-		d.mu.Lock()
-		cs := make([]*container, 0, len(d.all))
-		for c := range d.all {
-			cs = append(cs, c)
-		}
-		d.mu.Unlock()
+		cs := d.containers()
 		for _, c := range cs {
 			c.mu.Lock()
 			switch {

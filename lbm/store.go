@@ -458,12 +458,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	for _, d := range s.dirs {
-		d.mu.Lock()
-		cs := make([]*container, 0, len(d.all))
-		for c := range d.all {
-			cs = append(cs, c)
-		}
-		d.mu.Unlock()
+		cs := d.containers()
 		for _, c := range cs {
 			c.mu.Lock()
 			if !c.removed {
@@ -475,6 +470,18 @@ func (s *Store) Close() error {
 		}
 	}
 	return nil
+}
+
+// containers returns the dir's containers as they are now (a copy, so the
+// caller may lock each without holding the dir's lock).
+func (d *dataDir) containers() []*container {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cs := make([]*container, 0, len(d.all))
+	for c := range d.all {
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 func newDataDir(path string) *dataDir {
