@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blockfs/blockfs/bench/internal/results"
+
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/lbm"
@@ -439,10 +441,10 @@ func (r *rig) read4k(ctx context.Context, run int) (medUS, diskPerRead [2]float6
 		}
 	}
 	for k := range offs {
-		medUS[k] = median(lat[k])
+		medUS[k] = results.Median(lat[k])
 		// The median batch: a background read of a whole block (a verify
 		// or a re-replication) lands in one batch and is left out.
-		diskPerRead[k] = median(disk[k])
+		diskPerRead[k] = results.Median(disk[k])
 	}
 	return medUS, diskPerRead, bpc, nil
 }
@@ -459,19 +461,6 @@ func parallel(n int, fn func(i int) error) error {
 }
 
 func mbps(bytes int64, d time.Duration) float64 { return float64(bytes) / 1e6 / d.Seconds() }
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
 
 func human(n int64) string {
 	switch {

@@ -33,13 +33,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 )
 
 func main() {
@@ -116,18 +117,10 @@ func main() {
 		log.Fatal(err)
 	}
 	if cfg.JSON != "" {
-		if err := writeJSON(cfg.JSON, rows); err != nil {
+		if err := results.WriteJSON(cfg.JSON, rows); err != nil {
 			log.Fatal(err)
 		}
 	}
-}
-
-func writeJSON(name string, rows []Row) error {
-	b, err := json.MarshalIndent(rows, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(name, append(b, '\n'), 0o644)
 }
 
 // parseSize reads "1GiB", "256MiB", "4KiB", "4096" (KB, MB and GB are

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 )
 
 // TestMain lets the test binary serve as the concurrent-writes writer
@@ -36,7 +38,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeJSON(cfg.JSON, rows); err != nil {
+	if err := results.WriteJSON(cfg.JSON, rows); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(cfg.JSON)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 )
 
 // The acceptance floors and goals.
@@ -27,13 +29,13 @@ func (r *rig) rows(figs []runFigures, capBytes int64) []Row {
 	disk := col(func(f runFigures) float64 { return f.disk })
 	stream := col(func(f runFigures) float64 { return f.stream })
 	crypto := col(func(f runFigures) float64 { return f.crypto })
-	base := Row{Encrypted: r.enc, FloorDiskMBPS: median(disk), FloorStreamMBPS: median(stream), FloorCryptoMBPS: median(crypto)}
+	base := Row{Encrypted: r.enc, FloorDiskMBPS: results.Median(disk), FloorStreamMBPS: results.Median(stream), FloorCryptoMBPS: results.Median(crypto)}
 	ratio := func(a []float64, f func(i int, x float64) float64) float64 {
 		per := make([]float64, len(a))
 		for i, x := range a {
 			per[i] = f(i, x)
 		}
-		return median(per)
+		return results.Median(per)
 	}
 	counts := []int{1}
 	if r.cfg.Clients > 1 {
@@ -43,7 +45,7 @@ func (r *rig) rows(figs []runFigures, capBytes int64) []Row {
 	for _, n := range counts {
 		put := col(func(f runFigures) float64 { return f.put[n] })
 		row := base
-		row.Case, row.Clients, row.MBPerS, row.Runs, row.Bytes = "put", n, median(put), put, r.cfg.Size
+		row.Case, row.Clients, row.MBPerS, row.Runs, row.Bytes = "put", n, results.Median(put), put, r.cfg.Size
 		row.Ratio = ratio(put, func(i int, x float64) float64 { return x * replication / disk[i] })
 		row.Against, row.Floor, row.Goal = fmt.Sprintf("put x %d / disk floor", replication), putFloor, putGoal
 		rows = append(rows, row)
@@ -51,7 +53,7 @@ func (r *rig) rows(figs []runFigures, capBytes int64) []Row {
 	for _, n := range counts {
 		get := col(func(f runFigures) float64 { return f.get[n] })
 		row := base
-		row.Case, row.Clients, row.MBPerS, row.Runs, row.Bytes = "get", n, median(get), get, r.cfg.Size
+		row.Case, row.Clients, row.MBPerS, row.Runs, row.Bytes = "get", n, results.Median(get), get, r.cfg.Size
 		row.Ratio = ratio(get, func(i int, x float64) float64 { return x / stream[i] })
 		row.Against, row.Floor, row.Goal = "get / stream floor", getFloor, getGoal
 		rows = append(rows, row)
@@ -61,8 +63,8 @@ func (r *rig) rows(figs []runFigures, capBytes int64) []Row {
 		us := col(func(f runFigures) float64 { return f.readUS[k] })
 		row := base
 		row.Case, row.Clients, row.ReadOffset, row.Bytes = "read4k", 1, off, readSize
-		row.MedianUS, row.Runs = median(us), us
-		row.DiskBytesPerRead = median(col(func(f runFigures) float64 { return f.readDisk[k] }))
+		row.MedianUS, row.Runs = results.Median(us), us
+		row.DiskBytesPerRead = results.Median(col(func(f runFigures) float64 { return f.readDisk[k] }))
 		row.BytesPerChecksum = figs[0].bpc
 		if row.BytesPerChecksum > 0 {
 			row.ChunksPerRead = row.DiskBytesPerRead / float64(row.BytesPerChecksum)
@@ -77,10 +79,10 @@ func (r *rig) rows(figs []runFigures, capBytes int64) []Row {
 	limit := heapBaseMiB + float64(capBytes)/(1<<20)
 	row := base
 	row.Case, row.Clients, row.Bytes = "concurrent-writes", r.cfg.Writers, int64(r.cfg.Writers)*r.cfg.WriteBlock
-	row.MBPerS = median(col(func(f runFigures) float64 { return f.cwMBPS }))
-	row.PeakHeapMiB, row.Runs = median(heap), heap
-	row.PeakLiveHeapMiB = median(col(func(f runFigures) float64 { return f.cwHeap.peakLive }))
-	row.BaseHeapMiB = median(col(func(f runFigures) float64 { return f.cwHeap.base }))
+	row.MBPerS = results.Median(col(func(f runFigures) float64 { return f.cwMBPS }))
+	row.PeakHeapMiB, row.Runs = results.Median(heap), heap
+	row.PeakLiveHeapMiB = results.Median(col(func(f runFigures) float64 { return f.cwHeap.peakLive }))
+	row.BaseHeapMiB = results.Median(col(func(f runFigures) float64 { return f.cwHeap.base }))
 	row.Ratio = ratio(heap, func(_ int, x float64) float64 { return x / limit })
 	row.Against, row.Floor, row.AtMost = fmt.Sprintf("peak heap / %.0f MiB", limit), 1, true
 	rows = append(rows, row)

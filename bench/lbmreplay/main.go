@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -34,9 +33,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"time"
+
+	benchresults "github.com/blockfs/blockfs/bench/internal/results"
 
 	"github.com/blockfs/blockfs/lbm"
 )
@@ -182,8 +182,7 @@ func main() {
 		for _, r := range results {
 			rows = append(rows, r.rows...)
 		}
-		b, _ := json.MarshalIndent(rows, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := benchresults.WriteJSON(*jsonOut, rows); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -321,20 +320,11 @@ func run(base string, t test, reps int, drop bool) (result, error) {
 		}
 		r := &res.rows[i]
 		r.Records, r.LiveBlocks, r.Containers, r.PageCache = st.Records, st.LiveBlocks, st.Containers, cache
-		r.MedianMS = median(r.RunsMS)
+		r.MedianMS = benchresults.Median(r.RunsMS)
 		r.SpeedupVsStreaming = medianRatio(res.rows[0].RunsMS, r.RunsMS)
 		r.SpeedupVsBuffered = medianRatio(res.rows[1].RunsMS, r.RunsMS)
 	}
 	return res, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // medianRatio is the median over repetitions i of num[i]/den[i].
@@ -343,7 +333,7 @@ func medianRatio(num, den []float64) float64 {
 	for i := range num {
 		r[i] = num[i] / den[i]
 	}
-	return median(r)
+	return benchresults.Median(r)
 }
 
 func printTable(results []result) {

@@ -31,18 +31,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 
 	"github.com/blockfs/blockfs/namenode"
 )
@@ -121,11 +121,7 @@ func main() {
 	}
 	printTable(r)
 	if *jsonOut != "" {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := results.WriteJSON(*jsonOut, r); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -174,12 +170,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		peaks = append(peaks, float64(sr.peakOver)/(1<<20))
 		r.ImageBytes = sr.imageBytes
 	}
-	r.SnapshotMs = median(r.RunsSnapshotMs)
-	r.SnapshotPeakHeapOverLiveMiB = median(peaks)
-	r.CreateP50Ms = median(lat)
-	r.CreateMaxDuringSnapshotMs = median(r.RunsCreateMaxDuringSnapshot)
-	r.CreateP99DuringSnapshotMs = median(r.RunsCreateP99DuringSnapshot)
-	r.CreateMaxOutsideSnapshotMs = median(r.RunsCreateMaxOutside)
+	r.SnapshotMs = results.Median(r.RunsSnapshotMs)
+	r.SnapshotPeakHeapOverLiveMiB = results.Median(peaks)
+	r.CreateP50Ms = results.Median(lat)
+	r.CreateMaxDuringSnapshotMs = results.Median(r.RunsCreateMaxDuringSnapshot)
+	r.CreateP99DuringSnapshotMs = results.Median(r.RunsCreateP99DuringSnapshot)
+	r.CreateMaxOutsideSnapshotMs = results.Median(r.RunsCreateMaxOutside)
 	// The block map and the live tree are not needed for restore; drop
 	// them so restore runs with the heap a restarting node would have.
 	st = nil
@@ -195,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.RunsRestoreMs = append(r.RunsRestoreMs, ms)
 		runtime.GC()
 	}
-	r.RestoreMs = median(r.RunsRestoreMs)
+	r.RestoreMs = results.Median(r.RunsRestoreMs)
 
 	cr, err := runCluster(ctx, cfg.ClusterFiles, cfg.PerDir, cfg.Runs, cfg.Calls, logf)
 	if err != nil {
@@ -207,23 +203,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.RunsGblNsPerBlock1000 = cr.nsPerBlock1000
 	r.RunsGblRandomCachedUs = cr.cachedUs
 	r.RunsGblRandomPerRequestUs = cr.perRequestUs
-	r.GblNsPerBlock1000 = median(cr.nsPerBlock1000)
-	r.GblRandomCachedUs = median(cr.cachedUs)
-	r.GblRandomPerRequestUs = median(cr.perRequestUs)
+	r.GblNsPerBlock1000 = results.Median(cr.nsPerBlock1000)
+	r.GblRandomCachedUs = results.Median(cr.cachedUs)
+	r.GblRandomPerRequestUs = results.Median(cr.perRequestUs)
 	return r, nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 func printTable(r *Result) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 
 	"github.com/anishathalye/porcupine"
 	"google.golang.org/grpc"
@@ -547,8 +548,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	}
 	printReport(out, rep, s.uncertain)
 	if cfg.JSON != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.WriteFile(cfg.JSON, append(b, '\n'), 0o644); err != nil {
+		if err := results.WriteJSON(cfg.JSON, rep); err != nil {
 			return rep, err
 		}
 	}

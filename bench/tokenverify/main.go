@@ -17,7 +17,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -29,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 
 	"github.com/blockfs/blockfs/security"
 )
@@ -151,7 +152,7 @@ func main() {
 	for i, s := range all {
 		for j, g := range gs {
 			a := res[i][j]
-			row := Row{Side: s.side, Workload: s.workload, Goroutines: g, GlobalMutex: s.global, OpsPerSec: median(a.ops), Runs: a.ops, CPUPerOp: median(a.cpu), CPURuns: a.cpu}
+			row := Row{Side: s.side, Workload: s.workload, Goroutines: g, GlobalMutex: s.global, OpsPerSec: results.Median(a.ops), Runs: a.ops, CPUPerOp: results.Median(a.cpu), CPURuns: a.cpu}
 			if a.seen > 0 {
 				hr := a.hits / a.seen
 				row.HitRatio = &hr
@@ -166,11 +167,7 @@ func main() {
 	printFloors(rows, gs, c1, c2)
 
 	if *jsonOut != "" {
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := results.WriteJSON(*jsonOut, rows); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -189,16 +186,6 @@ func parseGoroutines(s string) []int {
 		log.Fatal("--goroutines must include 1")
 	}
 	return gs
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 // find returns the median ops/s of one series at g goroutines (NaN if it

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
 )
 
 // printTable prints the rows in the KUDU-3210 shape: one line per
@@ -39,7 +41,7 @@ func runRatios(a, b *Row) (per []float64, med float64) {
 	for i := range a.Runs {
 		per = append(per, a.Runs[i]/b.Runs[i])
 	}
-	return per, median(per)
+	return per, results.Median(per)
 }
 
 // printFloors checks the floors on each side, each as the median
@@ -75,7 +77,7 @@ func printFloors(rows []Row, gs []int, c1, c2 float64) {
 					for i := range cpu {
 						cpu[i] = miss.CPURuns[i] / none.CPURuns[i]
 					}
-					fmt.Printf("      %-8s %-36s %7.2fx (CPU per op, not subject to other load)\n", side, "  same in CPU time", median(cpu))
+					fmt.Printf("      %-8s %-36s %7.2fx (CPU per op, not subject to other load)\n", side, "  same in CPU time", results.Median(cpu))
 				}
 			}
 		}
