@@ -144,14 +144,8 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	// The HTTP port serves TLS whenever the node has certificates; probes
 	// and scrapes need no client certificate there.
-	for what, p := range map[string]*k8stest.HTTPProbe{"readiness": k8stest.ProbeOf(c.ReadinessProbe), "liveness": k8stest.ProbeOf(c.LivenessProbe)} {
-		if p == nil || *p != (k8stest.HTTPProbe{Path: "/healthz", Port: "http", Scheme: "HTTPS"}) {
-			t.Errorf("%s probe %+v, want GET https /healthz on port http", what, p)
-		}
-	}
-	a := pod.Annotations
-	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != strconv.Itoa(int(ports["http"])) || a["prometheus.io/scheme"] != "https" || a["prometheus.io/path"] != "/metrics" {
-		t.Errorf("scrape annotations %v do not name https :%d/metrics", a, ports["http"])
+	for _, problem := range k8stest.HTTPSProblems(pod, c, ports["http"]) {
+		t.Error(problem)
 	}
 }
 
@@ -162,7 +156,7 @@ var docHosts = []string{"*.blockfs-namenode.blockfs.svc", "*.blockfs-datanode.bl
 // portOf returns the port of a host:port address.
 func portOf(t *testing.T, addr string) string {
 	t.Helper()
-	_, p, err := net.SplitHostPort(addr)
+	p, err := k8stest.PortOf(addr)
 	if err != nil {
 		t.Fatalf("address %q: %v", addr, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -280,6 +281,32 @@ func ProbeOf(p *corev1.Probe) *HTTPProbe {
 		return nil
 	}
 	return &HTTPProbe{p.HTTPGet.Path, p.HTTPGet.Port.String(), string(p.HTTPGet.Scheme)}
+}
+
+// HTTPSProblems describes what is wrong with how a pod's HTTP port is
+// probed and scraped: under mTLS that port serves HTTPS with no client
+// certificate needed, so the readiness and liveness probes must GET
+// https /healthz on port "http", and the scrape annotations must name
+// https, that port (httpPort) and /metrics. Nil when all is right.
+func HTTPSProblems(pod corev1.PodTemplateSpec, c corev1.Container, httpPort int32) []string {
+	var out []string
+	for what, p := range map[string]*HTTPProbe{"readiness": ProbeOf(c.ReadinessProbe), "liveness": ProbeOf(c.LivenessProbe)} {
+		if p == nil || *p != (HTTPProbe{Path: "/healthz", Port: "http", Scheme: "HTTPS"}) {
+			out = append(out, fmt.Sprintf("%s probe %+v, want GET https /healthz on port http", what, p))
+		}
+	}
+	a := pod.Annotations
+	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != fmt.Sprint(httpPort) || a["prometheus.io/scheme"] != "https" || a["prometheus.io/path"] != "/metrics" {
+		out = append(out, fmt.Sprintf("scrape annotations %v do not name https :%d/metrics", a, httpPort))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PortOf returns the port of a host:port address.
+func PortOf(addr string) (string, error) {
+	_, p, err := net.SplitHostPort(addr)
+	return p, err
 }
 
 // Rewrite returns args with every prefix old of a flag value replaced by
