@@ -93,12 +93,6 @@ func (t *Table) Renew(w namespace.Writer, nowMs int64) int {
 	return len(h.files)
 }
 
-// HolderOf returns the key of the holder of file id.
-func (t *Table) HolderOf(id namespace.ID) (string, bool) {
-	k, ok := t.files[id]
-	return k, ok
-}
-
 // Expired reports whether the lease on file id was last renewed more than
 // limitMs before nowMs. A file with no lease is expired.
 func (t *Table) Expired(id namespace.ID, nowMs, limitMs int64) bool {
@@ -126,8 +120,12 @@ func (t *Table) Recovering(id namespace.ID) (Recovery, bool) {
 	return r, ok
 }
 
-// Recoveries returns every recovery in progress, by file id.
+// Recoveries returns every recovery in progress, by file id (nil for
+// none: the leader asks on every heartbeat).
 func (t *Table) Recoveries() map[namespace.ID]Recovery {
+	if len(t.recoveries) == 0 {
+		return nil
+	}
 	out := make(map[namespace.ID]Recovery, len(t.recoveries))
 	for id, r := range t.recoveries {
 		out[id] = r
@@ -150,8 +148,11 @@ func (t *Table) Holders() []Holder {
 	return out
 }
 
-// Files is the number of files under lease.
-func (t *Table) Files() int { return len(t.files) }
+// Counts returns the number of holders, files under lease and recoveries
+// in progress.
+func (t *Table) Counts() (holders, files, recoveries int) {
+	return len(t.holders), len(t.files), len(t.recoveries)
+}
 
 // Prune drops every file for which keep returns false (a file deleted or
 // closed by a command that does not know about leases).

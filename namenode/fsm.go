@@ -311,12 +311,12 @@ func (f *fsm) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.guardUnderConstruction(c.Caller, "create", c.Path, c.MtimeUnixMs, c.SoftLimitMs); err != nil {
-		return nil, err
-	}
 	fi, removed, err := s.Create(c.Path, namespace.CreateOpts{
 		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
 		Replication: c.Replication, BlockSize: c.BlockSize, MtimeMs: c.MtimeUnixMs,
+		UnderConstruction: func(fi namespace.FileInfo) error {
+			return f.checkTakeover(c.Caller, "create", c.Path, fi.ID, fi.Writer, c.MtimeUnixMs, c.SoftLimitMs)
+		},
 	})
 	if err != nil {
 		return nil, err

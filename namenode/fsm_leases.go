@@ -67,7 +67,8 @@ func (f *fsm) notRecovering(op, p string, id uint64) error {
 
 // guardUnderConstruction applies checkTakeover when p names a file under
 // construction that the caller could write (else the namespace refuses it
-// for what it is: a Permission error).
+// for what it is: a Permission error). Append's; Create asks the same
+// through namespace.CreateOpts.UnderConstruction, within its own walk.
 func (f *fsm) guardUnderConstruction(c *api.Caller, op, p string, nowMs, softMs int64) error {
 	fi, err := f.st.tree.Stat(p)
 	if err != nil || fi.IsDir || fi.State != namespace.UnderConstruction {

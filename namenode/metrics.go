@@ -59,8 +59,8 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 	leases := func(which int) func() float64 {
 		return func() float64 {
 			defer n.fsm.mu.RLock().RUnlock()
-			l := n.fsm.st.leases
-			return float64([]int{len(l.Holders()), l.Files(), len(l.Recoveries())}[which])
+			h, f, r := n.fsm.st.leases.Counts()
+			return float64([]int{h, f, r}[which])
 		}
 	}
 	reg.MustRegister(m.rpc, m.fsmApply, m.fsmBatch, m.proposal, m.recoveries,

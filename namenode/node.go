@@ -409,7 +409,7 @@ func (n *Namenode) Registry() *prometheus.Registry { return n.reg }
 // lease table: equal on namenodes that applied the same log.
 func (n *Namenode) NamespaceHash() [32]byte {
 	defer n.fsm.mu.RLock().RUnlock()
-	if n.fsm.st.leases.Files() == 0 && len(n.fsm.st.leases.Recoveries()) == 0 {
+	if _, files, recs := n.fsm.st.leases.Counts(); files == 0 && recs == 0 {
 		return n.fsm.st.tree.Hash()
 	}
 	t, l := n.fsm.st.tree.Hash(), n.fsm.st.leases.Hash()

@@ -112,6 +112,11 @@ type CreateOpts struct {
 	BlockSize    uint64 // > 0
 	Owner, Group string
 	MtimeMs      int64
+	// UnderConstruction, if set, is asked about an existing file at p that
+	// is under construction and that the caller may write, before anything
+	// else is decided about it: an error it returns is Create's (the
+	// namenode refuses another client's file while its lease is held).
+	UnderConstruction func(FileInfo) error
 }
 
 // Create makes an empty file at p, UnderConstruction, and returns it with
@@ -185,6 +190,11 @@ func (t *Tree) checkCreate(c *Caller, op, p string, o CreateOpts, n *inode, rest
 	case rest == "":
 		if err := c.check(op, p, n.parent, parentPath(p), Write|Exec, "parent"); err != nil {
 			return nil, err
+		}
+		if o.UnderConstruction != nil && n.state == UnderConstruction && c.check(op, p, n, p, Write, "overwrite") == nil {
+			if err := o.UnderConstruction(n.info(p)); err != nil {
+				return nil, err
+			}
 		}
 		if !o.Overwrite {
 			return nil, errs.New(errs.Exist, op, p, "file already exists")

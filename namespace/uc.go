@@ -1,8 +1,6 @@
 package namespace
 
 import (
-	"strings"
-
 	"github.com/blockfs/blockfs/errs"
 )
 
@@ -233,7 +231,7 @@ func (t *Tree) UnderConstructionBy(id ID) (Writer, bool) {
 	if f == nil || f.dir || f.state != UnderConstruction || f.writer == nil {
 		return Writer{}, false
 	}
-	return Writer{Client: strings.Clone(f.writer.Client), User: f.writer.User}, true
+	return *f.writer, true
 }
 
 // CheckWrite checks that the caller may write file p (Exec on every
