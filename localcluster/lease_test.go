@@ -496,3 +496,62 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, label, value stri
 	}
 	return 0
 }
+
+// TestStaleReplicaAfterAppend: a datanode that was down while an append
+// reopened a block comes back with the block under its old stamp; that
+// stale replica is deleted (or replaced by a re-replication), and every
+// replica left is the current one.
+func TestStaleReplicaAfterAppend(t *testing.T) {
+	c, cl := startLeaseCluster(t)
+	first := randBytes(blockSize + 200)
+	w := create(t, cl, "/shared/stale")
+	mustWrite(t, w, first)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	locs := waitReplicas(t, cl, "/shared/stale", 3)
+	last := locs.Blocks[len(locs.Blocks)-1]
+	down := last.Locations[0].Id
+	var idx int
+	for i := range c.Datanodes() {
+		if c.DatanodeID(i) == down {
+			idx = i
+		}
+	}
+	if err := c.StopDatanode(idx); err != nil {
+		t.Fatal(err)
+	}
+	aw, err := cl.Append(ctxT(t), "/shared/stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := randBytes(300)
+	mustWrite(t, aw, more)
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestartDatanode(ctxT(t), idx); err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]byte{}, first...), more...)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		locs = waitReplicas(t, cl, "/shared/stale", 3)
+		cur := locs.Blocks[len(locs.Blocks)-1].Block
+		stale := 0
+		for _, d := range c.Datanodes() {
+			if info, ok := d.Store().Stat(cur.Id); ok && info.GenStamp != cur.GenStamp {
+				stale++
+			}
+		}
+		if stale == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d replicas of block %d still under an older stamp than %d", stale, cur.Id, cur.GenStamp)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	readBack(t, cl, "/shared/stale", all)
+	checkReplicas(t, c, cl, "/shared/stale", all, 3)
+}
