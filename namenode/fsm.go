@@ -594,17 +594,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-// writeTo writes the whole snapshot to w, the namespace in slices under
-// the FSM's read lock.
+// writeTo writes the whole snapshot to w. The namespace's view needs none
+// of the FSM's locks: applies and reads run beside the encode.
 func (s *fsmSnapshot) writeTo(w io.Writer) error {
 	if _, err := w.Write(s.head); err != nil {
 		return errs.Wrap(errs.IO, "snapshot", "", err)
 	}
-	return s.view.Encode(w, func(encode func()) {
-		rl := s.mu.RLock()
-		defer rl.RUnlock()
-		encode()
-	})
+	return s.view.Encode(w)
 }
 
 // Release closes the view, so the namespace stops keeping pre-images for it.

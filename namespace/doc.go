@@ -29,9 +29,10 @@
 // (AddBlock's previous block, Complete); a different CRC for it later is
 // refused (Precondition).
 //
-// Snapshots need not hold the read lock throughout: Tree.View freezes the
-// tree by copy-on-write (view.go) and View.Encode streams its image in
-// slices, each under the read lock. For that, every mutation calls
+// Snapshots hold no lock of the tree's while they encode: Tree.View freezes
+// the tree by copy-on-write (view.go) and View.Encode streams its image,
+// reading each inode under the view's own mutex, which touch takes too. For
+// that, every mutation calls
 // t.touch(n) on each existing inode before it changes any field of it
 // (insertChild and removeChild do so for the parent, writableFile for the
 // file it returns); a new mutation must follow the same rule.

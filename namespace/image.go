@@ -47,7 +47,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // read lock throughout. To encode without holding a lock throughout, see
 // Tree.View.
 func (t *Tree) WriteImage(w io.Writer) error {
-	return t.newView().Encode(w, nil)
+	return t.newView().Encode(w)
 }
 
 // appendHeader appends the image header and META record of view v.

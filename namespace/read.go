@@ -158,7 +158,7 @@ func (t *Tree) Counts() (files, dirs, blocks int) {
 // so equal trees hash equal however they were built.
 func (t *Tree) Hash() [32]byte {
 	h := sha256.New()
-	_ = t.newView().Encode(h, nil) // a hash.Hash never fails a write
+	_ = t.newView().Encode(h) // a hash.Hash never fails a write
 	var out [32]byte
 	h.Sum(out[:0])
 	return out

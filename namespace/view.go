@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/blockfs/blockfs/errs"
 )
@@ -22,19 +25,30 @@ import (
 // file. Inodes created after the view (id at or above its next id) are
 // never reachable from it and are never copied. The encoder reads an
 // inode's pre-image when it has one, the inode itself otherwise; either
-// way what it reads does not change under it while it holds the read lock,
-// and the children slices it walks between slices of work are never written
-// again. A view costs one copy of each inode changed while it is open, and
-// nothing for the others.
+// way what it reads does not change under it, and the children slices it
+// walks are never written again. A view costs one copy of each inode changed
+// while it is open, and nothing for the others.
 //
 // Locking: Tree.View and View.Close follow the write-lock rule (they
-// register and unregister the view), View.Next the read-lock rule; between
-// calls to Next the lock may be released and writers may run. Encode
-// drives Next in slices under a caller-supplied lock.
+// register and unregister the view). Next and Encode need no lock of the
+// tree's at all: the view's own mutex, held by the encoder for one record
+// at a time and by touch while it keeps a pre-image, is what orders them
+// against writers. An inode the encoder reads live has not been touched, so
+// no writer is changing it; a writer that touches it afterwards waits for
+// the record to be read first. So a snapshot's encode never holds the
+// namespace's lock, and writers wait at most one record (a fraction of a
+// microsecond for a small file).
 type View struct {
-	t      *Tree
-	saved  map[*inode]*inode // pre-images of inodes changed since the view; nil for an unregistered view
-	closed bool
+	t *Tree
+	// mu orders the encoder's reads (Next) against touch: it guards saved
+	// and is held while the encoder reads an inode.
+	mu sync.Mutex
+	// waiting counts writers in touch waiting for mu: the encoder lets
+	// them have it before it reads on (a mutex handed straight back by a
+	// loop that relocks at once starves its waiters for a millisecond).
+	waiting atomic.Int32
+	saved   map[*inode]*inode // pre-images of inodes changed since the view; nil for an unregistered view
+	closed  bool
 
 	// The tree's limits, counters and counts when the view was made.
 	lim                          Limits
@@ -87,7 +101,9 @@ func (v *View) Close() {
 	if i := slices.Index(v.t.views, v); i >= 0 {
 		v.t.views = slices.Delete(v.t.views, i, i+1)
 	}
+	v.mu.Lock()
 	v.saved, v.stack = nil, nil
+	v.mu.Unlock()
 }
 
 // touch is called by every mutation, under the write lock, before it
@@ -100,19 +116,25 @@ func (t *Tree) touch(n *inode) {
 	}
 	fresh := false
 	for _, v := range t.views {
-		if n.id >= v.nextID || v.saved[n] != nil {
+		if n.id >= v.nextID {
 			continue
 		}
-		pre := *n
-		v.saved[n] = &pre
-		fresh = true
+		v.waiting.Add(1)
+		v.mu.Lock()
+		v.waiting.Add(-1)
+		if v.saved[n] == nil {
+			pre := *n
+			v.saved[n] = &pre
+			fresh = true
+		}
+		v.mu.Unlock()
 	}
 	if fresh && n.dir {
 		n.kids = slices.Clone(n.kids)
 	}
 }
 
-// rec returns inode n as the view sees it.
+// rec returns inode n as the view sees it. The caller holds v.mu.
 func (v *View) rec(n *inode) *inode {
 	if pre := v.saved[n]; pre != nil {
 		return pre
@@ -122,7 +144,8 @@ func (v *View) rec(n *inode) *inode {
 
 // Next appends the next part of the image to dst, about max bytes of it
 // (at least one record), and returns the extended slice and whether the
-// image is now complete. The caller holds the read lock during the call.
+// image is now complete. It takes no lock of the tree's (see View): writers
+// may run during the call. Only one goroutine may drive a view's Next.
 func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 	start := len(dst)
 	if v.stage == 0 {
@@ -135,11 +158,21 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 			v.stack = v.stack[:len(v.stack)-1]
 			continue
 		}
-		n := v.rec(f.kids[f.next])
+		k := f.kids[f.next] // a frozen slice: never written again
 		f.next++
+		for v.waiting.Load() > 0 {
+			runtime.Gosched() // a writer first
+		}
+		v.mu.Lock()
+		n := v.rec(k)
 		dst = appendInode(dst, n, f.parent)
-		if n.dir && len(n.kids) > 0 {
-			v.stack = append(v.stack, viewFrame{kids: n.kids, parent: n.id})
+		kids, id := n.kids, n.id
+		if !n.dir {
+			kids = nil
+		}
+		v.mu.Unlock()
+		if len(kids) > 0 {
+			v.stack = append(v.stack, viewFrame{kids: kids, parent: id})
 		}
 	}
 	if v.stage == 1 && len(v.stack) == 0 {
@@ -152,28 +185,21 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 	return dst, v.stage == 2
 }
 
-// viewSlice is the image bytes Encode produces per hold of the lock: at
-// about 100 bytes an inode, some 40 inodes, a few microseconds, so a
-// writer waits at most that long. viewWrite is how much it gathers before
-// writing to the sink.
+// viewSlice is about how much image Next adds per call, and viewWrite how
+// much Encode gathers before writing to the sink.
 const (
 	viewSlice = 4 << 10
 	viewWrite = 64 << 10
 )
 
-// Encode writes the whole image to w. Each slice of about 4 KiB is encoded
-// inside a call of locked (which takes the read lock, runs its argument and
-// releases the lock); the slices are written to w in writes of about 64
-// KiB, outside the lock. A nil locked runs the slices directly (the caller
-// holds the lock). Only 64 KiB of the image is in memory at a time. Errors
-// from w are errs.IO.
-func (v *View) Encode(w io.Writer, locked func(func())) error {
-	if locked == nil {
-		locked = func(f func()) { f() }
-	}
+// Encode writes the whole image to w, in writes of about 64 KiB. It takes
+// no lock of the tree's: writers run beside it and wait at most for the one
+// record being read (see View). Only 64 KiB of the image is in memory at a
+// time. Errors from w are errs.IO.
+func (v *View) Encode(w io.Writer) error {
 	buf := make([]byte, 0, viewWrite+viewSlice)
 	for done := false; !done; {
-		locked(func() { buf, done = v.Next(buf, viewSlice) })
+		buf, done = v.Next(buf, viewSlice)
 		if len(buf) < viewWrite && !done {
 			continue
 		}

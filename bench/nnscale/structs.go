@@ -196,6 +196,7 @@ type snapshotRun struct {
 	createMax   float64 // longest create (Create command, write lock) that overlapped the encode, ms
 	createsDone int     // creates that completed while the encode ran
 	createP99   float64 // 99th percentile of the creates that overlapped the encode, ms
+	createP50   float64 // their median, ms
 	// createMaxOutside is the longest create that did not overlap the
 	// encode, ms: the machine's own noise, the control for createMax.
 	createMaxOutside float64
@@ -203,8 +204,8 @@ type snapshotRun struct {
 }
 
 // snapshot encodes the namespace image as fsm.Snapshot and Persist do:
-// the view is opened under the write lock, then encoded in slices, each
-// under the read lock, and streamed to a file (the snapshot store's sink)
+// the view is opened under the write lock, then encoded holding no lock of
+// the namespace's, and streamed to a file (the snapshot store's sink)
 // in dir, while a writer keeps applying creates under the write lock, as
 // Raft's apply goroutine would. It returns the writer's latencies outside
 // the encode too. The image is left in dir/image.
@@ -280,11 +281,7 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 	case kick <- struct{}{}:
 	default:
 	}
-	err = v.Encode(bw, func(encode func()) {
-		mu.RLock()
-		defer mu.RUnlock()
-		encode()
-	})
+	err = v.Encode(bw) // no lock: the view orders itself against the writer
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -315,6 +312,7 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 		sd := slices.Clone(during)
 		slices.Sort(sd)
 		r.createP99 = sd[(len(sd)*99)/100]
+		r.createP50 = sd[len(sd)/2]
 	}
 	if len(lat) > 0 {
 		r.createMaxOutside = slices.Max(lat)
