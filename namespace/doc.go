@@ -20,12 +20,14 @@
 // stable Kind (Invalid, NotFound, Exist, NotEmpty, NotDir, IsDir,
 // Precondition, Exhausted, Permission, Corrupt, IO).
 //
-// Block slices are copy-on-write: File and FileByID return the tree's own
-// slice without copying (GetBlockLocations on a 1000-block file costs no
-// allocation), and no later mutation ever writes into memory a reader may
-// hold. Appends go into spare capacity that was never part of a published
-// slice; changing an existing element (a block's length or CRC) copies the
-// slice. A block's CRC32C is set once, when its writer commits the block
+// Block slices are copy-on-write: for a file of two or more blocks, File
+// and FileByID return the tree's own slice without copying
+// (GetBlockLocations on a 1000-block file costs no allocation), and no
+// later mutation ever writes into memory a reader may hold. Appends go
+// into spare capacity that was never part of a published slice; changing
+// an existing element (a block's length or CRC) copies the slice. A file's
+// only block is kept in its inode (inode.go) and changed in place, so for
+// a one-block file they return a new one-element slice (32 bytes). A block's CRC32C is set once, when its writer commits the block
 // (AddBlock's previous block, Complete); a different CRC for it later is
 // refused (Precondition).
 //
