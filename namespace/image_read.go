@@ -235,7 +235,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	d := dec{b: body}
 	n := &inode{}
 	if isDir {
-		n.hdr = hdrDir
+		n = newDir("", 0, nil, 0)
 	}
 	n.id = ID(d.u64())
 	parentID := ID(d.u64())
