@@ -38,10 +38,14 @@
 // (insertChild and removeChild do so for the parent, writableFile for the
 // file it returns); a new mutation must follow the same rule.
 //
-// Children of a directory are a slice sorted by name (binary-search
-// insert, paging for List) plus, from 64 children on, a name -> child map
-// for lookups. Inserting into a directory of n children moves n/2 pointers
-// on average, as HDFS's sorted child list does.
+// Children of a directory are a slice sorted by name, searched by binary
+// search (lookups, inserts, paging for List); there is no name map.
+// Inserting into a directory of n children moves n/2 pointers on average,
+// as HDFS's sorted child list does.
+//
+// An inode is 96 bytes (inode.go): a file's only block is inline, small
+// fields share one header word, and a directory's children, an open
+// file's writer and a longer file's block slice are behind one pointer.
 //
 // Permissions follow HDFS's FSPermissionChecker (the full table is in
 // docs/SECURITY.md). Tree.As(caller) returns a Session whose operations
