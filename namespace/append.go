@@ -39,30 +39,29 @@ func (t *Tree) append(c *Caller, p string, mtimeMs int64) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	switch {
-	case rest != "" && !n.dir:
+	case rest != "" && !n.dir():
 		return FileInfo{}, errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
 	case rest != "":
 		return FileInfo{}, errs.New(errs.NotFound, op, p, "file does not exist")
-	case n.dir:
+	case n.dir():
 		return FileInfo{}, errs.New(errs.IsDir, op, p, "path is a directory, not a file")
 	}
 	if err := c.check(op, p, n, p, Write, "append"); err != nil {
 		return FileInfo{}, err
 	}
-	if n.state == UnderConstruction {
+	if n.state() == UnderConstruction {
 		holder := ""
-		if n.writer != nil {
-			holder = n.writer.User
+		if w := n.writer(); w != nil {
+			holder = w.User
 		}
 		return FileInfo{}, errs.Newf(errs.Precondition, op, p,
 			"failed to append to %s: the file is already being written (by user %s); it must be closed first", p, holder)
 	}
-	if len(n.blocks) >= t.lim.MaxBlocksPerFile {
+	if n.nblocks() >= t.lim.MaxBlocksPerFile {
 		return FileInfo{}, errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
 	t.touch(n)
-	n.state = UnderConstruction
-	n.writer = w
+	n.open(w)
 	n.mtime = mtimeMs
 	return n.info(p), nil
 }

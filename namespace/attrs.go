@@ -22,7 +22,7 @@ func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) er
 		return err
 	}
 	t.touch(n)
-	n.mode = uint16(perm)
+	n.setMode(perm)
 	n.mtime = mtimeMs
 	return nil
 }
@@ -72,13 +72,13 @@ func (t *Tree) SetReplication(p string, r uint32) error {
 	if err != nil {
 		return err
 	}
-	if n.dir {
+	if n.dir() {
 		return errs.New(errs.IsDir, op, p, "cannot set replication of a directory")
 	}
 	if err := checkReplication(op, p, r); err != nil {
 		return err
 	}
 	t.touch(n)
-	n.repl = uint8(r)
+	n.hdr = n.hdr.withRepl(r)
 	return nil
 }

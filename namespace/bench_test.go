@@ -70,6 +70,25 @@ func BenchmarkFileLookup1000Blocks(b *testing.B) {
 	_ = sum
 }
 
+// BenchmarkFileLookup1Block is GetBlockLocations' namespace side for the
+// common file: resolve a path six deep, one block.
+func BenchmarkFileLookup1Block(b *testing.B) {
+	tr, p := fileWithBlocks(b, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var sum uint64
+	for i := 0; i < b.N; i++ {
+		fi, blocks, err := tr.File(p)
+		if err != nil || fi.NumBlocks != 1 {
+			b.Fatal(err)
+		}
+		for _, blk := range blocks {
+			sum += blk.Length
+		}
+	}
+	_ = sum
+}
+
 // BenchmarkAddBlock measures AddBlock on files growing to 1000 blocks,
 // including the copy-on-write copy of the block list.
 func BenchmarkAddBlock(b *testing.B) {

@@ -47,7 +47,7 @@ func (t *Tree) writableFile(c *Caller, op, p string, id ID) (*inode, error) {
 	if n.id != id {
 		return nil, errs.Newf(errs.NotFound, op, p, "file was replaced or deleted: path is inode %d, expected %d", n.id, id)
 	}
-	if n.dir {
+	if n.dir() {
 		return nil, errs.New(errs.IsDir, op, p, "path is a directory")
 	}
 	// Every caller may change the file: keep it as open views see it.
@@ -62,7 +62,7 @@ func (t *Tree) openFile(c *Caller, op, p string, id ID) (*inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.state != UnderConstruction {
+	if f.state() != UnderConstruction {
 		return nil, errs.New(errs.Precondition, op, p, "file is not under construction")
 	}
 	return f, c.checkWriter(op, p, f)
@@ -97,20 +97,24 @@ func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint6
 // checkAppend checks that prev fits the end of f's block list and that f
 // may take another block.
 func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
-	n := len(f.blocks)
+	n := f.nblocks()
+	var last Block
+	if n > 0 {
+		last = f.lastBlock()
+	}
 	switch {
 	case n == 0 && prev != nil:
 		return errs.Newf(errs.Precondition, op, p, "previous block %v given but the file has no blocks", *prev)
 	case n > 0 && prev == nil:
-		return errs.Newf(errs.Precondition, op, p, "previous block missing: the file has %d blocks, last %v", n, f.blocks[n-1])
-	case n > 0 && (prev.ID != f.blocks[n-1].ID || prev.GenStamp != f.blocks[n-1].GenStamp):
-		return errs.Newf(errs.Precondition, op, p, "previous block %v is not the last block %v", *prev, f.blocks[n-1])
+		return errs.Newf(errs.Precondition, op, p, "previous block missing: the file has %d blocks, last %v", n, last)
+	case n > 0 && (prev.ID != last.ID || prev.GenStamp != last.GenStamp):
+		return errs.Newf(errs.Precondition, op, p, "previous block %v is not the last block %v", *prev, last)
 	case n > 0 && prev.Length > f.blockSize:
 		return errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", *prev, prev.Length, f.blockSize)
-	case n > 0 && crcConflict(*prev, f.blocks[n-1]):
-		return errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[n-1].CRC)
-	case n > 0 && lastLengthConflict(*prev, f.blocks[n-1]):
-		return errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", *prev, prev.Length, f.blocks[n-1].Length)
+	case n > 0 && crcConflict(*prev, last):
+		return errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, last.CRC)
+	case n > 0 && lastLengthConflict(*prev, last):
+		return errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", *prev, prev.Length, last.Length)
 	case n >= t.lim.MaxBlocksPerFile:
 		return errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
@@ -121,29 +125,40 @@ func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 // block's length (and CRC, when prev carries one) from prev, and returns nb
 // with its offset in the file.
 func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Block, uint64) {
-	n := len(f.blocks)
-	if n > 0 && (f.blocks[n-1].Length != prev.Length || (prev.HasCRC && !f.blocks[n-1].HasCRC)) {
-		// A reader may hold f.blocks: never write into it. Copy.
+	switch n := f.nblocks(); {
+	case n == 0:
+		f.setInline(nb)
+	case n == 1:
+		// The first block moves from the inode to a new slice.
+		b := f.inline()
+		b.Length = prev.Length
+		if prev.HasCRC {
+			b = b.WithCRC(prev.CRC)
+		}
+		f.setBlocks([]Block{b, nb}, b.Length+nb.Length)
+	case f.ext.blocks[n-1].Length != prev.Length || (prev.HasCRC && !f.ext.blocks[n-1].HasCRC):
+		// A reader may hold f.ext.blocks: never write into it. Copy.
+		e := f.ext
 		fresh := make([]Block, n+1, n+1+n/8)
-		copy(fresh, f.blocks)
-		f.length = f.length - fresh[n-1].Length + prev.Length
+		copy(fresh, e.blocks)
+		e.length = e.length - fresh[n-1].Length + prev.Length
 		fresh[n-1].Length = prev.Length
 		if prev.HasCRC {
 			fresh[n-1] = fresh[n-1].WithCRC(prev.CRC)
 		}
 		fresh[n] = nb
-		f.blocks = fresh
-	} else {
+		e.blocks = fresh
+	default:
 		// Spare capacity was never part of a published slice (AbandonBlock
 		// caps the slice it shrinks), so appending in place is safe.
-		f.blocks = append(f.blocks, nb)
+		f.ext.blocks = append(f.ext.blocks, nb)
 	}
 	t.blocks.put(nb.ID, f.id)
 	t.numBlocks++
 	t.nextBlockID = max(t.nextBlockID, nb.ID+1)
 	t.nextGenStamp = max(t.nextGenStamp, nb.GenStamp+1)
 	f.mtime = mtimeMs
-	return nb, f.length
+	return nb, f.length()
 }
 
 // Complete closes file p (still inode id). blocks must equal the file's
@@ -169,50 +184,59 @@ func (t *Tree) complete(c *Caller, p string, id ID, blocks []Block, mtimeMs int6
 	if err != nil {
 		return FileInfo{}, err
 	}
-	if f.state == UnderConstruction {
+	if f.state() == UnderConstruction {
 		if err := c.checkWriter(op, p, f); err != nil {
 			return FileInfo{}, err
 		}
 	}
-	if msg := diffBlocks(blocks, f.blocks); msg != "" {
+	var one [1]Block
+	cur := f.blockList(&one)
+	if msg := diffBlocks(blocks, cur); msg != "" {
 		return FileInfo{}, errs.New(errs.Precondition, op, p, "block list mismatch: "+msg)
 	}
 	same := true
 	var length uint64
 	for i, b := range blocks {
-		have := f.blocks[i]
+		have := cur[i]
 		if b.Length > f.blockSize {
 			return FileInfo{}, errs.Newf(errs.Invalid, op, p, "block %v length %d exceeds block size %d", b, b.Length, f.blockSize)
 		}
 		if crcConflict(b, have) {
 			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", b, b.CRC, have.CRC)
 		}
-		if f.state == UnderConstruction && i < len(blocks)-1 && lengthConflict(b, have) ||
-			f.state == UnderConstruction && i == len(blocks)-1 && lastLengthConflict(b, have) {
+		if f.state() == UnderConstruction && i < len(blocks)-1 && lengthConflict(b, have) ||
+			f.state() == UnderConstruction && i == len(blocks)-1 && lastLengthConflict(b, have) {
 			return FileInfo{}, errs.Newf(errs.Precondition, op, p, "block %v length %d differs from its committed length %d", b, b.Length, have.Length)
 		}
 		same = same && b.Length == have.Length && (!b.HasCRC || have.HasCRC)
 		length += b.Length
 	}
-	if f.state == Complete {
+	if f.state() == Complete {
 		if !same {
 			return FileInfo{}, errs.New(errs.Precondition, op, p, "file is already complete with different block lengths or checksums")
 		}
 		return f.info(p), nil
 	}
 	if !same {
-		fresh := make([]Block, len(blocks))
-		for i, b := range blocks {
+		// A block without a CRC keeps the one recorded.
+		merged := func(i int) Block {
+			b := blocks[i]
 			if !b.HasCRC {
-				b.CRC, b.HasCRC = f.blocks[i].CRC, f.blocks[i].HasCRC
+				b.CRC, b.HasCRC = cur[i].CRC, cur[i].HasCRC
 			}
-			fresh[i] = b
+			return b
 		}
-		f.blocks = fresh
-		f.length = length
+		if len(blocks) == 1 {
+			f.setInline(merged(0))
+		} else {
+			fresh := make([]Block, len(blocks))
+			for i := range blocks {
+				fresh[i] = merged(i)
+			}
+			f.setBlocks(fresh, length)
+		}
 	}
-	f.state = Complete
-	f.writer = nil
+	f.close()
 	f.mtime = mtimeMs
 	return f.info(p), nil
 }
@@ -245,18 +269,14 @@ func (t *Tree) abandonBlock(c *Caller, p string, id ID, b Block) error {
 	if err != nil {
 		return err
 	}
-	n := len(f.blocks)
-	if n == 0 {
+	if f.nblocks() == 0 {
 		return errs.Newf(errs.Precondition, op, p, "cannot abandon %v: the file has no blocks", b)
 	}
-	last := f.blocks[n-1]
+	last := f.lastBlock()
 	if last.ID != b.ID || last.GenStamp != b.GenStamp {
 		return errs.Newf(errs.Precondition, op, p, "cannot abandon %v: it is not the last block %v", b, last)
 	}
-	// Cap the capacity: a reader may hold the longer slice, so the next
-	// append must not write into the slot being dropped.
-	f.blocks = f.blocks[: n-1 : n-1]
-	f.length -= last.Length
+	f.dropLast()
 	t.blocks.del(last.ID)
 	t.numBlocks--
 	return nil

@@ -20,12 +20,14 @@
 // stable Kind (Invalid, NotFound, Exist, NotEmpty, NotDir, IsDir,
 // Precondition, Exhausted, Permission, Corrupt, IO).
 //
-// Block slices are copy-on-write: File and FileByID return the tree's own
-// slice without copying (GetBlockLocations on a 1000-block file costs no
-// allocation), and no later mutation ever writes into memory a reader may
-// hold. Appends go into spare capacity that was never part of a published
-// slice; changing an existing element (a block's length or CRC) copies the
-// slice. A block's CRC32C is set once, when its writer commits the block
+// Block slices are copy-on-write: for a file of two or more blocks, File
+// and FileByID return the tree's own slice without copying
+// (GetBlockLocations on a 1000-block file costs no allocation), and no
+// later mutation ever writes into memory a reader may hold. Appends go
+// into spare capacity that was never part of a published slice; changing
+// an existing element (a block's length or CRC) copies the slice. A file's
+// only block is kept in its inode (inode.go) and changed in place, so for
+// a one-block file they return a new one-element slice (32 bytes). A block's CRC32C is set once, when its writer commits the block
 // (AddBlock's previous block, Complete); a different CRC for it later is
 // refused (Precondition).
 //
@@ -37,10 +39,14 @@
 // (insertChild and removeChild do so for the parent, writableFile for the
 // file it returns); a new mutation must follow the same rule.
 //
-// Children of a directory are a slice sorted by name (binary-search
-// insert, paging for List) plus, from 64 children on, a name -> child map
-// for lookups. Inserting into a directory of n children moves n/2 pointers
-// on average, as HDFS's sorted child list does.
+// Children of a directory are a slice sorted by name, searched by binary
+// search (lookups, inserts, paging for List); there is no name map.
+// Inserting into a directory of n children moves n/2 pointers on average,
+// as HDFS's sorted child list does.
+//
+// An inode is 96 bytes (inode.go): a file's only block is inline, small
+// fields share one header word, and a directory's children, an open
+// file's writer and a longer file's block slice are behind one pointer.
 //
 // Permissions follow HDFS's FSPermissionChecker (the full table is in
 // docs/SECURITY.md). Tree.As(caller) returns a Session whose operations

@@ -94,20 +94,22 @@ func appendInode(b []byte, n *inode, parent ID) []byte {
 	b = appendString(b, n.name)
 	b = appendString(b, n.og.owner)
 	b = appendString(b, n.og.group)
-	b = binary.LittleEndian.AppendUint32(b, uint32(n.mode))
+	b = binary.LittleEndian.AppendUint32(b, uint32(n.mode()))
 	b = binary.LittleEndian.AppendUint64(b, uint64(n.mtime))
-	if n.dir {
+	if n.dir() {
 		return endRecord(b, at, recDir)
 	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(n.repl))
+	b = binary.LittleEndian.AppendUint32(b, uint32(n.repl()))
 	b = binary.LittleEndian.AppendUint64(b, n.blockSize)
-	b = append(b, byte(n.state))
-	if n.state == UnderConstruction {
-		b = appendString(b, n.writer.Client)
-		b = appendString(b, n.writer.User)
+	b = append(b, byte(n.state()))
+	if n.state() == UnderConstruction {
+		b = appendString(b, n.writer().Client)
+		b = appendString(b, n.writer().User)
 	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(n.blocks)))
-	for _, blk := range n.blocks {
+	var one [1]Block
+	bs := n.blockList(&one)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(bs)))
+	for _, blk := range bs {
 		b = binary.LittleEndian.AppendUint64(b, blk.ID)
 		b = binary.LittleEndian.AppendUint64(b, blk.GenStamp)
 		b = binary.LittleEndian.AppendUint64(b, blk.Length)

@@ -233,7 +233,10 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		return corrupt("record %d at offset %d: %s", ir.rec-1, start, fmt.Sprintf(format, args...))
 	}
 	d := dec{b: body}
-	n := &inode{dir: isDir, state: Complete}
+	n := &inode{}
+	if isDir {
+		n = newDir("", 0, nil, 0)
+	}
 	n.id = ID(d.u64())
 	parentID := ID(d.u64())
 	name := d.bytes()
@@ -251,7 +254,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	case len(owner) > maxUserName || len(group) > maxUserName:
 		return bad("inode %d: owner or group name longer than %d bytes", n.id, maxUserName)
 	}
-	n.mode = uint16(mode)
+	n.setMode(mode)
 	n.og = t.ownerGroup(ir.intern(owner), ir.intern(group))
 	// One map operation both checks for a duplicate and indexes n (on any
 	// error the whole tree is dropped).
@@ -280,9 +283,9 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	switch {
 	case parent == nil:
 		return bad("inode %d: parent %d not seen before it", n.id, parentID)
-	case !parent.dir:
+	case !parent.dir():
 		return bad("inode %d: parent %d is a file", n.id, parentID)
-	case len(parent.kids) >= t.lim.MaxDirItems:
+	case len(parent.kids()) >= t.lim.MaxDirItems:
 		return bad("inode %d: directory %d has more than %d items", n.id, parentID, t.lim.MaxDirItems)
 	}
 	if msg := checkComponent(string(name), t.lim); msg != "" {
@@ -293,38 +296,44 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			return bad("inode %d: name %q contains '/' or NUL", n.id, name)
 		}
 	}
-	if k := len(parent.kids); k > 0 && parent.kids[k-1].name >= string(name) {
-		return bad("inode %d: name %q not after %q in directory %d", n.id, name, parent.kids[k-1].name, parentID)
+	if kids := parent.kids(); len(kids) > 0 && kids[len(kids)-1].name >= string(name) {
+		return bad("inode %d: name %q not after %q in directory %d", n.id, name, kids[len(kids)-1].name, parentID)
 	}
 	n.name = string(name)
 
 	if !isDir {
 		repl := d.u32()
 		n.blockSize = d.u64()
-		n.state = FileState(d.u8())
-		n.writer = ir.readWriter(&d, n)
+		state := FileState(d.u8())
+		w := ir.readWriter(&d, n, state)
 		nb := d.u32()
 		switch {
 		case d.bad:
 			return bad("inode %d: file record too short", n.id)
-		case n.writer != nil && (len(n.writer.Client) > maxUserName || len(n.writer.User) > maxUserName):
+		case w != nil && (len(w.Client) > maxUserName || len(w.User) > maxUserName):
 			return bad("inode %d: writer client id or user longer than %d bytes", n.id, maxUserName)
 		case repl < MinReplication || repl > MaxReplication:
 			return bad("inode %d: replication %d out of range", n.id, repl)
 		case n.blockSize == 0:
 			return bad("inode %d: block size 0", n.id)
-		case n.state > Complete:
-			return bad("inode %d: unknown file state %d", n.id, n.state)
+		case state > Complete:
+			return bad("inode %d: unknown file state %d", n.id, state)
 		case int64(nb) > int64(t.lim.MaxBlocksPerFile):
 			return bad("inode %d: %d blocks, limit %d", n.id, nb, t.lim.MaxBlocksPerFile)
 		case int64(len(d.b)) != int64(ir.blockLen())*int64(nb):
 			return bad("inode %d: %d bytes for %d blocks, want %d", n.id, len(d.b), nb, int64(ir.blockLen())*int64(nb))
 		}
-		n.repl = uint8(repl)
-		if nb > 0 {
-			n.blocks = make([]Block, nb)
+		n.hdr = n.hdr.withRepl(repl)
+		if w != nil {
+			n.open(w)
 		}
-		for i := range n.blocks {
+		// One block goes inline, more into a slice (inode.go).
+		var bs []Block
+		if nb > 1 {
+			bs = make([]Block, nb)
+		}
+		var length uint64
+		for i := range int(nb) {
 			b := Block{ID: d.u64(), GenStamp: d.u64(), Length: d.u64()}
 			if ir.ver >= imageVersion {
 				flags, crc := d.u8(), d.u32()
@@ -350,10 +359,17 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			if t.blocks.put(b.ID, n.id) {
 				return bad("inode %d: block %d already belongs to another inode", n.id, b.ID)
 			}
-			n.blocks[i] = b
-			n.length += b.Length
+			if bs != nil {
+				bs[i] = b
+			} else {
+				n.setInline(b)
+			}
+			length += b.Length
 		}
-		t.numBlocks += len(n.blocks)
+		if bs != nil {
+			n.setBlocks(bs, length)
+		}
+		t.numBlocks += int(nb)
 		t.numFiles++
 	} else {
 		if len(d.b) != 0 {
@@ -361,7 +377,8 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		}
 		t.numDirs++
 	}
-	parent.kids = append(parent.kids, n)
+	e := parent.extForWrite()
+	e.kids = append(e.kids, n)
 	n.parent = parent
 	if isDir {
 		ir.dirs = append(ir.dirs, n)
@@ -397,8 +414,8 @@ func (ir *imgReader) checkEnd(t *Tree, body []byte) error {
 // strings for a file under construction in a version 2 image, nothing
 // otherwise. A version 1 image recorded no writer; its open files take
 // their owner as writer, with no client id.
-func (ir *imgReader) readWriter(d *dec, n *inode) *Writer {
-	if n.state != UnderConstruction {
+func (ir *imgReader) readWriter(d *dec, n *inode, state FileState) *Writer {
+	if state != UnderConstruction {
 		return nil
 	}
 	if ir.ver == imageV1 {

@@ -33,27 +33,39 @@ func checkInvariants(t testing.TB, tr *Tree) {
 			t.Fatalf("inode %d: duplicate or not indexed", n.id)
 		}
 		seen[n.id] = true
-		if !n.dir {
-			if (n.writer != nil) != (n.state == UnderConstruction) {
-				t.Fatalf("inode %d: state %v, writer %v", n.id, n.state, n.writer)
+		if !n.dir() {
+			if (n.writer() != nil) != (n.state() == UnderConstruction) {
+				t.Fatalf("inode %d: state %v, writer %v", n.id, n.state(), n.writer())
+			}
+			if n.repl() < MinReplication || n.repl() > MaxReplication || n.blockSize == 0 || n.kids() != nil {
+				t.Fatalf("inode %d: replication %d, block size %d, %d kids", n.id, n.repl(), n.blockSize, len(n.kids()))
+			}
+			if e := n.ext; e != nil && (len(e.blocks) == 1 || e.blocks != nil && n.b0ID != 0 || e.blocks == nil && e.writer == nil) {
+				t.Fatalf("inode %d: ext %+v with inline block %d", n.id, *e, n.b0ID)
 			}
 			files++
 			var l uint64
-			for _, b := range n.blocks {
+			var one [1]Block
+			bs := n.blockList(&one)
+			for _, b := range bs {
 				if !tr.ownsBlock(b.ID, n.id) || b.ID >= tr.nextBlockID || b.GenStamp >= tr.nextGenStamp {
 					t.Fatalf("block %v of %d badly indexed", b, n.id)
 				}
 				l += b.Length
 			}
-			if l != n.length {
-				t.Fatalf("inode %d length %d, blocks sum %d", n.id, n.length, l)
+			if l != n.length() || len(bs) != n.nblocks() {
+				t.Fatalf("inode %d length %d, %d blocks; blocks sum %d, %d of them", n.id, n.length(), n.nblocks(), l, len(bs))
 			}
-			blocks += len(n.blocks)
+			blocks += len(bs)
 			return
 		}
 		dirs++
-		for i, c := range n.kids {
-			if c.parent != n || (i > 0 && n.kids[i-1].name >= c.name) {
+		if n.repl() != 0 || n.blockSize != 0 || n.b0ID != 0 || n.state() != Complete || n.writer() != nil || n.ext != nil && n.ext.blocks != nil {
+			t.Fatalf("dir %d: file fields set", n.id)
+		}
+		kids := n.kids()
+		for i, c := range kids {
+			if c.parent != n || (i > 0 && kids[i-1].name >= c.name) {
 				t.Fatalf("dir %d: child %q misplaced", n.id, c.name)
 			}
 			walk(c)

@@ -36,7 +36,7 @@ func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 		return err
 	}
 	if rest == "" {
-		if !n.dir {
+		if !n.dir() {
 			return errs.New(errs.Exist, op, p, "a file already exists at this path")
 		}
 		if o.Parents {
@@ -44,7 +44,7 @@ func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 		}
 		return errs.New(errs.Exist, op, p, "directory already exists")
 	}
-	if !n.dir {
+	if !n.dir() {
 		return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
 	}
 	if err := c.check(op, p, n, prefixOf(p, rest), Write|Exec, "last existing ancestor"); err != nil {
@@ -53,7 +53,7 @@ func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 	if !o.Parents && strings.IndexByte(rest, '/') >= 0 {
 		return errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
 	}
-	if len(n.kids) >= t.lim.MaxDirItems {
+	if len(n.kids()) >= t.lim.MaxDirItems {
 		return t.fullDir(op, p, prefixOf(p, rest))
 	}
 	t.mkdirChain(n, rest, o.Perm, o.Owner, o.Group, o.MtimeMs)
@@ -71,10 +71,7 @@ func (t *Tree) mkdirChain(n *inode, rest string, perm uint32, owner, group strin
 		if more {
 			mode |= 0300
 		}
-		d := &inode{
-			name: strings.Clone(comp), dir: true, state: Complete, mode: uint16(mode), mtime: mtime,
-			og: t.ownerGroup(orInherit(owner, n.og.owner), orInherit(group, n.og.group)),
-		}
+		d := newDir(strings.Clone(comp), mode, t.ownerGroup(orInherit(owner, n.og.owner), orInherit(group, n.og.group)), mtime)
 		t.newInode(n, d)
 		n = d
 		if !more {
@@ -170,11 +167,8 @@ func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, err
 	} else if i := strings.LastIndexByte(rest, '/'); i >= 0 {
 		parent = t.mkdirChain(n, rest[:i], o.Perm|0300, o.Owner, o.Group, o.MtimeMs)
 	}
-	f := &inode{
-		name: strings.Clone(baseName(p)), mode: uint16(o.Perm), mtime: o.MtimeMs,
-		og:    t.ownerGroup(orInherit(o.Owner, parent.og.owner), orInherit(o.Group, parent.og.group)),
-		state: UnderConstruction, repl: uint8(o.Replication), blockSize: o.BlockSize, writer: w,
-	}
+	f := newFile(strings.Clone(baseName(p)), o.Perm, o.Replication, o.BlockSize,
+		t.ownerGroup(orInherit(o.Owner, parent.og.owner), orInherit(o.Group, parent.og.group)), o.MtimeMs, w)
 	t.newInode(parent, f)
 	parent.mtime = o.MtimeMs
 	return f.info(p), removed, nil
@@ -185,13 +179,13 @@ func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, err
 // Permission is checked before the state of p is reported.
 func (t *Tree) checkCreate(c *Caller, op, p string, o CreateOpts, n *inode, rest string) (*inode, error) {
 	switch {
-	case rest == "" && n.dir:
+	case rest == "" && n.dir():
 		return nil, errs.New(errs.IsDir, op, p, "path is a directory")
 	case rest == "":
 		if err := c.check(op, p, n.parent, parentPath(p), Write|Exec, "parent"); err != nil {
 			return nil, err
 		}
-		if o.UnderConstruction != nil && n.state == UnderConstruction && c.check(op, p, n, p, Write, "overwrite") == nil {
+		if o.UnderConstruction != nil && n.state() == UnderConstruction && c.check(op, p, n, p, Write, "overwrite") == nil {
 			if err := o.UnderConstruction(n.info(p)); err != nil {
 				return nil, err
 			}
@@ -203,7 +197,7 @@ func (t *Tree) checkCreate(c *Caller, op, p string, o CreateOpts, n *inode, rest
 			return nil, err
 		}
 		return n, c.check(op, p, n, p, Write, "overwrite")
-	case !n.dir:
+	case !n.dir():
 		return nil, errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
 	}
 	if err := c.check(op, p, n, prefixOf(p, rest), Write|Exec, "parent"); err != nil {
@@ -212,7 +206,7 @@ func (t *Tree) checkCreate(c *Caller, op, p string, o CreateOpts, n *inode, rest
 	switch {
 	case !o.CreateParent && strings.IndexByte(rest, '/') >= 0:
 		return nil, errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
-	case len(n.kids) >= t.lim.MaxDirItems:
+	case len(n.kids()) >= t.lim.MaxDirItems:
 		return nil, t.fullDir(op, p, prefixOf(p, rest))
 	}
 	return nil, nil

@@ -75,11 +75,11 @@ func (c *Caller) permits(n *inode, a Access) bool {
 	var bits uint16
 	switch {
 	case c.User == n.og.owner:
-		bits = n.mode >> 6
+		bits = n.mode() >> 6
 	case c.inGroup(n.og.group):
-		bits = n.mode >> 3
+		bits = n.mode() >> 3
 	default:
-		bits = n.mode
+		bits = n.mode()
 	}
 	return Access(bits&7)&a == a
 }
@@ -99,7 +99,7 @@ func (c *Caller) check(op, p string, n *inode, at string, a Access, why string) 
 // of n, the owner of the parent or a superuser may do it.
 func (c *Caller) checkSticky(op, p string, n *inode, at string) error {
 	par := n.parent
-	if c == nil || c.Super || par == nil || par.mode&stickyBit == 0 || c.User == n.og.owner || c.User == par.og.owner {
+	if c == nil || c.Super || par == nil || par.mode()&stickyBit == 0 || c.User == n.og.owner || c.User == par.og.owner {
 		return nil
 	}
 	return errs.Newf(errs.Permission, op, p,
@@ -121,13 +121,13 @@ func (c *Caller) checkOwner(op, p string, n *inode) error {
 // its contents. Empty directories lose no entries, so, as in HDFS, they
 // are not checked.
 func (c *Caller) checkSubtree(op, p string, n *inode, a Access) error {
-	if c == nil || c.Super || !n.dir || len(n.kids) == 0 {
+	if c == nil || c.Super || !n.dir() || len(n.kids()) == 0 {
 		return nil
 	}
 	if !c.permits(n, a) {
 		return c.check(op, p, n, pathOf(n), a, "recursive delete needs it on every directory beneath")
 	}
-	for _, k := range n.kids {
+	for _, k := range n.kids() {
 		if err := c.checkSubtree(op, p, k, a); err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (c *Caller) checkSubtree(op, p string, n *inode, a Access) error {
 // under-construction file f (a nil c, the system, always is). The
 // superuser is no exception: a second writer would corrupt the file.
 func (c *Caller) checkWriter(op, p string, f *inode) error {
-	w := f.writer
+	w := f.writer()
 	if c == nil || (w != nil && c.User == w.User && (w.Client == "" || w.Client == c.Client)) {
 		return nil
 	}
@@ -155,15 +155,15 @@ func (c *Caller) checkWriter(op, p string, f *inode) error {
 // modeString renders n's type and mode as ls does ("drwxr-xr-t").
 func (n *inode) modeString() string {
 	b := []byte("-rwxrwxrwx")
-	if n.dir {
+	if n.dir() {
 		b[0] = 'd'
 	}
 	for i := 0; i < 9; i++ {
-		if n.mode&(1<<(8-i)) == 0 {
+		if n.mode()&(1<<(8-i)) == 0 {
 			b[1+i] = '-'
 		}
 	}
-	if n.mode&stickyBit != 0 {
+	if n.mode()&stickyBit != 0 {
 		if b[9] == 'x' {
 			b[9] = 't'
 		} else {

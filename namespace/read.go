@@ -20,10 +20,11 @@ func (t *Tree) stat(c *Caller, p string) (FileInfo, error) {
 	return n.info(p), nil
 }
 
-// File describes file p and returns its blocks. The slice is the tree's
-// own: read it only, and only under the lock the call was made under (no
-// mutation ever writes into it, but it stops being current). IsDir for a
-// directory.
+// File describes file p and returns its blocks. For two or more blocks
+// the slice is the tree's own: read it only, and only under the lock the
+// call was made under (no mutation ever writes into it, but it stops being
+// current). A one-block file's block is copied into a new slice (it lives
+// in the inode, which mutations change in place). IsDir for a directory.
 func (t *Tree) File(p string) (FileInfo, []Block, error) { return t.file(nil, p) }
 
 // file is File for caller c, who needs Exec on every ancestor and Read on
@@ -34,23 +35,23 @@ func (t *Tree) file(c *Caller, p string) (FileInfo, []Block, error) {
 	if err != nil {
 		return FileInfo{}, nil, err
 	}
-	if n.dir {
+	if n.dir() {
 		return FileInfo{}, nil, errs.New(errs.IsDir, op, p, "path is a directory")
 	}
 	if err := c.check(op, p, n, p, Read, "read"); err != nil {
 		return FileInfo{}, nil, err
 	}
-	return n.info(p), n.blocks, nil
+	return n.info(p), n.publicBlocks(), nil
 }
 
 // FileByID is File by inode id; ok is false if id is not a file. The path
 // in the FileInfo is rebuilt from the inode's ancestors.
 func (t *Tree) FileByID(id ID) (FileInfo, []Block, bool) {
 	n := t.inodes.get(id)
-	if n == nil || n.dir {
+	if n == nil || n.dir() {
 		return FileInfo{}, nil, false
 	}
-	return n.info(pathOf(n)), n.blocks, true
+	return n.info(pathOf(n)), n.publicBlocks(), true
 }
 
 // List returns the children of directory p whose names sort after
@@ -69,7 +70,7 @@ func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileIn
 	if err != nil {
 		return nil, false, err
 	}
-	if !n.dir {
+	if !n.dir() {
 		if startAfter != "" {
 			return nil, false, nil
 		}
@@ -82,13 +83,13 @@ func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileIn
 	if k != nil {
 		i++
 	}
-	end := len(n.kids)
+	end := len(n.kids())
 	more := false
 	if limit > 0 && end-i > limit {
 		end, more = i+limit, true
 	}
 	out := make([]FileInfo, 0, end-i)
-	for _, k := range n.kids[i:end] {
+	for _, k := range n.kids()[i:end] {
 		out = append(out, k.info(joinPath(p, k.name)))
 	}
 	return out, more, nil
@@ -114,7 +115,8 @@ func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
 	if f == nil {
 		return Block{}, 0, false
 	}
-	bs := f.blocks
+	var one [1]Block
+	bs := f.blockList(&one)
 	i, found := slices.BinarySearchFunc(bs, blockID, func(b Block, id uint64) int { return cmp.Compare(b.ID, id) })
 	if !found {
 		i = slices.IndexFunc(bs, func(b Block) bool { return b.ID == blockID })
@@ -133,15 +135,17 @@ func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
 func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, complete bool)) {
 	var walk func(n *inode)
 	walk = func(n *inode) {
-		if n.dir {
-			for _, c := range n.kids {
+		if n.dir() {
+			for _, c := range n.kids() {
 				walk(c)
 			}
 			return
 		}
-		last := len(n.blocks) - 1
-		for i, b := range n.blocks {
-			fn(b, n.id, uint32(n.repl), n.state == Complete || i < last || b.HasCRC)
+		var one [1]Block
+		bs := n.blockList(&one)
+		last := len(bs) - 1
+		for i, b := range bs {
+			fn(b, n.id, uint32(n.repl()), n.state() == Complete || i < last || b.HasCRC)
 		}
 	}
 	walk(t.root)

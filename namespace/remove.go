@@ -29,8 +29,8 @@ func (t *Tree) delete(c *Caller, p string, recursive bool, mtimeMs int64) ([]Blo
 	if err := c.checkRemove(op, p, n, p); err != nil {
 		return nil, err
 	}
-	if n.dir && len(n.kids) > 0 && !recursive {
-		return nil, errs.Newf(errs.NotEmpty, op, p, "directory has %d children and recursive is not set", len(n.kids))
+	if n.dir() && len(n.kids()) > 0 && !recursive {
+		return nil, errs.Newf(errs.NotEmpty, op, p, "directory has %d children and recursive is not set", len(n.kids()))
 	}
 	if err := c.checkSubtree(op, p, n, All); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
 	var newParent *inode
 	var newName string
 	switch {
-	case rest == "" && !d.dir:
+	case rest == "" && !d.dir():
 		if err := c.checkRemove(op, src, d, dst); err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
 		if l := len(dst) + 1 + len(s.name); l > t.lim.MaxPathLen {
 			return errs.Newf(errs.Invalid, op, src, "destination path too long: %d bytes, limit %d", l, t.lim.MaxPathLen)
 		}
-	case !d.dir:
+	case !d.dir():
 		return errs.Newf(errs.NotDir, op, src, "destination parent %s is a file, not a directory", prefixOf(dst, rest))
 	default:
 		if err := c.check(op, src, d, prefixOf(dst, rest), Write|Exec, "destination parent"); err != nil {
@@ -108,14 +108,14 @@ func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
 		}
 		newParent, newName = d, rest
 	}
-	if s.dir {
+	if s.dir() {
 		for a := newParent; a != nil; a = a.parent {
 			if a == s {
 				return errs.Newf(errs.Invalid, op, src, "rename into own subtree: %s is below %s", dst, src)
 			}
 		}
 	}
-	if newParent != s.parent && len(newParent.kids) >= t.lim.MaxDirItems {
+	if newParent != s.parent && len(newParent.kids()) >= t.lim.MaxDirItems {
 		return t.fullDir(op, src, pathOf(newParent))
 	}
 

@@ -122,12 +122,14 @@ func (s Session) AddBlock(p string, id ID, prev *Block, mtimeMs int64) (NewBlock
 	if err != nil {
 		return NewBlock{}, err
 	}
-	if k := len(f.blocks); k > 0 && !committed(f.blocks[k-1]) {
-		if (k == 1 && prev == nil) || (k >= 2 && prev != nil && prev.ID == f.blocks[k-2].ID && prev.GenStamp == f.blocks[k-2].GenStamp) {
-			if k >= 2 && crcConflict(*prev, f.blocks[k-2]) {
-				return NewBlock{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, f.blocks[k-2].CRC)
+	var one [1]Block
+	if bs := f.blockList(&one); len(bs) > 0 && !committed(bs[len(bs)-1]) {
+		k := len(bs)
+		if (k == 1 && prev == nil) || (k >= 2 && prev != nil && prev.ID == bs[k-2].ID && prev.GenStamp == bs[k-2].GenStamp) {
+			if k >= 2 && crcConflict(*prev, bs[k-2]) {
+				return NewBlock{}, errs.Newf(errs.Precondition, op, p, "block %v CRC32C %08x differs from the recorded %08x", *prev, prev.CRC, bs[k-2].CRC)
 			}
-			return NewBlock{Block: f.blocks[k-1], Offset: f.length, File: f.info(p), Retried: true}, nil
+			return NewBlock{Block: bs[k-1], Offset: f.length(), File: f.info(p), Retried: true}, nil
 		}
 	}
 	if err := t.checkAppend(op, p, f, prev); err != nil {

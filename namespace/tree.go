@@ -27,32 +27,6 @@ type Tree struct {
 	views []*View
 }
 
-// inode is a directory or a file. It packs into 128 bytes (a malloc size
-// class; at a million files every byte here is a megabyte): owner and
-// group are one pointer to an interned pair, mode and replication are as
-// narrow as their ranges.
-type inode struct {
-	id     ID
-	parent *inode // nil for the root
-	name   string
-	og     *ownerGroup // owner and group, interned (Tree.ownerGroup)
-	mtime  int64
-
-	// files
-	blockSize uint64
-	length    uint64  // sum of block lengths
-	blocks    []Block // copy-on-write; see the package comment
-	writer    *Writer // non-nil exactly while the file is under construction
-
-	// directories
-	kids []*inode // sorted by name (byte order), searched by binary search
-
-	mode  uint16 // permission bits: at most 01777
-	repl  uint8  // files: at most MaxReplication
-	dir   bool
-	state FileState // files
-}
-
 // ownerGroup is an inode's owner and group. A tree keeps one per distinct
 // pair (Tree.ownerGroup) and never changes one: setOwner points the inode
 // at another.
@@ -80,7 +54,8 @@ func New(l Limits, superOwner, superGroup string) *Tree {
 		nextGenStamp: firstGenStamp,
 		numDirs:      1,
 	}
-	t.root = &inode{id: RootID, name: "", og: t.ownerGroup(superOwner, superGroup), mode: 0755, dir: true, state: Complete}
+	t.root = newDir("", 0755, t.ownerGroup(superOwner, superGroup), 0)
+	t.root.id = RootID
 	t.inodes.put(t.root)
 	return t
 }
@@ -99,19 +74,20 @@ func (d *inode) lookupChild(name string) *inode {
 }
 
 // child returns the child of directory d called name, and the index where
-// it is (or would be inserted) in d.kids.
+// it is (or would be inserted) in d.kids().
 func (d *inode) child(name string) (*inode, int) {
-	lo, hi := 0, len(d.kids)
+	kids := d.kids()
+	lo, hi := 0, len(kids)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if d.kids[m].name < name {
+		if kids[m].name < name {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(d.kids) && d.kids[lo].name == name {
-		return d.kids[lo], lo
+	if lo < len(kids) && kids[lo].name == name {
+		return kids[lo], lo
 	}
 	return nil, lo
 }
@@ -120,9 +96,10 @@ func (d *inode) child(name string) (*inode, int) {
 func (t *Tree) insertChild(d, c *inode) {
 	t.touch(d)
 	_, i := d.child(c.name)
-	d.kids = append(d.kids, nil)
-	copy(d.kids[i+1:], d.kids[i:])
-	d.kids[i] = c
+	e := d.extForWrite()
+	e.kids = append(e.kids, nil)
+	copy(e.kids[i+1:], e.kids[i:])
+	e.kids[i] = c
 	c.parent = d
 }
 
@@ -130,9 +107,10 @@ func (t *Tree) insertChild(d, c *inode) {
 func (t *Tree) removeChild(d, c *inode) {
 	t.touch(d)
 	_, i := d.child(c.name)
-	copy(d.kids[i:], d.kids[i+1:])
-	d.kids[len(d.kids)-1] = nil
-	d.kids = d.kids[:len(d.kids)-1]
+	e := d.ext
+	copy(e.kids[i:], e.kids[i+1:])
+	e.kids[len(e.kids)-1] = nil
+	e.kids = e.kids[:len(e.kids)-1]
 }
 
 // walk follows p (a valid path) from the root as far as it exists. It
@@ -142,7 +120,7 @@ func (t *Tree) walk(p string) (n *inode, rest string) {
 	n = t.root
 	rest = p[1:]
 	for rest != "" {
-		if !n.dir {
+		if !n.dir() {
 			return n, rest
 		}
 		comp, tail, _ := cutComp(rest)
@@ -163,7 +141,7 @@ func (t *Tree) resolve(c *Caller, op, p string) (n *inode, rest string, err erro
 	n = t.root
 	rest = p[1:]
 	for rest != "" {
-		if !n.dir {
+		if !n.dir() {
 			return n, rest, nil
 		}
 		if !c.permits(n, Exec) {
@@ -201,7 +179,7 @@ func (t *Tree) lookupAs(c *Caller, op, p string) (*inode, error) {
 
 // walkErr explains why walk stopped at n with rest unresolved.
 func (t *Tree) walkErr(op, p string, n *inode, rest string) error {
-	if !n.dir {
+	if !n.dir() {
 		return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))
 	}
 	if strings.IndexByte(rest, '/') >= 0 {
@@ -234,22 +212,22 @@ func pathOf(n *inode) string {
 // info describes n, found at path p.
 func (n *inode) info(p string) FileInfo {
 	fi := FileInfo{
-		Path: p, ID: n.id, Name: n.name, IsDir: n.dir,
-		Owner: n.og.owner, Group: n.og.group, Mode: uint32(n.mode), MtimeMs: n.mtime,
-		State: n.state,
+		Path: p, ID: n.id, Name: n.name, IsDir: n.dir(),
+		Owner: n.og.owner, Group: n.og.group, Mode: uint32(n.mode()), MtimeMs: n.mtime,
+		State: n.state(),
 	}
 	if n.parent != nil {
 		fi.Parent = n.parent.id
 	}
-	if n.dir {
-		fi.Children = len(n.kids)
+	if n.dir() {
+		fi.Children = len(n.kids())
 	} else {
-		fi.Replication = uint32(n.repl)
+		fi.Replication = uint32(n.repl())
 		fi.BlockSize = n.blockSize
-		fi.Length = n.length
-		fi.NumBlocks = len(n.blocks)
-		if n.writer != nil {
-			fi.Writer = *n.writer
+		fi.Length = n.length()
+		fi.NumBlocks = n.nblocks()
+		if w := n.writer(); w != nil {
+			fi.Writer = *w
 		}
 	}
 	return fi
@@ -261,7 +239,7 @@ func (t *Tree) newInode(parent, n *inode) {
 	t.nextID++
 	t.inodes.put(n)
 	t.insertChild(parent, n)
-	if n.dir {
+	if n.dir() {
 		t.numDirs++
 	} else {
 		t.numFiles++
@@ -273,19 +251,21 @@ func (t *Tree) newInode(parent, n *inode) {
 // order. It does not detach n from its parent.
 func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
 	t.inodes.del(n.id)
-	if n.dir {
+	if n.dir() {
 		t.numDirs--
-		for _, c := range n.kids {
+		for _, c := range n.kids() {
 			out = t.removeSubtree(c, out)
 		}
 		return out
 	}
 	t.numFiles--
-	for _, b := range n.blocks {
+	var one [1]Block
+	bs := n.blockList(&one)
+	for _, b := range bs {
 		t.blocks.del(b.ID)
 	}
-	t.numBlocks -= len(n.blocks)
-	return append(out, n.blocks...)
+	t.numBlocks -= len(bs)
+	return append(out, bs...)
 }
 
 // checkPerm rejects mode bits outside 01777.

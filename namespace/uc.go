@@ -28,40 +28,43 @@ func (s Session) AppendLast(p string, genStamp uint64, mtimeMs int64) (FileInfo,
 		return FileInfo{}, nil, err
 	}
 	f := t.inodes.get(fi.ID)
-	n := len(f.blocks)
-	if n == 0 || f.blocks[n-1].Length == 0 || f.blocks[n-1].Length >= f.blockSize {
+	if f.nblocks() == 0 || f.lastBlock().Length == 0 || f.lastBlock().Length >= f.blockSize {
 		return fi, nil, nil
 	}
 	if genStamp == 0 {
 		return FileInfo{}, nil, errs.New(errs.Internal, op, p, "no generation stamp for the reopened block")
 	}
-	b := f.blocks[n-1]
+	b := f.lastBlock()
 	b.GenStamp, b.CRC, b.HasCRC = genStamp, 0, false
 	t.replaceLast(f, b)
 	t.nextGenStamp = max(t.nextGenStamp, genStamp+1)
 	return f.info(p), &b, nil
 }
 
-// replaceLast sets f's last block to b (same id), copying the slice: a
-// reader may hold the old one.
+// replaceLast sets f's last block to b (same id): the inline block in
+// place, a block slice by copying it, since a reader may hold the old one.
 func (t *Tree) replaceLast(f *inode, b Block) {
 	t.touch(f)
-	n := len(f.blocks)
+	e := f.ext
+	if e == nil || e.blocks == nil {
+		f.setInline(b)
+		return
+	}
+	n := len(e.blocks)
 	fresh := make([]Block, n, n+n/8+1)
-	copy(fresh, f.blocks)
-	f.length = f.length - fresh[n-1].Length + b.Length
+	copy(fresh, e.blocks)
+	e.length = e.length - fresh[n-1].Length + b.Length
 	fresh[n-1] = b
-	f.blocks = fresh
+	e.blocks = fresh
 }
 
 // lastOf checks that b names (id and generation stamp) the last block of
 // the under-construction file f and returns it.
 func lastOf(op, p string, f *inode, b Block) (Block, error) {
-	n := len(f.blocks)
-	if n == 0 {
+	if f.nblocks() == 0 {
 		return Block{}, errs.Newf(errs.Precondition, op, p, "%v is not the last block: the file has no blocks", b)
 	}
-	last := f.blocks[n-1]
+	last := f.lastBlock()
 	if last.ID != b.ID || last.GenStamp != b.GenStamp {
 		return Block{}, errs.Newf(errs.Precondition, op, p, "%v is not the last block %v", b, last)
 	}
@@ -125,8 +128,8 @@ func (s Session) UpdatePipeline(p string, id ID, old, nb Block) (Block, error) {
 	}
 	last, err := lastOf(op, p, f, old)
 	if err != nil {
-		if len(f.blocks) > 0 && f.blocks[len(f.blocks)-1].ID == nb.ID && f.blocks[len(f.blocks)-1].GenStamp == nb.GenStamp {
-			return f.blocks[len(f.blocks)-1], nil // a retry of this update
+		if f.nblocks() > 0 && f.lastBlock().ID == nb.ID && f.lastBlock().GenStamp == nb.GenStamp {
+			return f.lastBlock(), nil // a retry of this update
 		}
 		return Block{}, err
 	}
@@ -158,21 +161,24 @@ type Recovery struct {
 func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block, error) {
 	const op = "commitBlockSynchronization"
 	f := t.inodes.get(id)
-	if f == nil || f.dir {
+	if f == nil || f.dir() {
 		return FileInfo{}, Block{}, errs.Newf(errs.NotFound, op, "", "inode %d is not a file", id)
 	}
 	p := pathOf(f)
-	n := len(f.blocks)
-	if f.state != UnderConstruction {
-		if n > 0 && f.blocks[n-1].ID == r.Block.ID && f.blocks[n-1].GenStamp == r.RecoveryID && f.blocks[n-1].Length == r.Length {
-			return f.info(p), f.blocks[n-1], nil
+	n := f.nblocks()
+	var last Block
+	if n > 0 {
+		last = f.lastBlock()
+	}
+	if f.state() != UnderConstruction {
+		if n > 0 && last.ID == r.Block.ID && last.GenStamp == r.RecoveryID && last.Length == r.Length {
+			return f.info(p), last, nil
 		}
 		return FileInfo{}, Block{}, errs.New(errs.Precondition, op, p, "file is not under construction")
 	}
-	if n == 0 || f.blocks[n-1].ID != r.Block.ID {
+	if n == 0 || last.ID != r.Block.ID {
 		return FileInfo{}, Block{}, errs.Newf(errs.Precondition, op, p, "%v is not the last block of the file", r.Block)
 	}
-	last := f.blocks[n-1]
 	if last.GenStamp > r.RecoveryID || r.RecoveryID >= t.nextGenStamp {
 		return FileInfo{}, Block{}, errs.Newf(errs.Precondition, op, p, "recovery %d of %v is stale (the block is %v)", r.RecoveryID, r.Block, last)
 	}
@@ -182,16 +188,14 @@ func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block
 	t.touch(f)
 	var out Block
 	if r.Delete {
-		f.blocks = f.blocks[: n-1 : n-1]
-		f.length -= last.Length
+		f.dropLast()
 		t.blocks.del(last.ID)
 		t.numBlocks--
 	} else {
 		out = Block{ID: last.ID, GenStamp: r.RecoveryID, Length: r.Length, CRC: r.CRC, HasCRC: r.HasCRC}
 		t.replaceLast(f, out)
 	}
-	f.state = Complete
-	f.writer = nil
+	f.close()
 	f.mtime = mtimeMs
 	return f.info(p), out, nil
 }
@@ -203,23 +207,22 @@ func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block
 func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
 	const op = "recoverLease"
 	f := t.inodes.get(id)
-	if f == nil || f.dir || f.state != UnderConstruction {
+	if f == nil || f.dir() || f.state() != UnderConstruction {
 		return FileInfo{}, nil, errs.Newf(errs.Precondition, op, "", "inode %d is not a file under construction", id)
 	}
 	t.touch(f)
 	var dropped *Block
-	if n := len(f.blocks); n > 0 {
-		last := f.blocks[n-1]
+	if f.nblocks() > 0 {
+		last := f.lastBlock()
 		if last.Length != 0 || last.HasCRC {
 			return FileInfo{}, nil, errs.Newf(errs.Precondition, op, pathOf(f), "last block %v holds data", last)
 		}
-		f.blocks = f.blocks[: n-1 : n-1]
+		f.dropLast()
 		t.blocks.del(last.ID)
 		t.numBlocks--
 		dropped = &last
 	}
-	f.state = Complete
-	f.writer = nil
+	f.close()
 	f.mtime = mtimeMs
 	return f.info(pathOf(f)), dropped, nil
 }
@@ -228,10 +231,10 @@ func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
 // its writer.
 func (t *Tree) UnderConstructionBy(id ID) (Writer, bool) {
 	f := t.inodes.get(id)
-	if f == nil || f.dir || f.state != UnderConstruction || f.writer == nil {
+	if f == nil || f.dir() || f.state() != UnderConstruction || f.writer() == nil {
 		return Writer{}, false
 	}
-	return *f.writer, true
+	return *f.writer(), true
 }
 
 // CheckWrite checks that the caller may write file p (Exec on every

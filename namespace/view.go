@@ -19,10 +19,11 @@ import (
 // It works by copy-on-write of the inodes the view can reach. While a view
 // is open, every mutation first calls Tree.touch on each inode it is about
 // to change; touch keeps, once per view, a shallow copy of the inode as it
-// was (its pre-image) and gives a directory a fresh children slice to
-// change, leaving the old one to the view. Block slices are already
-// copy-on-write (see the package comment), so a shallow copy freezes a
-// file. Inodes created after the view (id at or above its next id) are
+// was (its pre-image) and gives the inode a fresh copy of its ext (with a
+// fresh children slice) to change, leaving the old ones to the view. Block
+// slices are already copy-on-write (see the package comment) and the
+// inline block is in the inode, so a shallow copy freezes a file.
+// Inodes created after the view (id at or above its next id) are
 // never reachable from it and are never copied. The encoder reads an
 // inode's pre-image when it has one, the inode itself otherwise; either
 // way what it reads does not change under it, and the children slices it
@@ -108,8 +109,9 @@ func (v *View) Close() {
 
 // touch is called by every mutation, under the write lock, before it
 // changes n: each open view that can reach n and has no pre-image of it
-// yet keeps a copy of n as it is, and a directory's children slice is
-// replaced by a copy, so that the one the views hold is never written.
+// yet keeps a copy of n as it is, and n's ext (with a directory's
+// children slice) is replaced by a copy, so that the one the views hold is
+// never written.
 func (t *Tree) touch(n *inode) {
 	if len(t.views) == 0 {
 		return
@@ -129,8 +131,8 @@ func (t *Tree) touch(n *inode) {
 		}
 		v.mu.Unlock()
 	}
-	if fresh && n.dir {
-		n.kids = slices.Clone(n.kids)
+	if fresh && n.ext != nil {
+		n.ext = n.ext.clone()
 	}
 }
 
@@ -166,10 +168,7 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 		v.mu.Lock()
 		n := v.rec(k)
 		dst = appendInode(dst, n, f.parent)
-		kids, id := n.kids, n.id
-		if !n.dir {
-			kids = nil
-		}
+		kids, id := n.kids(), n.id
 		v.mu.Unlock()
 		if len(kids) > 0 {
 			v.stack = append(v.stack, viewFrame{kids: kids, parent: id})

@@ -43,6 +43,24 @@ var viewMutations = []struct {
 		n := mustStat(t, tr, "/a/new")
 		mustAdd(t, tr, "/a/new", n.ID, nil)
 	}},
+	{"blocks move between the inode and a slice", func(t testing.TB, tr *Tree) {
+		uc := mustStat(t, tr, "/a/uc")
+		b1 := blocksOf(t, tr, "/a/uc")[0]
+		b1.Length = 4
+		b2 := mustAdd(t, tr, "/a/uc", uc.ID, &b1) // out of the inode
+		if _, _, err := tr.CommitRecovery(uc.ID, Recovery{Block: b2, RecoveryID: tr.AllocGenStamp(), Delete: true}, 9); err != nil {
+			t.Fatal(err) // back into it
+		}
+		if _, err := tr.Append("/a/uc", 9); err != nil {
+			t.Fatal(err)
+		}
+		f := mustStat(t, tr, "/a/f")
+		if _, err := tr.Append("/a/f", 9); err != nil {
+			t.Fatal(err)
+		}
+		b3 := mustAdd(t, tr, "/a/f", f.ID, &blocksOf(t, tr, "/a/f")[1])
+		must(t, tr.AbandonBlock("/a/f", f.ID, b3))
+	}},
 	{"hflush length and pipeline stamp", func(t testing.TB, tr *Tree) {
 		uc := mustStat(t, tr, "/a/uc")
 		b := blocksOf(t, tr, "/a/uc")[0]
@@ -265,8 +283,8 @@ func (failWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("disk full")
 // TestInodeSize guards the inode's size class: at a million files each
 // byte of it is a megabyte of namenode heap.
 func TestInodeSize(t *testing.T) {
-	if s := unsafe.Sizeof(inode{}); s > 128 {
-		t.Fatalf("inode is %d bytes, want at most 128", s)
+	if s := unsafe.Sizeof(inode{}); s > 96 {
+		t.Fatalf("inode is %d bytes, want at most 96", s)
 	}
 }
 
