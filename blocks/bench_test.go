@@ -86,3 +86,46 @@ func BenchmarkLocations1000(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFullReport1M is one full block report from a datanode holding a
+// million blocks (ids 1..1M, all expected, 3 replicas each on 3 datanodes),
+// per op. "same" re-reports what the datanode holds (the steady state);
+// "churn" alternates between all of them and all but every 100th, so each
+// op adds or drops 10,000 replicas.
+func BenchmarkFullReport1M(b *testing.B) {
+	const nblocks = 1_000_000
+	m, _ := newTestManager(b, 3)
+	all := make([]Replica, nblocks)
+	for i := range all {
+		all[i] = rep(uint64(i + 1))
+		m.SetExpected(uint64(i+1), 1, 100, 3, true)
+	}
+	for i := 1; i <= 3; i++ {
+		if !m.FullReport(dn(i), all) {
+			b.Fatal("report refused")
+		}
+	}
+	var fewer []Replica
+	for i := range all {
+		if i%100 != 0 {
+			fewer = append(fewer, all[i])
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		churn bool
+	}{{"same", false}, {"churn", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				rs := all
+				if tc.churn && i%2 == 0 {
+					rs = fewer
+				}
+				if !m.FullReport(dn(1), rs) {
+					b.Fatal("report refused")
+				}
+			}
+			m.FullReport(dn(1), all)
+		})
+	}
+}
