@@ -17,12 +17,12 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	if n.snap.Load().State != Live {
 		return false
 	}
-	held := newIDSet(len(rs))
+	var held idSet
 	for i := range rs {
 		held.Add(rs[i].BlockID)
 	}
 	var gone []uint64
-	for _, b := range n.blocks.Append(nil) {
+	for _, b := range n.blocks.Append(make([]uint64, 0, n.blocks.Len())) {
 		if !held.Has(b) {
 			gone = append(gone, b)
 		}
