@@ -151,7 +151,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 				id := rng.Uint64N(c.ids) + 1
 				if add := rng.IntN(10) < 7; add == (i < c.steps/2) {
 					if m[id] == nil {
-						b := newBlockInfo(id, 0)
+						b := &blockInfo{id: id}
 						tab.put(b)
 						m[id] = b
 					}
