@@ -188,3 +188,82 @@ func TestReplicaStamps(t *testing.T) {
 		})
 	}
 }
+
+// TestSideTablesShrink: the stamps and spilled-replica maps are rebuilt
+// once a wave that filled them (an append of many blocks, a wave of
+// over-replication) has passed, like the queues.
+func TestSideTablesShrink(t *testing.T) {
+	m, _ := newTestManager(t, 5)
+	// 2*shrinkMin blocks in shard 0, so its maps pass shrinkMin.
+	var ids []uint64
+	for id := uint64(1); len(ids) < 2*shrinkMin; id++ {
+		if shardIndex(id) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	s := &m.shards[0]
+	report := func(node int, gen uint64, deleted bool) {
+		var rs []Replica
+		var del []uint64
+		for _, id := range ids {
+			rs = append(rs, Replica{BlockID: id, GenStamp: gen, Length: blkSize, Inode: 100})
+			del = append(del, id)
+		}
+		if deleted {
+			m.IncrementalReport(dn(node), nil, del)
+		} else {
+			m.IncrementalReport(dn(node), rs, nil)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		fill  func()
+		drain func()
+		table func() (addr string, n int)
+	}{
+		{"stamps after an append",
+			func() {
+				for _, id := range ids {
+					m.SetExpected(id, 1, 100, 3, true)
+				}
+				for k := 1; k <= 3; k++ {
+					report(k, 1, false)
+				}
+				for _, id := range ids {
+					m.SetExpected(id, 2, 100, 3, true)
+				}
+			},
+			func() {
+				for k := 1; k <= 3; k++ {
+					report(k, 2, false)
+				}
+			},
+			func() (string, int) { return fmt.Sprintf("%p", s.stamps), len(s.stamps) }},
+		{"spilled replicas after over-replication",
+			func() {
+				for k := 4; k <= 5; k++ {
+					report(k, 2, false)
+				}
+			},
+			func() {
+				for k := 4; k <= 5; k++ {
+					report(k, 2, true)
+				}
+			},
+			func() (string, int) { return fmt.Sprintf("%p", s.extra), len(s.extra) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.fill()
+			full, n := c.table()
+			if n < len(ids) {
+				t.Fatalf("filled: %d entries, want at least %d", n, len(ids))
+			}
+			c.drain()
+			after, n := c.table()
+			if n != 0 || after == full {
+				t.Fatalf("drained: %d entries, rebuilt %v", n, after != full)
+			}
+			checkInvariants(t, m)
+		})
+	}
+}
