@@ -86,3 +86,89 @@ func BenchmarkLocations1000(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFullReport1M is one full block report from a datanode holding a
+// million blocks (ids 1..1M, all expected, 3 replicas each on 3 datanodes),
+// per op. "same" re-reports what the datanode holds (the steady state);
+// "churn" alternates between all of them and all but every 100th, so each
+// op adds or drops 10,000 replicas.
+func BenchmarkFullReport1M(b *testing.B) {
+	const nblocks = 1_000_000
+	m, _ := newTestManager(b, 3)
+	all := make([]Replica, nblocks)
+	for i := range all {
+		all[i] = rep(uint64(i + 1))
+		m.SetExpected(uint64(i+1), 1, 100, 3, true)
+	}
+	for i := 1; i <= 3; i++ {
+		if !m.FullReport(dn(i), all) {
+			b.Fatal("report refused")
+		}
+	}
+	var fewer []Replica
+	for i := range all {
+		if i%100 != 0 {
+			fewer = append(fewer, all[i])
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		churn bool
+	}{{"same", false}, {"churn", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				rs := all
+				if tc.churn && i%2 == 0 {
+					rs = fewer
+				}
+				if !m.FullReport(dn(1), rs) {
+					b.Fatal("report refused")
+				}
+			}
+			m.FullReport(dn(1), all)
+		})
+	}
+}
+
+// BenchmarkReader1000 is the read path alone: one LocationReader resolving
+// 1000 consecutive blocks to datanode numbers per op, from one goroutine
+// (no datanode copies, no contention), so a change to the block record
+// shows in it.
+func BenchmarkReader1000(b *testing.B) {
+	const nodes, nblocks, perCall = 10, 100_000, 1000
+	cfg := DefaultConfig()
+	cfg.Seed = 1
+	m, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i <= nodes; i++ {
+		m.Register(Datanode{ID: dn(i), Addr: "10.0.0.1:9866", Capacity: 100 * gib})
+	}
+	for id := uint64(1); id <= nblocks; id++ {
+		m.SetExpected(id, 1, 100, 3, true)
+	}
+	for i := 0; i < nodes; i++ {
+		var rs []Replica
+		for id := uint64(1); id <= nblocks; id++ {
+			if int(id%nodes) == i || int((id+1)%nodes) == i || int((id+2)%nodes) == i {
+				rs = append(rs, rep(id))
+			}
+		}
+		m.FullReport(dn(i+1), rs)
+	}
+	var r LocationReader
+	dst := make([]uint32, 0, 4*perCall)
+	base := uint64(0)
+	for b.Loop() {
+		r.Reset(m)
+		dst = dst[:0]
+		for id := base + 1; id <= base+perCall; id++ {
+			dst = r.Append(dst, id)
+		}
+		if len(dst) != 3*perCall {
+			b.Fatalf("resolved %d replicas for %d blocks", len(dst), perCall)
+		}
+		base = (base + perCall) % (nblocks - perCall)
+	}
+}

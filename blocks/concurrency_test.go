@@ -107,26 +107,37 @@ func checkInvariants(t *testing.T, m *Manager) {
 		var sum tally
 		for _, id := range s.blocks.ids(nil) {
 			b := s.blocks.get(id)
-			tl := b.tally()
+			tl := s.tally(b)
 			sum.blocks += tl.blocks
 			sum.good += tl.good
 			sum.bad += tl.bad
-			if !b.expected && len(b.locs) == 0 {
+			if !b.expected() && s.numLocs(b) == 0 {
 				t.Errorf("block %d: empty unexpected entry kept", id)
 			}
 			_, inUnder := s.under[id]
 			_, pend := s.pending[id]
-			short := b.expected && b.complete && tl.good < int(b.replication)
+			short := b.expected() && b.complete() && tl.good < int(b.replication)
 			if inUnder && !short {
 				t.Errorf("block %d in under queue with %d/%d good", id, tl.good, b.replication)
 			}
 			if short && !inUnder && !pend {
 				t.Errorf("block %d short (%d/%d) but neither queued nor pending", id, tl.good, b.replication)
 			}
-			for i := range b.locs { // the Manager is quiescent: read node state directly
-				if !b.locs[i].n.blocks.Has(id) {
-					t.Errorf("block %d located on %s, which did not report it", id, b.locs[i].n.id)
+			for _, l := range s.locs(b) { // the Manager is quiescent: read node state directly
+				if n := s.node(l); !n.blocks.Has(id) {
+					t.Errorf("block %d located on %s, which did not report it", id, n.id)
 				}
+			}
+			checkSideTables(t, s, b)
+		}
+		for k := range s.stamps {
+			if b := s.blocks.get(k.id); b == nil || s.find(b, s.m.reg.Load().byNum[k.num]) < 0 {
+				t.Errorf("stamp of block %d on datanode %d left behind", k.id, k.num)
+			}
+		}
+		for id := range s.extra {
+			if b := s.blocks.get(id); b == nil || b.n != spilled {
+				t.Errorf("spilled replicas of block %d left behind", id)
 			}
 		}
 		if sum.blocks != s.nBlocks || sum.good != s.nGood || sum.bad != s.nBad {
@@ -137,7 +148,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 	for _, n := range m.nodes() {
 		for _, id := range n.blocks.Append(nil) {
 			s := m.shard(id)
-			if b := s.blocks.get(id); b == nil || b.find(n) < 0 {
+			if b := s.blocks.get(id); b == nil || s.find(b, n) < 0 {
 				t.Errorf("%s reported block %d, which is not located on it", n.id, id)
 			}
 		}
@@ -151,6 +162,34 @@ func checkInvariants(t *testing.T, m *Manager) {
 		}
 		if int(n.streams.Load()) != streams {
 			t.Errorf("%s streams = %d, pending with it as source = %d", n.id, n.streams.Load(), streams)
+		}
+	}
+}
+
+// checkSideTables checks b's entries in s.extra and s.stamps: replicas
+// spill only beyond inlineLocs, no datanode holds two, and a replica has an
+// own stamp exactly when it differs from the block's. Caller holds s.mu.
+func checkSideTables(t *testing.T, s *shard, b *blockInfo) {
+	t.Helper()
+	x, spilledOK := s.extra[b.id]
+	switch {
+	case b.n == spilled && (!spilledOK || len(x) <= inlineLocs):
+		t.Errorf("block %d spilled with %d replicas", b.id, len(x))
+	case b.n != spilled && (spilledOK || b.n > inlineLocs):
+		t.Errorf("block %d: %d inline replicas and a spill entry %v", b.id, b.n, spilledOK)
+	}
+	seen := map[uint32]bool{}
+	for _, l := range s.locs(b) {
+		if seen[l.num()] {
+			t.Errorf("block %d: datanode %d holds two replicas", b.id, l.num())
+		}
+		seen[l.num()] = true
+		st, ok := s.stamps[stampKey{b.id, l.num()}]
+		if ok != l.has(locOwnStamp) {
+			t.Errorf("block %d datanode %d: stamp entry %v, flag %v", b.id, l.num(), ok, l.has(locOwnStamp))
+		}
+		if ok && st.genStamp == b.genStamp && st.length == b.length {
+			t.Errorf("block %d datanode %d: own stamp equal to the block's", b.id, l.num())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -16,6 +17,10 @@ func TestIDSetMatchesMap(t *testing.T) {
 		{"dense with zero", 50, 2000},
 		{"sparse", 1 << 40, 5000},
 		{"grow and shrink", 4000, 40000},
+		// Over chunkArrayMax ids in one chunk: arrays become bitmaps and,
+		// as the second half deletes, arrays again.
+		{"bitmap grow and shrink", 12000, 120000},
+		{"several chunks", 4 << 16, 200000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -50,7 +55,80 @@ func TestIDSetMatchesMap(t *testing.T) {
 					t.Fatalf("lost %d", id)
 				}
 			}
+			checkChunks(t, &s)
+			for id := range m {
+				s.Delete(id)
+			}
+			if s.Len() != 0 || len(s.chunks) != 0 {
+				t.Fatalf("emptied: Len %d, %d chunks", s.Len(), len(s.chunks))
+			}
 		})
+	}
+}
+
+// checkChunks checks every chunk's count and form: arrays sorted and at
+// most chunkArrayMax long, bitmaps holding at least half that.
+func checkChunks(t *testing.T, s *idSet) {
+	t.Helper()
+	total := 0
+	for hi, c := range s.chunks {
+		n := len(c.arr)
+		if c.bits != nil {
+			n = 0
+			for _, w := range c.bits {
+				n += bits.OnesCount64(w)
+			}
+			if c.arr != nil || n < chunkArrayMax/2 {
+				t.Fatalf("chunk %d: bitmap of %d ids (array %v)", hi, n, c.arr != nil)
+			}
+		} else if n > chunkArrayMax || !slices.IsSorted(c.arr) {
+			t.Fatalf("chunk %d: array of %d ids, sorted %v", hi, n, slices.IsSorted(c.arr))
+		}
+		if n != c.n || n == 0 {
+			t.Fatalf("chunk %d: %d ids, counted %d", hi, n, c.n)
+		}
+		total += n
+	}
+	if total != s.Len() {
+		t.Fatalf("chunks hold %d ids, Len %d", total, s.Len())
+	}
+}
+
+// TestIDSetChunkForms walks one chunk through array, bitmap and back.
+func TestIDSetChunkForms(t *testing.T) {
+	var s idSet
+	base := uint64(7) << 16
+	for _, step := range []struct {
+		name   string
+		add    bool
+		from   int // low bits [from, to), every other one
+		to     int
+		bitmap bool
+	}{
+		{"fill array", true, 0, 2 * chunkArrayMax, false},
+		{"one more makes a bitmap", true, 2 * chunkArrayMax, 2*chunkArrayMax + 2, true},
+		{"half the bitmap stays one", false, 0, chunkArrayMax, true},
+		{"below half is an array", false, chunkArrayMax, chunkArrayMax + 4, false},
+		{"empty", false, 0, 1 << 16, false},
+	} {
+		for lo := step.from; lo < step.to; lo += 2 {
+			if step.add {
+				s.Add(base + uint64(lo))
+			} else {
+				s.Delete(base + uint64(lo))
+			}
+		}
+		c := s.chunks[7]
+		if step.name == "empty" {
+			if c != nil || s.Len() != 0 {
+				t.Fatalf("%s: chunk left with %d ids", step.name, s.Len())
+			}
+			continue
+		}
+		if c == nil || (c.bits != nil) != step.bitmap {
+			t.Fatalf("%s: bitmap %v, want %v", step.name, c != nil && c.bits != nil, step.bitmap)
+		}
+		checkChunks(t, &s)
 	}
 }
 
@@ -73,7 +151,7 @@ func TestBlockTableMatchesMap(t *testing.T) {
 				id := rng.Uint64N(c.ids) + 1
 				if add := rng.IntN(10) < 7; add == (i < c.steps/2) {
 					if m[id] == nil {
-						b := newBlockInfo(id, 0)
+						b := &blockInfo{id: id}
 						tab.put(b)
 						m[id] = b
 					}

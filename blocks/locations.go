@@ -93,15 +93,16 @@ func (r *LocationReader) grow(n int) {
 	r.keys = r.spill
 }
 
-// key returns n's key, reading n's snapshot on first sight.
-func (r *LocationReader) key(n *node) *nodeKey {
-	if int(n.num) >= len(r.reg.rank) {
+// key returns the key of datanode number num, reading its snapshot on
+// first sight.
+func (r *LocationReader) key(num uint32) *nodeKey {
+	if int(num) >= len(r.reg.rank) {
 		r.reload()
 	}
-	k := &r.keys[n.num]
+	k := &r.keys[num]
 	if k.d == nil {
-		d := n.snap.Load()
-		*k = nodeKey{d: d, stale: d.LastHeartbeat.Before(r.staleBefore), failed: d.FailedVolumes, util: d.utilization(), byID: r.reg.rank[n.num]}
+		d := r.reg.byNum[num].snap.Load()
+		*k = nodeKey{d: d, stale: d.LastHeartbeat.Before(r.staleBefore), failed: d.FailedVolumes, util: d.utilization(), byID: r.reg.rank[num]}
 	}
 	return k
 }
@@ -132,14 +133,13 @@ func (r *LocationReader) Append(dst []uint32, blockID uint64) []uint32 {
 	cs := buf[:0]
 	s := r.m.shard(blockID)
 	rl := s.mu.RLockAt(r.slot)
-	if b := s.blocks.get(blockID); b != nil && b.expected {
-		for i := range b.locs {
-			l := &b.locs[i]
-			if !b.isGood(l) {
+	if b := s.blocks.get(blockID); b != nil && b.expected() {
+		for _, l := range s.locs(b) {
+			if !s.isGood(b, l) {
 				continue
 			}
-			if k := r.key(l.n); k.d.State == Live {
-				cs = append(cs, servable{num: l.n.num, rank: uint8(serveRank(l))})
+			if k := r.key(l.num()); k.d.State == Live {
+				cs = append(cs, servable{num: l.num(), rank: uint8(serveRank(l))})
 			}
 		}
 	}
@@ -164,7 +164,7 @@ func (r *LocationReader) Datanode(num uint32) *Datanode {
 			return d
 		}
 	}
-	return r.key(r.m.reg.Load().byNum[num]).d
+	return r.key(num).d
 }
 
 // Datanodes returns the number of datanodes registered when the reader was
@@ -204,8 +204,8 @@ func (m *Manager) NeededReplication(blockID uint64) (live, expected int) {
 	rl := s.mu.RLock()
 	defer rl.RUnlock()
 	b := s.blocks.get(blockID)
-	if b == nil || !b.expected {
+	if b == nil || !b.expected() {
 		return 0, 0
 	}
-	return b.tally().good, int(b.replication)
+	return s.tally(b).good, int(b.replication)
 }

@@ -15,10 +15,9 @@ func referenceLocations(m *Manager, id uint64) []Datanode {
 	s := m.shard(id)
 	rl := s.mu.RLock()
 	var segs [3][]Datanode
-	if b := s.blocks.get(id); b != nil && b.expected {
-		for i := range b.locs {
-			l := &b.locs[i]
-			if d := l.n.snap.Load(); b.isGood(l) && d.State == Live {
+	if b := s.blocks.get(id); b != nil && b.expected() {
+		for _, l := range s.locs(b) {
+			if d := s.node(l).snap.Load(); s.isGood(b, l) && d.State == Live {
 				segs[serveRank(l)] = append(segs[serveRank(l)], *d)
 			}
 		}

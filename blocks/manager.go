@@ -41,7 +41,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x5DEECE66D))}
 	for i := range m.shards {
-		m.shards[i].init()
+		m.shards[i].init(m)
 	}
 	m.reg.Store(&registry{byID: map[string]*node{}})
 	return m, nil
@@ -60,7 +60,9 @@ func (m *Manager) nodes() []*node { return m.reg.Load().sorted }
 // live datanode at another address: one id is one datanode, and a second
 // process claiming it would take over its commands and replicas. The same
 // address may register again at any time (a restart), another one once the
-// old registration is dead. d.LastHeartbeat and d.State are ignored.
+// old registration is dead. It returns an errs.Exhausted error for a new
+// id once 2^26 datanode ids have registered (the block map names datanodes
+// by a 26-bit number). d.LastHeartbeat and d.State are ignored.
 func (m *Manager) Register(d Datanode) error {
 	if d.ID == "" {
 		m.Refuse(RefusedRegister)
@@ -71,7 +73,12 @@ func (m *Manager) Register(d Datanode) error {
 	if n == nil {
 		m.regMu.Lock()
 		old := m.reg.Load()
-		if n = old.byID[d.ID]; n == nil {
+		if n = old.byID[d.ID]; n == nil && len(old.byNum) >= maxNodes {
+			m.regMu.Unlock()
+			m.Refuse(RefusedRegister)
+			return errs.Newf(errs.Exhausted, "blocks.register", d.ID, "this namenode has registered %d datanodes, the most it can", maxNodes)
+		}
+		if n == nil {
 			n = newNode(d)
 			n.num = uint32(len(old.sorted))
 			r := &registry{byID: make(map[string]*node, len(old.byID)+1), sorted: make([]*node, 0, len(old.sorted)+1)}

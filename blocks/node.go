@@ -7,8 +7,8 @@ import (
 )
 
 // node is the Manager's record of one datanode. It is created on first
-// registration and never removed, so *node pointers in the block map stay
-// valid.
+// registration and never removed, so the block map names it by its number
+// (num, an index into registry.byNum) and that number stays valid.
 type node struct {
 	id string
 	// num is the node's registration number: 0 for the first datanode

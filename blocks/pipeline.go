@@ -22,20 +22,20 @@ func (m *Manager) SetPipeline(blockID uint64, datanodes []string) {
 	s := m.shard(blockID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := s.blocks.get(blockID); b == nil || !b.expected || b.complete {
+	if b := s.blocks.get(blockID); b == nil || !b.expected() || b.complete() {
 		return // only settle drops a record: keep none it would not see
 	}
 	s.writing[blockID] = ns
 }
 
 // inPipeline reports whether block id has a recorded pipeline (known) and
-// whether n is in it. Caller holds s.mu.
-func (s *shard) inPipeline(id uint64, n *node) (member, known bool) {
+// whether datanode number num is in it. Caller holds s.mu.
+func (s *shard) inPipeline(id uint64, num uint32) (member, known bool) {
 	w, ok := s.writing[id]
 	if !ok {
 		return false, false
 	}
-	return slices.Contains(w, n), true
+	return slices.ContainsFunc(w, func(n *node) bool { return n.num == num }), true
 }
 
 // WriteTargets returns the live datanodes that may hold a replica of block
@@ -49,9 +49,9 @@ func (m *Manager) WriteTargets(blockID uint64) []Datanode {
 	var ns []*node
 	ns = append(ns, s.writing[blockID]...)
 	if b := s.blocks.get(blockID); b != nil {
-		for i := range b.locs {
-			if l := &b.locs[i]; !l.invalidating && !slices.Contains(ns, l.n) {
-				ns = append(ns, l.n)
+		for _, l := range s.locs(b) {
+			if n := s.node(l); !l.has(locInvalidating) && !slices.Contains(ns, n) {
+				ns = append(ns, n)
 			}
 		}
 	}

@@ -17,12 +17,12 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	if n.snap.Load().State != Live {
 		return false
 	}
-	held := newIDSet(len(rs))
+	var held idSet
 	for i := range rs {
 		held.Add(rs[i].BlockID)
 	}
 	var gone []uint64
-	for _, b := range n.blocks.Append(nil) {
+	for _, b := range n.blocks.Append(make([]uint64, 0, n.blocks.Len())) {
 		if !held.Has(b) {
 			gone = append(gone, b)
 		}
@@ -97,9 +97,9 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 // ReportSuspect.
 func (m *Manager) ReportCorrupt(blockID uint64, datanodeID string) (found bool) {
 	return m.withReplica(blockID, datanodeID, func(s *shard, b *blockInfo, l *loc) bool {
-		before := b.tally()
-		l.corrupt = true
-		l.verified, l.suspect, l.verifying = false, false, false
+		before := s.tally(b)
+		l.set(locCorrupt, true)
+		l.set(locVerified|locSuspect|locVerifying, false)
 		s.verifyDone(blockID, b)
 		s.settle(blockID, b, before)
 		return true
@@ -121,11 +121,11 @@ func (m *Manager) withReplica(blockID uint64, datanodeID string, fn func(s *shar
 	if b == nil {
 		return false
 	}
-	i := b.find(n)
+	i := s.find(b, n)
 	if i < 0 {
 		return false
 	}
-	return fn(s, b, &b.locs[i])
+	return fn(s, b, &s.locs(b)[i])
 }
 
 // SetExpected records what the namespace says about block blockID: its
@@ -146,12 +146,15 @@ func (m *Manager) SetExpected(blockID, genStamp, inode uint64, replication uint3
 func (s *shard) setExpected(e ExpectedBlock) {
 	b := s.blocks.get(e.ID)
 	if b == nil {
-		b = newBlockInfo(e.ID, 0)
+		b = &blockInfo{id: e.ID, genStamp: e.GenStamp}
 		s.blocks.put(b)
 	}
-	before := b.tally()
-	b.expected, b.forgotten = true, false
-	b.genStamp, b.inode, b.replication, b.complete = e.GenStamp, e.Inode, e.Replication, e.Complete
+	before := s.tally(b)
+	s.rebase(b, e.GenStamp, b.length)
+	b.setState(bExpected, true)
+	b.setState(bForgotten, false)
+	b.setState(bComplete, e.Complete)
+	b.inode, b.replication = e.Inode, uint16(min(e.Replication, 0xFFFF))
 	s.settle(e.ID, b, before)
 }
 
@@ -173,10 +176,12 @@ func (m *Manager) Forget(blockIDs ...uint64) {
 
 // forget is Forget of one block with s.mu held.
 func (s *shard) forget(id uint64, b *blockInfo) {
-	before := b.tally()
-	b.expected, b.forgotten = false, true
-	for i := range b.locs {
-		b.invalidate(id, &b.locs[i])
+	before := s.tally(b)
+	b.setState(bExpected, false)
+	b.setState(bForgotten, true)
+	ls := s.locs(b)
+	for i := range ls {
+		s.invalidate(b, &ls[i])
 	}
 	s.settle(id, b, before)
 }

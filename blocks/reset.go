@@ -87,7 +87,7 @@ func (r *Reset) Finish() (forgotten int) {
 		s.mu.Lock()
 		for _, id := range s.blocks.ids(nil) { // forget may delete
 			b := s.blocks.get(id)
-			if _, ok := slices.BinarySearch(seen, id); b != nil && b.expected && !ok {
+			if _, ok := slices.BinarySearch(seen, id); b != nil && b.expected() && !ok {
 				s.forget(id, b)
 				forgotten++
 			}

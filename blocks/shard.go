@@ -17,85 +17,99 @@ func shardIndex(id uint64) int {
 	return int((id * 0x9E3779B97F4A7C15) >> (64 - shardBits))
 }
 
-// loc is one datanode's replica of a block.
-type loc struct {
-	n        *node
-	genStamp uint64
-	length   uint64
-	// corrupt: reported corrupt by a client or datanode.
-	corrupt bool
-	// invalidating: a delete was scheduled; uncounted and unserved until
-	// the datanode reports the replica gone.
-	invalidating bool
-	// verified: this namenode has evidence the replica holds the block's
-	// bytes (see verify.go); unverified copies are deleted first and the
-	// last verified one never is.
-	verified bool
-	// suspect: a client reported it bad; still good until its datanode
-	// re-verifies it (verified again) or reports it corrupt.
-	suspect bool
-	// verifying: a Verify command was queued for it and not yet answered.
-	verifying bool
-}
-
-// blockInfo is everything this namenode knows about one block.
-// At 3 replicas it is 160 bytes (a size class): a time.Time here (24
-// bytes) put it in the 176-byte class.
+// blockInfo is everything this namenode knows about one block: 48 bytes
+// (a size class) with up to three replicas, which it holds itself as
+// 4-byte datanode numbers with flags (loc); more go to shard.extra, and a
+// replica's stamp and length to shard.stamps when they differ from the
+// block's. It was 160 bytes with a 32-byte record per replica (a *node,
+// both stamps and five bools) and a first-seen time in every block.
 type blockInfo struct {
-	id          uint64 // the key of the shard's blockTable
-	expected    bool   // the namespace says the block exists
-	forgotten   bool   // the namespace deleted it (or unknown past grace): delete every replica
-	complete    bool
-	replication uint32
-	genStamp    uint64
+	id uint64 // the key of the shard's blockTable
+	// genStamp is the expected generation stamp; before the namespace
+	// names the block, that of its replicas (see updateStamp).
+	genStamp uint64
+	// length is that of the replicas without an own stamp: the first
+	// reported, or the one all of them moved to.
+	length      uint64
 	inode       uint64
-	firstSeen   int64 // unix nanoseconds of the first report while unknown; 0 if the namespace named it first
-	locs        []loc // starts as inline[:0]: usually no separate allocation
-	inline      [3]loc
+	replication uint16 // SetExpected's, at most 65535 (the namespace's is at most 32)
+	state       uint8  // bExpected, bForgotten, bComplete
+	n           uint8  // replicas in inline, or spilled (then all in shard.extra)
+	inline      [inlineLocs]loc
 }
 
-func newBlockInfo(id uint64, firstSeen int64) *blockInfo {
-	b := &blockInfo{id: id, firstSeen: firstSeen}
-	b.locs = b.inline[:0]
-	return b
+const (
+	// bExpected: the namespace says the block exists.
+	bExpected uint8 = 1 << iota
+	// bForgotten: the namespace deleted it (or unknown past grace):
+	// delete every replica.
+	bForgotten
+	bComplete
+)
+
+func (b *blockInfo) expected() bool  { return b.state&bExpected != 0 }
+func (b *blockInfo) forgotten() bool { return b.state&bForgotten != 0 }
+func (b *blockInfo) complete() bool  { return b.state&bComplete != 0 }
+
+func (b *blockInfo) setState(f uint8, on bool) {
+	if on {
+		b.state |= f
+	} else {
+		b.state &^= f
+	}
 }
 
-func (b *blockInfo) isGood(l *loc) bool {
-	return b.expected && !l.invalidating && !l.corrupt && l.genStamp == b.genStamp
+// isGood: expected, not invalidating nor corrupt, and of the expected
+// generation stamp. Caller holds s.mu (read or write).
+func (s *shard) isGood(b *blockInfo, l loc) bool {
+	return b.expected() && !l.has(locInvalidating|locCorrupt) && s.sameStamp(b, l)
 }
 
 // isBad: corrupt or stale, delete not yet scheduled.
-func (b *blockInfo) isBad(l *loc) bool {
-	return b.expected && !l.invalidating && (l.corrupt || l.genStamp != b.genStamp)
+func (s *shard) isBad(b *blockInfo, l loc) bool {
+	return b.expected() && !l.has(locInvalidating) && (l.has(locCorrupt) || !s.sameStamp(b, l))
 }
 
-func (b *blockInfo) find(n *node) int {
-	for i := range b.locs {
-		if b.locs[i].n == n {
+// sameStamp reports whether l has b's generation stamp.
+func (s *shard) sameStamp(b *blockInfo, l loc) bool {
+	if !l.has(locOwnStamp) {
+		return true
+	}
+	g, _ := s.stampOf(b, l)
+	return g == b.genStamp
+}
+
+// find returns the index of n's replica of b, or -1.
+func (s *shard) find(b *blockInfo, n *node) int {
+	for i, l := range s.locs(b) {
+		if l.num() == n.num {
 			return i
 		}
 	}
 	return -1
 }
 
-func (b *blockInfo) replica(id uint64, l *loc) Replica {
-	return Replica{BlockID: id, GenStamp: l.genStamp, Length: l.length, Inode: b.inode}
+// node returns the datanode holding l.
+func (s *shard) node(l loc) *node { return s.m.reg.Load().byNum[l.num()] }
+
+func (s *shard) replica(b *blockInfo, l loc) Replica {
+	g, n := s.stampOf(b, l)
+	return Replica{BlockID: b.id, GenStamp: g, Length: n, Inode: b.inode}
 }
 
 // tally is a block's contribution to its shard's counters.
 type tally struct{ blocks, good, bad int }
 
-func (b *blockInfo) tally() tally {
-	if !b.expected {
+func (s *shard) tally(b *blockInfo) tally {
+	if !b.expected() {
 		return tally{}
 	}
 	t := tally{blocks: 1}
-	for i := range b.locs {
-		l := &b.locs[i]
+	for _, l := range s.locs(b) {
 		switch {
-		case b.isGood(l):
+		case s.isGood(b, l):
 			t.good++
-		case b.isBad(l):
+		case s.isBad(b, l):
 			t.bad++
 		}
 	}
@@ -109,14 +123,15 @@ type pending struct {
 	targets []*node
 }
 
-// outstanding counts targets that are live and do not yet hold a good replica.
-func (p *pending) outstanding(b *blockInfo) int {
+// outstanding counts targets that are live and do not yet hold a good
+// replica of b. Caller holds s.mu.
+func (s *shard) outstanding(p *pending, b *blockInfo) int {
 	k := 0
 	for _, t := range p.targets {
 		if t.snap.Load().State != Live {
 			continue
 		}
-		if i := b.find(t); i >= 0 && b.isGood(&b.locs[i]) {
+		if i := s.find(b, t); i >= 0 && s.isGood(b, s.locs(b)[i]) {
 			continue
 		}
 		k++
@@ -127,12 +142,20 @@ func (p *pending) outstanding(b *blockInfo) int {
 // shard is one slice of the block map with its work queues. Every field is
 // guarded by mu.
 type shard struct {
-	mu      rwlock.Mutex // readers spread over cache lines: Locations is hot
-	blocks  blockTable
+	mu     rwlock.Mutex // readers spread over cache lines: Locations is hot
+	m      *Manager     // for its registry: replicas name datanodes by number
+	blocks blockTable
+	// extra: the replicas of blocks with more than inlineLocs (replica.go).
+	extra map[uint64][]loc
+	// stamps: replicas whose generation stamp or length differ from their
+	// block's (replica.go).
+	stamps  map[stampKey]stamp
 	under   map[uint64]struct{} // complete, good+in-flight < expected, unscheduled
 	over    map[uint64]struct{} // complete, good > expected
 	corrupt map[uint64]struct{} // has bad (corrupt or stale) replicas
-	unknown map[uint64]struct{} // reported, not expected, not forgotten
+	// unknown: blocks reported, not expected, not forgotten, with the unix
+	// nanoseconds of their first report.
+	unknown map[uint64]int64
 	pending map[uint64]*pending
 	// writing: the pipeline chosen for each block under construction
 	// (pipeline.go); dropped when the block completes or is forgotten.
@@ -148,11 +171,14 @@ type shard struct {
 	_     [64]byte // keep shards' locks on separate cache lines
 }
 
-func (s *shard) init() {
+func (s *shard) init(m *Manager) {
+	s.m = m
+	s.extra = make(map[uint64][]loc)
+	s.stamps = make(map[stampKey]stamp)
 	s.under = make(map[uint64]struct{})
 	s.over = make(map[uint64]struct{})
 	s.corrupt = make(map[uint64]struct{})
-	s.unknown = make(map[uint64]struct{})
+	s.unknown = make(map[uint64]int64)
 	s.pending = make(map[uint64]*pending)
 	s.writing = make(map[uint64][]*node)
 	s.suspect = make(map[uint64]struct{})
@@ -165,8 +191,8 @@ func (s *shard) dropPending(id uint64, p *pending) {
 }
 
 // settle brings the counters and queues in line with b after a mutation;
-// before is b.tally() taken before it. It deletes b from the map once b is
-// neither expected nor held anywhere, and notes the maps' sizes for
+// before is s.tally(b) taken before it. It deletes b from the map once b
+// is neither expected nor held anywhere, and notes the maps' sizes for
 // shrink. Caller holds s.mu.
 func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 	s.settle1(id, b, before)
@@ -174,7 +200,7 @@ func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 }
 
 func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
-	after := b.tally()
+	after := s.tally(b)
 	s.nBlocks += after.blocks - before.blocks
 	s.nGood += after.good - before.good
 	s.nBad += after.bad - before.bad
@@ -184,26 +210,26 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	} else {
 		delete(s.corrupt, id)
 	}
-	if !b.expected || b.complete {
+	if !b.expected() || b.complete() {
 		delete(s.writing, id)
 	}
-	if !b.expected || !b.complete {
+	if !b.expected() || !b.complete() {
 		delete(s.under, id)
 		delete(s.over, id)
 		if p := s.pending[id]; p != nil {
 			s.dropPending(id, p)
 		}
-		if b.expected {
+		if b.expected() {
 			delete(s.unknown, id)
 			return
 		}
-		if len(b.locs) == 0 {
+		if s.numLocs(b) == 0 {
 			s.blocks.del(id)
 			delete(s.unknown, id)
-		} else if b.forgotten {
+		} else if b.forgotten() {
 			delete(s.unknown, id)
-		} else {
-			s.unknown[id] = struct{}{}
+		} else if _, ok := s.unknown[id]; !ok {
+			s.unknown[id] = 0 // addReplica notes the time; 0: none known
 		}
 		return
 	}
@@ -211,7 +237,7 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	need := int(b.replication)
 	inflight := 0
 	if p := s.pending[id]; p != nil {
-		if inflight = p.outstanding(b); inflight == 0 {
+		if inflight = s.outstanding(p, b); inflight == 0 {
 			s.dropPending(id, p)
 		}
 	}
@@ -234,33 +260,34 @@ func (s *shard) addReplica(n *node, r Replica, now time.Time, received bool) {
 	id := r.BlockID
 	b := s.blocks.get(id)
 	if b == nil {
-		b = newBlockInfo(id, now.UnixNano())
+		b = &blockInfo{id: id, genStamp: r.GenStamp, length: r.Length}
 		s.blocks.put(b)
+		s.unknown[id] = now.UnixNano() // settle keeps it unless expected
 	}
-	before := b.tally()
-	i := b.find(n)
+	before := s.tally(b)
+	i := s.find(b, n)
 	if i < 0 {
-		b.locs = append(b.locs, loc{n: n, genStamp: r.GenStamp, length: r.Length})
-		i = len(b.locs) - 1
+		i = s.addLoc(b, newLoc(n.num))
+		s.updateStamp(b, i, r.GenStamp, r.Length)
 	} else {
-		l := &b.locs[i]
-		if l.genStamp != r.GenStamp {
+		l := &s.locs(b)[i]
+		if g, _ := s.stampOf(b, *l); g != r.GenStamp {
 			// A different replica than the one reported corrupt, suspect
 			// or verified.
-			l.corrupt, l.verified, l.suspect, l.verifying = false, false, false, false
+			l.set(locCorrupt|locVerified|locSuspect|locVerifying, false)
 		}
-		l.genStamp, l.length = r.GenStamp, r.Length
+		s.updateStamp(b, i, r.GenStamp, r.Length)
 	}
-	l := &b.locs[i]
-	if received && !l.verified && s.writtenHere(id, b, l) {
-		l.verified = true
+	l := &s.locs(b)[i]
+	if received && !l.has(locVerified) && s.writtenHere(id, b, *l) {
+		l.set(locVerified, true)
 	}
-	if b.forgotten {
-		l.invalidating = true
+	if b.forgotten() {
+		l.set(locInvalidating, true)
 	}
-	if l.invalidating {
+	if l.has(locInvalidating) {
 		// (Re)queue: the delete may have been lost, or not yet sent.
-		n.queueInvalidate(b.replica(id, l))
+		n.queueInvalidate(s.replica(b, *l))
 	}
 	s.settle(id, b, before)
 }
@@ -272,23 +299,21 @@ func (s *shard) removeReplica(n *node, id uint64) {
 	if b == nil {
 		return
 	}
-	i := b.find(n)
+	i := s.find(b, n)
 	if i < 0 {
 		return
 	}
-	before := b.tally()
-	last := len(b.locs) - 1
-	b.locs[i] = b.locs[last]
-	b.locs[last] = loc{}
-	b.locs = b.locs[:last]
+	before := s.tally(b)
+	s.removeLoc(b, i)
+	s.adopt(b)
 	s.settle(id, b, before)
 }
 
-// invalidate schedules the deletion of l. Caller holds s.mu.
-func (b *blockInfo) invalidate(id uint64, l *loc) {
-	if l.invalidating {
+// invalidate schedules the deletion of replica *l of b. Caller holds s.mu.
+func (s *shard) invalidate(b *blockInfo, l *loc) {
+	if l.has(locInvalidating) {
 		return
 	}
-	l.invalidating = true
-	l.n.queueInvalidate(b.replica(id, l))
+	l.set(locInvalidating, true)
+	s.node(*l).queueInvalidate(s.replica(b, *l))
 }

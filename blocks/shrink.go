@@ -13,6 +13,7 @@ const shrinkMin = 1024
 // peaks is the largest size seen of each of a shard's maps since it was
 // last rebuilt.
 type peaks struct {
+	extra, stamps                                                       int
 	under, over, corrupt, unknown, pending, writing, suspect, verifying int
 }
 
@@ -37,6 +38,8 @@ func shrunk[K comparable, V any](m map[K]V, peak *int) map[K]V {
 // so no growth goes unseen. Caller holds s.mu.
 func (s *shard) notePeaks() {
 	p := &s.peaks
+	p.extra = max(p.extra, len(s.extra))
+	p.stamps = max(p.stamps, len(s.stamps))
 	p.under = max(p.under, len(s.under))
 	p.over = max(p.over, len(s.over))
 	p.corrupt = max(p.corrupt, len(s.corrupt))
@@ -53,6 +56,8 @@ func (s *shard) notePeaks() {
 // holds s.mu.
 func (s *shard) shrink() {
 	p := &s.peaks
+	s.extra = shrunk(s.extra, &p.extra)
+	s.stamps = shrunk(s.stamps, &p.stamps)
 	s.under = shrunk(s.under, &p.under)
 	s.over = shrunk(s.over, &p.over)
 	s.corrupt = shrunk(s.corrupt, &p.corrupt)

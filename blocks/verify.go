@@ -26,11 +26,12 @@ import "time"
 // verified good copy exists. When a block needs one and has none, the
 // namenode orders Verify commands and deletes nothing until answers arrive.
 
-// verifiedGood counts the good replicas that are verified.
-func (b *blockInfo) verifiedGood() int {
+// verifiedGood counts b's good replicas that are verified. Caller holds
+// s.mu.
+func (s *shard) verifiedGood(b *blockInfo) int {
 	k := 0
-	for i := range b.locs {
-		if l := &b.locs[i]; l.verified && b.isGood(l) {
+	for _, l := range s.locs(b) {
+		if l.has(locVerified) && s.isGood(b, l) {
 			k++
 		}
 	}
@@ -39,43 +40,45 @@ func (b *blockInfo) verifiedGood() int {
 
 // writtenHere reports whether a replica its datanode just reported
 // receiving counts as verified (see above). Caller holds s.mu.
-func (s *shard) writtenHere(id uint64, b *blockInfo, l *loc) bool {
-	if !b.isGood(l) {
+func (s *shard) writtenHere(id uint64, b *blockInfo, l loc) bool {
+	if !s.isGood(b, l) {
 		return false
 	}
 	if p := s.pending[id]; p != nil {
 		for _, t := range p.targets {
-			if t == l.n {
+			if t.num == l.num() {
 				return true
 			}
 		}
 	}
-	if member, known := s.inPipeline(id, l.n); known {
+	if member, known := s.inPipeline(id, l.num()); known {
 		return member
 	}
-	return b.verifiedGood() < int(b.replication)
+	return s.verifiedGood(b) < int(b.replication)
 }
 
-// orderVerify queues a Verify command for l, unless one is outstanding, the
-// replica is being deleted, or its datanode is not live. due is when an
-// unanswered verify is given up (and may be ordered again). Caller holds
-// s.mu.
-func (s *shard) orderVerify(id uint64, b *blockInfo, l *loc, due time.Time) {
-	if l.verifying || l.invalidating || l.n.snap.Load().State != Live {
+// orderVerify queues a Verify command for replica *l of b, unless one is
+// outstanding, the replica is being deleted, or its datanode is not live.
+// due is when an unanswered verify is given up (and may be ordered again).
+// Caller holds s.mu.
+func (s *shard) orderVerify(b *blockInfo, l *loc, due time.Time) {
+	n := s.node(*l)
+	if l.has(locVerifying|locInvalidating) || n.snap.Load().State != Live {
 		return
 	}
-	l.verifying = true
-	if d, ok := s.verifying[id]; !ok || d.Before(due) {
-		s.verifying[id] = due
+	l.set(locVerifying, true)
+	if d, ok := s.verifying[b.id]; !ok || d.Before(due) {
+		s.verifying[b.id] = due
 	}
-	l.n.queueCommand(Command{Kind: Verify, Block: b.replica(id, l)})
+	n.queueCommand(Command{Kind: Verify, Block: s.replica(b, *l)})
 }
 
 // verifyUnverified orders a verify of every good unverified replica of b.
-func (s *shard) verifyUnverified(id uint64, b *blockInfo, due time.Time) {
-	for i := range b.locs {
-		if l := &b.locs[i]; !l.verified && b.isGood(l) {
-			s.orderVerify(id, b, l, due)
+func (s *shard) verifyUnverified(b *blockInfo, due time.Time) {
+	ls := s.locs(b)
+	for i := range ls {
+		if l := &ls[i]; !l.has(locVerified) && s.isGood(b, *l) {
+			s.orderVerify(b, l, due)
 		}
 	}
 }
@@ -92,8 +95,9 @@ func (s *shard) expireVerifies(now time.Time) {
 		if b == nil {
 			continue
 		}
-		for i := range b.locs {
-			b.locs[i].verifying = false
+		ls := s.locs(b)
+		for i := range ls {
+			ls[i].set(locVerifying, false)
 		}
 	}
 }
@@ -101,8 +105,8 @@ func (s *shard) expireVerifies(now time.Time) {
 // verifyDone drops block id from the verifying queue once none of its
 // replicas waits for an answer. Caller holds s.mu.
 func (s *shard) verifyDone(id uint64, b *blockInfo) {
-	for i := range b.locs {
-		if b.locs[i].verifying {
+	for _, l := range s.locs(b) {
+		if l.has(locVerifying) {
 			return
 		}
 	}
@@ -117,10 +121,11 @@ func (s *shard) verifySuspects(due time.Time) {
 		b := s.blocks.get(id)
 		any := false
 		if b != nil {
-			for i := range b.locs {
-				if l := &b.locs[i]; l.suspect && !l.invalidating {
+			ls := s.locs(b)
+			for i := range ls {
+				if l := &ls[i]; l.has(locSuspect) && !l.has(locInvalidating) {
 					any = true
-					s.orderVerify(id, b, l, due)
+					s.orderVerify(b, l, due)
 				}
 			}
 		}
@@ -134,31 +139,33 @@ func (s *shard) verifySuspects(due time.Time) {
 // delete next: unverified before suspect before verified, and within each
 // the one on the datanode with the least free space (ties: highest id).
 // It never picks the last verified good replica; nil if nothing may go.
-func (b *blockInfo) excessReplica() *loc {
+// Caller holds s.mu.
+func (s *shard) excessReplica(b *blockInfo) *loc {
 	var f *loc
 	var fd *Datanode
 	fr := 0
-	for i := range b.locs {
-		l := &b.locs[i]
-		if !b.isGood(l) {
+	ls := s.locs(b)
+	for i := range ls {
+		l := &ls[i]
+		if !s.isGood(b, *l) {
 			continue
 		}
-		r, d := excessRank(l), l.n.snap.Load()
+		r, d := excessRank(*l), s.node(*l).snap.Load()
 		if f == nil || r < fr || (r == fr && (d.free() < fd.free() || (d.free() == fd.free() && d.ID > fd.ID))) {
 			f, fd, fr = l, d, r
 		}
 	}
-	if f != nil && f.verified && b.verifiedGood() <= 1 {
+	if f != nil && f.has(locVerified) && s.verifiedGood(b) <= 1 {
 		return nil
 	}
 	return f
 }
 
-func excessRank(l *loc) int {
+func excessRank(l loc) int {
 	switch {
-	case !l.verified:
+	case !l.has(locVerified):
 		return 0
-	case l.suspect:
+	case l.has(locSuspect):
 		return 1
 	}
 	return 2
@@ -166,11 +173,11 @@ func excessRank(l *loc) int {
 
 // serveRank orders good replicas for readers: verified first, then
 // unverified, suspect last.
-func serveRank(l *loc) int {
+func serveRank(l loc) int {
 	switch {
-	case l.suspect:
+	case l.has(locSuspect):
 		return 2
-	case !l.verified:
+	case !l.has(locVerified):
 		return 1
 	}
 	return 0
@@ -186,10 +193,10 @@ func serveRank(l *loc) int {
 // another generation stamp, or is already corrupt, stale or being deleted.
 func (m *Manager) ReportSuspect(blockID, genStamp uint64, datanodeID string) (found bool) {
 	return m.withReplica(blockID, datanodeID, func(s *shard, b *blockInfo, l *loc) bool {
-		if l.genStamp != genStamp || !b.isGood(l) {
+		if g, _ := s.stampOf(b, *l); g != genStamp || !s.isGood(b, *l) {
 			return false
 		}
-		l.suspect = true
+		l.set(locSuspect, true)
 		s.suspect[blockID] = struct{}{}
 		return true
 	})
@@ -215,10 +222,12 @@ func (m *Manager) ReportVerified(id string, rs []Replica) (accepted int) {
 		s.mu.Lock()
 		ok := false
 		if b := s.blocks.get(r.BlockID); b != nil {
-			if i := b.find(n); i >= 0 {
-				l := &b.locs[i]
-				if l.verifying && !l.corrupt && l.genStamp == r.GenStamp && l.length == r.Length {
-					l.verifying, l.suspect, l.verified = false, false, true
+			if i := s.find(b, n); i >= 0 {
+				l := &s.locs(b)[i]
+				g, length := s.stampOf(b, *l)
+				if l.has(locVerifying) && !l.has(locCorrupt) && g == r.GenStamp && length == r.Length {
+					l.set(locVerifying|locSuspect, false)
+					l.set(locVerified, true)
 					s.verifyDone(r.BlockID, b)
 					ok = true
 				}
@@ -248,6 +257,6 @@ func (m *Manager) IsVerified(blockID uint64, datanodeID string) bool {
 	if b == nil {
 		return false
 	}
-	i := b.find(n)
-	return i >= 0 && b.locs[i].verified && b.isGood(&b.locs[i])
+	i := s.find(b, n)
+	return i >= 0 && s.locs(b)[i].has(locVerified) && s.isGood(b, s.locs(b)[i])
 }

@@ -52,50 +52,52 @@ func (m *Manager) ComputeWork() {
 			}
 			// settle also drops a replication whose targets all died.
 			b := s.blocks.get(id)
-			s.settle(id, b, b.tally())
+			s.settle(id, b, s.tally(b))
 		}
-		for id := range s.unknown {
-			b := s.blocks.get(id)
-			if b.firstSeen != 0 && now.Sub(time.Unix(0, b.firstSeen)) < m.cfg.UnknownReplicaGrace {
+		for id, firstSeen := range s.unknown {
+			if firstSeen != 0 && now.Sub(time.Unix(0, firstSeen)) < m.cfg.UnknownReplicaGrace {
 				continue
 			}
-			before := b.tally()
-			b.forgotten = true
-			for i := range b.locs {
-				b.invalidate(id, &b.locs[i])
+			b := s.blocks.get(id)
+			before := s.tally(b)
+			b.setState(bForgotten, true)
+			ls := s.locs(b)
+			for i := range ls {
+				s.invalidate(b, &ls[i])
 			}
 			s.settle(id, b, before)
 		}
 		for id := range s.corrupt {
 			b := s.blocks.get(id)
-			before := b.tally()
-			if !b.complete || before.good < max(1, int(b.replication)) {
+			before := s.tally(b)
+			if !b.complete() || before.good < max(1, int(b.replication)) {
 				continue
 			}
-			if b.verifiedGood() == 0 {
-				s.verifyUnverified(id, b, due)
+			if s.verifiedGood(b) == 0 {
+				s.verifyUnverified(b, due)
 				continue
 			}
-			for i := range b.locs {
-				if b.isBad(&b.locs[i]) {
-					b.invalidate(id, &b.locs[i])
+			ls := s.locs(b)
+			for i := range ls {
+				if s.isBad(b, ls[i]) {
+					s.invalidate(b, &ls[i])
 				}
 			}
 			s.settle(id, b, before)
 		}
 		for id := range s.over {
 			b := s.blocks.get(id)
-			before := b.tally()
-			if b.verifiedGood() == 0 {
-				s.verifyUnverified(id, b, due)
+			before := s.tally(b)
+			if s.verifiedGood(b) == 0 {
+				s.verifyUnverified(b, due)
 				continue
 			}
 			for excess := before.good - int(b.replication); excess > 0; excess-- {
-				f := b.excessReplica()
+				f := s.excessReplica(b)
 				if f == nil {
 					break
 				}
-				b.invalidate(id, f)
+				s.invalidate(b, f)
 			}
 			s.settle(id, b, before)
 		}
@@ -103,7 +105,7 @@ func (m *Manager) ComputeWork() {
 			if s.pending[id] != nil {
 				continue
 			}
-			if good := s.blocks.get(id).tally().good; good > 0 {
+			if good := s.tally(s.blocks.get(id)).good; good > 0 {
 				todo = append(todo, job{id, good})
 			}
 		}
@@ -154,39 +156,41 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 	if _, ok := s.under[id]; !ok {
 		return false
 	}
-	before := b.tally()
+	before := s.tally(b)
 	need := int(b.replication) - before.good
 	if need <= 0 {
 		return false
 	}
 	// Source: a live good holder with a free stream, the least busy one.
-	var src *loc
-	for i := range b.locs {
-		l := &b.locs[i]
-		if !b.isGood(l) || l.n.snap.Load().State != Live ||
-			int(l.n.streams.Load()) >= m.cfg.MaxReplicationStreams {
+	var src *node
+	var srcLoc loc
+	for _, l := range s.locs(b) {
+		n := s.node(l)
+		if !s.isGood(b, l) || n.snap.Load().State != Live ||
+			int(n.streams.Load()) >= m.cfg.MaxReplicationStreams {
 			continue
 		}
-		if src == nil || l.n.streams.Load() < src.n.streams.Load() {
-			src = l
+		if src == nil || n.streams.Load() < src.streams.Load() {
+			src, srcLoc = n, l
 		}
 	}
 	if src == nil {
 		return false
 	}
-	picked := m.choose(need, src.length, func(x *node) bool { return b.find(x) >= 0 })
+	r := s.replica(b, srcLoc)
+	picked := m.choose(need, r.Length, func(x *node) bool { return s.find(b, x) >= 0 })
 	if len(picked) == 0 {
 		return false
 	}
-	p := &pending{expiry: now.Add(m.cfg.ReplicationTimeout), source: src.n, targets: make([]*node, len(picked))}
-	c := Command{Kind: Replicate, Block: b.replica(id, src), Targets: make([]Datanode, len(picked))}
+	p := &pending{expiry: now.Add(m.cfg.ReplicationTimeout), source: src, targets: make([]*node, len(picked))}
+	c := Command{Kind: Replicate, Block: r, Targets: make([]Datanode, len(picked))}
 	for i, t := range picked {
 		p.targets[i] = t.n
 		c.Targets[i] = *t.d
 	}
 	s.pending[id] = p
-	src.n.streams.Add(1)
-	src.n.queueCommand(c)
+	src.streams.Add(1)
+	src.queueCommand(c)
 	s.settle(id, b, before)
 	return true
 }
@@ -231,5 +235,5 @@ func (m *Manager) expected(id uint64) bool {
 	rl := s.mu.RLock()
 	defer rl.RUnlock()
 	b := s.blocks.get(id)
-	return b != nil && b.expected
+	return b != nil && b.expected()
 }
