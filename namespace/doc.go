@@ -39,10 +39,12 @@
 // (insertChild and removeChild do so for the parent, writableFile for the
 // file it returns); a new mutation must follow the same rule.
 //
-// Children of a directory are a slice sorted by name, searched by binary
-// search (lookups, inserts, paging for List); there is no name map.
-// Inserting into a directory of n children moves n/2 pointers on average,
-// as HDFS's sorted child list does.
+// Children of a directory are sorted by name, searched by binary search
+// (lookups, inserts, paging for List); there is no name map. They are kept
+// in chunks of at most 128 (children.go), so an insert moves at most 128
+// pointers, and a snapshot that freezes a directory copies its chunk
+// pointers, not its children: a mutation under an open view copies only the
+// one chunk it changes.
 //
 // An inode is 96 bytes (inode.go): a file's only block is inline, small
 // fields share one header word, and a directory's children, an open

@@ -285,7 +285,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		return bad("inode %d: parent %d not seen before it", n.id, parentID)
 	case !parent.dir():
 		return bad("inode %d: parent %d is a file", n.id, parentID)
-	case len(parent.kids()) >= t.lim.MaxDirItems:
+	case parent.kids().len() >= t.lim.MaxDirItems:
 		return bad("inode %d: directory %d has more than %d items", n.id, parentID, t.lim.MaxDirItems)
 	}
 	if msg := checkComponent(string(name), t.lim); msg != "" {
@@ -296,8 +296,8 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 			return bad("inode %d: name %q contains '/' or NUL", n.id, name)
 		}
 	}
-	if kids := parent.kids(); len(kids) > 0 && kids[len(kids)-1].name >= string(name) {
-		return bad("inode %d: name %q not after %q in directory %d", n.id, name, kids[len(kids)-1].name, parentID)
+	if last := parent.kids().last(); last != nil && last.name >= string(name) {
+		return bad("inode %d: name %q not after %q in directory %d", n.id, name, last.name, parentID)
 	}
 	n.name = string(name)
 
@@ -378,7 +378,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		t.numDirs++
 	}
 	e := parent.extForWrite()
-	e.kids = append(e.kids, n)
+	e.kids.push(n, t.epoch)
 	n.parent = parent
 	if isDir {
 		ir.dirs = append(ir.dirs, n)

@@ -37,8 +37,8 @@ func checkInvariants(t testing.TB, tr *Tree) {
 			if (n.writer() != nil) != (n.state() == UnderConstruction) {
 				t.Fatalf("inode %d: state %v, writer %v", n.id, n.state(), n.writer())
 			}
-			if n.repl() < MinReplication || n.repl() > MaxReplication || n.blockSize == 0 || n.kids() != nil {
-				t.Fatalf("inode %d: replication %d, block size %d, %d kids", n.id, n.repl(), n.blockSize, len(n.kids()))
+			if n.repl() < MinReplication || n.repl() > MaxReplication || n.blockSize == 0 || n.kids().chunks != nil {
+				t.Fatalf("inode %d: replication %d, block size %d, %d kids", n.id, n.repl(), n.blockSize, n.kids().len())
 			}
 			if e := n.ext; e != nil && (len(e.blocks) == 1 || e.blocks != nil && n.b0ID != 0 || e.blocks == nil && e.writer == nil) {
 				t.Fatalf("inode %d: ext %+v with inline block %d", n.id, *e, n.b0ID)
@@ -64,10 +64,22 @@ func checkInvariants(t testing.TB, tr *Tree) {
 			t.Fatalf("dir %d: file fields set", n.id)
 		}
 		kids := n.kids()
-		for i, c := range kids {
-			if c.parent != n || (i > 0 && kids[i-1].name >= c.name) {
+		count := 0
+		for _, ch := range kids.chunks {
+			if len(ch.k) < 1 || len(ch.k) > chunkMax {
+				t.Fatalf("dir %d: a chunk of %d children", n.id, len(ch.k))
+			}
+			count += len(ch.k)
+		}
+		if count != kids.len() {
+			t.Fatalf("dir %d: %d children in chunks, counted %d", n.id, count, kids.len())
+		}
+		var prev *inode
+		for c := range kids.all() {
+			if c.parent != n || (prev != nil && prev.name >= c.name) {
 				t.Fatalf("dir %d: child %q misplaced", n.id, c.name)
 			}
+			prev = c
 			walk(c)
 		}
 	}

@@ -1,7 +1,5 @@
 package namespace
 
-import "slices"
-
 // inode is a directory or a file. It is 96 bytes, a malloc size class (at
 // a million files every byte here is a megabyte), laid out as HDFS lays
 // out an INodeFile:
@@ -17,8 +15,8 @@ import "slices"
 //
 // Copy-on-write (view.go): a shallow copy of an inode is a frozen
 // pre-image because touch also gives the live inode a private copy of its
-// ext (and of the children slice in it) before the mutation changes
-// anything; block slices in an ext are copy-on-write (package comment),
+// ext (and of the children chunk pointers in it; chunks are copied when
+// changed, children.go) before the mutation changes anything; block slices in an ext are copy-on-write (package comment),
 // writers and owner/group pairs are never changed.
 type inode struct {
 	id     ID
@@ -41,7 +39,7 @@ type inode struct {
 // inodeExt is the state of an inode that most inodes lack. It belongs to
 // one inode; touch copies it before a mutation while views may hold it.
 type inodeExt struct {
-	kids   []*inode // directories: sorted by name (byte order), searched by binary search
+	kids   children // directories: sorted by name, in chunks (children.go)
 	blocks []Block  // files of two or more blocks, all of them (copy-on-write); else nil
 	length uint64   // with blocks: their total length
 	writer *Writer  // files: non-nil exactly while under construction
@@ -118,10 +116,10 @@ func (n *inode) state() FileState {
 	return Complete
 }
 
-// kids returns a directory's children (nil for a file).
-func (n *inode) kids() []*inode {
+// kids returns a directory's children (none for a file).
+func (n *inode) kids() children {
 	if n.ext == nil {
-		return nil
+		return children{}
 	}
 	return n.ext.kids
 }
@@ -134,10 +132,10 @@ func (n *inode) writer() *Writer {
 	return n.ext.writer
 }
 
-// clone returns a copy of e with its own children slice, for touch.
+// clone returns a copy of e with its own chunk pointers, for touch.
 func (e *inodeExt) clone() *inodeExt {
 	c := *e
-	c.kids = slices.Clone(e.kids)
+	c.kids = e.kids.clone()
 	return &c
 }
 
@@ -152,7 +150,7 @@ func (n *inode) extForWrite() *inodeExt {
 
 // dropEmptyExt drops file n's ext when nothing is left in it.
 func (n *inode) dropEmptyExt() {
-	if e := n.ext; e != nil && e.kids == nil && e.blocks == nil && e.writer == nil {
+	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil {
 		n.ext = nil
 	}
 }

@@ -53,7 +53,7 @@ func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
 	if !o.Parents && strings.IndexByte(rest, '/') >= 0 {
 		return errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
 	}
-	if len(n.kids()) >= t.lim.MaxDirItems {
+	if n.kids().len() >= t.lim.MaxDirItems {
 		return t.fullDir(op, p, prefixOf(p, rest))
 	}
 	t.mkdirChain(n, rest, o.Perm, o.Owner, o.Group, o.MtimeMs)
@@ -206,7 +206,7 @@ func (t *Tree) checkCreate(c *Caller, op, p string, o CreateOpts, n *inode, rest
 	switch {
 	case !o.CreateParent && strings.IndexByte(rest, '/') >= 0:
 		return nil, errs.Newf(errs.NotFound, op, p, "parent directory %s does not exist", parentPath(p))
-	case len(n.kids()) >= t.lim.MaxDirItems:
+	case n.kids().len() >= t.lim.MaxDirItems:
 		return nil, t.fullDir(op, p, prefixOf(p, rest))
 	}
 	return nil, nil

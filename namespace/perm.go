@@ -121,13 +121,13 @@ func (c *Caller) checkOwner(op, p string, n *inode) error {
 // its contents. Empty directories lose no entries, so, as in HDFS, they
 // are not checked.
 func (c *Caller) checkSubtree(op, p string, n *inode, a Access) error {
-	if c == nil || c.Super || !n.dir() || len(n.kids()) == 0 {
+	if c == nil || c.Super || !n.dir() || n.kids().len() == 0 {
 		return nil
 	}
 	if !c.permits(n, a) {
 		return c.check(op, p, n, pathOf(n), a, "recursive delete needs it on every directory beneath")
 	}
-	for _, k := range n.kids() {
+	for k := range n.kids().all() {
 		if err := c.checkSubtree(op, p, k, a); err != nil {
 			return err
 		}

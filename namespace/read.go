@@ -79,17 +79,22 @@ func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileIn
 	if err := c.check(op, p, n, p, Read|Exec, "list"); err != nil {
 		return nil, false, err
 	}
-	k, i := n.child(startAfter)
+	kids := n.kids()
+	k, at := kids.find(startAfter)
 	if k != nil {
-		i++
+		at = kids.next(at)
 	}
-	end := len(n.kids())
+	size := kids.len()
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	out := make([]FileInfo, 0, size)
 	more := false
-	if limit > 0 && end-i > limit {
-		end, more = i+limit, true
-	}
-	out := make([]FileInfo, 0, end-i)
-	for _, k := range n.kids()[i:end] {
+	for k := range kids.from(at) {
+		if limit > 0 && len(out) == limit {
+			more = true
+			break
+		}
 		out = append(out, k.info(joinPath(p, k.name)))
 	}
 	return out, more, nil
@@ -136,7 +141,7 @@ func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, compl
 	var walk func(n *inode)
 	walk = func(n *inode) {
 		if n.dir() {
-			for _, c := range n.kids() {
+			for c := range n.kids().all() {
 				walk(c)
 			}
 			return

@@ -29,8 +29,8 @@ func (t *Tree) delete(c *Caller, p string, recursive bool, mtimeMs int64) ([]Blo
 	if err := c.checkRemove(op, p, n, p); err != nil {
 		return nil, err
 	}
-	if n.dir() && len(n.kids()) > 0 && !recursive {
-		return nil, errs.Newf(errs.NotEmpty, op, p, "directory has %d children and recursive is not set", len(n.kids()))
+	if n.dir() && n.kids().len() > 0 && !recursive {
+		return nil, errs.Newf(errs.NotEmpty, op, p, "directory has %d children and recursive is not set", n.kids().len())
 	}
 	if err := c.checkSubtree(op, p, n, All); err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
 			}
 		}
 	}
-	if newParent != s.parent && len(newParent.kids()) >= t.lim.MaxDirItems {
+	if newParent != s.parent && newParent.kids().len() >= t.lim.MaxDirItems {
 		return t.fullDir(op, src, pathOf(newParent))
 	}
 

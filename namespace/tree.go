@@ -25,6 +25,10 @@ type Tree struct {
 	// views are the open Views (view.go): while there are any, every
 	// mutation calls touch on each inode before changing it.
 	views []*View
+	// epoch counts the views ever opened, and frozen is the epoch of the
+	// newest open one (0 when none is open): a directory chunk made at an
+	// epoch below frozen may be held by a view (children.go).
+	epoch, frozen uint64
 }
 
 // ownerGroup is an inode's owner and group. A tree keeps one per distinct
@@ -73,44 +77,25 @@ func (d *inode) lookupChild(name string) *inode {
 	return c
 }
 
-// child returns the child of directory d called name, and the index where
-// it is (or would be inserted) in d.kids().
-func (d *inode) child(name string) (*inode, int) {
-	kids := d.kids()
-	lo, hi := 0, len(kids)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if kids[m].name < name {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(kids) && kids[lo].name == name {
-		return kids[lo], lo
-	}
-	return nil, lo
+// child returns the child of directory d called name, and its position
+// (or where it would be inserted) in d.kids().
+func (d *inode) child(name string) (*inode, kidPos) {
+	return d.kids().find(name)
 }
 
 // insertChild adds c (whose name is not yet in d) to d.
 func (t *Tree) insertChild(d, c *inode) {
 	t.touch(d)
-	_, i := d.child(c.name)
-	e := d.extForWrite()
-	e.kids = append(e.kids, nil)
-	copy(e.kids[i+1:], e.kids[i:])
-	e.kids[i] = c
+	_, at := d.child(c.name)
+	t.insertKid(&d.extForWrite().kids, at, c)
 	c.parent = d
 }
 
 // removeChild removes c from d, its parent.
 func (t *Tree) removeChild(d, c *inode) {
 	t.touch(d)
-	_, i := d.child(c.name)
-	e := d.ext
-	copy(e.kids[i:], e.kids[i+1:])
-	e.kids[len(e.kids)-1] = nil
-	e.kids = e.kids[:len(e.kids)-1]
+	_, at := d.child(c.name)
+	t.removeKid(&d.ext.kids, at)
 }
 
 // walk follows p (a valid path) from the root as far as it exists. It
@@ -220,7 +205,7 @@ func (n *inode) info(p string) FileInfo {
 		fi.Parent = n.parent.id
 	}
 	if n.dir() {
-		fi.Children = len(n.kids())
+		fi.Children = n.kids().len()
 	} else {
 		fi.Replication = uint32(n.repl())
 		fi.BlockSize = n.blockSize
@@ -253,7 +238,7 @@ func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
 	t.inodes.del(n.id)
 	if n.dir() {
 		t.numDirs--
-		for _, c := range n.kids() {
+		for c := range n.kids().all() {
 			out = t.removeSubtree(c, out)
 		}
 		return out

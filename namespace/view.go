@@ -19,14 +19,16 @@ import (
 // It works by copy-on-write of the inodes the view can reach. While a view
 // is open, every mutation first calls Tree.touch on each inode it is about
 // to change; touch keeps, once per view, a shallow copy of the inode as it
-// was (its pre-image) and gives the inode a fresh copy of its ext (with a
-// fresh children slice) to change, leaving the old ones to the view. Block
+// was (its pre-image) and gives the inode a fresh copy of its ext (with
+// its own array of children chunk pointers) to change, leaving the old
+// ones to the view; a chunk a view may hold is copied before it is changed
+// (children.go). Block
 // slices are already copy-on-write (see the package comment) and the
 // inline block is in the inode, so a shallow copy freezes a file.
 // Inodes created after the view (id at or above its next id) are
 // never reachable from it and are never copied. The encoder reads an
 // inode's pre-image when it has one, the inode itself otherwise; either
-// way what it reads does not change under it, and the children slices it
+// way what it reads does not change under it, and the children chunks it
 // walks are never written again. A view costs one copy of each inode changed
 // while it is open, and nothing for the others.
 //
@@ -50,6 +52,7 @@ type View struct {
 	waiting atomic.Int32
 	saved   map[*inode]*inode // pre-images of inodes changed since the view; nil for an unregistered view
 	closed  bool
+	epoch   uint64 // Tree.epoch when the view was made
 
 	// The tree's limits, counters and counts when the view was made.
 	lim                          Limits
@@ -66,8 +69,8 @@ type View struct {
 // viewFrame is a directory being encoded: its children as the view sees
 // them and the next one to encode.
 type viewFrame struct {
-	kids   []*inode
-	next   int
+	kids   children // frozen: the chunk pointers and the chunks are never written again
+	next   kidPos
 	parent ID
 }
 
@@ -78,6 +81,8 @@ func (t *Tree) View() *View {
 	v := t.newView()
 	v.saved = map[*inode]*inode{}
 	t.views = append(t.views, v)
+	t.epoch++
+	v.epoch, t.frozen = t.epoch, t.epoch
 	return v
 }
 
@@ -88,7 +93,7 @@ func (t *Tree) newView() *View {
 	return &View{
 		t: t, lim: t.lim, nextID: t.nextID, nextBlockID: t.nextBlockID, nextGenStamp: t.nextGenStamp,
 		numDirs: t.numDirs, numFiles: t.numFiles, numBlocks: t.numBlocks,
-		stack: []viewFrame{{kids: []*inode{t.root}}},
+		stack: []viewFrame{{kids: children{chunks: []*kidChunk{{k: []*inode{t.root}}}, n: 1}}},
 	}
 }
 
@@ -99,8 +104,13 @@ func (v *View) Close() {
 		return
 	}
 	v.closed = true
-	if i := slices.Index(v.t.views, v); i >= 0 {
-		v.t.views = slices.Delete(v.t.views, i, i+1)
+	t := v.t
+	if i := slices.Index(t.views, v); i >= 0 {
+		t.views = slices.Delete(t.views, i, i+1)
+	}
+	t.frozen = 0
+	for _, o := range t.views {
+		t.frozen = max(t.frozen, o.epoch)
 	}
 	v.mu.Lock()
 	v.saved, v.stack = nil, nil
@@ -109,9 +119,9 @@ func (v *View) Close() {
 
 // touch is called by every mutation, under the write lock, before it
 // changes n: each open view that can reach n and has no pre-image of it
-// yet keeps a copy of n as it is, and n's ext (with a directory's
-// children slice) is replaced by a copy, so that the one the views hold is
-// never written.
+// yet keeps a copy of n as it is, and n's ext (with a directory's array of
+// chunk pointers, not the chunks) is replaced by a copy, so that the one
+// the views hold is never written.
 func (t *Tree) touch(n *inode) {
 	if len(t.views) == 0 {
 		return
@@ -156,12 +166,12 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 	}
 	for v.stage == 1 && len(dst)-start < max && len(v.stack) > 0 {
 		f := &v.stack[len(v.stack)-1]
-		if f.next == len(f.kids) {
+		if f.next.ci == len(f.kids.chunks) {
 			v.stack = v.stack[:len(v.stack)-1]
 			continue
 		}
-		k := f.kids[f.next] // a frozen slice: never written again
-		f.next++
+		k := f.kids.chunks[f.next.ci].k[f.next.i]
+		f.next = f.kids.next(f.next)
 		for v.waiting.Load() > 0 {
 			runtime.Gosched() // a writer first
 		}
@@ -170,7 +180,7 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 		dst = appendInode(dst, n, f.parent)
 		kids, id := n.kids(), n.id
 		v.mu.Unlock()
-		if len(kids) > 0 {
+		if kids.len() > 0 {
 			v.stack = append(v.stack, viewFrame{kids: kids, parent: id})
 		}
 	}
