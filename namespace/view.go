@@ -117,6 +117,10 @@ func (v *View) Close() {
 	v.mu.Unlock()
 }
 
+// touchSpins is how many times touch tries for a view's mutex before it
+// parks: some microseconds.
+const touchSpins = 1000
+
 // touch is called by every mutation, under the write lock, before it
 // changes n: each open view that can reach n and has no pre-image of it
 // yet keeps a copy of n as it is, and n's ext (with a directory's array of
@@ -131,8 +135,18 @@ func (t *Tree) touch(n *inode) {
 		if n.id >= v.nextID {
 			continue
 		}
+		// The encoder holds mu for one record (a fraction of a
+		// microsecond) and lets go when it sees waiting: spin for it
+		// rather than park, since waking a parked goroutine on an idle
+		// core takes tens of microseconds. Bounded, in case the encoder
+		// was descheduled while holding mu.
 		v.waiting.Add(1)
-		v.mu.Lock()
+		for i := 0; !v.mu.TryLock(); i++ {
+			if i == touchSpins {
+				v.mu.Lock()
+				break
+			}
+		}
 		v.waiting.Add(-1)
 		if v.saved[n] == nil {
 			pre := *n
