@@ -13,27 +13,7 @@ import (
 // (incremental reports, shard write locks) throughout.
 func BenchmarkLocations1000(b *testing.B) {
 	const nodes, nblocks, perCall = 10, 100_000, 1000
-	cfg := DefaultConfig() // the real clock: a fake one would serialize readers on its mutex
-	cfg.Seed = 1
-	m, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := 1; i <= nodes; i++ {
-		m.Register(Datanode{ID: dn(i), Addr: "10.0.0.1:9866", Capacity: 100 * gib})
-	}
-	for id := uint64(1); id <= nblocks; id++ {
-		m.SetExpected(id, 1, 100, 3, true)
-	}
-	for i := 0; i < nodes; i++ {
-		var rs []Replica
-		for id := uint64(1); id <= nblocks; id++ {
-			if int(id%nodes) == i || int((id+1)%nodes) == i || int((id+2)%nodes) == i {
-				rs = append(rs, rep(id))
-			}
-		}
-		m.FullReport(dn(i+1), rs)
-	}
+	m := reportedManager(b, nodes, nblocks)
 	// globalLock emulates a block map behind one exclusive lock, for a
 	// same-run baseline.
 	var globalLock sync.Mutex
@@ -136,6 +116,28 @@ func BenchmarkFullReport1M(b *testing.B) {
 // shows in it.
 func BenchmarkReader1000(b *testing.B) {
 	const nodes, nblocks, perCall = 10, 100_000, 1000
+	m := reportedManager(b, nodes, nblocks)
+	var r LocationReader
+	dst := make([]uint32, 0, 4*perCall)
+	base := uint64(0)
+	for b.Loop() {
+		r.Reset(m)
+		dst = dst[:0]
+		for id := base + 1; id <= base+perCall; id++ {
+			dst = r.Append(dst, id)
+		}
+		if len(dst) != 3*perCall {
+			b.Fatalf("resolved %d replicas for %d blocks", len(dst), perCall)
+		}
+		base = (base + perCall) % (nblocks - perCall)
+	}
+}
+
+// reportedManager returns a block map of nblocks expected blocks, each with
+// three replicas that nodes datanodes reported in full reports, on the real
+// clock (a fake one would serialize readers on its mutex).
+func reportedManager(b *testing.B, nodes int, nblocks uint64) *Manager {
+	b.Helper()
 	cfg := DefaultConfig()
 	cfg.Seed = 1
 	m, err := New(cfg)
@@ -151,24 +153,11 @@ func BenchmarkReader1000(b *testing.B) {
 	for i := 0; i < nodes; i++ {
 		var rs []Replica
 		for id := uint64(1); id <= nblocks; id++ {
-			if int(id%nodes) == i || int((id+1)%nodes) == i || int((id+2)%nodes) == i {
+			if int(id%uint64(nodes)) == i || int((id+1)%uint64(nodes)) == i || int((id+2)%uint64(nodes)) == i {
 				rs = append(rs, rep(id))
 			}
 		}
 		m.FullReport(dn(i+1), rs)
 	}
-	var r LocationReader
-	dst := make([]uint32, 0, 4*perCall)
-	base := uint64(0)
-	for b.Loop() {
-		r.Reset(m)
-		dst = dst[:0]
-		for id := base + 1; id <= base+perCall; id++ {
-			dst = r.Append(dst, id)
-		}
-		if len(dst) != 3*perCall {
-			b.Fatalf("resolved %d replicas for %d blocks", len(dst), perCall)
-		}
-		base = (base + perCall) % (nblocks - perCall)
-	}
+	return m
 }

@@ -140,14 +140,7 @@ func TestViewFrozenBigDirectory(t *testing.T) {
 			}
 			want := image(t, tr)
 			v := tr.View()
-			got := make(chan []byte)
-			go func() {
-				var img []byte
-				for done := false; !done; {
-					img, done = v.Next(img, 1)
-				}
-				got <- img
-			}()
+			got := encodeBeside(v)
 			tc.do(t, tr)
 			img := <-got
 			v.Close()

@@ -180,14 +180,7 @@ func TestViewFrozenConcurrent(t *testing.T) {
 			tr := fixture(t)
 			want := image(t, tr)
 			v := tr.View()
-			got := make(chan []byte)
-			go func() {
-				var img []byte
-				for done := false; !done; {
-					img, done = v.Next(img, 1) // one record per call: the most interleaving
-				}
-				got <- img
-			}()
+			got := encodeBeside(v)
 			m.do(t, tr)
 			img := <-got
 			v.Close()
@@ -374,4 +367,18 @@ func TestBlockIndexMatchesMap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// encodeBeside encodes v on another goroutine, one record per call of Next
+// (the most interleaving with a writer), and sends the image when done.
+func encodeBeside(v *View) <-chan []byte {
+	got := make(chan []byte)
+	go func() {
+		var img []byte
+		for done := false; !done; {
+			img, done = v.Next(img, 1)
+		}
+		got <- img
+	}()
+	return got
 }
