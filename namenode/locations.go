@@ -22,21 +22,24 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	c := s.n.readCaller(ctx)
-	out, err := s.n.blockLocations(c, req)
+	user, groups := s.n.reader(ctx)
+	out, err := s.n.blockLocations(user, groups, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.n.fillReadTokens(c.User, out); err != nil {
+	if err := s.n.fillReadTokens(user, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
+// blockLocations builds the reply of GetBlockLocations for user, a member
+// of groups, under the FSM's read lock.
+func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
 	f := n.fsm
 	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(c, "get block locations", req.Path)
+	var nc namespace.Caller // on the stack: see asReader
+	ns, err := f.asReader(&nc, user, groups, "get block locations", req.Path)
 	if err != nil {
 		return nil, err
 	}
