@@ -189,7 +189,7 @@ func (sc *scratch) index(n *Namenode, rd *blocks.LocationReader, num uint32) uin
 	} else {
 		sc.slot = append(sc.slot, make([]uint32, int(num)+1-len(sc.slot))...)
 	}
-	sc.infos = append(sc.infos, n.datanodeInfo(rd.Datanode(num)))
+	sc.infos = append(sc.infos, n.dnInfos.get(num, rd.Datanode(num)))
 	k := uint32(len(sc.infos))
 	sc.slot[num] = k
 	sc.used = append(sc.used, num)
@@ -205,23 +205,4 @@ func (sc *scratch) release() {
 	sc.used, sc.infos = sc.used[:0], nil
 	sc.rd.Reset(nil)
 	scratches.Put(sc)
-}
-
-// datanodeInfo returns d as an api.DatanodeInfo, shared between replies
-// until d's snapshot changes (a heartbeat replaces it), so a reply costs no
-// allocation per datanode. Replies are only read after they are built.
-func (n *Namenode) datanodeInfo(d *blocks.Datanode) *api.DatanodeInfo {
-	if v, ok := n.dnInfos.Load(d.ID); ok {
-		if c := v.(*cachedInfo); c.d == d {
-			return c.info
-		}
-	}
-	info := toDatanodeInfo(*d)
-	n.dnInfos.Store(d.ID, &cachedInfo{d: d, info: info})
-	return info
-}
-
-type cachedInfo struct {
-	d    *blocks.Datanode // the snapshot info was built from
-	info *api.DatanodeInfo
 }
