@@ -271,14 +271,6 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 	}
 	res.largestReport = x.largestReport
 
-	for range runs {
-		v, err := perBlock1000(x.srv)
-		if err != nil {
-			return nil, err
-		}
-		res.nsPerBlock1000 = append(res.nsPerBlock1000, v)
-	}
-
 	// Restart from a snapshot: take one now so the restarted node loads
 	// the image rather than replaying the log.
 	adm := api.NewAdminClient(x.conn)
@@ -341,7 +333,8 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 // turn, in ABBA order, each call as a new user, so the token mode is the
 // only difference. The same turns read the same files with GetFileInfo
 // (no token at all) on both nodes, the control: its ratio is what the two
-// nodes differ by when the token mode does not matter.
+// nodes differ by when the token mode does not matter. Each run starts
+// with the 1000-block read on the cached node (gbl_ns_per_block_1000).
 func twinReads(ctx context.Context, res *clusterResult, perRequest, cached *nn, files []clusterFile, big []*api.Block, bigInode uint64, runs, calls int) error {
 	if err := cached.datanodesUp(ctx); err != nil {
 		return err
@@ -356,6 +349,11 @@ func twinReads(ctx context.Context, res *clusterResult, perRequest, cached *nn, 
 	var users atomic.Int64
 	nodes := [2]*nn{cached, perRequest}
 	for k := range runs {
+		v, err := perBlock1000(cached.srv)
+		if err != nil {
+			return err
+		}
+		res.nsPerBlock1000 = append(res.nsPerBlock1000, v)
 		paths := make([]string, calls)
 		for i := range paths {
 			paths[i] = files[rng.IntN(len(files))].path
