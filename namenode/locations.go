@@ -51,21 +51,11 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 		return nil, errs.Newf(errs.Invalid, "get block locations", req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
 	}
 	end := rangeEnd(req.Offset, req.Length, fi.Length)
-	out := &api.GetBlockLocationsResponse{
-		Header:            n.header(),
-		InodeId:           uint64(fi.ID),
-		FileLength:        fi.Length,
-		UnderConstruction: fi.State == namespace.UnderConstruction,
-	}
+	uc := fi.State == namespace.UnderConstruction
 	// The reply is parallel packed arrays (see api/client.proto), filled
 	// with no allocation per block; each datanode is named once.
-	first, last := overlapping(bs, req.Offset, end, out.UnderConstruction && end == fi.Length)
+	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
-	out.FirstOffset = blockOffset(bs, first)
-	u64 := make([]uint64, 3*count)
-	out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
-	u32 := make([]uint32, count, 4*count)
-	out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, whose
 	// entries are built once per datanode.
@@ -73,7 +63,12 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	defer sc.release()
 	rd := &sc.rd
 	rd.Reset(n.blocks)
-	sc.infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
+	out, u64, u32, infos := newReply(count, rd.Datanodes())
+	out.Header, out.InodeId, out.FileLength, out.UnderConstruction = n.header(), uint64(fi.ID), fi.Length, uc
+	out.FirstOffset = blockOffset(bs, first)
+	out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
+	out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
+	sc.infos = infos
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
 		k := len(out.ReplicaIndexes)
@@ -107,6 +102,29 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 		}
 	}
 	return out, nil
+}
+
+// oneBlockReply is a reply of one block with its arrays and room for a
+// datanode table of 3, in one allocation instead of four: most files have
+// one block, and most GetBlockLocations calls read one.
+type oneBlockReply struct {
+	out   api.GetBlockLocationsResponse
+	u64   [3]uint64            // block id, generation stamp, length
+	u32   [1 + 3]uint32        // replica count, then 3 replica indexes
+	infos [3]*api.DatanodeInfo // the table (more replicas: append grows it)
+}
+
+// newReply returns an empty reply of count blocks with its arrays: u64
+// for 3 values per block, u32 of length count with room for 3 replica
+// indexes per block after it, and an empty datanode table with room for
+// min(datanodes, 3 per block) entries.
+func newReply(count, datanodes int) (*api.GetBlockLocationsResponse, []uint64, []uint32, []*api.DatanodeInfo) {
+	if count == 1 {
+		r := new(oneBlockReply)
+		return &r.out, r.u64[:], r.u32[:1], r.infos[:0]
+	}
+	return new(api.GetBlockLocationsResponse), make([]uint64, 3*count), make([]uint32, count, 4*count),
+		make([]*api.DatanodeInfo, 0, min(datanodes, 3*count))
 }
 
 func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
