@@ -56,6 +56,19 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	// with no allocation per block; each datanode is named once.
 	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
+	var out *api.GetBlockLocationsResponse
+	var infos []*api.DatanodeInfo
+	if count == 1 {
+		out, infos = newOneBlockReply()
+	} else {
+		out = &api.GetBlockLocationsResponse{}
+		u64 := make([]uint64, 3*count)
+		out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
+		u32 := make([]uint32, count, 4*count)
+		out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
+	}
+	out.Header, out.InodeId, out.FileLength, out.UnderConstruction = n.header(), uint64(fi.ID), fi.Length, uc
+	out.FirstOffset = blockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, whose
 	// entries are built once per datanode.
@@ -63,11 +76,9 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	defer sc.release()
 	rd := &sc.rd
 	rd.Reset(n.blocks)
-	out, u64, u32, infos := newReply(count, rd.Datanodes())
-	out.Header, out.InodeId, out.FileLength, out.UnderConstruction = n.header(), uint64(fi.ID), fi.Length, uc
-	out.FirstOffset = blockOffset(bs, first)
-	out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
-	out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
+	if infos == nil {
+		infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
+	}
 	sc.infos = infos
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
@@ -114,17 +125,14 @@ type oneBlockReply struct {
 	infos [3]*api.DatanodeInfo // the table (more replicas: append grows it)
 }
 
-// newReply returns an empty reply of count blocks with its arrays: u64
-// for 3 values per block, u32 of length count with room for 3 replica
-// indexes per block after it, and an empty datanode table with room for
-// min(datanodes, 3 per block) entries.
-func newReply(count, datanodes int) (*api.GetBlockLocationsResponse, []uint64, []uint32, []*api.DatanodeInfo) {
-	if count == 1 {
-		r := new(oneBlockReply)
-		return &r.out, r.u64[:], r.u32[:1], r.infos[:0]
-	}
-	return new(api.GetBlockLocationsResponse), make([]uint64, 3*count), make([]uint32, count, 4*count),
-		make([]*api.DatanodeInfo, 0, min(datanodes, 3*count))
+// newOneBlockReply returns an empty reply of one block whose arrays (and
+// datanode table, empty, room for 3) are in the same allocation.
+func newOneBlockReply() (*api.GetBlockLocationsResponse, []*api.DatanodeInfo) {
+	r := new(oneBlockReply)
+	out := &r.out
+	out.BlockIds, out.GenStamps, out.Lengths = r.u64[0:1:1], r.u64[1:2:2], r.u64[2:3:3]
+	out.ReplicaCounts, out.ReplicaIndexes = r.u32[:1], r.u32[1:1]
+	return out, r.infos[:0]
 }
 
 func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
