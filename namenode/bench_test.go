@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,14 +157,56 @@ func histMean(b *testing.B, n *namenode.Namenode, name string) float64 {
 // scaling and what the machine allowed in the same seconds.
 func BenchmarkGetBlockLocationsScaling(b *testing.B) {
 	srv, req := locationsFixture(b, "/f10", 10)
+	gbl := gblCall(srv, req)
+	for _, g := range []int{1, 2} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) { callsPerSec(b, g, gbl) })
+	}
+	b.Run("alternating", func(b *testing.B) { alternateScaling(b, gbl) })
+}
+
+// BenchmarkGetBlockLocationsLargeNamespaceScaling is the alternating
+// figure of BenchmarkGetBlockLocationsScaling on a namenode that also
+// holds 200,000 other one-block files, each with 3 reported replicas
+// (namenode.LoadFiles, then full block reports), and reports the live heap
+// too. The small fixture's live heap is a few MB, so the garbage collector
+// runs every few thousand calls and pays its per-cycle costs (stacks,
+// globals, the stop-the-world phases) each time; a namenode's live heap is
+// hundreds of MB or more, which spreads those costs over many more calls.
+// Both figures are worth reading: the small one is the worst case.
+func BenchmarkGetBlockLocationsLargeNamespaceScaling(b *testing.B) {
+	srv, req := locationsFixtureWith(b, "/f10", 10, 200000)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	live := float64(ms.HeapAlloc) / (1 << 20)
+	gbl := gblCall(srv, req)
+	for _, g := range []int{1, 2} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) { callsPerSec(b, g, gbl) })
+	}
+	b.Run("alternating", func(b *testing.B) {
+		alternateScaling(b, gbl)
+		b.ReportMetric(live, "live-heap-MiB")
+	})
+}
+
+// gblCall returns one GetBlockLocations call of req as root, checking that
+// the reply lists 10 blocks with 3 replicas each.
+func gblCall(srv api.ClientServiceServer, req *api.GetBlockLocationsRequest) func() error {
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
-	gbl := func() error {
+	return func() error {
 		r, err := srv.GetBlockLocations(ctx, req)
 		if err == nil {
 			err = checkReplicas(r, 10)
 		}
 		return err
 	}
+}
+
+// alternateScaling runs turns of 1 and 2 goroutines of gbl and, as the
+// control, of a loop that shares nothing (SHA-256 of a private buffer,
+// about as long as one call), rotating the order every round, and reports
+// gbl-2/1 and cpu-only-2/1.
+func alternateScaling(b *testing.B, gbl func() error) {
 	cpu := func() error {
 		var buf [256]byte
 		for range 8 {
@@ -172,35 +215,30 @@ func BenchmarkGetBlockLocationsScaling(b *testing.B) {
 		}
 		return nil
 	}
-	for _, g := range []int{1, 2} {
-		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) { callsPerSec(b, g, gbl) })
+	const turn = 2000
+	type setup struct {
+		g    int
+		call func() error
+		d    time.Duration
+		n    int64
 	}
-	b.Run("alternating", func(b *testing.B) {
-		const turn = 2000
-		type setup struct {
-			g    int
-			call func() error
-			d    time.Duration
-			n    int64
-		}
-		ss := []*setup{{g: 1, call: gbl}, {g: 2, call: gbl}, {g: 1, call: cpu}, {g: 2, call: cpu}}
-		for k, done := 0, int64(0); done < int64(b.N); k, done = k+1, done+turn {
-			for j := range ss {
-				s := ss[(j+k)%len(ss)] // every setup goes first in turn
-				t0 := time.Now()
-				if err := runCalls(s.g, turn, s.call); err != nil {
-					b.Fatal(err)
-				}
-				s.d += time.Since(t0)
-				s.n += turn
+	ss := []*setup{{g: 1, call: gbl}, {g: 2, call: gbl}, {g: 1, call: cpu}, {g: 2, call: cpu}}
+	for k, done := 0, int64(0); done < int64(b.N); k, done = k+1, done+turn {
+		for j := range ss {
+			s := ss[(j+k)%len(ss)] // every setup goes first in turn
+			t0 := time.Now()
+			if err := runCalls(s.g, turn, s.call); err != nil {
+				b.Fatal(err)
 			}
+			s.d += time.Since(t0)
+			s.n += turn
 		}
-		rate := func(s *setup) float64 { return float64(s.n) / s.d.Seconds() }
-		b.ReportMetric(rate(ss[0]), "gbl-1-calls/s")
-		b.ReportMetric(rate(ss[1]), "gbl-2-calls/s")
-		b.ReportMetric(rate(ss[1])/rate(ss[0]), "gbl-2/1")
-		b.ReportMetric(rate(ss[3])/rate(ss[2]), "cpu-only-2/1")
-	})
+	}
+	rate := func(s *setup) float64 { return float64(s.n) / s.d.Seconds() }
+	b.ReportMetric(rate(ss[0]), "gbl-1-calls/s")
+	b.ReportMetric(rate(ss[1]), "gbl-2-calls/s")
+	b.ReportMetric(rate(ss[1])/rate(ss[0]), "gbl-2/1")
+	b.ReportMetric(rate(ss[3])/rate(ss[2]), "cpu-only-2/1")
 }
 
 // runCalls makes n calls from g goroutines, claimed callGrain at a time.
@@ -254,22 +292,63 @@ func BenchmarkGetBlockLocations1000(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/block")
 }
 
+// BenchmarkGetBlockLocationsOneBlock calls GetBlockLocations on a
+// one-block file with 3 reported replicas, the shape of most files, and
+// reports allocations: the reply and its arrays come in one.
+func BenchmarkGetBlockLocationsOneBlock(b *testing.B) {
+	srv, req := locationsFixture(b, "/f1", 1)
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(namenode.UserKey, "root"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r, err := srv.GetBlockLocations(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := checkReplicas(r, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // locationsFixture starts one namenode with 5 heartbeating datanodes,
 // writes a file of nblocks 1 KiB blocks with replication 3, has every
 // datanode send a full block report of the replicas placed on it, waits
 // until every block is served with 3 replicas, and returns the in-process
 // client server and a stale-read request for the whole file.
 func locationsFixture(b *testing.B, path string, nblocks int) (api.ClientServiceServer, *api.GetBlockLocationsRequest) {
-	x := startCluster(b, 1, func(i int, c *namenode.Config) { c.Logger = quietLogger() })
+	return locationsFixtureWith(b, path, nblocks, 0)
+}
+
+// locationsFixtureWith is locationsFixture on a namenode that first gets
+// others one-block files (namenode.LoadFiles), each placed on 3 of the 5
+// datanodes and listed in their block reports.
+func locationsFixtureWith(b *testing.B, path string, nblocks, others int) (api.ClientServiceServer, *api.GetBlockLocationsRequest) {
+	x := startCluster(b, 1, func(i int, c *namenode.Config) {
+		c.Logger = quietLogger()
+		if others > 0 {
+			c.MaxRequestSize = 256 << 20 // the datanodes' full reports of the other files
+		}
+	})
 	x.registerDatanodes(5)
 	l := x.leader()
 	c := x.client(l)
+	held := map[string][]*api.ReportedBlock{}
+	loaded, err := namenode.LoadFiles(x.c.Namenode(l), others, 1000, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, f := range loaded {
+		for r := range 3 {
+			id := fmt.Sprintf("dn%d", (i+r)%5)
+			held[id] = append(held[id], &api.ReportedBlock{Block: f.Block, InodeId: f.Inode})
+		}
+	}
 	cr, err := c.Create(x.root(), &api.CreateRequest{Path: path, Replication: 3, BlockSize: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var blocks []*api.Block
-	held := map[string][]*api.ReportedBlock{}
 	var prev *api.Block
 	for range nblocks {
 		r, err := c.AddBlock(x.root(), &api.AddBlockRequest{Path: path, InodeId: cr.Status.InodeId, Previous: prev})
@@ -299,9 +378,18 @@ func locationsFixture(b *testing.B, path string, nblocks int) (api.ClientService
 	for {
 		r, err := srv.GetBlockLocations(ctx, req)
 		if err == nil {
-			if err = checkReplicas(r, nblocks); err == nil {
-				return srv, req
+			err = checkReplicas(r, nblocks)
+		}
+		for _, i := range []int{0, len(loaded) / 2, len(loaded) - 1} {
+			if err == nil && len(loaded) > 0 {
+				p := fmt.Sprintf("/load/d%06d/f%06d", i/1000, i%1000)
+				if r, err = srv.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: p, Read: req.Read}); err == nil {
+					err = checkReplicas(r, 1)
+				}
 			}
+		}
+		if err == nil {
+			return srv, req
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("replicas never reported: %v", err)

@@ -22,21 +22,24 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	c := s.n.readCaller(ctx)
-	out, err := s.n.blockLocations(c, req)
+	user, groups := s.n.reader(ctx)
+	out, err := s.n.blockLocations(user, groups, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.n.fillReadTokens(c.User, out); err != nil {
+	if err := s.n.fillReadTokens(user, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
+// blockLocations builds the reply of GetBlockLocations for user, a member
+// of groups, under the FSM's read lock.
+func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
 	f := n.fsm
 	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(c, "get block locations", req.Path)
+	var nc namespace.Caller // on the stack: see asReader
+	ns, err := f.asReader(&nc, user, groups, "get block locations", req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -48,21 +51,24 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 		return nil, errs.Newf(errs.Invalid, "get block locations", req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
 	}
 	end := rangeEnd(req.Offset, req.Length, fi.Length)
-	out := &api.GetBlockLocationsResponse{
-		Header:            n.header(),
-		InodeId:           uint64(fi.ID),
-		FileLength:        fi.Length,
-		UnderConstruction: fi.State == namespace.UnderConstruction,
-	}
+	uc := fi.State == namespace.UnderConstruction
 	// The reply is parallel packed arrays (see api/client.proto), filled
 	// with no allocation per block; each datanode is named once.
-	first, last := overlapping(bs, req.Offset, end, out.UnderConstruction && end == fi.Length)
+	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
+	var out *api.GetBlockLocationsResponse
+	var infos []*api.DatanodeInfo
+	if count == 1 {
+		out, infos = newOneBlockReply()
+	} else {
+		out = &api.GetBlockLocationsResponse{}
+		u64 := make([]uint64, 3*count)
+		out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
+		u32 := make([]uint32, count, 4*count)
+		out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
+	}
+	out.Header, out.InodeId, out.FileLength, out.UnderConstruction = n.header(), uint64(fi.ID), fi.Length, uc
 	out.FirstOffset = blockOffset(bs, first)
-	u64 := make([]uint64, 3*count)
-	out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
-	u32 := make([]uint32, count, 4*count)
-	out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, whose
 	// entries are built once per datanode.
@@ -70,7 +76,10 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 	defer sc.release()
 	rd := &sc.rd
 	rd.Reset(n.blocks)
-	sc.infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
+	if infos == nil {
+		infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
+	}
+	sc.infos = infos
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
 		k := len(out.ReplicaIndexes)
@@ -104,6 +113,26 @@ func (n *Namenode) blockLocations(c *api.Caller, req *api.GetBlockLocationsReque
 		}
 	}
 	return out, nil
+}
+
+// oneBlockReply is a reply of one block with its arrays and room for a
+// datanode table of 3, in one allocation instead of four: most files have
+// one block, and most GetBlockLocations calls read one.
+type oneBlockReply struct {
+	out   api.GetBlockLocationsResponse
+	u64   [3]uint64            // block id, generation stamp, length
+	u32   [1 + 3]uint32        // replica count, then 3 replica indexes
+	infos [3]*api.DatanodeInfo // the table (more replicas: append grows it)
+}
+
+// newOneBlockReply returns an empty reply of one block whose arrays (and
+// datanode table, empty, room for 3) are in the same allocation.
+func newOneBlockReply() (*api.GetBlockLocationsResponse, []*api.DatanodeInfo) {
+	r := new(oneBlockReply)
+	out := &r.out
+	out.BlockIds, out.GenStamps, out.Lengths = r.u64[0:1:1], r.u64[1:2:2], r.u64[2:3:3]
+	out.ReplicaCounts, out.ReplicaIndexes = r.u32[:1], r.u32[1:1]
+	return out, r.infos[:0]
 }
 
 func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
@@ -186,7 +215,7 @@ func (sc *scratch) index(n *Namenode, rd *blocks.LocationReader, num uint32) uin
 	} else {
 		sc.slot = append(sc.slot, make([]uint32, int(num)+1-len(sc.slot))...)
 	}
-	sc.infos = append(sc.infos, n.datanodeInfo(rd.Datanode(num)))
+	sc.infos = append(sc.infos, n.dnInfos.get(num, rd.Datanode(num)))
 	k := uint32(len(sc.infos))
 	sc.slot[num] = k
 	sc.used = append(sc.used, num)
@@ -202,23 +231,4 @@ func (sc *scratch) release() {
 	sc.used, sc.infos = sc.used[:0], nil
 	sc.rd.Reset(nil)
 	scratches.Put(sc)
-}
-
-// datanodeInfo returns d as an api.DatanodeInfo, shared between replies
-// until d's snapshot changes (a heartbeat replaces it), so a reply costs no
-// allocation per datanode. Replies are only read after they are built.
-func (n *Namenode) datanodeInfo(d *blocks.Datanode) *api.DatanodeInfo {
-	if v, ok := n.dnInfos.Load(d.ID); ok {
-		if c := v.(*cachedInfo); c.d == d {
-			return c.info
-		}
-	}
-	info := toDatanodeInfo(*d)
-	n.dnInfos.Store(d.ID, &cachedInfo{d: d, info: info})
-	return info
-}
-
-type cachedInfo struct {
-	d    *blocks.Datanode // the snapshot info was built from
-	info *api.DatanodeInfo
 }

@@ -47,8 +47,9 @@ type Namenode struct {
 	proposer  *proposer
 	keys      *security.KeyManager
 	issuer    *security.Issuer
-	dnInfos   sync.Map    // datanode id -> *cachedInfo (locations.go)
-	ready     atomic.Bool // leader and caught up with its own term
+	dnInfos   dnInfoCache                        // replies' datanode entries (dninfo.go)
+	hdr       atomic.Pointer[api.ResponseHeader] // the latest reply header (server.go)
+	ready     atomic.Bool                        // leader and caught up with its own term
 
 	grpcLis  net.Listener
 	grpcSrv  *grpc.Server

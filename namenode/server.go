@@ -66,14 +66,22 @@ func (n *Namenode) caller(ctx context.Context) *api.Caller {
 // which are never retried from the cache and check no writer: two
 // metadata lookups fewer on the hottest path.
 func (n *Namenode) readCaller(ctx context.Context) *api.Caller {
+	user, groups := n.reader(ctx)
+	return &api.Caller{User: user, Groups: groups}
+}
+
+// reader is readCaller's user and groups, without building an api.Caller
+// (GetBlockLocations needs none): an empty user when the caller cannot be
+// identified, which the FSM refuses.
+func (n *Namenode) reader(ctx context.Context) (user string, groups []string) {
 	id, ok := security.IdentityFromContext(ctx)
 	if !ok {
 		var err error
 		if id, err = n.authz.Identify(ctx); err != nil {
-			return &api.Caller{}
+			return "", nil
 		}
 	}
-	return &api.Caller{User: id.Name, Groups: n.groups.Groups(id.Name)}
+	return id.Name, n.groups.Groups(id.Name)
 }
 
 // callIDs reads the retry-cache call identity from request metadata.
@@ -90,8 +98,18 @@ func callIDs(ctx context.Context) (string, uint64) {
 	return cid[0], n
 }
 
+// header returns the header of a reply built now. Replies built at the same
+// applied index share one header, so a read allocates none: a header, once
+// in a reply, is never modified (replies are marshalled or read, and any
+// code that wants another header sets a new one).
 func (n *Namenode) header() *api.ResponseHeader {
-	return &api.ResponseHeader{AppliedIndex: n.fsm.appliedIndex(), ServedBy: n.cfg.ID}
+	idx := n.fsm.appliedIndex()
+	if h := n.hdr.Load(); h != nil && h.AppliedIndex == idx {
+		return h
+	}
+	h := &api.ResponseHeader{AppliedIndex: idx, ServedBy: n.cfg.ID}
+	n.hdr.Store(h)
+	return h
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }

@@ -106,7 +106,8 @@ func (n *Namenode) uiBrowse(w http.ResponseWriter, r *http.Request) error {
 
 // uiFile renders a file's page: its blocks and where their replicas are.
 func (n *Namenode) uiFile(w http.ResponseWriter, r *http.Request, self entryView) error {
-	locs, err := n.blockLocations(n.caller(r.Context()), &api.GetBlockLocationsRequest{Path: self.Path, Read: staleRead})
+	user, groups := n.reader(r.Context())
+	locs, err := n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: self.Path, Read: staleRead})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package security
 
 import (
+	"strconv"
 	"testing"
+	"time"
 )
 
 func benchEnv(b *testing.B, cache bool) *env {
@@ -129,4 +131,45 @@ func BenchmarkFileTokenCachedParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkFileTokenColdMiss compares a cached-mode miss with a per-request
+// token, every call for a user never seen before (what a cold cache sees),
+// both issuers signing with the same key. The cache starts full, so every
+// miss also evicts. This machine is noisy: the two run in alternating turns
+// of the same run, in ABBA order, and the figure to read is
+// cached/per-request, which a miss that costs no more than a signature
+// keeps at 1 or below.
+func BenchmarkFileTokenColdMiss(b *testing.B) {
+	e := newEnv(b, func(c *Config) { c.CacheSize = 4096 })
+	pcfg := e.cfg
+	pcfg.Mode = PerRequest
+	per, err := NewIssuer(pcfg, e.km, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 2 * e.cfg.CacheSize {
+		must(b)(e.is.FileToken("fill"+strconv.Itoa(i), inode, Read))
+	}
+	issuers := []*Issuer{e.is, per}
+	var d [2]time.Duration
+	user := 0
+	const turn = 100
+	b.ResetTimer()
+	for k, done := 0, 0; done < b.N; k, done = k+1, done+turn {
+		for j := range issuers {
+			i := j ^ k&1
+			t0 := time.Now()
+			for range min(turn, b.N-done) {
+				user++
+				if _, err := issuers[i].FileToken("u"+strconv.Itoa(user), uint64(user), Read); err != nil {
+					b.Fatal(err)
+				}
+			}
+			d[i] += time.Since(t0)
+		}
+	}
+	b.ReportMetric(float64(d[0].Nanoseconds())/float64(b.N), "cached-ns/call")
+	b.ReportMetric(float64(d[1].Nanoseconds())/float64(b.N), "per-request-ns/call")
+	b.ReportMetric(float64(d[0])/float64(d[1]), "cached/per-request")
 }

@@ -33,7 +33,7 @@ type cacheKey struct {
 type cacheEntry struct {
 	key        cacheKey
 	token      []byte
-	reuseUntil time.Time
+	reuseUntil int64 // unix nanos
 }
 
 // issuerShards bounds the issuer cache's shard count. With 16, two
@@ -161,7 +161,7 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 	}
 	k := cacheKey{user: user, inode: inode, access: access, kid: kp.KID}
 	h := maphash.Comparable(is.seed, k)
-	if e, ok := is.cache.get(h, now.UnixNano()); ok && e.key == k && now.Before(e.reuseUntil) {
+	if e, ok := is.cache.get(h, now.UnixNano()); ok && e.key == k && now.UnixNano() < e.reuseUntil {
 		is.m.hits.Inc()
 		return e.token, nil
 	}
@@ -173,7 +173,8 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	e := &cacheEntry{key: k, token: []byte(s), reuseUntil: iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))}
+	reuse := iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))
+	e := &cacheEntry{key: k, token: []byte(s), reuseUntil: reuse.UnixNano()}
 	e, evicted := is.cache.put(h, e, now.UnixNano(), newerToken)
 	if evicted {
 		is.m.evictions.Inc()
@@ -184,7 +185,7 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 // newerToken keeps a cached entry that a concurrent miss stored for the
 // same key with a reuse time at least as late as v's.
 func newerToken(old, v *cacheEntry) bool {
-	return old.key == v.key && !v.reuseUntil.After(old.reuseUntil)
+	return old.key == v.key && v.reuseUntil <= old.reuseUntil
 }
 
 // CacheLen returns the number of cached file tokens (all shards; 0 outside

@@ -4,17 +4,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-
 	"github.com/blockfs/blockfs/internal/rwlock"
 )
 
 // lruCache is the cache behind both token caches: a fixed number of
 // shards, picked by the low bits of a seeded 64-bit hash, each a
-// count-bounded LRU (hashicorp/golang-lru's simplelru) under its own
-// RWMutex. The full hash is the LRU key, so a lookup hashes nothing twice
-// and never allocates; values carry their real key and callers compare it,
-// which turns a hash collision into a miss and nothing worse.
+// count-bounded LRU under its own lock. The full hash is the key, so a
+// lookup hashes nothing twice and never allocates; values carry their real
+// key and callers compare it, which turns a hash collision into a miss and
+// nothing worse.
 //
 // A hit takes only its shard's read lock, so hits never wait for each
 // other (KUDU-3210: no lock shared across shards, none exclusive on the
@@ -22,6 +20,13 @@ import (
 // lock, at most once per promoteEvery: recency is kept to that grain. An
 // insert into a full shard drops the shard's least recently used entry in
 // O(1); nothing ever scans a shard.
+//
+// A shard keeps its entries in one slice of slots linked by index, and a
+// map from hash to slot that holds no pointers: an insert allocates
+// nothing once the shard has filled (it reuses the slot it evicts), and the
+// garbage collector sees one slice per shard, not a list node and an item
+// per entry. On a cold cache, where every request misses, that is most of
+// what a miss costs beyond the signature it cannot avoid.
 type lruCache[V comparable] struct {
 	shards []lruShard[V]
 	mask   uint64
@@ -30,9 +35,17 @@ type lruCache[V comparable] struct {
 // promoteEvery is how often, at most, a hit moves its entry to the front.
 const promoteEvery = int64(time.Millisecond)
 
-type lruItem[V comparable] struct {
-	v        V
-	promoted atomic.Int64 // unix nanos of the last move to the front
+// none ends a slot list.
+const none = -1
+
+// lruSlot is one entry. promoted (unix nanos of the last move to the
+// front) is read and written atomically: hits update it under the read
+// lock.
+type lruSlot[V comparable] struct {
+	h          uint64
+	v          V
+	prev, next int32 // towards the front and the back; free slots chain by next
+	promoted   int64
 }
 
 // lruShard's lock spreads readers over cache lines (rwlock.Mutex): every
@@ -40,9 +53,13 @@ type lruItem[V comparable] struct {
 // comes to the same shard, and a sync.RWMutex's reader count is one word
 // they would all write.
 type lruShard[V comparable] struct {
-	mu  rwlock.Mutex
-	lru *simplelru.LRU[uint64, *lruItem[V]]
-	_   [56]byte // keep the next shard's first lock off this one's line
+	mu         rwlock.Mutex
+	index      map[uint64]int32 // hash -> slot
+	slots      []lruSlot[V]     // grows to size, then is reused
+	size       int
+	head, tail int32    // most and least recently used, none when empty
+	free       int32    // removed slots, chained by next
+	_          [56]byte // keep the next shard's first lock off this one's line
 }
 
 // newLRUCache returns a cache of at most size entries in at most
@@ -51,11 +68,9 @@ func newLRUCache[V comparable](size, maxShards int) *lruCache[V] {
 	n := shardCount(size, maxShards)
 	c := &lruCache[V]{shards: make([]lruShard[V], n), mask: uint64(n - 1)}
 	for i := range c.shards {
-		l, err := simplelru.NewLRU[uint64, *lruItem[V]](size/n, nil)
-		if err != nil {
-			panic(err) // size/n >= 1 by shardCount
-		}
-		c.shards[i].lru = l
+		sh := &c.shards[i]
+		sh.index, sh.size = map[uint64]int32{}, size/n // size/n >= 1 by shardCount
+		sh.head, sh.tail, sh.free = none, none, none
 	}
 	return c
 }
@@ -77,21 +92,27 @@ func (c *lruCache[V]) shard(h uint64) *lruShard[V] { return &c.shards[h&c.mask] 
 func (c *lruCache[V]) get(h uint64, now int64) (V, bool) {
 	sh := c.shard(h)
 	rl := sh.mu.RLock()
-	it, ok := sh.lru.Peek(h)
-	rl.RUnlock()
-	if !ok {
-		var zero V
-		return zero, false
+	i, ok := sh.index[h]
+	var v V
+	due := false
+	if ok {
+		s := &sh.slots[i]
+		v = s.v
+		if now-atomic.LoadInt64(&s.promoted) >= promoteEvery {
+			atomic.StoreInt64(&s.promoted, now)
+			due = true
+		}
 	}
-	if now-it.promoted.Load() >= promoteEvery {
-		it.promoted.Store(now)
+	rl.RUnlock()
+	if due {
 		sh.mu.Lock()
-		if cur, ok := sh.lru.Peek(h); ok && cur == it {
-			sh.lru.Get(h)
+		if j, ok := sh.index[h]; ok && sh.slots[j].v == v {
+			sh.unlink(j)
+			sh.pushFront(j)
 		}
 		sh.mu.Unlock()
 	}
-	return it.v, true
+	return v, ok
 }
 
 // put stores v under h unless keep(old, v) says the value already there
@@ -101,20 +122,40 @@ func (c *lruCache[V]) put(h uint64, v V, now int64, keep func(old, v V) bool) (s
 	sh := c.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.lru.Peek(h); ok && keep != nil && keep(old.v, v) {
-		return old.v, false
+	i, ok := sh.index[h]
+	switch {
+	case ok && keep != nil && keep(sh.slots[i].v, v):
+		return sh.slots[i].v, false
+	case ok:
+		sh.unlink(i)
+	case sh.free != none:
+		i, sh.free = sh.free, sh.slots[sh.free].next
+	case len(sh.slots) < sh.size:
+		i = int32(len(sh.slots))
+		sh.slots = append(sh.slots, lruSlot[V]{})
+	default:
+		i = sh.tail
+		sh.unlink(i)
+		delete(sh.index, sh.slots[i].h)
+		evicted = true
 	}
-	it := &lruItem[V]{v: v}
-	it.promoted.Store(now)
-	return v, sh.lru.Add(h, it)
+	s := &sh.slots[i]
+	s.h, s.v = h, v
+	atomic.StoreInt64(&s.promoted, now)
+	sh.pushFront(i)
+	sh.index[h] = i
+	return v, evicted
 }
 
 // remove drops h if it still holds v (and not a newer value).
 func (c *lruCache[V]) remove(h uint64, v V) {
 	sh := c.shard(h)
 	sh.mu.Lock()
-	if old, ok := sh.lru.Peek(h); ok && old.v == v {
-		sh.lru.Remove(h)
+	if i, ok := sh.index[h]; ok && sh.slots[i].v == v {
+		sh.unlink(i)
+		delete(sh.index, h)
+		var zero V
+		sh.slots[i].v, sh.slots[i].next, sh.free = zero, sh.free, i // let the GC have v
 	}
 	sh.mu.Unlock()
 }
@@ -125,8 +166,49 @@ func (c *lruCache[V]) len() int {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		rl := sh.mu.RLock()
-		n += sh.lru.Len()
+		n += len(sh.index)
 		rl.RUnlock()
 	}
 	return n
+}
+
+// peek returns the value under h without touching the order.
+func (sh *lruShard[V]) peek(h uint64) (V, bool) {
+	rl := sh.mu.RLock()
+	defer rl.RUnlock()
+	i, ok := sh.index[h]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return sh.slots[i].v, true
+}
+
+// unlink takes slot i out of the recency list (write lock held).
+func (sh *lruShard[V]) unlink(i int32) {
+	s := &sh.slots[i]
+	if s.prev != none {
+		sh.slots[s.prev].next = s.next
+	} else {
+		sh.head = s.next
+	}
+	if s.next != none {
+		sh.slots[s.next].prev = s.prev
+	} else {
+		sh.tail = s.prev
+	}
+	s.prev, s.next = none, none
+}
+
+// pushFront makes slot i the most recently used (write lock held).
+func (sh *lruShard[V]) pushFront(i int32) {
+	s := &sh.slots[i]
+	s.prev, s.next = none, sh.head
+	if sh.head != none {
+		sh.slots[sh.head].prev = i
+	}
+	sh.head = i
+	if sh.tail == none {
+		sh.tail = i
+	}
 }

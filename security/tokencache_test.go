@@ -2,6 +2,7 @@ package security
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -50,12 +51,12 @@ func TestLRUCacheOrder(t *testing.T) {
 			c.remove(s.h, val(s.h))
 		}
 		for _, h := range s.present {
-			if _, ok := c.shard(h).lru.Peek(h); !ok {
+			if _, ok := c.shard(h).peek(h); !ok {
 				t.Fatalf("step %d: %d missing", i, h)
 			}
 		}
 		for _, h := range s.absent {
-			if _, ok := c.shard(h).lru.Peek(h); ok {
+			if _, ok := c.shard(h).peek(h); ok {
 				t.Fatalf("step %d: %d still cached", i, h)
 			}
 		}
@@ -94,7 +95,7 @@ func TestLRUCachePromotionGrain(t *testing.T) {
 			c.put(2, &v, 0, nil)
 			c.get(1, tc.hitAt)
 			c.put(3, &v, tc.hitAt, nil)
-			if _, ok := c.shard(tc.evicted).lru.Peek(tc.evicted); ok {
+			if _, ok := c.shard(tc.evicted).peek(tc.evicted); ok {
 				t.Fatalf("%d still cached", tc.evicted)
 			}
 		})
@@ -227,6 +228,75 @@ func TestExpiredNotServed(t *testing.T) {
 			if e.v.CacheLen() != 0 {
 				t.Fatalf("step %d: expired token still cached", i)
 			}
+		}
+	}
+}
+
+// TestLRUCacheModel runs random puts, gets and removes on a one-shard cache
+// and on a plain slice kept in recency order, and checks after every step
+// that both hold the same keys with the same values, in the same order.
+func TestLRUCacheModel(t *testing.T) {
+	const size = 5
+	c := newLRUCache[*int](size, 1)
+	sh := c.shard(0)
+	type kv struct {
+		h uint64
+		v *int
+	}
+	var model []kv // most recent first
+	find := func(h uint64) int {
+		for i, e := range model {
+			if e.h == h {
+				return i
+			}
+		}
+		return -1
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	now := int64(0)
+	for step := range 20000 {
+		now += promoteEvery
+		h := rng.Uint64N(9)
+		switch op := rng.IntN(3); op {
+		case 0:
+			v := new(int)
+			_, ev := c.put(h, v, now, nil)
+			wantEv := false
+			if i := find(h); i >= 0 {
+				model = append(model[:i], model[i+1:]...)
+			} else if len(model) == size {
+				model, wantEv = model[:size-1], true
+			}
+			model = append([]kv{{h, v}}, model...)
+			if ev != wantEv {
+				t.Fatalf("step %d: put %d evicted=%v, want %v", step, h, ev, wantEv)
+			}
+		case 1:
+			v, ok := c.get(h, now)
+			i := find(h)
+			if ok != (i >= 0) || ok && v != model[i].v {
+				t.Fatalf("step %d: get %d = %v, %v", step, h, v, ok)
+			}
+			if ok {
+				e := model[i]
+				model = append([]kv{e}, append(model[:i:i], model[i+1:]...)...)
+			}
+		case 2:
+			if i := find(h); i >= 0 {
+				if rng.IntN(2) == 0 {
+					c.remove(h, new(int)) // not the value held: no effect
+				} else {
+					c.remove(h, model[i].v)
+					model = append(model[:i], model[i+1:]...)
+				}
+			}
+		}
+		var got []kv
+		for i := sh.head; i != none; i = sh.slots[i].next {
+			got = append(got, kv{sh.slots[i].h, sh.slots[i].v})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(model) || c.len() != len(model) {
+			t.Fatalf("step %d: cache %v (len %d), model %v", step, got, c.len(), model)
 		}
 	}
 }

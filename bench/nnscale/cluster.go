@@ -38,6 +38,9 @@ type clusterResult struct {
 	nsPerBlock1000 []float64 // one per run
 	cachedUs       []float64 // one per run: mean of the run's calls
 	perRequestUs   []float64
+	// The control of twinReads: GetFileInfo on the same two nodes.
+	statCachedUs     []float64
+	statPerRequestUs []float64
 }
 
 type clusterFile struct {
@@ -268,21 +271,6 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 	}
 	res.largestReport = x.largestReport
 
-	rng := rand.New(rand.NewPCG(1, 2))
-	var users atomic.Int64
-	for range runs {
-		v, err := perBlock1000(x.srv)
-		if err != nil {
-			return nil, err
-		}
-		res.nsPerBlock1000 = append(res.nsPerBlock1000, v)
-		us, err := randomReads(x.srv, files, calls, rng, &users)
-		if err != nil {
-			return nil, err
-		}
-		res.cachedUs = append(res.cachedUs, us)
-	}
-
 	// Restart from a snapshot: take one now so the restarted node loads
 	// the image rather than replaying the log.
 	adm := api.NewAdminClient(x.conn)
@@ -293,6 +281,13 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 	raftAddr := x.c.Namenode(0).RaftAddr()
 	x.close()
 	x = nil
+	// The cached-mode twin restarts from a copy of the same state (see
+	// twinReads); copy it before the per-request node opens it.
+	twinDir := dir + "-cached"
+	if err := os.CopyFS(twinDir, os.DirFS(dir)); err != nil {
+		return nil, fmt.Errorf("copy the namenode's state: %w", err)
+	}
+	defer os.RemoveAll(twinDir)
 	t1 := time.Now()
 	x, err = startNN(ctx, dir, security.PerRequest, raftAddr)
 	if err != nil {
@@ -318,14 +313,69 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 	if err := checkReplicas(x.srv, files, calls); err != nil {
 		return nil, err
 	}
-	for range runs {
-		us, err := randomReads(x.srv, files, calls, rng, &users)
-		if err != nil {
-			return nil, err
-		}
-		res.perRequestUs = append(res.perRequestUs, us)
+	twin, err := startNN(ctx, twinDir, security.Cached, "")
+	if err != nil {
+		return nil, fmt.Errorf("start the cached-mode twin: %w", err)
+	}
+	defer twin.close()
+	if err := twinReads(ctx, res, x, twin, files, big, bigInode, runs, calls); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// twinReads measures random GetBlockLocations in both token modes on two
+// namenodes restarted from the same snapshot and running side by side:
+// perRequest (the restarted node) and cached (its twin). The two used to be
+// measured minutes apart on different nodes, the cached one on the node
+// that had just written every file through Raft, with that garbage and
+// heap behind it; here every run reads the same random files on both, in
+// turn, in ABBA order, each call as a new user, so the token mode is the
+// only difference. The same turns read the same files with GetFileInfo
+// (no token at all) on both nodes, the control: its ratio is what the two
+// nodes differ by when the token mode does not matter. Each run starts
+// with the 1000-block read on the cached node (gbl_ns_per_block_1000).
+func twinReads(ctx context.Context, res *clusterResult, perRequest, cached *nn, files []clusterFile, big []*api.Block, bigInode uint64, runs, calls int) error {
+	if err := cached.datanodesUp(ctx); err != nil {
+		return err
+	}
+	if err := cached.report(ctx, files, big, bigInode); err != nil {
+		return err
+	}
+	if err := checkReplicas(cached.srv, files, calls); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var users atomic.Int64
+	nodes := [2]*nn{cached, perRequest}
+	for k := range runs {
+		v, err := perBlock1000(cached.srv)
+		if err != nil {
+			return err
+		}
+		res.nsPerBlock1000 = append(res.nsPerBlock1000, v)
+		paths := make([]string, calls)
+		for i := range paths {
+			paths[i] = files[rng.IntN(len(files))].path
+		}
+		var us, stat [2]float64
+		for j := range nodes {
+			i := j ^ k&1 // ABBA: neither mode always goes first
+			v, err := randomReads(nodes[i].srv, paths, &users)
+			if err != nil {
+				return err
+			}
+			us[i] = v
+			if stat[i], err = randomStats(nodes[i].srv, paths, &users); err != nil {
+				return err
+			}
+		}
+		res.cachedUs = append(res.cachedUs, us[0])
+		res.perRequestUs = append(res.perRequestUs, us[1])
+		res.statCachedUs = append(res.statCachedUs, stat[0])
+		res.statPerRequestUs = append(res.statPerRequestUs, stat[1])
+	}
+	return nil
 }
 
 // checkReplicas reads a sample of files and insists every block lists 3
@@ -370,17 +420,12 @@ func perBlock1000(srv api.ClientServiceServer) (float64, error) {
 	return float64(time.Since(t0).Nanoseconds()) / k / 1000, nil
 }
 
-// randomReads reads calls random files, each as a user never seen before,
-// and returns the mean microseconds per call.
-func randomReads(srv api.ClientServiceServer, files []clusterFile, calls int, rng *rand.Rand, users *atomic.Int64) (float64, error) {
-	reqs := make([]*api.GetBlockLocationsRequest, calls)
-	ctxs := make([]context.Context, calls)
-	for i := range calls {
-		reqs[i] = &api.GetBlockLocationsRequest{Path: files[rng.IntN(len(files))].path, Read: stale}
-		ctxs[i] = incoming(fmt.Sprintf("u%d", users.Add(1)))
-	}
+// randomReads reads the files at paths, each call as a user never seen
+// before, and returns the mean microseconds per call.
+func randomReads(srv api.ClientServiceServer, paths []string, users *atomic.Int64) (float64, error) {
+	reqs, ctxs := randomCalls(paths, users)
 	t0 := time.Now()
-	for i := range calls {
+	for i := range reqs {
 		r, err := srv.GetBlockLocations(ctxs[i], reqs[i])
 		if err != nil {
 			return 0, err
@@ -389,5 +434,29 @@ func randomReads(srv api.ClientServiceServer, files []clusterFile, calls int, rn
 			return 0, errors.New("a random read listed no replicas")
 		}
 	}
-	return float64(time.Since(t0).Nanoseconds()) / float64(calls) / 1e3, nil
+	return float64(time.Since(t0).Nanoseconds()) / float64(len(reqs)) / 1e3, nil
+}
+
+// randomStats is randomReads with GetFileInfo, which signs no token: the
+// control of twinReads.
+func randomStats(srv api.ClientServiceServer, paths []string, users *atomic.Int64) (float64, error) {
+	reqs, ctxs := randomCalls(paths, users)
+	t0 := time.Now()
+	for i := range reqs {
+		if _, err := srv.GetFileInfo(ctxs[i], &api.GetFileInfoRequest{Path: reqs[i].Path, Read: stale}); err != nil {
+			return 0, err
+		}
+	}
+	return float64(time.Since(t0).Nanoseconds()) / float64(len(reqs)) / 1e3, nil
+}
+
+// randomCalls builds stale reads of paths, each with a new user's context.
+func randomCalls(paths []string, users *atomic.Int64) ([]*api.GetBlockLocationsRequest, []context.Context) {
+	reqs := make([]*api.GetBlockLocationsRequest, len(paths))
+	ctxs := make([]context.Context, len(paths))
+	for i, p := range paths {
+		reqs[i] = &api.GetBlockLocationsRequest{Path: p, Read: stale}
+		ctxs[i] = incoming(fmt.Sprintf("u%d", users.Add(1)))
+	}
+	return reqs, ctxs
 }

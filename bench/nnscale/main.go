@@ -23,6 +23,10 @@
 //     GetBlockLocations is called on the handler in-process. The node is
 //     then snapshotted, stopped and started again in per-request token
 //     mode; restart_ready_ms runs until it answers a linearizable read.
+//     A twin in cached token mode then starts from a copy of the same
+//     state, and the random reads run on both, in alternating turns, so
+//     that the two token modes are compared on equal nodes at the same
+//     time (GetFileInfo on both is the control).
 //
 // Every figure is the median of --runs runs.
 //
@@ -49,39 +53,45 @@ import (
 
 // Result is the JSON output.
 type Result struct {
-	Files                        int       `json:"files"`
-	NsBytesPerFile               float64   `json:"ns_bytes_per_file"`
-	BlockmapBytesPerBlock        float64   `json:"blockmap_bytes_per_block"`
-	TotalBytesPerFile            float64   `json:"total_bytes_per_file"`
-	SnapshotMs                   float64   `json:"snapshot_ms"`
-	SnapshotPeakHeapOverLiveMiB  float64   `json:"snapshot_peak_heap_over_live_mib"`
-	CreateP50Ms                  float64   `json:"create_p50_ms"`
-	CreateMaxDuringSnapshotMs    float64   `json:"create_max_during_snapshot_ms"`
-	CreateP50DuringSnapshotMs    float64   `json:"create_p50_during_snapshot_ms"`  // median over runs
-	CreateP99DuringSnapshotMs    float64   `json:"create_p99_during_snapshot_ms"`  // median over runs
-	CreateMaxOutsideSnapshotMs   float64   `json:"create_max_outside_snapshot_ms"` // median over runs: the machine's noise
-	RestoreMs                    float64   `json:"restore_ms"`
-	RestartReadyMs               float64   `json:"restart_ready_ms"`
-	GblNsPerBlock1000            float64   `json:"gbl_ns_per_block_1000"`
-	GblRandomCachedUs            float64   `json:"gbl_random_cached_us"`
-	GblRandomPerRequestUs        float64   `json:"gbl_random_per_request_us"`
-	ClusterFiles                 int       `json:"cluster_files"`              // files behind restart_ready_ms and the gbl figures
-	LargestBlockReportBytes      int       `json:"largest_block_report_bytes"` // one datanode's full report in the cluster phase
-	DefaultMaxRequestBytes       int       `json:"default_max_request_bytes"`  // namenode.DefaultConfig().MaxRequestSize
-	ImageBytes                   int       `json:"image_bytes"`
-	Runs                         int       `json:"runs"`
-	Structures                   string    `json:"structures"` // how the first phase's figures were measured
-	Cluster                      string    `json:"cluster"`    // how the second phase's figures were measured
-	RunsSnapshotMs               []float64 `json:"runs_snapshot_ms"`
-	RunsCreateMaxDuringSnapshot  []float64 `json:"runs_create_max_during_snapshot_ms"`
-	RunsCreateP99DuringSnapshot  []float64 `json:"runs_create_p99_during_snapshot_ms"`
-	RunsCreateP50DuringSnapshot  []float64 `json:"runs_create_p50_during_snapshot_ms"`
-	RunsCreateMaxOutside         []float64 `json:"runs_create_max_outside_snapshot_ms"`
-	RunsRestoreMs                []float64 `json:"runs_restore_ms"`
-	RunsGblRandomCachedUs        []float64 `json:"runs_gbl_random_cached_us"`
-	RunsGblRandomPerRequestUs    []float64 `json:"runs_gbl_random_per_request_us"`
-	RunsGblNsPerBlock1000        []float64 `json:"runs_gbl_ns_per_block_1000"`
-	CreatesDuringSnapshotP50Runs []int     `json:"runs_creates_completed_during_snapshot"`
+	Files                       int     `json:"files"`
+	NsBytesPerFile              float64 `json:"ns_bytes_per_file"`
+	BlockmapBytesPerBlock       float64 `json:"blockmap_bytes_per_block"`
+	TotalBytesPerFile           float64 `json:"total_bytes_per_file"`
+	SnapshotMs                  float64 `json:"snapshot_ms"`
+	SnapshotPeakHeapOverLiveMiB float64 `json:"snapshot_peak_heap_over_live_mib"`
+	CreateP50Ms                 float64 `json:"create_p50_ms"`
+	CreateMaxDuringSnapshotMs   float64 `json:"create_max_during_snapshot_ms"`
+	CreateP50DuringSnapshotMs   float64 `json:"create_p50_during_snapshot_ms"`  // median over runs
+	CreateP99DuringSnapshotMs   float64 `json:"create_p99_during_snapshot_ms"`  // median over runs
+	CreateMaxOutsideSnapshotMs  float64 `json:"create_max_outside_snapshot_ms"` // median over runs: the machine's noise
+	RestoreMs                   float64 `json:"restore_ms"`
+	RestartReadyMs              float64 `json:"restart_ready_ms"`
+	GblNsPerBlock1000           float64 `json:"gbl_ns_per_block_1000"`
+	GblRandomCachedUs           float64 `json:"gbl_random_cached_us"`
+	GblRandomPerRequestUs       float64 `json:"gbl_random_per_request_us"`
+	// The control of the two above: GetFileInfo (no token) on the same
+	// two namenodes in the same turns; see twinReads.
+	StatRandomCachedNodeUs         float64   `json:"stat_random_cached_node_us"`
+	StatRandomPerRequestNodeUs     float64   `json:"stat_random_per_request_node_us"`
+	ClusterFiles                   int       `json:"cluster_files"`              // files behind restart_ready_ms and the gbl figures
+	LargestBlockReportBytes        int       `json:"largest_block_report_bytes"` // one datanode's full report in the cluster phase
+	DefaultMaxRequestBytes         int       `json:"default_max_request_bytes"`  // namenode.DefaultConfig().MaxRequestSize
+	ImageBytes                     int       `json:"image_bytes"`
+	Runs                           int       `json:"runs"`
+	Structures                     string    `json:"structures"` // how the first phase's figures were measured
+	Cluster                        string    `json:"cluster"`    // how the second phase's figures were measured
+	RunsSnapshotMs                 []float64 `json:"runs_snapshot_ms"`
+	RunsCreateMaxDuringSnapshot    []float64 `json:"runs_create_max_during_snapshot_ms"`
+	RunsCreateP99DuringSnapshot    []float64 `json:"runs_create_p99_during_snapshot_ms"`
+	RunsCreateP50DuringSnapshot    []float64 `json:"runs_create_p50_during_snapshot_ms"`
+	RunsCreateMaxOutside           []float64 `json:"runs_create_max_outside_snapshot_ms"`
+	RunsRestoreMs                  []float64 `json:"runs_restore_ms"`
+	RunsGblRandomCachedUs          []float64 `json:"runs_gbl_random_cached_us"`
+	RunsGblRandomPerRequestUs      []float64 `json:"runs_gbl_random_per_request_us"`
+	RunsStatRandomCachedNodeUs     []float64 `json:"runs_stat_random_cached_node_us"`
+	RunsStatRandomPerRequestNodeUs []float64 `json:"runs_stat_random_per_request_node_us"`
+	RunsGblNsPerBlock1000          []float64 `json:"runs_gbl_ns_per_block_1000"`
+	CreatesDuringSnapshotP50Runs   []int     `json:"runs_creates_completed_during_snapshot"`
 }
 
 // Config is what one run measures.
@@ -210,6 +220,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.GblNsPerBlock1000 = results.Median(cr.nsPerBlock1000)
 	r.GblRandomCachedUs = results.Median(cr.cachedUs)
 	r.GblRandomPerRequestUs = results.Median(cr.perRequestUs)
+	r.RunsStatRandomCachedNodeUs = cr.statCachedUs
+	r.RunsStatRandomPerRequestNodeUs = cr.statPerRequestUs
+	r.StatRandomCachedNodeUs = results.Median(cr.statCachedUs)
+	r.StatRandomPerRequestNodeUs = results.Median(cr.statPerRequestUs)
 	return r, nil
 }
 
@@ -238,7 +252,9 @@ func printTable(r *Result) {
 	row("largest_block_report_bytes", rep, c, "one datanode's full report")
 	row("restart_ready_ms", fmt.Sprintf("%.0f", r.RestartReadyMs), c, "real namenode, snapshot to first read")
 	row("gbl_ns_per_block_1000", fmt.Sprintf("%.1f", r.GblNsPerBlock1000), c, "handler, 1000-block file, cached token")
-	row("gbl_random_cached_us", fmt.Sprintf("%.1f", r.GblRandomCachedUs), c, "handler, random file, new user each call")
-	row("gbl_random_per_request_us", fmt.Sprintf("%.1f", r.GblRandomPerRequestUs), c, "same, per-request token mode")
+	row("gbl_random_cached_us", fmt.Sprintf("%.1f", r.GblRandomCachedUs), c, "handler, random file, new user each call, cached mode")
+	row("gbl_random_per_request_us", fmt.Sprintf("%.1f", r.GblRandomPerRequestUs), c, "same, per-request mode, on a twin node, in alternating turns")
+	row("stat_random_cached_node_us", fmt.Sprintf("%.1f", r.StatRandomCachedNodeUs), c, "control: GetFileInfo, same files, on the cached node")
+	row("stat_random_per_request_node_us", fmt.Sprintf("%.1f", r.StatRandomPerRequestNodeUs), c, "control: same, on the per-request node")
 	tw.Flush()
 }

@@ -1,0 +1,64 @@
+package namenode
+
+import (
+	"fmt"
+
+	"github.com/blockfs/blockfs/api"
+)
+
+// LoadedFile is one file LoadFiles added: its inode and its one block.
+type LoadedFile struct {
+	Inode uint64
+	Block *api.Block
+}
+
+// LoadFiles adds files of one block of blockLen bytes each to n's
+// namespace, perDir to a directory under /load, as root. It applies the
+// commands a client's Mkdirs, Create, AddBlock and Complete would commit
+// (so the namespace, the leases and the block map's expected replicas are
+// what those calls leave), through the FSM's own apply functions under its
+// write lock, but without a Raft log: a benchmark fixture gets a namenode
+// holding a namespace of realistic size in seconds rather than the minutes
+// Raft would take. Only for a single-node cluster, whose state no follower
+// has to match.
+func LoadFiles(n *Namenode, files, perDir int, blockLen uint64) ([]LoadedFile, error) {
+	f := n.fsm
+	caller := &api.Caller{User: f.superuser, ClientId: "load-files"}
+	out := make([]LoadedFile, 0, files)
+	for i := range files {
+		dir := fmt.Sprintf("/load/d%06d", i/perDir)
+		path := fmt.Sprintf("%s/f%06d", dir, i%perDir)
+		lf, err := loadFile(f, caller, dir, path, i%perDir == 0, blockLen)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", path, err)
+		}
+		out = append(out, lf)
+	}
+	return out, nil
+}
+
+func loadFile(f *fsm, caller *api.Caller, dir, path string, mkdir bool, blockLen uint64) (LoadedFile, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	const mtime = 1
+	if mkdir {
+		if _, err := f.applyMkdirs(&api.MkdirsCommand{Caller: caller, Path: dir, Perm: 0o755, Parents: true, MtimeUnixMs: mtime}); err != nil {
+			return LoadedFile{}, err
+		}
+	}
+	cr, err := f.applyCreate(&api.CreateCommand{Caller: caller, Path: path, Perm: 0o644, Replication: 3, BlockSize: blockLen, MtimeUnixMs: mtime})
+	if err != nil {
+		return LoadedFile{}, err
+	}
+	inode := cr.Status.InodeId
+	ab, err := f.applyAddBlock(&api.AddBlockCommand{Caller: caller, Path: path, InodeId: inode, MtimeUnixMs: mtime})
+	if err != nil {
+		return LoadedFile{}, err
+	}
+	b := ab.Block
+	b.Length = blockLen
+	if _, err := f.applyComplete(&api.CompleteCommand{Caller: caller, Path: path, InodeId: inode, Blocks: []*api.Block{b}, MtimeUnixMs: mtime}); err != nil {
+		return LoadedFile{}, err
+	}
+	return LoadedFile{Inode: inode, Block: b}, nil
+}
