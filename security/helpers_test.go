@@ -2,6 +2,7 @@ package security
 
 import (
 	"encoding/base64"
+	"hash/maphash"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -133,4 +134,13 @@ func joinJWT(t testing.TB, hdr, payload map[string]any, sig []byte) []byte {
 		t.Fatal(err)
 	}
 	return []byte(b64.EncodeToString(h) + "." + b64.EncodeToString(p) + "." + b64.EncodeToString(sig))
+}
+
+// seen marks the key (user, inode, access) under the current signing key
+// as missed once before, so its next miss is cached at once: for tests of
+// the cache's reuse and eviction, which the doorkeeper would otherwise
+// delay by one miss per key (TestDoorkeeper tests that delay).
+func (e *env) seen(user string, ino uint64, a Access) {
+	k := cacheKey{user: user, inode: ino, access: a, kid: e.is.keys.Current().KID}
+	e.is.door.admit(maphash.Comparable(e.is.seed, k))
 }

@@ -19,6 +19,7 @@ type Issuer struct {
 	m     *issuerMetrics
 	seed  maphash.Seed
 	cache *lruCache[*cacheEntry] // Cached mode only
+	door  *doorkeeper            // Cached mode only: which misses the cache admits
 }
 
 type cacheKey struct {
@@ -52,6 +53,7 @@ func NewIssuer(cfg Config, keys SigningKeys, reg prometheus.Registerer) (*Issuer
 	is := &Issuer{cfg: cfg, keys: keys, m: newIssuerMetrics(reg), seed: maphash.MakeSeed()}
 	if cfg.Mode == Cached {
 		is.cache = newLRUCache[*cacheEntry](cfg.CacheSize, issuerShards)
+		is.door = newDoorkeeper(cfg.CacheSize)
 	}
 	return is, nil
 }
@@ -161,9 +163,10 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 	}
 	k := cacheKey{user: user, inode: inode, access: access, kid: kp.KID}
 	h := maphash.Comparable(is.seed, k)
-	if e, ok := is.cache.get(h, now.UnixNano()); ok && e.key == k && now.UnixNano() < e.reuseUntil {
+	old, ok := is.cache.get(h, now.UnixNano())
+	if ok && old.key == k && now.UnixNano() < old.reuseUntil {
 		is.m.hits.Inc()
-		return e.token, nil
+		return old.token, nil
 	}
 	// A miss, a token past its reuse time, or (once in 2^64) another key
 	// under the same hash: sign, and let the new entry take the slot.
@@ -172,6 +175,9 @@ func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, e
 	s, err := is.sign(kp, newWireClaims(user, inode, access, iat, exp), is.m.signedFile)
 	if err != nil {
 		return nil, err
+	}
+	if !(ok && old.key == k) && !is.door.admit(h) {
+		return []byte(s), nil // a first miss: cached if it comes again (doorkeeper)
 	}
 	reuse := iat.Add(time.Duration(float64(is.cfg.TokenLifetime) * is.cfg.ReuseFraction))
 	e := &cacheEntry{key: k, token: []byte(s), reuseUntil: reuse.UnixNano()}

@@ -25,6 +25,7 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 // then a freshly signed token.
 func TestCachedModeReuse(t *testing.T) {
 	e := newEnv(t, nil) // lifetime 10m, fraction 0.5
+	e.seen("alice", inode, Read)
 	first := must(t)(e.is.FileToken("alice", inode, Read))
 	steps := []struct {
 		at   time.Duration
@@ -85,6 +86,7 @@ func TestIssuerLRUBound(t *testing.T) {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.CacheSize = size })
 			for i := uint64(0); i < 500; i++ {
+				e.seen("alice", i, Read)
 				must(t)(e.is.FileToken("alice", i, Read))
 				if n := e.is.CacheLen(); n > size {
 					t.Fatalf("cache len %d > %d", n, size)
@@ -102,7 +104,9 @@ func TestIssuerLRUBound(t *testing.T) {
 
 func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.CacheSize = 1 })
+	e.seen("alice", 1, Read)
 	a := must(t)(e.is.FileToken("alice", 1, Read))
+	e.seen("alice", 2, Read)
 	must(t)(e.is.FileToken("alice", 2, Read))
 	e.clock.Add(time.Second)
 	if bytes.Equal(a, must(t)(e.is.FileToken("alice", 1, Read))) {
@@ -215,5 +219,57 @@ func TestIssuerMetricsRegistered(t *testing.T) {
 		if !got[n] {
 			t.Errorf("metric %s not gathered", n)
 		}
+	}
+}
+
+// TestDoorkeeper: the cache admits a key on its second miss, so a key asked
+// for once signs as per-request mode does and caches nothing, and a flood
+// of one-off keys leaves a hot entry cached.
+func TestDoorkeeper(t *testing.T) {
+	type want struct{ signed, hits float64 }
+	cases := []struct {
+		name    string
+		size    int
+		calls   func(e *env)
+		want    want
+		cached  int
+		hotHits bool // ("hot", inode) is served from the cache afterwards
+	}{
+		{"one miss caches nothing", 64, func(e *env) {
+			must(t)(e.is.FileToken("alice", inode, Read))
+		}, want{1, 0}, 0, false},
+		{"the second miss caches", 64, func(e *env) {
+			must(t)(e.is.FileToken("alice", inode, Read))
+			must(t)(e.is.FileToken("alice", inode, Read))
+		}, want{2, 0}, 1, false},
+		{"the third call hits", 64, func(e *env) {
+			for range 3 {
+				must(t)(e.is.FileToken("alice", inode, Read))
+			}
+		}, want{2, 1}, 1, false},
+		{"one-off keys do not evict a hot one", 4, func(e *env) {
+			must(t)(e.is.FileToken("hot", inode, Read))
+			must(t)(e.is.FileToken("hot", inode, Read))
+			for i := range uint64(1000) {
+				must(t)(e.is.FileToken("once", i, Read))
+			}
+		}, want{1002, 0}, 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(cfg *Config) { cfg.CacheSize = c.size })
+			c.calls(e)
+			got := want{counterValue(t, e.is.m.signedFile), counterValue(t, e.is.m.hits)}
+			if got != c.want || e.is.CacheLen() != c.cached {
+				t.Fatalf("signed %v, hits %v, %d cached; want signed %v, hits %v, %d cached",
+					got.signed, got.hits, e.is.CacheLen(), c.want.signed, c.want.hits, c.cached)
+			}
+			if c.hotHits {
+				must(t)(e.is.FileToken("hot", inode, Read))
+				if counterValue(t, e.is.m.hits) != c.want.hits+1 {
+					t.Fatal("the hot entry was evicted by keys asked for once")
+				}
+			}
+		})
 	}
 }

@@ -139,6 +139,7 @@ func TestCacheCountersMove(t *testing.T) {
 	}
 	sides := []side{
 		{"issuer", func(t *testing.T, e *env, _ map[string][]byte, user string, ino uint64) {
+			e.seen(user, ino, Read)
 			must(t)(e.is.FileToken(user, ino, Read))
 		}, func(t *testing.T, e *env) counts {
 			return counts{counterValue(t, e.is.m.hits), counterValue(t, e.is.m.misses), counterValue(t, e.is.m.evictions)}
@@ -194,6 +195,7 @@ func TestCacheCountersMove(t *testing.T) {
 // though both are still in their caches.
 func TestExpiredNotServed(t *testing.T) {
 	e := newEnv(t, nil)
+	e.seen("alice", inode, Read)
 	tok := must(t)(e.is.FileToken("alice", inode, Read))
 	if _, err := e.v.Verify(tok, readReq); err != nil {
 		t.Fatal(err)
