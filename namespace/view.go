@@ -34,13 +34,13 @@ import (
 //
 // Locking: Tree.View and View.Close follow the write-lock rule (they
 // register and unregister the view). Next and Encode need no lock of the
-// tree's at all: the view's own mutex, held by the encoder for one record
-// at a time and by touch while it keeps a pre-image, is what orders them
-// against writers. An inode the encoder reads live has not been touched, so
-// no writer is changing it; a writer that touches it afterwards waits for
-// the record to be read first. So a snapshot's encode never holds the
-// namespace's lock, and writers wait at most one record (a fraction of a
-// microsecond for a small file).
+// tree's at all: the view's own mutex, held by the encoder while it copies
+// one inode (96 bytes) and by touch while it keeps a pre-image, is what
+// orders them against writers. An inode the encoder copies live has not
+// been touched, so no writer is changing it; a writer that touches it
+// afterwards waits for the copy, and gives the live inode a new ext, so
+// the copy's ext is never written. So a snapshot's encode never holds the
+// namespace's lock, and a writer waits at most for one inode's copy.
 type View struct {
 	t *Tree
 	// mu orders the encoder's reads (Next) against touch: it guards saved
@@ -135,8 +135,8 @@ func (t *Tree) touch(n *inode) {
 		if n.id >= v.nextID {
 			continue
 		}
-		// The encoder holds mu for one record (a fraction of a
-		// microsecond) and lets go when it sees waiting: spin for it
+		// The encoder holds mu for one inode's copy (tens of
+		// nanoseconds) and lets go when it sees waiting: spin for it
 		// rather than park, since waking a parked goroutine on an idle
 		// core takes tens of microseconds. Bounded, in case the encoder
 		// was descheduled while holding mu.
@@ -189,13 +189,17 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 		for v.waiting.Load() > 0 {
 			runtime.Gosched() // a writer first
 		}
+		// Copy the inode under mu, encode the copy after: what it points
+		// to is never written once a writer has touched the inode (touch
+		// gives the live inode a new ext; names, owner pairs and block
+		// slices are immutable or copy-on-write), and until then no writer
+		// changes it.
 		v.mu.Lock()
-		n := v.rec(k)
-		dst = appendInode(dst, n, f.parent)
-		kids, id := n.kids(), n.id
+		n := *v.rec(k)
 		v.mu.Unlock()
-		if kids.len() > 0 {
-			v.stack = append(v.stack, viewFrame{kids: kids, parent: id})
+		dst = appendInode(dst, &n, f.parent)
+		if kids := n.kids(); kids.len() > 0 {
+			v.stack = append(v.stack, viewFrame{kids: kids, parent: n.id})
 		}
 	}
 	if v.stage == 1 && len(v.stack) == 0 {
