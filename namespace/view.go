@@ -138,14 +138,21 @@ func (t *Tree) touch(n *inode) {
 		// The encoder holds mu for one inode's copy (tens of
 		// nanoseconds) and lets go when it sees waiting: spin for it
 		// rather than park, since waking a parked goroutine on an idle
-		// core takes tens of microseconds. Bounded, in case the encoder
-		// was descheduled while holding mu.
+		// core takes tens of microseconds. After a few tries, yield
+		// between them: the encoder may be waiting for this processor,
+		// preempted while it held mu. Bounded, then park.
 		v.waiting.Add(1)
 		for i := 0; !v.mu.TryLock(); i++ {
-			if i == touchSpins {
+			switch {
+			case i == touchSpins:
 				v.mu.Lock()
-				break
+			case i >= touchSpins/16:
+				runtime.Gosched()
+				continue
+			default:
+				continue
 			}
+			break
 		}
 		v.waiting.Add(-1)
 		if v.saved[n] == nil {
@@ -233,6 +240,10 @@ func (v *View) Encode(w io.Writer) error {
 		if _, err := w.Write(buf); err != nil {
 			return errs.Wrap(errs.IO, "writeImage", "", err)
 		}
+		// Let whatever waits for this processor run (a request, an
+		// apply): without it, it would wait for the encode to be
+		// preempted, up to 10 ms.
+		runtime.Gosched()
 		buf = buf[:0]
 		if cap(buf) > 4*viewWrite {
 			buf = make([]byte, 0, viewWrite+viewSlice) // don't pin one huge file's record
