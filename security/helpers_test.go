@@ -2,9 +2,9 @@ package security
 
 import (
 	"encoding/base64"
-	"hash/maphash"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"strings"
 	"sync/atomic"
 	"testing"
