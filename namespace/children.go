@@ -173,7 +173,10 @@ func (t *Tree) insertKid(c *children, p kidPos, k *inode) {
 }
 
 // removeKid removes the child at p (from find) from c, the children of a
-// touched directory. A chunk left empty goes.
+// touched directory. A chunk left empty goes; one left under a quarter
+// full takes in the next chunk if the two fill at most half of one, so a
+// directory thinned by scattered deletes does not keep a tail of tiny
+// chunks.
 func (t *Tree) removeKid(c *children, p kidPos) {
 	c.n--
 	if len(c.chunks[p.ci].k) == 1 {
@@ -182,4 +185,19 @@ func (t *Tree) removeKid(c *children, p kidPos) {
 	}
 	ch := t.writableChunk(c, p.ci)
 	ch.k = slices.Delete(ch.k, p.i, p.i+1)
+	if len(ch.k) >= chunkMax/4 {
+		return
+	}
+	// Merge with a neighbour: the left one takes this chunk's children,
+	// or this one takes the right one's. The chunk read from is dropped,
+	// not written: a view may hold it.
+	switch l, r := p.ci-1, p.ci+1; {
+	case l >= 0 && len(c.chunks[l].k)+len(ch.k) <= chunkMax/2:
+		left := t.writableChunk(c, l)
+		left.k = append(left.k, ch.k...)
+		c.chunks = slices.Delete(c.chunks, p.ci, p.ci+1)
+	case r < len(c.chunks) && len(ch.k)+len(c.chunks[r].k) <= chunkMax/2:
+		ch.k = append(ch.k, c.chunks[r].k...)
+		c.chunks = slices.Delete(c.chunks, r, r+1)
+	}
 }

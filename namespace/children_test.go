@@ -159,3 +159,54 @@ func TestViewFrozenBigDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestChildrenThinnedMerge: a directory filled in name order and then
+// thinned by deletes spread over it, front to back or back to front (so
+// each side of a chunk takes in the other), merges its small chunks (16
+// full chunks, 7 of every 8 children deleted: 256 left in at most 8
+// chunks), while a view that froze it first keeps all of them.
+func TestChildrenThinnedMerge(t *testing.T) {
+	for _, backward := range []bool{false, true} {
+		t.Run(fmt.Sprint("backward=", backward), func(t *testing.T) {
+			tr := &Tree{}
+			var c children
+			var want []string
+			for i := range 16 * chunkMax {
+				name := fmt.Sprintf("k%05d", i)
+				_, at := c.find(name)
+				tr.insertKid(&c, at, &inode{name: name})
+				want = append(want, name)
+			}
+			if len(c.chunks) != 16 {
+				t.Fatalf("%d chunks after filling in order, want 16 full ones", len(c.chunks))
+			}
+			tr.epoch++
+			tr.frozen = tr.epoch
+			frozen, frozenNames := c, slices.Clone(want)
+			c = c.clone()
+			var kept, gone []string
+			for i, name := range want {
+				if i%8 == 0 {
+					kept = append(kept, name)
+				} else {
+					gone = append(gone, name)
+				}
+			}
+			if backward {
+				slices.Reverse(gone)
+			}
+			for _, name := range gone {
+				k, at := c.find(name)
+				if k == nil {
+					t.Fatalf("find(%s) missed", name)
+				}
+				tr.removeKid(&c, at)
+			}
+			checkChildren(t, c, kept)
+			checkChildren(t, frozen, frozenNames)
+			if len(c.chunks) > 8 {
+				t.Fatalf("%d chunks hold %d children: small chunks were not merged", len(c.chunks), c.len())
+			}
+		})
+	}
+}
