@@ -73,14 +73,19 @@ type createRec struct {
 //
 // appendCreate writes a CREATE2 when r.BPC != 0, else a CREATE.
 func appendCreate(dst []byte, r *createRec) []byte {
-	var b [create2BodyLen]byte
-	n := createBodyLen
-	b[0] = recCreate
-	if r.BPC != 0 {
-		n = create2BodyLen
-		b[0] = recCreate2
-		binary.LittleEndian.PutUint32(b[56:60], r.BPC)
+	if r.BPC == 0 {
+		b := putCreateBody(recCreate, r)
+		return appendFrame(dst, b[:createBodyLen])
 	}
+	b := putCreateBody(recCreate2, r)
+	return appendFrame(dst, b[:])
+}
+
+// putCreateBody lays out the body CREATE, CREATE2 and RBW share: type
+// typ, then r's fields, bytes per checksum at 56 (zero when r.BPC is).
+func putCreateBody(typ byte, r *createRec) [create2BodyLen]byte {
+	var b [create2BodyLen]byte
+	b[0] = typ
 	binary.LittleEndian.PutUint32(b[4:8], r.CRC)
 	binary.LittleEndian.PutUint64(b[8:16], r.ID)
 	binary.LittleEndian.PutUint64(b[16:24], r.Inode)
@@ -88,7 +93,8 @@ func appendCreate(dst []byte, r *createRec) []byte {
 	binary.LittleEndian.PutUint64(b[32:40], uint64(r.Offset))
 	binary.LittleEndian.PutUint64(b[40:48], uint64(r.Length))
 	binary.LittleEndian.PutUint64(b[48:56], uint64(r.TimestampUS))
-	return appendFrame(dst, b[:n])
+	binary.LittleEndian.PutUint32(b[56:60], r.BPC)
+	return b
 }
 
 // decodeCreate decodes a CREATE (56 bytes) or CREATE2 (64 bytes) body.
@@ -128,16 +134,7 @@ func decodeDelete(b []byte) uint64 {
 //	16 inode u64 | 24 genstamp u64 | 32 offset u64 | 40 length u64 |
 //	48 timestamp (µs since epoch) i64 | 56 bytes per checksum u32 | 60 zero[4]
 func appendRBW(dst []byte, r *createRec) []byte {
-	var b [rbwBodyLen]byte
-	b[0] = recRBW
-	binary.LittleEndian.PutUint32(b[4:8], r.CRC)
-	binary.LittleEndian.PutUint64(b[8:16], r.ID)
-	binary.LittleEndian.PutUint64(b[16:24], r.Inode)
-	binary.LittleEndian.PutUint64(b[24:32], r.GenStamp)
-	binary.LittleEndian.PutUint64(b[32:40], uint64(r.Offset))
-	binary.LittleEndian.PutUint64(b[40:48], uint64(r.Length))
-	binary.LittleEndian.PutUint64(b[48:56], uint64(r.TimestampUS))
-	binary.LittleEndian.PutUint32(b[56:60], r.BPC)
+	b := putCreateBody(recRBW, r) // rbwBodyLen == create2BodyLen
 	return appendFrame(dst, b[:])
 }
 

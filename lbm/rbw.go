@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
-	crcmath "github.com/blockfs/blockfs/internal/crc32c"
 )
 
 // Replicas waiting to be recovered (HDFS's RWR). Sync of an open-ended
@@ -302,12 +301,7 @@ func (w *BlockWriter) syncRecordLocked(op string) error {
 	if w.rbwSynced && w.rbwLen == w.written && w.rbwGen == w.meta.GenStamp {
 		return nil
 	}
-	crc := w.wholeCRC
-	if short := w.written % int64(w.bpc); short != 0 {
-		crc = crcmath.Combine(crc, w.crcs[len(w.crcs)-1], uint64(short))
-	}
-	rec := createRec{ID: w.meta.ID, Inode: w.meta.Inode, GenStamp: w.meta.GenStamp, Offset: w.off,
-		Length: w.written, CRC: crc, TimestampUS: time.Now().UnixMicro(), BPC: uint32(w.bpc)}
+	rec := w.recordLocked()
 	buf := appendRBW(make([]byte, 0, frameLen(rbwBodyLen)), &rec)
 	c := w.c
 	c.mu.Lock()

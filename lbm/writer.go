@@ -623,13 +623,7 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 	if err := datasync(c.data); err != nil {
 		return BlockInfo{}, w.failLocked(errs.Wrap(errs.IO, op, c.dataPath, err))
 	}
-	// One Combine: the whole chunks' running CRC, then the short chunk.
-	crc := w.wholeCRC
-	if short := w.written % int64(w.bpc); short != 0 {
-		crc = crcmath.Combine(crc, w.crcs[len(w.crcs)-1], uint64(short))
-	}
-	rec := createRec{ID: w.meta.ID, Inode: w.meta.Inode, GenStamp: w.meta.GenStamp, Offset: w.off,
-		Length: w.written, CRC: crc, TimestampUS: time.Now().UnixMicro(), BPC: uint32(w.bpc)}
+	rec := w.recordLocked()
 	buf := appendCreate(make([]byte, 0, frameLen(create2BodyLen)), &rec)
 	e := rec.entry(c)
 	c.mu.Lock()
@@ -791,4 +785,16 @@ func (f osFile) Datasync() error {
 			return err
 		}
 	}
+}
+
+// recordLocked returns the record of the bytes written so far: their CRC
+// from one Combine (the whole chunks' running CRC, then the short chunk),
+// stamped now.
+func (w *BlockWriter) recordLocked() createRec {
+	crc := w.wholeCRC
+	if short := w.written % int64(w.bpc); short != 0 {
+		crc = crcmath.Combine(crc, w.crcs[len(w.crcs)-1], uint64(short))
+	}
+	return createRec{ID: w.meta.ID, Inode: w.meta.Inode, GenStamp: w.meta.GenStamp, Offset: w.off,
+		Length: w.written, CRC: crc, TimestampUS: time.Now().UnixMicro(), BPC: uint32(w.bpc)}
 }
