@@ -43,7 +43,8 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	if err != nil {
 		return nil, err
 	}
-	fi, bs, err := ns.File(req.Path) // one walk: traverse and read checks included
+	var one [1]namespace.Block
+	fi, bs, err := ns.FileInto(req.Path, &one) // one walk: traverse and read checks included; bs is read only under the lock
 	if err != nil {
 		return nil, err
 	}

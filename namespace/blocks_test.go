@@ -147,3 +147,42 @@ func TestCopyOnWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestFileInto: FileInto returns what File does; a one-block file's block
+// comes back in the caller's array with no allocation, and a longer file's
+// list is the tree's own slice, as File's is.
+func TestFileInto(t *testing.T) {
+	tr := fixture(t)
+	one := mustCreate(t, tr, "/tmp/one", "")
+	b := mustAdd(t, tr, "/tmp/one", one.ID, nil)
+	b.Length = 7
+	if _, err := tr.Complete("/tmp/one", one.ID, []Block{b.WithCRC(1)}, 3); err != nil {
+		t.Fatal(err)
+	}
+	s := tr.As(nil)
+	for _, p := range []string{"/tmp/one", "/a/f", "/a/new"} { // one block, two, none
+		t.Run(p, func(t *testing.T) {
+			wantInfo, want, err := s.File(p)
+			must(t, err)
+			var buf [1]Block
+			info, got, err := s.FileInto(p, &buf)
+			must(t, err)
+			if info != wantInfo || !slices.Equal(got, want) {
+				t.Fatalf("FileInto = %+v %v, File = %+v %v", info, got, wantInfo, want)
+			}
+			switch len(want) {
+			case 1:
+				if &got[0] != &buf[0] {
+					t.Fatal("a one-block file's block is not in the caller's array")
+				}
+			case 2:
+				if &got[0] != &want[0] {
+					t.Fatal("a longer file's list is not the tree's slice")
+				}
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _, _ = s.FileInto(p, &buf) }); n != 0 {
+				t.Fatalf("FileInto allocated %v times", n)
+			}
+		})
+	}
+}

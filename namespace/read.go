@@ -25,11 +25,12 @@ func (t *Tree) stat(c *Caller, p string) (FileInfo, error) {
 // call was made under (no mutation ever writes into it, but it stops being
 // current). A one-block file's block is copied into a new slice (it lives
 // in the inode, which mutations change in place). IsDir for a directory.
-func (t *Tree) File(p string) (FileInfo, []Block, error) { return t.file(nil, p) }
+func (t *Tree) File(p string) (FileInfo, []Block, error) { return t.file(nil, p, nil) }
 
 // file is File for caller c, who needs Exec on every ancestor and Read on
-// the file.
-func (t *Tree) file(c *Caller, p string) (FileInfo, []Block, error) {
+// the file. With one non-nil, a one-block file's block is returned in one
+// rather than in a new slice (FileInto).
+func (t *Tree) file(c *Caller, p string, one *[1]Block) (FileInfo, []Block, error) {
 	const op = "file"
 	n, err := t.lookupAs(c, op, p)
 	if err != nil {
@@ -40,6 +41,9 @@ func (t *Tree) file(c *Caller, p string) (FileInfo, []Block, error) {
 	}
 	if err := c.check(op, p, n, p, Read, "read"); err != nil {
 		return FileInfo{}, nil, err
+	}
+	if one != nil {
+		return n.info(p), n.blockList(one), nil
 	}
 	return n.info(p), n.publicBlocks(), nil
 }

@@ -22,7 +22,14 @@ func (s Session) Stat(p string) (FileInfo, error) { return s.t.stat(s.c, p) }
 
 // File is Tree.File; the caller needs Exec on every ancestor and Read on
 // the file.
-func (s Session) File(p string) (FileInfo, []Block, error) { return s.t.file(s.c, p) }
+func (s Session) File(p string) (FileInfo, []Block, error) { return s.t.file(s.c, p, nil) }
+
+// FileInto is File for a caller done with the blocks before it releases
+// the read lock (GetBlockLocations): a one-block file's block comes back
+// in *one, not in a new slice, so the call allocates nothing for it.
+func (s Session) FileInto(p string, one *[1]Block) (FileInfo, []Block, error) {
+	return s.t.file(s.c, p, one)
+}
 
 // List is Tree.List; the caller needs Exec on every ancestor and, for a
 // directory, Read and Exec on it.
