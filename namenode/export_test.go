@@ -3,6 +3,10 @@ package namenode
 import (
 	"fmt"
 
+	"google.golang.org/grpc/encoding"
+
+	"github.com/blockfs/blockfs/internal/serve"
+
 	"github.com/blockfs/blockfs/api"
 )
 
@@ -62,3 +66,7 @@ func loadFile(f *fsm, caller *api.Caller, dir, path string, mkdir bool, blockLen
 	}
 	return LoadedFile{Inode: inode, Block: b}, nil
 }
+
+// ReplyCodec is the codec the namenode's gRPC server marshals replies
+// with, GetBlockLocations replies going back to their pool after.
+func ReplyCodec() encoding.CodecV2 { return serve.Codec(releaseReply) }

@@ -254,14 +254,15 @@ func (n *Namenode) TokenMode() security.Mode { return n.cfg.Security.Mode }
 // per-block signatures must not hold up writers.
 func (n *Namenode) fillReadTokens(user string, out *api.GetBlockLocationsResponse) error {
 	if n.cfg.Security.Mode == security.PerBlock {
-		out.BlockTokens = make([][]byte, len(out.BlockIds))
+		toks := out.BlockTokens[:0] // a recycled reply's array (replies.go)
 		for i, id := range out.BlockIds {
 			tok, err := n.issuer.BlockToken(user, out.InodeId, id, out.GenStamps[i], security.Read)
 			if err != nil {
 				return err
 			}
-			out.BlockTokens[i] = tok
+			toks = append(toks, tok)
 		}
+		out.BlockTokens = toks
 		return nil
 	}
 	tok, err := n.issuer.FileToken(user, out.InodeId, security.Read)

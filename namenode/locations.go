@@ -57,18 +57,9 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	// with no allocation per block; each datanode is named once.
 	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
-	var out *api.GetBlockLocationsResponse
-	var infos []*api.DatanodeInfo
-	if count == 1 {
-		out, infos = newOneBlockReply()
-	} else {
-		out = &api.GetBlockLocationsResponse{}
-		u64 := make([]uint64, 3*count)
-		out.BlockIds, out.GenStamps, out.Lengths = u64[:count:count], u64[count:2*count:2*count], u64[2*count:]
-		u32 := make([]uint32, count, 4*count)
-		out.ReplicaCounts, out.ReplicaIndexes = u32, u32[count:count]
-	}
-	out.Header, out.InodeId, out.FileLength, out.UnderConstruction = n.header(), uint64(fi.ID), fi.Length, uc
+	out := newReply(count)
+	setHeader(out, n.header())
+	out.InodeId, out.FileLength, out.UnderConstruction = uint64(fi.ID), fi.Length, uc
 	out.FirstOffset = blockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, whose
@@ -77,17 +68,17 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	defer sc.release()
 	rd := &sc.rd
 	rd.Reset(n.blocks)
-	if infos == nil {
-		infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
+	sc.infos = out.Datanodes
+	if cap(sc.infos) == 0 {
+		sc.infos = make([]*api.DatanodeInfo, 0, min(rd.Datanodes(), 3*count))
 	}
-	sc.infos = infos
 	for i, b := range bs[first:last] {
 		out.BlockIds[i], out.GenStamps[i], out.Lengths[i] = b.ID, b.GenStamp, b.Length
 		k := len(out.ReplicaIndexes)
 		out.ReplicaIndexes = rd.Append(out.ReplicaIndexes, b.ID)
 		out.ReplicaCounts[i] = uint32(len(out.ReplicaIndexes) - k)
 		for j := k; j < len(out.ReplicaIndexes); j++ {
-			out.ReplicaIndexes[j] = sc.index(n, rd, out.ReplicaIndexes[j])
+			out.ReplicaIndexes[j] = sc.index(rd, out.ReplicaIndexes[j])
 		}
 	}
 	if out.UnderConstruction && count > 0 && last == len(bs) && out.ReplicaCounts[count-1] == 0 && bs[last-1].Length > 0 {
@@ -98,17 +89,19 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 			k := slices.IndexFunc(sc.infos, func(i *api.DatanodeInfo) bool { return i.Id == d.ID })
 			if k < 0 {
 				k = len(sc.infos)
-				sc.infos = append(sc.infos, toDatanodeInfo(d))
+				sc.infos = appendInfo(sc.infos, &d)
 			}
 			out.ReplicaIndexes = append(out.ReplicaIndexes, uint32(k))
 			out.ReplicaCounts[count-1]++
 		}
 	}
 	out.Datanodes = sc.infos
+	crcs := out.Crc32Cs // a recycled reply's array, empty
+	out.Crc32Cs = nil
 	for i, b := range bs[first:last] {
 		if b.HasCRC {
 			if out.Crc32Cs == nil {
-				out.Crc32Cs = make([]uint64, count)
+				out.Crc32Cs = zeroed(crcs, count)
 			}
 			out.Crc32Cs[i] = packCRC(b)
 		}
@@ -116,32 +109,29 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	return out, nil
 }
 
-// oneBlockReply is a reply of one block with its arrays and room for a
-// datanode table of 3, in one allocation instead of four: most files have
-// one block, and most GetBlockLocations calls read one.
-type oneBlockReply struct {
-	out   api.GetBlockLocationsResponse
-	u64   [3]uint64            // block id, generation stamp, length
-	u32   [1 + 3]uint32        // replica count, then 3 replica indexes
-	infos [3]*api.DatanodeInfo // the table (more replicas: append grows it)
-}
-
-// newOneBlockReply returns an empty reply of one block whose arrays (and
-// datanode table, empty, room for 3) are in the same allocation.
-func newOneBlockReply() (*api.GetBlockLocationsResponse, []*api.DatanodeInfo) {
-	r := new(oneBlockReply)
-	out := &r.out
-	out.BlockIds, out.GenStamps, out.Lengths = r.u64[0:1:1], r.u64[1:2:2], r.u64[2:3:3]
-	out.ReplicaCounts, out.ReplicaIndexes = r.u32[:1], r.u32[1:1]
-	return out, r.infos[:0]
+// zeroed returns n zeros in s's array if it has room, else in a new one.
+func zeroed(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
+	e := new(api.DatanodeInfo)
+	fillDatanodeInfo(e, &d)
+	return e
+}
+
+// fillDatanodeInfo sets e to describe d.
+func fillDatanodeInfo(e *api.DatanodeInfo, d *blocks.Datanode) {
 	state := "live"
 	if d.State == blocks.Dead {
 		state = "dead"
 	}
-	return &api.DatanodeInfo{
+	*e = api.DatanodeInfo{
 		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Capacity: d.Capacity, Used: d.Used,
 		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
 	}
@@ -208,7 +198,7 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // index returns the index of datanode number num in the reply's table,
 // adding it on first sight.
-func (sc *scratch) index(n *Namenode, rd *blocks.LocationReader, num uint32) uint32 {
+func (sc *scratch) index(rd *blocks.LocationReader, num uint32) uint32 {
 	if int(num) < len(sc.slot) {
 		if k := sc.slot[num]; k != 0 {
 			return k - 1
@@ -216,7 +206,7 @@ func (sc *scratch) index(n *Namenode, rd *blocks.LocationReader, num uint32) uin
 	} else {
 		sc.slot = append(sc.slot, make([]uint32, int(num)+1-len(sc.slot))...)
 	}
-	sc.infos = append(sc.infos, n.dnInfos.get(num, rd.Datanode(num)))
+	sc.infos = appendInfo(sc.infos, rd.Datanode(num))
 	k := uint32(len(sc.infos))
 	sc.slot[num] = k
 	sc.used = append(sc.used, num)

@@ -47,7 +47,6 @@ type Namenode struct {
 	proposer  *proposer
 	keys      *security.KeyManager
 	issuer    *security.Issuer
-	dnInfos   dnInfoCache                        // replies' datanode entries (dninfo.go)
 	hdr       atomic.Pointer[api.ResponseHeader] // the latest reply header (server.go)
 	ready     atomic.Bool                        // leader and caught up with its own term
 

@@ -29,7 +29,8 @@ const (
 func (n *Namenode) startGRPC() {
 	n.grpcSrv = serve.NewGRPC(n.cfg.TLS, func(method, code string, d time.Duration) {
 		n.met.rpc.WithLabelValues(method, code).Observe(d.Seconds())
-	}, n.authz, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize))
+	}, n.authz, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
+		grpc.ForceServerCodecV2(serve.Codec(releaseReply))) // recycles GetBlockLocations replies (replies.go)
 	api.RegisterClientServiceServer(n.grpcSrv, &clientService{n: n})
 	api.RegisterDatanodeProtocolServer(n.grpcSrv, &datanodeService{n: n})
 	api.RegisterAdminServer(n.grpcSrv, &adminService{n: n})

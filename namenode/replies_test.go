@@ -1,0 +1,81 @@
+package namenode_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/blockfs/blockfs/api"
+)
+
+// TestGetBlockLocationsRecycledReplies reads files of 1 and 10 blocks over
+// gRPC from several goroutines at once. The server recycles each reply once
+// it is marshaled (replies.go), so a reply reused too early, or an entry
+// shared between replies, shows here as a wrong reply or (under -race) a
+// data race.
+func TestGetBlockLocationsRecycledReplies(t *testing.T) {
+	x, l, _, req := locationsCluster(t, "/f10", 10, 20)
+	c := x.client(l)
+	paths := []string{req.Path}
+	for i := range 20 {
+		paths = append(paths, fmt.Sprintf("/load/d%06d/f%06d", i/1000, i%1000))
+	}
+	want := map[string][]uint64{}
+	for _, p := range paths {
+		r, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: p, Read: req.Read})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = r.BlockIds
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 150 {
+				p := paths[rng.IntN(len(paths))]
+				r, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: p, Read: req.Read})
+				if err == nil {
+					err = checkReply(r, want[p])
+				}
+				if err != nil {
+					t.Errorf("%s: %v", p, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// checkReply checks that r lists the blocks ids, each with 3 replicas on
+// distinct datanodes of its table, a table that names each datanode once.
+func checkReply(r *api.GetBlockLocationsResponse, ids []uint64) error {
+	if !slices.Equal(r.BlockIds, ids) || len(r.GenStamps) != len(ids) || len(r.Lengths) != len(ids) {
+		return fmt.Errorf("blocks %v (%d stamps, %d lengths), want %v", r.BlockIds, len(r.GenStamps), len(r.Lengths), ids)
+	}
+	if err := checkReplicas(r, len(ids)); err != nil {
+		return err
+	}
+	if len(r.ReplicaIndexes) != 3*len(ids) || r.Header.GetServedBy() == "" {
+		return fmt.Errorf("%d replica indexes for %d blocks, header %v", len(r.ReplicaIndexes), len(ids), r.Header)
+	}
+	seen := map[string]bool{}
+	for _, d := range r.Datanodes {
+		if seen[d.Id] || d.Addr == "" {
+			return fmt.Errorf("datanode table %v: %q twice or without an address", r.Datanodes, d.Id)
+		}
+		seen[d.Id] = true
+	}
+	for i := range ids {
+		idx := r.ReplicaIndexes[3*i : 3*i+3]
+		if idx[0] == idx[1] || idx[1] == idx[2] || idx[0] == idx[2] || slices.Max(idx) >= uint32(len(r.Datanodes)) {
+			return fmt.Errorf("block %d: replicas %v in a table of %d", i, idx, len(r.Datanodes))
+		}
+	}
+	return nil
+}
