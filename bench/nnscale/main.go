@@ -69,13 +69,17 @@ type Result struct {
 	GblNsPerBlock1000           float64 `json:"gbl_ns_per_block_1000"`
 	GblRandomCachedUs           float64 `json:"gbl_random_cached_us"`
 	GblRandomPerRequestUs       float64 `json:"gbl_random_per_request_us"`
+	// Each run times both modes in interleaved turns, so its two figures
+	// are a pair: this is the median over runs of each pair's ratio.
+	GblRandomCachedOverPerRequest float64 `json:"gbl_random_cached_over_per_request"`
 	// The control of the two above: GetFileInfo (no token) on the same
 	// two namenodes in the same turns; see twinReads.
 	StatRandomCachedNodeUs         float64   `json:"stat_random_cached_node_us"`
 	StatRandomPerRequestNodeUs     float64   `json:"stat_random_per_request_node_us"`
-	ClusterFiles                   int       `json:"cluster_files"`              // files behind restart_ready_ms and the gbl figures
-	LargestBlockReportBytes        int       `json:"largest_block_report_bytes"` // one datanode's full report in the cluster phase
-	DefaultMaxRequestBytes         int       `json:"default_max_request_bytes"`  // namenode.DefaultConfig().MaxRequestSize
+	StatRandomCachedOverPerRequest float64   `json:"stat_random_cached_over_per_request_node"` // the control's paired ratio
+	ClusterFiles                   int       `json:"cluster_files"`                            // files behind restart_ready_ms and the gbl figures
+	LargestBlockReportBytes        int       `json:"largest_block_report_bytes"`               // one datanode's full report in the cluster phase
+	DefaultMaxRequestBytes         int       `json:"default_max_request_bytes"`                // namenode.DefaultConfig().MaxRequestSize
 	ImageBytes                     int       `json:"image_bytes"`
 	Runs                           int       `json:"runs"`
 	Structures                     string    `json:"structures"` // how the first phase's figures were measured
@@ -109,7 +113,7 @@ func main() {
 	clusterFiles := flag.Int("cluster-files", 0, "files in the real namenode for restart and GetBlockLocations; 0 means --files")
 	perDir := flag.Int("per-dir", 1000, "files per directory")
 	runs := flag.Int("runs", 3, "runs per figure; the median is reported")
-	calls := flag.Int("calls", 2000, "random GetBlockLocations calls per run")
+	calls := flag.Int("calls", 10000, "random GetBlockLocations calls per run, in turns of 100 per node")
 	quick := flag.Bool("quick", false, "CI smoke: 20000 files in both phases, 1 run")
 	jsonOut := flag.String("json", "", "write the result as JSON to this file")
 	flag.Parse()
@@ -224,7 +228,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.RunsStatRandomPerRequestNodeUs = cr.statPerRequestUs
 	r.StatRandomCachedNodeUs = results.Median(cr.statCachedUs)
 	r.StatRandomPerRequestNodeUs = results.Median(cr.statPerRequestUs)
+	r.GblRandomCachedOverPerRequest = pairedRatio(cr.cachedUs, cr.perRequestUs)
+	r.StatRandomCachedOverPerRequest = pairedRatio(cr.statCachedUs, cr.statPerRequestUs)
 	return r, nil
+}
+
+// pairedRatio returns the median over runs of a[i]/b[i].
+func pairedRatio(a, b []float64) float64 {
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = a[i] / b[i]
+	}
+	return results.Median(rs)
 }
 
 func printTable(r *Result) {
@@ -254,7 +269,9 @@ func printTable(r *Result) {
 	row("gbl_ns_per_block_1000", fmt.Sprintf("%.1f", r.GblNsPerBlock1000), c, "handler, 1000-block file, cached token")
 	row("gbl_random_cached_us", fmt.Sprintf("%.1f", r.GblRandomCachedUs), c, "handler, random file, new user each call, cached mode")
 	row("gbl_random_per_request_us", fmt.Sprintf("%.1f", r.GblRandomPerRequestUs), c, "same, per-request mode, on a twin node, in alternating turns")
+	row("gbl_random_cached_over_per_request", fmt.Sprintf("%.3f", r.GblRandomCachedOverPerRequest), c, "the two above, median of each run's ratio")
 	row("stat_random_cached_node_us", fmt.Sprintf("%.1f", r.StatRandomCachedNodeUs), c, "control: GetFileInfo, same files, on the cached node")
 	row("stat_random_per_request_node_us", fmt.Sprintf("%.1f", r.StatRandomPerRequestNodeUs), c, "control: same, on the per-request node")
+	row("stat_random_cached_over_per_request_node", fmt.Sprintf("%.3f", r.StatRandomCachedOverPerRequest), c, "control: the two above, median of each run's ratio")
 	tw.Flush()
 }

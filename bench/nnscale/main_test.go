@@ -29,6 +29,7 @@ func TestSmoke(t *testing.T) {
 		"files", "ns_bytes_per_file", "blockmap_bytes_per_block", "total_bytes_per_file",
 		"snapshot_ms", "snapshot_peak_heap_over_live_mib", "create_p50_ms", "create_max_during_snapshot_ms",
 		"restore_ms", "restart_ready_ms", "gbl_ns_per_block_1000", "gbl_random_cached_us", "gbl_random_per_request_us",
+		"gbl_random_cached_over_per_request", "stat_random_cached_over_per_request_node",
 	} {
 		v, ok := m[k]
 		if !ok {
