@@ -36,7 +36,8 @@ import (
 // register and unregister the view). Next and Encode need no lock of the
 // tree's at all: the view's own mutex, held by the encoder while it copies
 // one inode (96 bytes) and by touch while it keeps a pre-image, is what
-// orders them against writers. An inode the encoder copies live has not
+// orders them against writers. A writer takes it only for an inode's first
+// change under the view. An inode the encoder copies live has not
 // been touched, so no writer is changing it; a writer that touches it
 // afterwards waits for the copy, and gives the live inode a new ext, so
 // the copy's ext is never written. So a snapshot's encode never holds the
@@ -135,6 +136,13 @@ func (t *Tree) touch(n *inode) {
 		if n.id >= v.nextID {
 			continue
 		}
+		// Only writers write saved, under the tree's write lock, which
+		// the caller holds, and the encoder only reads it: a writer may
+		// read it without mu. An inode kept already (a busy directory's
+		// every create after the first) costs no wait for the encoder.
+		if v.saved[n] != nil {
+			continue
+		}
 		// The encoder holds mu for one inode's copy (tens of
 		// nanoseconds) and lets go when it sees waiting: spin for it
 		// rather than park, since waking a parked goroutine on an idle
@@ -150,11 +158,9 @@ func (t *Tree) touch(n *inode) {
 			}
 		}
 		v.waiting.Add(-1)
-		if v.saved[n] == nil {
-			pre := *n
-			v.saved[n] = &pre
-			fresh = true
-		}
+		pre := *n
+		v.saved[n] = &pre
+		fresh = true
 		v.mu.Unlock()
 	}
 	if fresh && n.ext != nil {

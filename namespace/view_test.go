@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/blockfs/blockfs/errs"
@@ -381,4 +382,40 @@ func encodeBeside(v *View) <-chan []byte {
 		got <- img
 	}()
 	return got
+}
+
+// TestViewTouchKeptInodeNoWait: once a view holds an inode's pre-image, a
+// later change of that inode does not take the view's mutex, so a writer
+// filling a busy directory waits for the encoder at most once per
+// directory. The test holds the mutex, as an encoder descheduled in the
+// middle of a copy would, and the second create in the directory must
+// still finish.
+func TestViewTouchKeptInodeNoWait(t *testing.T) {
+	tr := fixture(t)
+	v := tr.View()
+	defer v.Close()
+	mustCreate(t, tr, "/a/b/one", "alice") // keeps /a/b's pre-image
+	v.mu.Lock()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := tr.Create("/a/b/two", CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: "alice", MtimeMs: 2})
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+		v.mu.Unlock()
+	case <-time.After(time.Minute):
+		v.mu.Unlock()
+		<-done
+		t.Fatal("a second create in a kept directory waited for the view's mutex")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	must(t, v.Encode(&buf))
+	if n := mustStat(t, tr, "/a/b/two"); n.ID < v.nextID {
+		t.Fatalf("new file id %d below the view's next id %d", n.ID, v.nextID)
+	}
 }
