@@ -6,7 +6,6 @@ import (
 	"io"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/blockfs/blockfs/errs"
@@ -34,26 +33,24 @@ import (
 //
 // Locking: Tree.View and View.Close follow the write-lock rule (they
 // register and unregister the view). Next and Encode need no lock of the
-// tree's at all: the view's own mutex, held by the encoder while it copies
-// one inode (96 bytes) and by touch while it keeps a pre-image, is what
-// orders them against writers. A writer takes it only for an inode's first
-// change under the view. An inode the encoder copies live has not
-// been touched, so no writer is changing it; a writer that touches it
-// afterwards waits for the copy, and gives the live inode a new ext, so
-// the copy's ext is never written. So a snapshot's encode never holds the
-// namespace's lock, and a writer waits at most for one inode's copy.
+// tree's at all, and neither side ever waits for a lock of the other's.
+// The encoder announces the inode it is about to copy (cur), then looks
+// for its pre-image and copies that, or the live inode if there is none;
+// touch first adds the pre-image, then waits while cur names the inode.
+// Both are sequentially consistent atomics, so either the encoder finds
+// the pre-image or touch sees the announcement and waits out one copy of
+// 96 bytes: an inode the encoder copies live is one no writer has started
+// to change. Only an inode's first change under a view does this; later
+// ones find the pre-image and go straight on.
 type View struct {
 	t *Tree
-	// mu orders the encoder's reads (Next) against touch: it guards saved
-	// and is held while the encoder reads an inode.
-	mu sync.Mutex
-	// waiting counts writers in touch waiting for mu: the encoder lets
-	// them have it before it reads on (a mutex handed straight back by a
-	// loop that relocks at once starves its waiters for a millisecond).
-	waiting atomic.Int32
-	saved   map[*inode]*inode // pre-images of inodes changed since the view; nil for an unregistered view
-	closed  bool
-	epoch   uint64 // Tree.epoch when the view was made
+	// pre holds the pre-images of inodes changed since the view was made
+	// (added by touch, read by the encoder), and cur the inode the
+	// encoder is copying, nil between copies.
+	pre    preTable
+	cur    atomic.Pointer[inode]
+	closed bool
+	epoch  uint64 // Tree.epoch when the view was made
 
 	// The tree's limits, counters and counts when the view was made.
 	lim                          Limits
@@ -80,7 +77,6 @@ type viewFrame struct {
 // an open view makes every mutation keep pre-images.
 func (t *Tree) View() *View {
 	v := t.newView()
-	v.saved = map[*inode]*inode{}
 	t.views = append(t.views, v)
 	t.epoch++
 	v.epoch, t.frozen = t.epoch, t.epoch
@@ -113,13 +109,13 @@ func (v *View) Close() {
 	for _, o := range t.views {
 		t.frozen = max(t.frozen, o.epoch)
 	}
-	v.mu.Lock()
-	v.saved, v.stack = nil, nil
-	v.mu.Unlock()
+	v.pre.reset()
+	v.stack = nil
 }
 
-// touchSpins is how many times touch tries for a view's mutex before it
-// parks: some microseconds.
+// touchSpins is how many times touch checks that the encoder has finished
+// copying an inode before it yields its processor between checks, in case
+// the encoder was descheduled in the middle of the copy.
 const touchSpins = 1000
 
 // touch is called by every mutation, under the write lock, before it
@@ -133,47 +129,22 @@ func (t *Tree) touch(n *inode) {
 	}
 	fresh := false
 	for _, v := range t.views {
-		if n.id >= v.nextID {
-			continue
+		if n.id >= v.nextID || v.pre.get(n) != nil {
+			continue // not in the view, or kept already
 		}
-		// Only writers write saved, under the tree's write lock, which
-		// the caller holds, and the encoder only reads it: a writer may
-		// read it without mu. An inode kept already (a busy directory's
-		// every create after the first) costs no wait for the encoder.
-		if v.saved[n] != nil {
-			continue
-		}
-		// The encoder holds mu for one inode's copy (tens of
-		// nanoseconds) and lets go when it sees waiting: spin for it
-		// rather than park, since waking a parked goroutine on an idle
-		// core takes tens of microseconds. Bounded, in case the encoder
-		// was descheduled while holding mu. (Yielding between tries
-		// instead put the writer behind whatever else was runnable:
-		// creates of 100 to 200 us.)
-		v.waiting.Add(1)
-		for i := 0; !v.mu.TryLock(); i++ {
-			if i == touchSpins {
-				v.mu.Lock()
-				break
+		v.pre.add(n)
+		// The encoder may have announced n before the pre-image was
+		// there, and be copying it live: wait for that copy (see View).
+		for i := 0; v.cur.Load() == n; i++ {
+			if i >= touchSpins {
+				runtime.Gosched()
 			}
 		}
-		v.waiting.Add(-1)
-		pre := *n
-		v.saved[n] = &pre
 		fresh = true
-		v.mu.Unlock()
 	}
 	if fresh && n.ext != nil {
 		n.ext = n.ext.clone()
 	}
-}
-
-// rec returns inode n as the view sees it. The caller holds v.mu.
-func (v *View) rec(n *inode) *inode {
-	if pre := v.saved[n]; pre != nil {
-		return pre
-	}
-	return n
 }
 
 // Next appends the next part of the image to dst, about max bytes of it
@@ -194,17 +165,19 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 		}
 		k := f.kids.chunks[f.next.ci].k[f.next.i]
 		f.next = f.kids.next(f.next)
-		for v.waiting.Load() > 0 {
-			runtime.Gosched() // a writer first
+		// Copy the inode (its pre-image if it has one), encode the copy
+		// after: what it points to is never written once a writer has
+		// touched the inode (touch gives the live inode a new ext; names,
+		// owner pairs and block slices are immutable or copy-on-write),
+		// and until then no writer changes it (see View).
+		v.cur.Store(k)
+		var n inode
+		if pre := v.pre.get(k); pre != nil {
+			n = *pre
+		} else {
+			n = *k
 		}
-		// Copy the inode under mu, encode the copy after: what it points
-		// to is never written once a writer has touched the inode (touch
-		// gives the live inode a new ext; names, owner pairs and block
-		// slices are immutable or copy-on-write), and until then no writer
-		// changes it.
-		v.mu.Lock()
-		n := *v.rec(k)
-		v.mu.Unlock()
+		v.cur.Store(nil)
 		dst = appendInode(dst, &n, f.parent)
 		if kids := n.kids(); kids.len() > 0 {
 			v.stack = append(v.stack, viewFrame{kids: kids, parent: n.id})

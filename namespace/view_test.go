@@ -384,38 +384,80 @@ func encodeBeside(v *View) <-chan []byte {
 	return got
 }
 
-// TestViewTouchKeptInodeNoWait: once a view holds an inode's pre-image, a
-// later change of that inode does not take the view's mutex, so a writer
-// filling a busy directory waits for the encoder at most once per
-// directory. The test holds the mutex, as an encoder descheduled in the
-// middle of a copy would, and the second create in the directory must
-// still finish.
-func TestViewTouchKeptInodeNoWait(t *testing.T) {
+// TestViewTouchWaitsOnlyForItsInode: a writer waits for the encoder only
+// while the encoder is copying the very inode the writer is about to
+// change for the first time under the view, and then leaves the pre-image
+// for the encoder. The test plays the encoder: it announces an inode (cur)
+// as the encoder does before a copy, and holds it there as an encoder
+// descheduled mid-copy would.
+func TestViewTouchWaitsOnlyForItsInode(t *testing.T) {
 	tr := fixture(t)
+	want := image(t, tr)
 	v := tr.View()
 	defer v.Close()
-	mustCreate(t, tr, "/a/b/one", "alice") // keeps /a/b's pre-image
-	v.mu.Lock()
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := tr.Create("/a/b/two", CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: "alice", MtimeMs: 2})
-		done <- err
-	}()
-	var err error
-	select {
-	case err = <-done:
-		v.mu.Unlock()
-	case <-time.After(time.Minute):
-		v.mu.Unlock()
-		<-done
-		t.Fatal("a second create in a kept directory waited for the view's mutex")
-	}
+	dir, err := tr.lookup("test", "/a/b")
 	if err != nil {
 		t.Fatal(err)
 	}
+	create := func(p string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := tr.Create(p, CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: "alice", MtimeMs: 2})
+			done <- err
+		}()
+		return done
+	}
+	wait := func(done chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			v.cur.Store(nil)
+			<-done
+			t.Fatalf("%s waited for the encoder", what)
+		}
+	}
+
+	// The encoder is copying another inode: the first create in /a/b
+	// goes straight on.
+	other, err := tr.lookup("test", "/a/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.cur.Store(other)
+	wait(create("/a/b/one"), "a create beside the copy of another inode")
+	if v.pre.get(dir) == nil {
+		t.Fatal("the first change of /a/b kept no pre-image")
+	}
+	// Kept already: a create in /a/b goes on even while the encoder
+	// copies /a/b itself (it copies the pre-image).
+	v.cur.Store(dir)
+	wait(create("/a/b/two"), "a create in a kept directory")
+	v.cur.Store(nil)
+
+	// A directory not yet kept, announced by the encoder: the create
+	// waits until the copy ends.
+	c, err := tr.lookup("test", "/a/b/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.cur.Store(c)
+	done := create("/a/b/c/three")
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("a create changed /a/b/c while the encoder was copying it live (err %v)", err)
+	default:
+	}
+	v.cur.Store(nil)
+	wait(done, "a create after the copy ended")
+
 	var buf bytes.Buffer
 	must(t, v.Encode(&buf))
-	if n := mustStat(t, tr, "/a/b/two"); n.ID < v.nextID {
-		t.Fatalf("new file id %d below the view's next id %d", n.ID, v.nextID)
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("the view's image changed")
 	}
 }
