@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ type clusterResult struct {
 	// The control of twinReads: GetFileInfo on the same two nodes.
 	statCachedUs     []float64
 	statPerRequestUs []float64
+	cachedNode       []string // one per run: "A" or "B", the node in cached mode
 }
 
 type clusterFile struct {
@@ -55,7 +57,7 @@ type nn struct {
 	conn *grpc.ClientConn
 	srv  api.ClientServiceServer
 	stop chan struct{}
-	done chan struct{}
+	done chan struct{} // the heartbeat loop's end; nil until datanodesUp
 
 	largestReport int // bytes of the largest BlockReportRequest sent
 }
@@ -98,7 +100,7 @@ func startNN(ctx context.Context, dir string, mode security.Mode, raftAddr strin
 		c.Close()
 		return nil, err
 	}
-	x := &nn{c: c, conn: conn, srv: c.Namenode(0).ClientServer(), stop: make(chan struct{}), done: make(chan struct{})}
+	x := &nn{c: c, conn: conn, srv: c.Namenode(0).ClientServer(), stop: make(chan struct{})}
 	return x, nil
 }
 
@@ -113,6 +115,7 @@ func (x *nn) datanodesUp(ctx context.Context) error {
 			return fmt.Errorf("register %s: %w", dnID(d), err)
 		}
 	}
+	x.done = make(chan struct{})
 	go func() {
 		defer close(x.done)
 		for {
@@ -155,6 +158,8 @@ func (x *nn) report(ctx context.Context, files []clusterFile, big []*api.Block, 
 	return nil
 }
 
+// close stops the heartbeat loop, then the node; its state stays in its
+// directory for the next start.
 func (x *nn) close() {
 	select {
 	case <-x.stop:
@@ -199,8 +204,9 @@ func writeFile(srv api.ClientServiceServer, ctx context.Context, path string, n 
 var stale = &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
 
 // runCluster builds n files (and one 1000-block file) in a real namenode,
-// measures GetBlockLocations, snapshots, restarts it in per-request token
-// mode, and measures the restart and GetBlockLocations again.
+// snapshots it, restarts it in per-request token mode (node A) and
+// measures the restart, starts a copy of the same state in cached mode
+// (node B), and measures GetBlockLocations on both (twinReads).
 func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(string, ...any)) (*clusterResult, error) {
 	dir, err := os.MkdirTemp("", "nnscale-")
 	if err != nil {
@@ -278,86 +284,157 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 	if _, err := adm.Snapshot(octx, &api.SnapshotRequest{}); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	raftAddr := x.c.Namenode(0).RaftAddr()
+	a := &twin{name: "A", dir: dir, raftAddr: x.c.Namenode(0).RaftAddr()}
 	x.close()
 	x = nil
-	// The cached-mode twin restarts from a copy of the same state (see
-	// twinReads); copy it before the per-request node opens it.
-	twinDir := dir + "-cached"
-	if err := os.CopyFS(twinDir, os.DirFS(dir)); err != nil {
+	// The second node restarts from a copy of the same state (see
+	// twinReads); copy it before the first one opens it. Node A keeps
+	// the Raft address the original had; B gets a fresh port: a
+	// 1-namenode cluster elects itself by its ID, whatever the address.
+	b := &twin{name: "B", dir: dir + "-twin"}
+	if err := os.CopyFS(b.dir, os.DirFS(dir)); err != nil {
 		return nil, fmt.Errorf("copy the namenode's state: %w", err)
 	}
-	defer os.RemoveAll(twinDir)
-	t1 := time.Now()
-	x, err = startNN(ctx, dir, security.PerRequest, raftAddr)
+	defer os.RemoveAll(b.dir)
+	defer a.close()
+	defer b.close()
+	up := upArgs{files: files, big: big, bigInode: bigInode, calls: calls}
+	readyMs, err := a.start(ctx, security.PerRequest, up)
 	if err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
-	probe := &api.GetBlockLocationsRequest{Path: files[n/2].path} // default (linearizable) read
-	for {
-		if _, err := x.srv.GetBlockLocations(root, probe); err == nil {
-			break
-		} else if time.Since(t1) > 5*time.Minute {
-			return nil, fmt.Errorf("restarted namenode never answered: %w", err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	res.restartReadyMs = float64(time.Since(t1).Nanoseconds()) / 1e6
+	res.restartReadyMs = readyMs
 	logf("cluster: restarted from a snapshot of %d files, answering reads after %.0f ms", n, res.restartReadyMs)
-	if err := x.datanodesUp(ctx); err != nil {
-		return nil, err
+	if _, err := b.start(ctx, security.Cached, up); err != nil {
+		return nil, fmt.Errorf("start the twin: %w", err)
 	}
-	if err := x.report(ctx, files, big, bigInode); err != nil {
-		return nil, err
-	}
-	if err := checkReplicas(x.srv, files, calls); err != nil {
-		return nil, err
-	}
-	twin, err := startNN(ctx, twinDir, security.Cached, "")
-	if err != nil {
-		return nil, fmt.Errorf("start the cached-mode twin: %w", err)
-	}
-	defer twin.close()
-	if err := twinReads(ctx, res, x, twin, files, big, bigInode, runs, calls); err != nil {
+	if err := twinReads(ctx, res, [2]*twin{a, b}, up, runs, calls, logf); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
+// twin is one of the two namenodes of twinReads: its own state
+// directory, the Raft address it starts on ("" for a fresh port) and,
+// while it runs, the node.
+type twin struct {
+	name     string // "A" or "B"
+	dir      string
+	raftAddr string
+	mode     security.Mode
+	x        *nn
+}
+
+// upArgs is what a started twin is given and checked with: the files its
+// datanodes report and the sample checkReplicas reads.
+type upArgs struct {
+	files    []clusterFile
+	big      []*api.Block
+	bigInode uint64
+	calls    int
+}
+
+// start starts t from its directory in the given token mode and returns
+// how long it took to answer a linearizable read; then it brings the
+// scripted datanodes up, sends their full reports and checks that reads
+// list every replica.
+func (t *twin) start(ctx context.Context, mode security.Mode, up upArgs) (float64, error) {
+	t0 := time.Now()
+	x, err := startNN(ctx, t.dir, mode, t.raftAddr)
+	if err != nil {
+		return 0, err
+	}
+	t.x, t.mode = x, mode
+	root := incoming(superuser)
+	probe := &api.GetBlockLocationsRequest{Path: up.files[len(up.files)/2].path} // default (linearizable) read
+	for {
+		if _, err := x.srv.GetBlockLocations(root, probe); err == nil {
+			break
+		} else if time.Since(t0) > 5*time.Minute {
+			return 0, fmt.Errorf("node %s never answered: %w", t.name, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	readyMs := float64(time.Since(t0).Nanoseconds()) / 1e6
+	if err := x.datanodesUp(ctx); err != nil {
+		return 0, err
+	}
+	if err := x.report(ctx, up.files, up.big, up.bigInode); err != nil {
+		return 0, err
+	}
+	if err := checkReplicas(x.srv, up.files, up.calls); err != nil {
+		return 0, fmt.Errorf("node %s: %w", t.name, err)
+	}
+	return readyMs, nil
+}
+
+// close stops t if it runs.
+func (t *twin) close() {
+	if t.x != nil {
+		t.x.close()
+		t.x = nil
+	}
+}
+
 // twinReads measures random GetBlockLocations in both token modes on two
-// namenodes restarted from the same snapshot and running side by side:
-// perRequest (the restarted node) and cached (its twin). Every run reads
-// the same random files on both, each call as a new user, so the token
-// mode is the only difference. The nodes take turns of turnCalls calls,
-// in ABBA order, so that both see the same machine within milliseconds:
-// the difference between the modes is about 1%, and on a shared machine
-// the CPU a process gets moves by more than that from one 100 ms to the
-// next. The same turns read the same files with GetFileInfo (no token at
-// all) on both nodes, the control: its ratio is what the two nodes differ
-// by when the token mode does not matter. Each run starts with the
-// 1000-block read on the cached node (gbl_ns_per_block_1000).
-func twinReads(ctx context.Context, res *clusterResult, perRequest, cached *nn, files []clusterFile, big []*api.Block, bigInode uint64, runs, calls int) error {
-	if err := cached.datanodesUp(ctx); err != nil {
-		return err
-	}
-	if err := cached.report(ctx, files, big, bigInode); err != nil {
-		return err
-	}
-	if err := checkReplicas(cached.srv, files, calls); err != nil {
-		return err
-	}
+// namenodes, A and B, restarted from the same snapshot and running side
+// by side, one in per-request and one in cached token mode. Every run
+// reads the same random files on both, each call as a new user. The
+// nodes take turns of turnCalls calls, in ABBA order, so that both see
+// the same machine within milliseconds: the difference between the modes
+// is about 1%, and on a shared machine the CPU a process gets moves by
+// more than that from one 100 ms to the next. The same turns read the
+// same files with GetFileInfo (no token at all) on both nodes, the
+// control: its ratio is what the two nodes differ by when the token mode
+// does not matter.
+//
+// The control showed that the nodes do differ (at 1M files the cached
+// node was 2 to 20% slower at GetFileInfo too, by about as much as at
+// GetBlockLocations), so a fixed assignment reads a node's asymmetry as
+// a token-mode cost. The runs therefore cross over: run 0 has A
+// per-request and B cached (A is the node restart_ready_ms timed), and
+// before every further run both nodes are closed and restarted from
+// their own directories in the other mode, with their datanodes'
+// reports sent again, so each mode runs on each node
+// (runs_cached_node). Each run starts with the 1000-block read on the
+// node that is cached in it (gbl_ns_per_block_1000).
+func twinReads(ctx context.Context, res *clusterResult, ab [2]*twin, up upArgs, runs, calls int, logf func(string, ...any)) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var users atomic.Int64
-	nodes := [2]*nn{cached, perRequest}
 	for k := range runs {
+		// Run k has B cached when k is even, A when k is odd.
+		cachedTwin, perRequestTwin := ab[1-k&1], ab[k&1]
+		if cachedTwin.mode != security.Cached {
+			// Close both before starting either, and start A first: A
+			// takes its Raft address back, and B's fresh port must not
+			// be it.
+			for _, t := range ab {
+				t.close()
+			}
+			t0 := time.Now()
+			for _, t := range ab {
+				mode := security.PerRequest
+				if t == cachedTwin {
+					mode = security.Cached
+				}
+				if _, err := t.start(ctx, mode, up); err != nil {
+					return fmt.Errorf("run %d: restart node %s: %w", k, t.name, err)
+				}
+			}
+			logf("cluster: run %d: restarted A and B in %.1fs, %s now cached (%d goroutines)",
+				k, time.Since(t0).Seconds(), cachedTwin.name, runtime.NumGoroutine())
+		}
+		cached, perRequest := cachedTwin.x, perRequestTwin.x
 		v, err := perBlock1000(cached.srv)
 		if err != nil {
 			return err
 		}
 		res.nsPerBlock1000 = append(res.nsPerBlock1000, v)
+		res.cachedNode = append(res.cachedNode, cachedTwin.name)
+		nodes := [2]*nn{cached, perRequest}
 		paths := make([]string, calls)
 		for i := range paths {
-			paths[i] = files[rng.IntN(len(files))].path
+			paths[i] = up.files[rng.IntN(len(up.files))].path
 		}
 		var reads, stats [2]time.Duration
 		for t, lo := 0, 0; lo < calls; t, lo = t+1, lo+turnCalls {

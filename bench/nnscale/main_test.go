@@ -8,12 +8,13 @@ import (
 
 // TestSmoke runs both phases at a small size and checks that every figure
 // the issue names is in the JSON, and that the ones that cannot be zero
-// are not.
+// are not. It runs twice so that the cluster phase's nodes swap token
+// modes once (a restart of both from their own directories).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a namenode")
 	}
-	r, err := Run(context.Background(), Config{Files: 3000, ClusterFiles: 1000, PerDir: 1000, Runs: 1, Calls: 100, Logf: t.Logf})
+	r, err := Run(context.Background(), Config{Files: 3000, ClusterFiles: 1000, PerDir: 1000, Runs: 2, Calls: 100, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +42,15 @@ func TestSmoke(t *testing.T) {
 		// need overlap it.
 		if f, _ := v.(float64); f <= 0 && k != "snapshot_peak_heap_over_live_mib" && k != "create_max_during_snapshot_ms" {
 			t.Errorf("%s = %v, want > 0", k, v)
+		}
+	}
+	if got := r.RunsCachedNode; len(got) != 2 || got[0] != "B" || got[1] != "A" {
+		t.Errorf("runs_cached_node = %q, want [B A]: the nodes swap modes between runs", got)
+	}
+	for _, k := range []string{"runs_gbl_random_cached_us", "runs_gbl_random_per_request_us",
+		"runs_stat_random_cached_node_us", "runs_stat_random_per_request_node_us", "runs_gbl_ns_per_block_1000"} {
+		if v, _ := m[k].([]any); len(v) != 2 {
+			t.Errorf("%s = %v, want one figure per run", k, m[k])
 		}
 	}
 	if r.ImageBytes == 0 || r.ClusterFiles != 1000 {
