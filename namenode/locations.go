@@ -62,8 +62,8 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	out.InodeId, out.FileLength, out.UnderConstruction = uint64(fi.ID), fi.Length, uc
 	out.FirstOffset = blockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,
-	// mapped in place to indexes into the reply's datanode table, whose
-	// entries are built once per datanode.
+	// mapped in place to indexes into the reply's datanode table, which
+	// names each datanode once, in entries the reply owns (replies.go).
 	sc := scratches.Get().(*scratch)
 	defer sc.release()
 	rd := &sc.rd
@@ -213,8 +213,8 @@ func (sc *scratch) index(rd *blocks.LocationReader, num uint32) uint32 {
 	return k - 1
 }
 
-// release clears sc and returns it to the pool. The reply keeps infos, so
-// the next request starts a new one.
+// release clears sc and returns it to the pool. The reply keeps infos (its
+// datanode table), so the next request starts from its own reply's.
 func (sc *scratch) release() {
 	for _, num := range sc.used {
 		sc.slot[num] = 0
