@@ -115,7 +115,7 @@ func main() {
 	files := flag.Int("files", 1_000_000, "files (1 block each) in the structures phase")
 	clusterFiles := flag.Int("cluster-files", 0, "files in the real namenode for restart and GetBlockLocations; 0 means --files")
 	perDir := flag.Int("per-dir", 1000, "files per directory")
-	runs := flag.Int("runs", 3, "runs per figure; the median is reported")
+	runs := flag.Int("runs", 4, "runs per figure; the median is reported (even, so that the cluster phase's two nodes each run each token mode equally often)")
 	calls := flag.Int("calls", 10000, "random GetBlockLocations calls per run, in turns of 100 per node")
 	quick := flag.Bool("quick", false, "CI smoke: 20000 files in both phases, 1 run")
 	jsonOut := flag.String("json", "", "write the result as JSON to this file")
