@@ -7,7 +7,11 @@ import (
 	"sync"
 	"testing"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/namenode"
 )
 
 // TestGetBlockLocationsRecycledReplies reads files of 1 and 10 blocks over
@@ -78,4 +82,35 @@ func checkReply(r *api.GetBlockLocationsResponse, ids []uint64) error {
 		}
 	}
 	return nil
+}
+
+// TestServerCodecServesEveryService: the namenode's own codec (replies.go,
+// serve.Codec) marshals the health and reflection services' messages too,
+// so grpcurl and load balancers' probes keep working.
+func TestServerCodecServesEveryService(t *testing.T) {
+	x := startCluster(t, 1, func(i int, c *namenode.Config) { c.Logger = quietLogger() })
+	ctx := x.root()
+	hr, err := healthpb.NewHealthClient(x.conns[0]).Check(ctx, &healthpb.HealthCheckRequest{Service: "blockfs.v1.ClientService"})
+	if err != nil || hr.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v, %v", hr, err)
+	}
+	st, err := reflectionpb.NewServerReflectionClient(x.conns[0]).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.CloseSend()
+	var names []string
+	for _, s := range r.GetListServicesResponse().GetService() {
+		names = append(names, s.Name)
+	}
+	if !slices.Contains(names, "blockfs.v1.ClientService") {
+		t.Fatalf("reflection lists %v", names)
+	}
 }

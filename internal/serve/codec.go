@@ -8,6 +8,7 @@ import (
 	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
 )
 
 // pooledMin is the smallest buffer the codec asks gRPC's pool for: gRPC
@@ -40,8 +41,13 @@ type codec struct {
 func (c codec) Name() string { return protoenc.Name }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
-	m, ok := v.(proto.Message)
-	if !ok {
+	var m proto.Message
+	switch v := v.(type) {
+	case protoadapt.MessageV1: // generated messages of either API
+		m = protoadapt.MessageV2Of(v)
+	case proto.Message:
+		m = v
+	default:
 		return nil, fmt.Errorf("serve: cannot marshal %T: not a protobuf message", v)
 	}
 	// Size fills the size caches MarshalAppend then reads (UseCachedSize).
