@@ -161,3 +161,20 @@ func reportedManager(b *testing.B, nodes int, nblocks uint64) *Manager {
 	}
 	return m
 }
+
+// BenchmarkComputeWorkRestart runs the replication monitor's pass on a
+// block map as a restart leaves it: a million expected blocks, every one
+// under-replicated, and no datanode registered yet.
+func BenchmarkComputeWorkRestart(b *testing.B) {
+	m, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for id := uint64(1); id <= 1<<20; id++ {
+		m.SetExpected(id, 1, 100, 3, true)
+	}
+	b.ResetTimer()
+	for range b.N {
+		m.ComputeWork()
+	}
+}

@@ -40,6 +40,10 @@ func (m *Manager) ComputeWork() {
 		good int
 	}
 	var todo []job
+	// Without a free replication stream nothing can be scheduled, so the
+	// under-replicated queue is not walked: after a restart it holds every
+	// block until the datanodes register and report.
+	collect := m.freeStreams() > 0
 	due := now.Add(m.cfg.ReplicationTimeout)
 	for si := range m.shards {
 		s := &m.shards[si]
@@ -102,6 +106,9 @@ func (m *Manager) ComputeWork() {
 			s.settle(id, b, before)
 		}
 		for id := range s.under {
+			if !collect {
+				break
+			}
 			if s.pending[id] != nil {
 				continue
 			}
@@ -120,12 +127,7 @@ func (m *Manager) ComputeWork() {
 			}
 			return todo[i].id < todo[j].id
 		})
-		free := 0 // replication streams left across live datanodes
-		for _, n := range m.nodes() {
-			if n.snap.Load().State == Live {
-				free += max(0, m.cfg.MaxReplicationStreams-int(n.streams.Load()))
-			}
-		}
+		free := m.freeStreams()
 		for _, j := range todo {
 			if free <= 0 {
 				break
@@ -141,6 +143,17 @@ func (m *Manager) ComputeWork() {
 			n.flushInvalidates(m.cfg.MaxBlocksPerDelete)
 		}
 	}
+}
+
+// freeStreams returns the replication streams left across live datanodes.
+func (m *Manager) freeStreams() int {
+	free := 0
+	for _, n := range m.nodes() {
+		if n.snap.Load().State == Live {
+			free += max(0, m.cfg.MaxReplicationStreams-int(n.streams.Load()))
+		}
+	}
+	return free
 }
 
 // scheduleReplication schedules one replication of block id if it is still
