@@ -49,6 +49,14 @@ func (t *blockTable) put(b *blockInfo) {
 	t.n++
 }
 
+// reserve grows the table, if need be, to hold n blocks without growing
+// again.
+func (t *blockTable) reserve(n int) {
+	if n*4 > len(t.slots)*3 {
+		t.resize(n)
+	}
+}
+
 // del removes the block with id, if any. It moves entries, so it must not
 // run inside a range over the table (see ids).
 func (t *blockTable) del(id uint64) {

@@ -45,6 +45,25 @@ func (m *Manager) BeginReset() *Reset {
 	return r
 }
 
+// Expect says that about n blocks are coming (the new namespace's count),
+// so that each shard makes room for its share at once instead of doubling
+// its table again and again as they arrive; at startup (nothing expected
+// yet) each shard's under-replicated queue, which every complete block
+// enters until its datanodes report, is sized for them too. It is a hint:
+// more or fewer blocks may come.
+func (r *Reset) Expect(n int) {
+	per := n/numShards + n/numShards/8 + 16 // Fibonacci hashing spreads ids evenly; an eighth for the rest
+	for si := range r.m.shards {
+		s := &r.m.shards[si]
+		s.mu.Lock()
+		s.blocks.reserve(s.blocks.len() + per)
+		if !r.track && len(s.under) == 0 {
+			s.under = make(map[uint64]struct{}, per)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // Add says the new namespace has block e, as SetExpected does. Blocks are
 // applied in batches, each shard's lock taken once per batch.
 func (r *Reset) Add(e ExpectedBlock) {

@@ -98,15 +98,16 @@ func (a blockEventsAdapter) Pipeline(b namespace.Block, datanodes []string) {
 // set at once (fsm.Restore).
 type expectedResetter interface {
 	// ResetExpected makes the expected blocks exactly those that each
-	// yields; the rest are forgotten.
-	ResetExpected(each func(fn func(b namespace.Block, inode namespace.ID, repl uint32, complete bool)))
+	// yields (about n of them); the rest are forgotten.
+	ResetExpected(n int, each func(fn func(b namespace.Block, inode namespace.ID, repl uint32, complete bool)))
 }
 
 // ResetExpected replaces the block map's expected set with the blocks each
 // yields, in batches; the replicas of blocks no longer expected become
 // deletion work for the leader.
-func (a blockEventsAdapter) ResetExpected(each func(fn func(b namespace.Block, inode namespace.ID, repl uint32, complete bool))) {
+func (a blockEventsAdapter) ResetExpected(n int, each func(fn func(b namespace.Block, inode namespace.ID, repl uint32, complete bool))) {
 	r := a.m.BeginReset()
+	r.Expect(n)
 	each(func(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
 		r.Add(blocks.ExpectedBlock{ID: b.ID, GenStamp: b.GenStamp, Inode: uint64(inode), Replication: repl, Complete: complete})
 	})
@@ -120,7 +121,8 @@ func (f *fsm) resetBlockEvents(st *state) {
 		return
 	}
 	if r, ok := f.events.(expectedResetter); ok {
-		r.ResetExpected(st.tree.ForEachBlock)
+		_, _, n := st.tree.Counts()
+		r.ResetExpected(n, st.tree.ForEachBlock)
 		return
 	}
 	st.tree.ForEachBlock(func(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
