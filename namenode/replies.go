@@ -23,12 +23,15 @@ var replies sync.Pool
 // GetBlockLocations reply. It must not be read afterwards.
 func releaseReply(v any) {
 	out, ok := v.(*api.GetBlockLocationsResponse)
-	if !ok || out == nil {
-		return
+	if !ok || out == nil || cap(out.BlockIds) > 3*maxPooledBlocks {
+		return // a huge file's reply is left to the collector, not kept for small ones
 	}
 	clear(out.BlockTokens) // the tokens are not the reply's: drop them
 	replies.Put(out)
 }
+
+// maxPooledBlocks is the most blocks a reply kept for reuse has room for.
+const maxPooledBlocks = 4096
 
 // newReply returns an empty reply with arrays for count blocks: block ids,
 // generation stamps and lengths in one array, replica counts and (room for

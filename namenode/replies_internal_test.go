@@ -92,3 +92,16 @@ func TestOneBlockReplyOwnsEntries(t *testing.T) {
 		t.Fatalf("%v allocations for a one-block reply, want 1", n)
 	}
 }
+
+// TestHugeReplyNotKept: a reply with room for more than maxPooledBlocks
+// blocks is not kept for reuse, where it would pin a huge file's arrays
+// behind every small read.
+func TestHugeReplyNotKept(t *testing.T) {
+	huge := newReply(maxPooledBlocks + 1)
+	releaseReply(huge)
+	for range 4 {
+		if newReply(1) == huge {
+			t.Fatal("a huge reply was kept and handed out again")
+		}
+	}
+}
