@@ -56,7 +56,7 @@ func (r *Reset) Expect(n int) {
 	for si := range r.m.shards {
 		s := &r.m.shards[si]
 		s.mu.Lock()
-		s.blocks.reserve(s.blocks.len() + per)
+		s.blocks.reserve(max(s.blocks.len(), per)) // in use, most of the new blocks are there already
 		if !r.track && len(s.under) == 0 {
 			s.under = make(map[uint64]struct{}, per)
 		}

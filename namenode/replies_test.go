@@ -26,13 +26,13 @@ func TestGetBlockLocationsRecycledReplies(t *testing.T) {
 	for i := range 20 {
 		paths = append(paths, fmt.Sprintf("/load/d%06d/f%06d", i/1000, i%1000))
 	}
-	want := map[string][]uint64{}
+	want := map[string]*api.GetBlockLocationsResponse{}
 	for _, p := range paths {
 		r, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: p, Read: req.Read})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[p] = r.BlockIds
+		want[p] = r
 	}
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -56,10 +56,17 @@ func TestGetBlockLocationsRecycledReplies(t *testing.T) {
 	wg.Wait()
 }
 
-// checkReply checks that r lists the blocks ids, each with 3 replicas on
-// distinct datanodes of its table, a table that names each datanode once.
-func checkReply(r *api.GetBlockLocationsResponse, ids []uint64) error {
-	if !slices.Equal(r.BlockIds, ids) || len(r.GenStamps) != len(ids) || len(r.Lengths) != len(ids) {
+// checkReply checks that r is the reply w was for the same file (inode,
+// length, blocks, a file token and nothing of another reply: no per-block
+// tokens, no CRCs), each block with 3 replicas on distinct datanodes of
+// its table, a table that names each datanode once.
+func checkReply(r, w *api.GetBlockLocationsResponse) error {
+	ids := w.BlockIds
+	if r.InodeId != w.InodeId || r.FileLength != w.FileLength || r.UnderConstruction || len(r.Token) == 0 || len(r.BlockTokens) != 0 || len(r.Crc32Cs) != 0 {
+		return fmt.Errorf("inode %d, length %d, uc %v, token %d B, %d block tokens, %d CRCs; want inode %d, length %d",
+			r.InodeId, r.FileLength, r.UnderConstruction, len(r.Token), len(r.BlockTokens), len(r.Crc32Cs), w.InodeId, w.FileLength)
+	}
+	if !slices.Equal(r.BlockIds, ids) || !slices.Equal(r.GenStamps, w.GenStamps) || !slices.Equal(r.Lengths, w.Lengths) {
 		return fmt.Errorf("blocks %v (%d stamps, %d lengths), want %v", r.BlockIds, len(r.GenStamps), len(r.Lengths), ids)
 	}
 	if err := checkReplicas(r, len(ids)); err != nil {

@@ -18,11 +18,14 @@ func TestPreTable(t *testing.T) {
 			nodes[i] = &inode{id: ID(i + 1)}
 		}
 		var added atomic.Int64 // how many of nodes the reader may expect
+		var done atomic.Bool
+		started := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for round := 0; round < 50 && int(added.Load()) < n; round++ {
+			close(started)
+			for !done.Load() {
 				k := int(added.Load())
 				for i := range k {
 					pre := p.get(nodes[i])
@@ -33,11 +36,13 @@ func TestPreTable(t *testing.T) {
 				}
 			}
 		}()
+		<-started
 		for i := range n {
 			p.add(nodes[i])
 			nodes[i].id += 1 << 40 // changed after its pre-image was kept
 			added.Store(int64(i + 1))
 		}
+		done.Store(true)
 		wg.Wait()
 		for i, x := range nodes {
 			pre := p.get(x)

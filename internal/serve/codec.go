@@ -26,7 +26,9 @@ const pooledMin = 1<<10 + 1
 //     The server's handlers may then recycle it: gRPC reads a sent message
 //     after marshaling only for stats handlers, which blockfs servers do not
 //     install, and for request tracing (grpc.EnableTracing), under which
-//     release is not called.
+//     release is not called. A server given a stats handler (grpc.StatsHandler,
+//     otelgrpc) must take a codec without release, or the handler reads
+//     recycled replies.
 //
 // Requests are unmarshaled by gRPC's codec.
 func Codec(release func(any)) encoding.CodecV2 {
