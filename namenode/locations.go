@@ -58,7 +58,7 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
 	out := newReply(count)
-	setHeader(out, n.header())
+	setHeader(out, n.fsm.appliedIndex(), n.cfg.ID)
 	out.InodeId, out.FileLength, out.UnderConstruction = uint64(fi.ID), fi.Length, uc
 	out.FirstOffset = blockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,

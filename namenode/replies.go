@@ -74,9 +74,12 @@ func refill(out *api.GetBlockLocationsResponse, count int) *api.GetBlockLocation
 	return out
 }
 
-// setHeader copies h into out's own header.
-func setHeader(out *api.GetBlockLocationsResponse, h *api.ResponseHeader) {
-	*out.Header = api.ResponseHeader{AppliedIndex: h.AppliedIndex, ServedBy: h.ServedBy}
+// setHeader fills out's own header: applied index idx, served by id. (The
+// namenode's shared header, Namenode.header, would only be copied here, and
+// building one on each new applied index is an allocation and a shared
+// store on the read path.)
+func setHeader(out *api.GetBlockLocationsResponse, idx uint64, id string) {
+	*out.Header = api.ResponseHeader{AppliedIndex: idx, ServedBy: id}
 }
 
 // appendInfo appends datanode d to a reply's table, in the entry the

@@ -3,7 +3,6 @@ package namenode
 import (
 	"testing"
 
-	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 )
 
@@ -23,10 +22,11 @@ func TestReplyRecycled(t *testing.T) {
 	big.Crc32Cs = zeroed(big.Crc32Cs, 10)
 	big.Crc32Cs[3] = 1<<32 | 5
 	big.Token, big.InodeId, big.FileLength, big.UnderConstruction = []byte("t"), 42, 10240, true
-	shared := &api.ResponseHeader{AppliedIndex: 9, ServedBy: "nn1"}
-	setHeader(big, shared)
-	if big.Header == shared || big.Header.AppliedIndex != 9 || big.Header.ServedBy != "nn1" {
-		t.Fatalf("header %p %v: want a copy of %p", big.Header, big.Header, shared)
+	other := newReply(1)
+	setHeader(big, 9, "nn1")
+	setHeader(other, 9, "nn1")
+	if big.Header == other.Header || big.Header.AppliedIndex != 9 || big.Header.ServedBy != "nn1" {
+		t.Fatalf("header %p %v: want its own, apart from another reply's %p", big.Header, big.Header, other.Header)
 	}
 	ids, dn, hdr := &big.BlockIds[0], big.Datanodes[0], big.Header
 
