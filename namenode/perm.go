@@ -26,19 +26,22 @@ func (f *fsm) as(c *api.Caller, op, p string) (namespace.Session, error) {
 	if c == nil {
 		return f.st.tree.As(nil), nil
 	}
-	if c.User == "" {
-		return namespace.Session{}, errs.New(errs.Unauthenticated, op, p, "the caller has no user name")
-	}
-	return f.st.tree.As(f.policy().Caller(c.User, c.Groups, c.ClientId)), nil
+	return f.asIn(new(namespace.Caller), c.User, c.Groups, c.ClientId, op, p)
 }
 
 // asReader is as for a read by user with groups (no client id), building
 // the namespace caller in *nc, which the read provides so that its session
-// needs no heap allocation. An empty user is refused, as in as.
+// needs no heap allocation.
 func (f *fsm) asReader(nc *namespace.Caller, user string, groups []string, op, p string) (namespace.Session, error) {
+	return f.asIn(nc, user, groups, "", op, p)
+}
+
+// asIn builds the namespace caller of user in *nc and returns its session;
+// an empty user (one the server could not identify) is refused.
+func (f *fsm) asIn(nc *namespace.Caller, user string, groups []string, clientID, op, p string) (namespace.Session, error) {
 	if user == "" {
 		return namespace.Session{}, errs.New(errs.Unauthenticated, op, p, "the caller has no user name")
 	}
-	*nc = *f.policy().Caller(user, groups, "")
+	*nc = *f.policy().Caller(user, groups, clientID)
 	return f.st.tree.As(nc), nil
 }
