@@ -138,12 +138,7 @@ func TestViewFrozenBigDirectory(t *testing.T) {
 			if n := len(big.kids().chunks); n < 1000/chunkMax {
 				t.Fatalf("/big has %d chunks", n)
 			}
-			want := image(t, tr)
-			v := tr.View()
-			got := encodeBeside(v)
-			tc.do(t, tr)
-			img := <-got
-			v.Close()
+			img, want := changedBeside(t, tr, func() { tc.do(t, tr) })
 			if !bytes.Equal(img, want) {
 				t.Fatal("view image differs from the tree's when the view was made")
 			}

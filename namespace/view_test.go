@@ -179,12 +179,7 @@ func TestViewFrozenConcurrent(t *testing.T) {
 	for _, m := range viewMutations {
 		t.Run(m.name, func(t *testing.T) {
 			tr := fixture(t)
-			want := image(t, tr)
-			v := tr.View()
-			got := encodeBeside(v)
-			m.do(t, tr)
-			img := <-got
-			v.Close()
+			img, want := changedBeside(t, tr, func() { m.do(t, tr) })
 			if !bytes.Equal(img, want) {
 				t.Fatalf("view image differs from the tree's image when the view was made (%d vs %d bytes)", len(img), len(want))
 			}
@@ -370,9 +365,14 @@ func TestBlockIndexMatchesMap(t *testing.T) {
 	}
 }
 
-// encodeBeside encodes v on another goroutine, one record per call of Next
-// (the most interleaving with a writer), and sends the image when done.
-func encodeBeside(v *View) <-chan []byte {
+// changedBeside opens a view of tr, runs change while another goroutine
+// encodes the view in the smallest slices (so the encode and the change
+// interleave), and returns the view's image and tr's image when the view
+// was made: equal if the view held.
+func changedBeside(t *testing.T, tr *Tree, change func()) (img, want []byte) {
+	t.Helper()
+	want = image(t, tr)
+	v := tr.View()
 	got := make(chan []byte)
 	go func() {
 		var img []byte
@@ -381,7 +381,10 @@ func encodeBeside(v *View) <-chan []byte {
 		}
 		got <- img
 	}()
-	return got
+	change()
+	img = <-got
+	v.Close()
+	return img, want
 }
 
 // TestViewTouchWaitsOnlyForItsInode: a writer waits for the encoder only
