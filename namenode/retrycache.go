@@ -17,10 +17,30 @@ import (
 // its own success back as "already exists". It is replicated state: every
 // node fills it identically, and snapshots carry it, or a node restored
 // from a snapshot would apply a retry its peers skip.
+//
+// The ring is kept in chunks that snapshots share copy-on-write: taking a
+// snapshot's copy (frozen) hands it the chunk pointers and marks every chunk
+// shared, and the next put into a shared chunk copies that chunk first. A
+// snapshot therefore costs the FSM's write lock a copy of 64 pointers, and
+// each chunk at most one 8 KiB copy afterwards.
 type retryCache struct {
 	results map[callKey]*api.CommandResult
-	order   []callKey // ring, oldest at head
-	head    int
+	chunks  [retryCacheSize / retryChunk]*[retryChunk]retryEntry
+	shared  [retryCacheSize / retryChunk]bool // chunks[i] is held by a frozen copy
+	n       int                               // entries held, at most retryCacheSize
+	head    int                               // the oldest entry's slot once full
+}
+
+// retryChunk is the entries per chunk of the ring; it divides
+// retryCacheSize.
+const retryChunk = 256
+
+// retryEntry is one remembered call. Its result is never changed once
+// stored (handlers and retries only read it), so a snapshot may hold the
+// pointer and marshal it later without a lock.
+type retryEntry struct {
+	key callKey
+	res *api.CommandResult
 }
 
 // callKey names one call of one client of one user. The user is part of
@@ -56,47 +76,72 @@ func (rc *retryCache) put(k callKey, r *api.CommandResult) {
 	if _, ok := rc.results[k]; ok {
 		return
 	}
-	if len(rc.order) < retryCacheSize {
-		rc.order = append(rc.order, k)
+	slot := rc.n
+	if rc.n < retryCacheSize {
+		rc.n++
 	} else {
-		delete(rc.results, rc.order[rc.head])
-		rc.order[rc.head] = k
+		slot = rc.head
+		delete(rc.results, rc.at(slot).key)
 		rc.head = (rc.head + 1) % retryCacheSize
 	}
+	c := slot / retryChunk
+	switch {
+	case rc.chunks[c] == nil:
+		rc.chunks[c] = new([retryChunk]retryEntry)
+	case rc.shared[c]:
+		cp := *rc.chunks[c]
+		rc.chunks[c], rc.shared[c] = &cp, false
+	}
+	rc.chunks[c][slot%retryChunk] = retryEntry{k, r}
 	rc.results[k] = r
 }
 
-// each visits the entries oldest first.
-func (rc *retryCache) each(fn func(k callKey, r *api.CommandResult) error) error {
-	n := len(rc.order)
-	for i := range n {
-		k := rc.order[(rc.head+i)%n]
-		if err := fn(k, rc.results[k]); err != nil {
+// at returns the entry in ring slot i.
+func (rc *retryCache) at(i int) retryEntry { return rc.chunks[i/retryChunk][i%retryChunk] }
+
+// frozen returns a copy of the cache as it is now that later puts do not
+// change: what a snapshot keeps until Persist marshals it.
+func (rc *retryCache) frozen() *retryCache {
+	cp := &retryCache{chunks: rc.chunks, n: rc.n, head: rc.head}
+	for i := range rc.shared {
+		rc.shared[i] = rc.chunks[i] != nil
+	}
+	return cp
+}
+
+// entries visits the entries oldest first. On a live cache it must not
+// run beside put; on a frozen copy it may.
+func (rc *retryCache) entries(fn func(retryEntry) error) error {
+	for i := range rc.n {
+		if err := fn(rc.at((rc.head + i) % retryCacheSize)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeRetryCache appends the snapshot's retry-cache section: count (u32),
-// then oldest first: key length (u16) and bytes (user, NUL, client id), call id (u64),
-// result length (u32) and the CommandResult protobuf.
-func writeRetryCache(w io.Writer, rc *retryCache) error {
-	var b [8]byte
-	binary.LittleEndian.PutUint32(b[:4], uint32(len(rc.order)))
-	if _, err := w.Write(b[:4]); err != nil {
+// writeRetryEntries writes the snapshot's retry-cache section: count (u32),
+// then per entry, oldest first: key length (u16) and bytes (user, NUL,
+// client id), call id (u64), result length (u32) and the CommandResult
+// protobuf.
+func writeRetryEntries(w io.Writer, rc *retryCache) error {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(rc.n))
+	if _, err := w.Write(b[:]); err != nil {
 		return err
 	}
-	return rc.each(func(k callKey, r *api.CommandResult) error {
-		res, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
-		if err != nil {
+	var buf []byte
+	return rc.entries(func(e retryEntry) error {
+		buf = binary.LittleEndian.AppendUint16(buf[:0], uint16(len(e.key.client)))
+		buf = append(buf, e.key.client...)
+		buf = binary.LittleEndian.AppendUint64(buf, e.key.call)
+		at := len(buf)
+		buf = append(buf, 0, 0, 0, 0)
+		var err error
+		if buf, err = (proto.MarshalOptions{Deterministic: true}).MarshalAppend(buf, e.res); err != nil {
 			return err
 		}
-		buf := binary.LittleEndian.AppendUint16(nil, uint16(len(k.client)))
-		buf = append(buf, k.client...)
-		buf = binary.LittleEndian.AppendUint64(buf, k.call)
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(res)))
-		buf = append(buf, res...)
+		binary.LittleEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
 		_, err = w.Write(buf)
 		return err
 	})
