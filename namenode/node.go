@@ -113,6 +113,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	})
 	n.met = newMetrics(reg, n)
 	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
+	n.fsm.snapDir = filepath.Join(cfg.DataDir, "snapshots") // where raft.NewFileSnapshotStore keeps them
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -192,7 +193,7 @@ func (n *Namenode) startRaft() error {
 		return errs.Wrap(errs.IO, "open raft store", cfg.DataDir, err)
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(1024, store)
+	logs, err := raft.NewLogCache(1024, logStore{store})
 	if err != nil {
 		return err
 	}
