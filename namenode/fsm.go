@@ -63,6 +63,11 @@ type fsm struct {
 	events     blockEvents
 	metrics    *metrics
 
+	// snapDir is the directory of the node's raft.FileSnapshotStore, so
+	// Persist can write its file back as it goes (persist.go); "" when
+	// unknown.
+	snapDir string
+
 	applied atomic.Uint64
 	// keysVersion changes whenever the published key set does.
 	keysVersion atomic.Uint64
@@ -454,7 +459,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if _, err := f.st.leases.WriteTo(&lease); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{mu: &f.mu, head: head.b, retries: f.st.retries.frozen(), leases: lease.b, view: f.st.tree.View()}, nil
+	return &fsmSnapshot{mu: &f.mu, head: head.b, retries: f.st.retries.frozen(), leases: lease.b, view: f.st.tree.View(), snapDir: f.snapDir}, nil
 }
 
 // Restore replaces the state with a snapshot: it reads into a fresh state
@@ -584,13 +589,16 @@ type fsmSnapshot struct {
 	retries *retryCache // the retry cache, frozen; marshalled by writeTo
 	leases  []byte      // the lease table, encoded
 	view    *namespace.View
+	snapDir string // the file snapshot store's directory, if known (persist.go)
 }
 
 // Persist streams the snapshot to the sink. On any error it cancels the
 // sink, so the store keeps its previous snapshots and drops this one; the
 // FSM is untouched and goes on serving.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.writeTo(sink); err != nil {
+	w := newPersistWriter(sink, s.stateFile(sink))
+	defer w.close()
+	if err := s.writeTo(w); err != nil {
 		sink.Cancel()
 		return err
 	}
