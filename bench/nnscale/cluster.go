@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/bench/internal/results"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
@@ -43,6 +44,11 @@ type clusterResult struct {
 	statCachedUs     []float64
 	statPerRequestUs []float64
 	cachedNode       []string // one per run: "A" or "B", the node in cached mode
+	// raftSnapshots: the admin Snapshot call's time per run, the creates
+	// around each, and every create that overlapped none.
+	raftSnapshotMs []float64
+	rpcCreates     []createStats
+	rpcOutside     []float64
 }
 
 type clusterFile struct {
@@ -276,6 +282,11 @@ func runCluster(ctx context.Context, n, perDir, runs, calls int, logf func(strin
 		return nil, err
 	}
 	res.largestReport = x.largestReport
+	res.raftSnapshotMs, res.rpcCreates, res.rpcOutside, err = raftSnapshots(ctx, x, runs, 300*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	logf("cluster: %d Raft snapshots under a trickle of creates, %.0f ms each (median)", runs, results.Median(res.raftSnapshotMs))
 
 	// Restart from a snapshot: take one now so the restarted node loads
 	// the image rather than replaying the log.
@@ -546,4 +557,61 @@ func randomCalls(paths []string, users *atomic.Int64) ([]*api.GetBlockLocationsR
 		ctxs[i] = incoming(fmt.Sprintf("u%d", users.Add(1)))
 	}
 	return reqs, ctxs
+}
+
+// raftSnapshots measures what a client's Create meets while the namenode
+// takes a Raft snapshot of everything it holds (the admin Snapshot call:
+// fsm.Snapshot on the FSM goroutine, Persist streaming to the file
+// snapshot store, the store's fsync, then log compaction): a trickle of
+// Create calls through the handler, so through Raft's log and the FSM, each
+// followed by an untimed Complete as a writer closes its file. One
+// snapshot per run, with calm before and after for the control.
+func raftSnapshots(ctx context.Context, x *nn, runs int, calm time.Duration) (snaps []float64, creates []createStats, outside []float64, err error) {
+	adm := api.NewAdminClient(x.conn)
+	octx := metadata.AppendToOutgoingContext(ctx, security.UserKey, superuser)
+	root := incoming(superuser)
+	seq := 0
+	for range runs {
+		var (
+			stop atomic.Bool
+			w    window
+			tr   trickle
+			wg   sync.WaitGroup
+			path string
+			id   uint64
+		)
+		wg.Go(func() {
+			tr.run(func() error {
+				seq++
+				path = fmt.Sprintf("/load/d%04d/f%06d", seq/1000, seq%1000)
+				r, err := x.srv.Create(root, &api.CreateRequest{Path: path, Mode: 0o644, Replication: replicas, BlockSize: 128 << 20, CreateParent: true})
+				if err == nil {
+					id = r.Status.InodeId
+				}
+				return err
+			}, func() error {
+				_, err := x.srv.Complete(root, &api.CompleteRequest{Path: path, InodeId: id})
+				return err
+			}, &w, &stop, nil)
+		})
+		time.Sleep(calm)
+		t0 := time.Now()
+		w.start.Store(t0.UnixNano())
+		_, serr := adm.Snapshot(octx, &api.SnapshotRequest{})
+		t1 := time.Now()
+		w.end.Store(t1.UnixNano())
+		time.Sleep(calm)
+		stop.Store(true)
+		wg.Wait()
+		if serr != nil {
+			return nil, nil, nil, fmt.Errorf("snapshot: %w", serr)
+		}
+		if tr.err != nil {
+			return nil, nil, nil, fmt.Errorf("create: %w", tr.err)
+		}
+		snaps = append(snaps, float64(t1.Sub(t0).Nanoseconds())/1e6)
+		creates = append(creates, tr.stats())
+		outside = append(outside, tr.outside...)
+	}
+	return snaps, creates, outside, nil
 }

@@ -66,11 +66,19 @@ type Result struct {
 	CreateP50DuringSnapshotMs   float64 `json:"create_p50_during_snapshot_ms"`  // median over runs
 	CreateP99DuringSnapshotMs   float64 `json:"create_p99_during_snapshot_ms"`  // median over runs
 	CreateMaxOutsideSnapshotMs  float64 `json:"create_max_outside_snapshot_ms"` // median over runs: the machine's noise
-	RestoreMs                   float64 `json:"restore_ms"`
-	RestartReadyMs              float64 `json:"restart_ready_ms"`
-	GblNsPerBlock1000           float64 `json:"gbl_ns_per_block_1000"`
-	GblRandomCachedUs           float64 `json:"gbl_random_cached_us"`
-	GblRandomPerRequestUs       float64 `json:"gbl_random_per_request_us"`
+	// The same through a real namenode: Create calls through Raft and the
+	// FSM while the admin Snapshot call takes a Raft snapshot of the whole
+	// cluster namespace (raftSnapshots). Medians over runs, like the above.
+	CreateRPCP50Ms                float64 `json:"create_rpc_p50_ms"` // every create that overlapped no snapshot
+	CreateRPCMaxDuringSnapshotMs  float64 `json:"create_rpc_max_during_snapshot_ms"`
+	CreateRPCP99DuringSnapshotMs  float64 `json:"create_rpc_p99_during_snapshot_ms"`
+	CreateRPCMaxOutsideSnapshotMs float64 `json:"create_rpc_max_outside_snapshot_ms"`
+	RaftSnapshotMs                float64 `json:"raft_snapshot_ms"`
+	RestoreMs                     float64 `json:"restore_ms"`
+	RestartReadyMs                float64 `json:"restart_ready_ms"`
+	GblNsPerBlock1000             float64 `json:"gbl_ns_per_block_1000"`
+	GblRandomCachedUs             float64 `json:"gbl_random_cached_us"`
+	GblRandomPerRequestUs         float64 `json:"gbl_random_per_request_us"`
 	// Each run times both modes in interleaved turns, so its two figures
 	// are a pair: this is the median over runs of each pair's ratio.
 	GblRandomCachedOverPerRequest float64 `json:"gbl_random_cached_over_per_request"`
@@ -92,6 +100,9 @@ type Result struct {
 	RunsCreateP50DuringSnapshot    []float64 `json:"runs_create_p50_during_snapshot_ms"`
 	RunsCreateMaxOutside           []float64 `json:"runs_create_max_outside_snapshot_ms"`
 	RunsRestoreMs                  []float64 `json:"runs_restore_ms"`
+	RunsRaftSnapshotMs             []float64 `json:"runs_raft_snapshot_ms"`
+	RunsCreateRPCMaxDuring         []float64 `json:"runs_create_rpc_max_during_snapshot_ms"`
+	RunsCreateRPCMaxOutside        []float64 `json:"runs_create_rpc_max_outside_snapshot_ms"`
 	RunsGblRandomCachedUs          []float64 `json:"runs_gbl_random_cached_us"`
 	RunsGblRandomPerRequestUs      []float64 `json:"runs_gbl_random_per_request_us"`
 	RunsStatRandomCachedNodeUs     []float64 `json:"runs_stat_random_cached_node_us"`
@@ -182,11 +193,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		lat = append(lat, l...)
 		r.RunsSnapshotMs = append(r.RunsSnapshotMs, sr.ms)
-		r.RunsCreateMaxDuringSnapshot = append(r.RunsCreateMaxDuringSnapshot, sr.createMax)
-		r.RunsCreateP99DuringSnapshot = append(r.RunsCreateP99DuringSnapshot, sr.createP99)
-		r.RunsCreateP50DuringSnapshot = append(r.RunsCreateP50DuringSnapshot, sr.createP50)
-		r.RunsCreateMaxOutside = append(r.RunsCreateMaxOutside, sr.createMaxOutside)
-		r.CreatesDuringSnapshotP50Runs = append(r.CreatesDuringSnapshotP50Runs, sr.createsDone)
+		r.RunsCreateMaxDuringSnapshot = append(r.RunsCreateMaxDuringSnapshot, sr.creates.max)
+		r.RunsCreateP99DuringSnapshot = append(r.RunsCreateP99DuringSnapshot, sr.creates.p99)
+		r.RunsCreateP50DuringSnapshot = append(r.RunsCreateP50DuringSnapshot, sr.creates.p50)
+		r.RunsCreateMaxOutside = append(r.RunsCreateMaxOutside, sr.creates.maxOutside)
+		r.CreatesDuringSnapshotP50Runs = append(r.CreatesDuringSnapshotP50Runs, sr.creates.done)
 		peaks = append(peaks, float64(sr.peakOver)/(1<<20))
 		r.ImageBytes = sr.imageBytes
 	}
@@ -222,6 +233,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.LargestBlockReportBytes = cr.largestReport
 	r.DefaultMaxRequestBytes = namenode.DefaultConfig().MaxRequestSize
 	r.RunsGblNsPerBlock1000 = cr.nsPerBlock1000
+	var p99s []float64
+	for _, c := range cr.rpcCreates {
+		r.RunsCreateRPCMaxDuring = append(r.RunsCreateRPCMaxDuring, c.max)
+		r.RunsCreateRPCMaxOutside = append(r.RunsCreateRPCMaxOutside, c.maxOutside)
+		p99s = append(p99s, c.p99)
+	}
+	r.RunsRaftSnapshotMs = cr.raftSnapshotMs
+	r.RaftSnapshotMs = results.Median(cr.raftSnapshotMs)
+	r.CreateRPCP50Ms = results.Median(cr.rpcOutside)
+	r.CreateRPCMaxDuringSnapshotMs = results.Median(r.RunsCreateRPCMaxDuring)
+	r.CreateRPCP99DuringSnapshotMs = results.Median(p99s)
+	r.CreateRPCMaxOutsideSnapshotMs = results.Median(r.RunsCreateRPCMaxOutside)
 	r.RunsGblRandomCachedUs = cr.cachedUs
 	r.RunsGblRandomPerRequestUs = cr.perRequestUs
 	r.RunsCachedNode = cr.cachedNode
@@ -269,6 +292,11 @@ func printTable(r *Result) {
 		rep += fmt.Sprintf(" (over namenode.Config.MaxRequestSize, default %d; raised here)", r.DefaultMaxRequestBytes)
 	}
 	row("largest_block_report_bytes", rep, c, "one datanode's full report")
+	row("raft_snapshot_ms", fmt.Sprintf("%.0f", r.RaftSnapshotMs), c, "real namenode, admin Snapshot call (encode, fsync, log compaction)")
+	row("create_rpc_p50_ms", fmt.Sprintf("%.3f", r.CreateRPCP50Ms), c, "Create through Raft and the FSM, no snapshot")
+	row("create_rpc_max_during_snapshot_ms", fmt.Sprintf("%.2f", r.CreateRPCMaxDuringSnapshotMs), c, "same, overlapping the Raft snapshot")
+	row("create_rpc_p99_during_snapshot_ms", fmt.Sprintf("%.2f", r.CreateRPCP99DuringSnapshotMs), c, "same, 99th percentile")
+	row("create_rpc_max_outside_snapshot_ms", fmt.Sprintf("%.2f", r.CreateRPCMaxOutsideSnapshotMs), c, "control: longest create not overlapping it")
 	row("restart_ready_ms", fmt.Sprintf("%.0f", r.RestartReadyMs), c, "real namenode, snapshot to first read")
 	row("gbl_ns_per_block_1000", fmt.Sprintf("%.1f", r.GblNsPerBlock1000), c, "handler, 1000-block file, cached token, on the cached node")
 	row("gbl_random_cached_us", fmt.Sprintf("%.1f", r.GblRandomCachedUs), c, "handler, random file, new user each call, cached mode")

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,16 +190,13 @@ func reportFor(d, n int, replica func(i int) blocks.Replica) []blocks.Replica {
 
 // snapshotRun is one snapshot under load.
 type snapshotRun struct {
-	ms          float64 // encode time, from opening the view to the last byte written
-	peakOver    uint64  // peak heap objects during the encode minus the live heap before it
-	createMax   float64 // longest create (Create command, write lock) that overlapped the encode, ms
-	createsDone int     // creates that completed while the encode ran
-	createP99   float64 // 99th percentile of the creates that overlapped the encode, ms
-	createP50   float64 // their median, ms
-	// createMaxOutside is the longest create that did not overlap the
-	// encode, ms: the machine's own noise, the control for createMax.
-	createMaxOutside float64
-	imageBytes       int
+	ms       float64 // encode time, from opening the view to the last byte written
+	peakOver uint64  // peak heap objects during the encode minus the live heap before it
+	// creates are the writer's creates (Create command, write lock):
+	// those that overlapped the encode, and outside it the control, the
+	// machine's own noise.
+	creates    createStats
+	imageBytes int
 }
 
 // snapshot encodes the namespace image as fsm.Snapshot and Persist do:
@@ -213,14 +209,11 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 	s := st.tree.As(st.caller)
 	mtime := time.Now().UnixMilli()
 	var (
-		stop     atomic.Bool
-		lat      []float64 // ms, creates entirely outside the encode
-		during   []float64
-		peak     atomic.Uint64
-		werr     error
-		wg       sync.WaitGroup
-		encStart atomic.Int64
-		encEnd   atomic.Int64
+		stop atomic.Bool
+		peak atomic.Uint64
+		wg   sync.WaitGroup
+		w    window
+		tr   trickle
 	)
 	kick := make(chan struct{}, 1)
 	out, err := os.Create(filepath.Join(dir, "image"))
@@ -232,37 +225,19 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 	wg.Add(2)
 	go func() { // the writer
 		defer wg.Done()
-		for !stop.Load() {
+		tr.run(func() error {
 			i := seq.Add(1)
 			p := fmt.Sprintf("/load/d%04d/f%06d", i/1000, i%1000)
-			t0 := time.Now()
 			mu.Lock()
+			defer mu.Unlock()
 			_, _, err := s.Create(p, namespace.CreateOpts{Perm: 0o644, Replication: replicas, BlockSize: 128 << 20, CreateParent: true, MtimeMs: mtime})
-			mu.Unlock()
-			t1 := time.Now()
-			if err != nil {
-				werr = err
-				return
-			}
-			d := float64(t1.Sub(t0).Nanoseconds()) / 1e6
-			es, ee := encStart.Load(), encEnd.Load()
-			if es != 0 && t1.UnixNano() >= es && (ee == 0 || t0.UnixNano() <= ee) {
-				during = append(during, d)
-			} else {
-				lat = append(lat, d)
-			}
-			// A steady trickle, not a flood; the encode kicks the writer
-			// as it starts.
-			select {
-			case <-kick:
-			case <-time.After(200 * time.Microsecond):
-			}
-		}
+			return err
+		}, nil, &w, &stop, kick)
 	}()
 	go func() { // the heap sampler
 		defer wg.Done()
 		for !stop.Load() {
-			if encStart.Load() != 0 && encEnd.Load() == 0 {
+			if w.start.Load() != 0 && w.end.Load() == 0 {
 				if h := readHeap(); h > peak.Load() {
 					peak.Store(h)
 				}
@@ -273,7 +248,7 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 	time.Sleep(calm)
 	bw := bufio.NewWriterSize(out, 64<<10) // as raft's file sink buffers
 	t0 := time.Now()
-	encStart.Store(t0.UnixNano())
+	w.start.Store(t0.UnixNano())
 	mu.Lock()
 	v := st.tree.View()
 	mu.Unlock()
@@ -286,7 +261,7 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 		err = bw.Flush()
 	}
 	t1 := time.Now()
-	encEnd.Store(t1.UnixNano())
+	w.end.Store(t1.UnixNano())
 	mu.Lock()
 	v.Close()
 	mu.Unlock()
@@ -296,28 +271,18 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 	if err != nil {
 		return snapshotRun{}, nil, err
 	}
-	if werr != nil {
-		return snapshotRun{}, nil, werr
+	if tr.err != nil {
+		return snapshotRun{}, nil, tr.err
 	}
 	fi, err := out.Stat()
 	if err != nil {
 		return snapshotRun{}, nil, err
 	}
-	r := snapshotRun{ms: float64(t1.Sub(t0).Nanoseconds()) / 1e6, imageBytes: int(fi.Size()), createsDone: len(during)}
+	r := snapshotRun{ms: float64(t1.Sub(t0).Nanoseconds()) / 1e6, imageBytes: int(fi.Size()), creates: tr.stats()}
 	if p := peak.Load(); p > live {
 		r.peakOver = p - live
 	}
-	if len(during) > 0 {
-		r.createMax = slices.Max(during)
-		sd := slices.Clone(during)
-		slices.Sort(sd)
-		r.createP99 = sd[(len(sd)*99)/100]
-		r.createP50 = sd[len(sd)/2]
-	}
-	if len(lat) > 0 {
-		r.createMaxOutside = slices.Max(lat)
-	}
-	return r, lat, nil
+	return r, tr.outside, nil
 }
 
 // restore decodes the image in file as fsm.Restore does (a 64 KiB
