@@ -63,10 +63,10 @@ type fsm struct {
 	events     blockEvents
 	metrics    *metrics
 
-	// snapDir is the directory of the node's raft.FileSnapshotStore, so
-	// Persist can write its file back as it goes (persist.go); "" when
-	// unknown.
-	snapDir string
+	// snaps is the node's snapshot store, for Persist to write its file
+	// back as it goes and reap old snapshots (snapfiles.go); nil when the
+	// FSM runs without one (tests).
+	snaps *snapshotFiles
 
 	applied atomic.Uint64
 	// keysVersion changes whenever the published key set does.
@@ -459,7 +459,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if _, err := f.st.leases.WriteTo(&lease); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{mu: &f.mu, head: head.b, retries: f.st.retries.frozen(), leases: lease.b, view: f.st.tree.View(), snapDir: f.snapDir}, nil
+	return &fsmSnapshot{mu: &f.mu, head: head.b, retries: f.st.retries.frozen(), leases: lease.b, view: f.st.tree.View(), snaps: f.snaps}, nil
 }
 
 // Restore replaces the state with a snapshot: it reads into a fresh state
@@ -589,20 +589,24 @@ type fsmSnapshot struct {
 	retries *retryCache // the retry cache, frozen; marshalled by writeTo
 	leases  []byte      // the lease table, encoded
 	view    *namespace.View
-	snapDir string // the file snapshot store's directory, if known (persist.go)
+	snaps   *snapshotFiles // the snapshot store, if known (snapfiles.go)
 }
 
 // Persist streams the snapshot to the sink. On any error it cancels the
 // sink, so the store keeps its previous snapshots and drops this one; the
 // FSM is untouched and goes on serving.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	w := newPersistWriter(sink, s.stateFile(sink))
+	w := newPersistWriter(sink, s.snaps.stateFile(sink))
 	defer w.close()
 	if err := s.writeTo(w); err != nil {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	s.snaps.reap()
+	return nil
 }
 
 // writeTo writes the whole snapshot to w. The namespace's view needs none

@@ -113,7 +113,6 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	})
 	n.met = newMetrics(reg, n)
 	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
-	n.fsm.snapDir = filepath.Join(cfg.DataDir, "snapshots") // where raft.NewFileSnapshotStore keeps them
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -197,10 +196,12 @@ func (n *Namenode) startRaft() error {
 	if err != nil {
 		return err
 	}
-	snaps, err := raft.NewFileSnapshotStore(cfg.DataDir, 2, logw)
+	sf, err := openSnapshotFiles(cfg.DataDir, logw, n.log)
 	if err != nil {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
+	snaps := sf.store
+	n.fsm.snaps = sf
 	var trans raft.Transport = cfg.RaftTransport
 	setRaft := func(*raft.Raft) {}
 	if trans == nil {

@@ -3,10 +3,7 @@ package namenode
 import (
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-
-	"github.com/hashicorp/raft"
 )
 
 // Persist streams a snapshot of the whole namespace, seconds of CPU and
@@ -71,18 +68,4 @@ func (pw *persistWriter) close() {
 	if pw.f != nil {
 		pw.f.Close()
 	}
-}
-
-// stateFile names the file a raft.FileSnapshotStore sink writes the
-// snapshot to (<dir>/<id>.tmp/state.bin until the sink is closed), or ""
-// when this FSM was not told where its store is or the sink is another
-// kind. TestSnapshotStateFileFound checks the layout against the store.
-func (s *fsmSnapshot) stateFile(sink raft.SnapshotSink) string {
-	if s.snapDir == "" {
-		return ""
-	}
-	if _, ok := sink.(*raft.FileSnapshotSink); !ok {
-		return ""
-	}
-	return filepath.Join(s.snapDir, sink.ID()+".tmp", "state.bin")
 }

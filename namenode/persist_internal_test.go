@@ -3,6 +3,7 @@ package namenode
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,17 +17,13 @@ import (
 // than silently dropping the write-back; and what goes through the
 // persistWriter reaches the store intact.
 func TestSnapshotStateFileFound(t *testing.T) {
-	dir := t.TempDir()
-	store, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sf := testSnapshotFiles(t)
+	store := sf.store
 	sink, err := store.Create(1, 42, 3, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &fsmSnapshot{snapDir: filepath.Join(dir, "snapshots")}
-	path := s.stateFile(sink)
+	path := sf.stateFile(sink)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("stateFile = %q: %v", path, err)
 	}
@@ -64,7 +61,80 @@ func TestSnapshotStateFileFound(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("the store holds %d bytes, not the %d written", len(got), len(want))
 	}
-	if (&fsmSnapshot{}).stateFile(sink) != "" {
-		t.Error("a snapshot with no store directory named a state file")
+	if (*snapshotFiles)(nil).stateFile(sink) != "" {
+		t.Error("a snapshot with no store named a state file")
+	}
+}
+
+// testSnapshotFiles opens a snapshot store in a temp dir.
+func testSnapshotFiles(t *testing.T) *snapshotFiles {
+	t.Helper()
+	sf, err := openSnapshotFiles(t.TempDir(), &slogWriter{log: slog.New(slog.DiscardHandler)}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sf
+}
+
+// TestReapKeepsTheNewest: reap leaves exactly the newest retainSnapshots
+// snapshots, intact, removes the older ones and what a reap interrupted
+// by a crash left, and never touches a snapshot still being written.
+func TestReapKeepsTheNewest(t *testing.T) {
+	sf := testSnapshotFiles(t)
+	write := func(idx uint64, size int) raft.SnapshotSink {
+		sink, err := sf.store.Create(1, idx, 1, raft.Configuration{}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sink.Write(bytes.Repeat([]byte{byte(idx)}, size)); err != nil {
+			t.Fatal(err)
+		}
+		return sink
+	}
+	for idx := uint64(1); idx <= 4; idx++ {
+		if err := write(idx, 3*reapStep/2+int(idx)).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leftover := filepath.Join(sf.dir, "1-0-0"+reapingSuffix)
+	if err := os.MkdirAll(leftover, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(leftover, "state.bin"), make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open := write(5, 10) // being written: not listed, not reaped
+	sf.reap()
+	metas, err := sf.store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(metas) != retainSnapshots || metas[0].Index != 4 || metas[1].Index != 3 {
+		t.Fatalf("after reap the store lists %d snapshots, want the newest %d (4 and 3)", len(metas), retainSnapshots)
+	}
+	for _, m := range metas {
+		_, rc, err := sf.store.Open(m.ID)
+		if err != nil {
+			t.Fatalf("kept snapshot %d: %v", m.Index, err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || len(b) != 3*reapStep/2+int(m.Index) {
+			t.Fatalf("kept snapshot %d reads %d bytes, %v", m.Index, len(b), err)
+		}
+	}
+	entries, err := os.ReadDir(sf.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != retainSnapshots+1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("snapshot directory holds %v, want the 2 kept and the one being written", names)
+	}
+	if err := open.Close(); err != nil {
+		t.Fatalf("the snapshot being written during the reap: %v", err)
 	}
 }
