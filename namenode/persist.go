@@ -34,6 +34,11 @@ type persistWriter struct {
 	sinceY  int      // bytes since the last yield
 	written int64    // bytes written through w
 	synced  int64    // bytes whose write-back has been started
+	// wbErr is the write-back's first error, after which it stops. It is
+	// not Persist's: write-back only paces the write, and the store's
+	// fsync at the end is what makes the snapshot durable and reports a
+	// failure.
+	wbErr error
 }
 
 // newPersistWriter returns the writer for sink; state names the file the
@@ -57,8 +62,8 @@ func (pw *persistWriter) Write(p []byte) (int, error) {
 	}
 	// The sink buffers a little; start write-back only of what is surely
 	// in the file already.
-	if pw.f != nil && pw.written-pw.synced >= syncEvery+yieldEvery {
-		writeBack(pw.f, pw.synced, syncEvery)
+	if pw.f != nil && pw.wbErr == nil && pw.written-pw.synced >= syncEvery+yieldEvery {
+		pw.wbErr = writeBack(pw.f, pw.synced, syncEvery)
 		pw.synced += syncEvery
 	}
 	return n, err

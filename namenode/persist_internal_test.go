@@ -42,8 +42,8 @@ func TestSnapshotStateFileFound(t *testing.T) {
 		}
 		rest = rest[n:]
 	}
-	if w.synced < 2*syncEvery {
-		t.Errorf("write-back started for %d bytes of %d", w.synced, len(want))
+	if w.synced < 2*syncEvery || w.wbErr != nil {
+		t.Errorf("write-back started for %d bytes of %d; error %v", w.synced, len(want), w.wbErr)
 	}
 	w.close()
 	if err := sink.Close(); err != nil {

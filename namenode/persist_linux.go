@@ -7,13 +7,11 @@ import (
 )
 
 // writeBack starts writing back bytes [off, off+n) of f and waits for the
-// chunk before it (the bytes [off-n, off)) to reach the disk. Errors are
-// ignored: this only paces the write, and the store's fsync at the end is
-// what makes the snapshot durable and reports a failure.
-func writeBack(f *os.File, off, n int64) {
+// chunk before it (the bytes [off-n, off)) to reach the disk.
+func writeBack(f *os.File, off, n int64) error {
 	fd := int(f.Fd())
-	_ = unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE)
-	if off >= n {
-		_ = unix.SyncFileRange(fd, off-n, n, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+	if err := unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE); err != nil || off < n {
+		return err
 	}
+	return unix.SyncFileRange(fd, off-n, n, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
 }
