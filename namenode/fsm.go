@@ -477,6 +477,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.resetBlockEvents(st)
 	f.mu.Unlock()
 	f.setApplied(applied)
+	// A snapshot installed from the leader went into the store by raft's
+	// own sink, which does not reap (snapfiles.go): reap here too, so a
+	// follower that only ever installs keeps two like any node.
+	f.snaps.reap()
 	return nil
 }
 

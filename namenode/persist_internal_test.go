@@ -137,4 +137,23 @@ func TestReapKeepsTheNewest(t *testing.T) {
 	if err := open.Close(); err != nil {
 		t.Fatalf("the snapshot being written during the reap: %v", err)
 	}
+
+	// Restore reaps too: a follower installing the leader's snapshots
+	// never runs Persist.
+	f := newFSM("root", "supergroup", nil, nil)
+	var idx uint64
+	fillFSM(t, f, &idx, "/r", 10)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := snapshotBytes(t, snap)
+	g := newFSM("root", "supergroup", nil, nil)
+	g.snaps = sf
+	if err := g.Restore(io.NopCloser(bytes.NewReader(img))); err != nil {
+		t.Fatal(err)
+	}
+	if metas, err := sf.store.List(); err != nil || len(metas) != retainSnapshots || metas[0].Index != 5 {
+		t.Fatalf("after Restore the store lists %d snapshots (%v), want the newest %d", len(metas), err, retainSnapshots)
+	}
 }

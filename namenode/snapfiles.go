@@ -37,7 +37,7 @@ type snapshotFiles struct {
 
 // openSnapshotFiles opens raft's file snapshot store in base (its files go
 // to base/snapshots) with raft's reaping off: snapshotFiles.reap keeps
-// retainSnapshots instead, after every Persist.
+// retainSnapshots instead, after every Persist and Restore.
 func openSnapshotFiles(base string, logw *slogWriter, log *slog.Logger) (*snapshotFiles, error) {
 	store, err := raft.NewFileSnapshotStore(base, math.MaxInt32, logw)
 	if err != nil {
