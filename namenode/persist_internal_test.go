@@ -140,14 +140,7 @@ func TestReapKeepsTheNewest(t *testing.T) {
 
 	// Restore reaps too: a follower installing the leader's snapshots
 	// never runs Persist.
-	f := newFSM("root", "supergroup", nil, nil)
-	var idx uint64
-	fillFSM(t, f, &idx, "/r", 10)
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := snapshotBytes(t, snap)
+	_, img := filledImage(t, "/r", 10)
 	g := newFSM("root", "supergroup", nil, nil)
 	g.snaps = sf
 	if err := g.Restore(io.NopCloser(bytes.NewReader(img))); err != nil {

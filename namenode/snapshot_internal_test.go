@@ -52,6 +52,19 @@ func fillFSM(t testing.TB, f *fsm, idx *uint64, prefix string, n int) {
 	}
 }
 
+// filledImage returns an FSM filled by fillFSM and its snapshot's bytes.
+func filledImage(t testing.TB, prefix string, n int) (*fsm, []byte) {
+	t.Helper()
+	f := newFSM("root", "supergroup", nil, nil)
+	var idx uint64
+	fillFSM(t, f, &idx, prefix, n)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, snapshotBytes(t, snap)
+}
+
 // applyAt applies one command at the next index and fails on an error.
 func applyAt(t testing.TB, f *fsm, idx *uint64, ct cmdType, msg proto.Message) {
 	t.Helper()
@@ -179,14 +192,8 @@ func TestSnapshotWriteFailureKeepsPrevious(t *testing.T) {
 // TestRestoreRefusesDamagedSnapshot: a truncated or corrupt snapshot is
 // refused and the FSM keeps its state and applied index.
 func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
-	src := newFSM("root", "supergroup", nil, nil)
-	var idx uint64
-	fillFSM(t, src, &idx, "/src", 300)
-	s, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := snapshotBytes(t, s)
+	src, img := filledImage(t, "/src", 300)
+	idx := src.appliedIndex()
 	flip := func(off int) []byte {
 		b := bytes.Clone(img)
 		b[off] ^= 0x10
