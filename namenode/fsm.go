@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -600,13 +602,21 @@ type fsmSnapshot struct {
 // sink, so the store keeps its previous snapshots and drops this one; the
 // FSM is untouched and goes on serving.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	w := newPersistWriter(sink, s.snaps.stateFile(sink))
-	defer w.close()
-	if err := s.writeTo(w); err != nil {
+	state := s.snaps.stateFile(sink)
+	w := newPersistWriter(sink, state)
+	err := s.writeTo(w)
+	if werr := w.close(); werr != nil && s.snaps != nil {
+		s.snaps.log.Warn("snapshot write-back did not run; the store's final fsync writes the whole image", "err", werr)
+	}
+	if err != nil {
 		sink.Cancel()
 		return err
 	}
 	if err := sink.Close(); err != nil {
+		// The store leaves the half-made directory; it is never listed.
+		if state != "" {
+			_ = os.RemoveAll(filepath.Dir(state))
+		}
 		return err
 	}
 	s.snaps.reap()
