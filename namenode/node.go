@@ -200,7 +200,7 @@ func (n *Namenode) startRaft() error {
 	if err != nil {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
-	snaps := sf.store
+	snaps := sf
 	n.fsm.snaps = sf
 	var trans raft.Transport = cfg.RaftTransport
 	setRaft := func(*raft.Raft) {}

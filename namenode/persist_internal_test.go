@@ -18,7 +18,7 @@ import (
 // persistWriter reaches the store intact.
 func TestSnapshotStateFileFound(t *testing.T) {
 	sf := testSnapshotFiles(t)
-	store := sf.store
+	store := sf
 	sink, err := store.Create(1, 42, 3, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,9 @@ func TestSnapshotStateFileFound(t *testing.T) {
 	if w.synced < 2*syncEvery || w.wbErr != nil {
 		t.Errorf("write-back started for %d bytes of %d; error %v", w.synced, len(want), w.wbErr)
 	}
-	w.close()
+	if err := w.close(); err != nil {
+		t.Fatalf("write-back: %v", err)
+	}
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func testSnapshotFiles(t *testing.T) *snapshotFiles {
 func TestReapKeepsTheNewest(t *testing.T) {
 	sf := testSnapshotFiles(t)
 	write := func(idx uint64, size int) raft.SnapshotSink {
-		sink, err := sf.store.Create(1, idx, 1, raft.Configuration{}, 1, nil)
+		sink, err := sf.Create(1, idx, 1, raft.Configuration{}, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,8 +106,29 @@ func TestReapKeepsTheNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := write(5, 10) // being written: not listed, not reaped
+	// A snapshot being read (a leader streaming it to a follower) is left
+	// whole until its reader closes.
+	metas, err := sf.List()
+	if err != nil || len(metas) != 4 {
+		t.Fatalf("%d snapshots listed before the reap (%v), want 4", len(metas), err)
+	}
+	_, streaming, err := sf.Open(metas[3].ID) // the oldest, index 1
+	if err != nil {
+		t.Fatal(err)
+	}
 	sf.reap()
-	metas, err := sf.store.List()
+	got, err := io.ReadAll(streaming)
+	if err != nil || len(got) != 3*reapStep/2+1 {
+		t.Fatalf("the snapshot streamed during a reap read %d bytes (%v), want %d", len(got), err, 3*reapStep/2+1)
+	}
+	if metas, _ := sf.List(); len(metas) != retainSnapshots+1 || metas[retainSnapshots].Index != 1 {
+		t.Fatalf("after a reap beside a reader the store lists %d snapshots, want the newest %d and the one being read", len(metas), retainSnapshots)
+	}
+	if err := streaming.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sf.reap()
+	metas, err = sf.List()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +136,7 @@ func TestReapKeepsTheNewest(t *testing.T) {
 		t.Fatalf("after reap the store lists %d snapshots, want the newest %d (4 and 3)", len(metas), retainSnapshots)
 	}
 	for _, m := range metas {
-		_, rc, err := sf.store.Open(m.ID)
+		_, rc, err := sf.Open(m.ID)
 		if err != nil {
 			t.Fatalf("kept snapshot %d: %v", m.Index, err)
 		}
@@ -146,7 +169,7 @@ func TestReapKeepsTheNewest(t *testing.T) {
 	if err := g.Restore(io.NopCloser(bytes.NewReader(img))); err != nil {
 		t.Fatal(err)
 	}
-	if metas, err := sf.store.List(); err != nil || len(metas) != retainSnapshots || metas[0].Index != 5 {
+	if metas, err := sf.List(); err != nil || len(metas) != retainSnapshots || metas[0].Index != 5 {
 		t.Fatalf("after Restore the store lists %d snapshots (%v), want the newest %d", len(metas), err, retainSnapshots)
 	}
 }
