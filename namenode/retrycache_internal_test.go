@@ -1,24 +1,37 @@
 package namenode
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/blockfs/blockfs/api"
 )
 
-// calls lists the call ids of rc's entries, oldest first.
-func calls(t *testing.T, rc *retryCache) []uint64 {
-	t.Helper()
-	var out []uint64
+// calls lists the call ids of rc's entries, oldest first, and the first
+// entry that holds another call's result, if any.
+func calls(rc *retryCache) (ids []uint64, bad error) {
 	_ = rc.entries(func(e retryEntry) error {
-		if e.res.Offset != e.key.call {
-			t.Fatalf("entry %d holds the result of call %d", e.key.call, e.res.Offset)
+		if e.res.Offset != e.key.call && bad == nil {
+			bad = fmt.Errorf("entry %d holds the result of call %d", e.key.call, e.res.Offset)
 		}
-		out = append(out, e.key.call)
+		ids = append(ids, e.key.call)
 		return nil
 	})
-	return out
+	return ids, bad
+}
+
+// sameCalls fails t unless got is want.
+func sameCalls(t *testing.T, what string, got, want []uint64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s holds %d calls (%v..), want %d", what, len(got), head(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s entry %d is call %d, want %d", what, i, got[i], want[i])
+		}
+	}
 }
 
 // span is the ids lo..hi.
@@ -60,21 +73,23 @@ func TestRetryCacheFrozen(t *testing.T) {
 			fz := rc.frozen()
 			var wg sync.WaitGroup
 			var got []uint64
-			wg.Go(func() { got = calls(t, fz) })
+			var bad error
+			wg.Go(func() { got, bad = calls(fz) })
 			put(rc, tc.before+1, tc.before+tc.after)
 			wg.Wait()
-			if len(got) != len(tc.wantFrozen) || (len(got) > 0 && (got[0] != tc.wantFrozen[0] || got[len(got)-1] != tc.wantFrozen[len(got)-1])) {
-				t.Fatalf("frozen copy holds %d calls (%v..), want %d", len(got), head(got), len(tc.wantFrozen))
+			if bad != nil {
+				t.Fatal(bad)
 			}
-			for i := range got {
-				if got[i] != tc.wantFrozen[i] {
-					t.Fatalf("frozen entry %d is call %d, want %d", i, got[i], tc.wantFrozen[i])
-				}
+			sameCalls(t, "frozen copy read beside the puts", got, tc.wantFrozen)
+			again, bad := calls(fz)
+			if bad != nil {
+				t.Fatal(bad)
 			}
-			if again := calls(t, fz); len(again) != len(got) {
-				t.Fatalf("frozen copy changed after the puts: %d entries, then %d", len(got), len(again))
+			sameCalls(t, "frozen copy after the puts", again, tc.wantFrozen)
+			live, bad := calls(rc)
+			if bad != nil {
+				t.Fatal(bad)
 			}
-			live := calls(t, rc)
 			total := tc.before + tc.after
 			if want := min(total, retryCacheSize); uint64(len(live)) != want || live[0] != tc.wantLiveLow || live[len(live)-1] != total {
 				t.Fatalf("live cache holds %d calls %v..%d, want %d from %d to %d", len(live), head(live), live[len(live)-1], want, tc.wantLiveLow, total)
