@@ -604,7 +604,7 @@ type fsmSnapshot struct {
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	state := s.snaps.stateFile(sink)
 	w := newPersistWriter(sink, state)
-	err := s.writeTo(w)
+	err := inBackground(func() error { return s.writeTo(w) }) // persist_linux.go
 	if werr := w.close(); werr != nil && s.snaps != nil {
 		s.snaps.log.Warn("snapshot write-back did not run; the store's final fsync writes the whole image", "err", werr)
 	}
