@@ -210,3 +210,27 @@ func TestNoLeaderUnavailable(t *testing.T) {
 		t.Fatalf("stale read without quorum: %v", err)
 	}
 }
+
+// TestAdminSnapshotAnswersItsIndex: the admin Snapshot call answers the
+// index and term of the snapshot it took (read from the store's listing,
+// not by reading the image back): between the applied index before the
+// call and after it, and again higher for a later snapshot.
+func TestAdminSnapshotAnswersItsIndex(t *testing.T) {
+	x := startCluster(t, 1, nil)
+	var last uint64
+	for round := range 3 {
+		for i := range 20 {
+			x.mkdir(0, fmt.Sprintf("/a%d/%d", round, i))
+		}
+		before := x.c.Namenode(0).AppliedIndex()
+		resp, err := api.NewAdminClient(x.conns[0]).Snapshot(x.root(), &api.SnapshotRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := x.c.Namenode(0).AppliedIndex()
+		if resp.Index < before || resp.Index > after || resp.Index <= last || resp.Term == 0 {
+			t.Fatalf("round %d: snapshot at index %d term %d; applied %d before the call, %d after, previous snapshot %d", round, resp.Index, resp.Term, before, after, last)
+		}
+		last = resp.Index
+	}
+}

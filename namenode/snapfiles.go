@@ -96,6 +96,20 @@ func (r *countedReader) Close() error {
 	return r.ReadCloser.Close()
 }
 
+// newest returns the metadata of the newest complete snapshot. Raft takes
+// one snapshot at a time, so right after a snapshot future succeeds it is
+// that snapshot's.
+func (sf *snapshotFiles) newest() (*raft.SnapshotMeta, error) {
+	metas, err := sf.List()
+	if err != nil {
+		return nil, err
+	}
+	if len(metas) == 0 {
+		return nil, errors.New("no snapshot in the store")
+	}
+	return metas[0], nil
+}
+
 // stateFile names the file a sink of this store writes the snapshot to
 // (<dir>/<id>.tmp/state.bin until the sink is closed), or "" when sf is nil
 // or the sink is another kind. TestSnapshotStateFileFound checks the layout
