@@ -132,18 +132,10 @@ func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (
 	if err := f.Error(); err != nil {
 		return nil, errs.Wrap(errs.Precondition, "snapshot", "", err)
 	}
-	if sf := s.n.fsm.snaps; sf != nil {
-		meta, err := sf.newest()
-		if err != nil {
-			return nil, errs.Wrap(errs.IO, "snapshot", "", err)
-		}
-		return &api.SnapshotResponse{Index: meta.Index, Term: meta.Term}, nil
-	}
-	meta, rc, err := f.Open()
+	meta, err := s.n.fsm.snaps.newest()
 	if err != nil {
 		return nil, errs.Wrap(errs.IO, "snapshot", "", err)
 	}
-	rc.Close()
 	return &api.SnapshotResponse{Index: meta.Index, Term: meta.Term}, nil
 }
 

@@ -443,8 +443,8 @@ const (
 // Snapshot captures the state at the current index. It runs on the FSM
 // goroutine, so no Apply runs beside it. Under the write lock it encodes
 // the small sections (members, keys: a few hundred bytes) and the lease
-// table (it lists only files open for write), copies the retry cache's
-// ring of result pointers (results never change once stored) and opens a
+// table (it lists only files open for write), freezes the retry cache
+// (retryCache.frozen: 64 chunk pointers, copy-on-write) and opens a
 // namespace.View, the namespace frozen by copy-on-write. Persist then
 // marshals the retry cache and encodes the namespace from the view holding
 // none of the FSM's locks, streaming to the sink: applies go on beside it,

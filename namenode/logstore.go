@@ -37,19 +37,32 @@ type logStore struct {
 // DeleteRange deletes the entries first through last inclusive,
 // compactChunk per transaction, lowest first.
 func (s logStore) DeleteRange(first, last uint64) error {
+	chunks := compactChunks(first, last)
+	for i, c := range chunks {
+		t0 := time.Now()
+		if err := s.BoltStore.DeleteRange(c[0], c[1]); err != nil {
+			return err
+		}
+		if i < len(chunks)-1 {
+			time.Sleep(min(time.Since(t0), maxCompactPause))
+		}
+	}
+	return nil
+}
+
+// compactChunks splits first..last (inclusive) into ranges of at most
+// compactChunk entries, lowest first; none when first > last.
+func compactChunks(first, last uint64) [][2]uint64 {
+	var out [][2]uint64
 	for lo := first; lo <= last; lo += compactChunk {
 		hi := lo + compactChunk - 1
 		if hi > last || hi < lo {
 			hi = last
 		}
-		t0 := time.Now()
-		if err := s.BoltStore.DeleteRange(lo, hi); err != nil {
-			return err
-		}
+		out = append(out, [2]uint64{lo, hi})
 		if hi == last {
 			break
 		}
-		time.Sleep(min(time.Since(t0), maxCompactPause))
 	}
-	return nil
+	return out
 }

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -57,5 +58,39 @@ func TestLogStoreDeletesInChunks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompactChunks: a range is deleted in transactions of at most
+// compactChunk entries, lowest first, covering it exactly; this is what
+// bounds a log write's wait behind a compaction.
+func TestCompactChunks(t *testing.T) {
+	tests := []struct {
+		first, last uint64
+		want        int // chunks
+	}{
+		{1, 1, 1},
+		{1, compactChunk, 1},
+		{1, compactChunk + 1, 2},
+		{5, 3*compactChunk + 4, 3},
+		{1, 131961, 129},
+		{10, 9, 0},
+		{math.MaxUint64 - 10, math.MaxUint64, 1},
+	}
+	for _, tc := range tests {
+		got := compactChunks(tc.first, tc.last)
+		if len(got) != tc.want {
+			t.Fatalf("%d..%d: %d chunks, want %d", tc.first, tc.last, len(got), tc.want)
+		}
+		next := tc.first
+		for _, c := range got {
+			if c[0] != next || c[1] < c[0] || c[1]-c[0]+1 > compactChunk {
+				t.Fatalf("%d..%d: chunk %v after %d", tc.first, tc.last, c, next-1)
+			}
+			next = c[1] + 1
+		}
+		if len(got) > 0 && got[len(got)-1][1] != tc.last {
+			t.Fatalf("%d..%d: chunks end at %d", tc.first, tc.last, got[len(got)-1][1])
+		}
 	}
 }

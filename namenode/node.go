@@ -200,7 +200,6 @@ func (n *Namenode) startRaft() error {
 	if err != nil {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
-	snaps := sf
 	n.fsm.snaps = sf
 	var trans raft.Transport = cfg.RaftTransport
 	setRaft := func(*raft.Raft) {}
@@ -212,11 +211,11 @@ func (n *Namenode) startRaft() error {
 		trans, setRaft = nt, set
 	}
 	n.transport = trans
-	has, err := raft.HasExistingState(logs, store, snaps)
+	has, err := raft.HasExistingState(logs, store, sf)
 	if err != nil {
 		return err
 	}
-	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, trans)
+	r, err := raft.NewRaft(rc, n.fsm, logs, store, sf, trans)
 	if err != nil {
 		return errs.Wrap(errs.Internal, "start raft", "", err)
 	}

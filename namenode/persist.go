@@ -26,13 +26,12 @@ const syncSlack = 64 << 10
 type persistWriter struct {
 	w       io.Writer
 	f       *os.File // the sink's state file, for write-back; nil if not found
-	openErr error    // why the state file could not be opened, if it could not
 	written int64    // bytes written through w
 	synced  int64    // bytes whose write-back has been started
-	// wbErr is the write-back's first error, after which it stops. It is
-	// not Persist's: write-back only paces the write, and the store's
-	// fsync at the end is what makes the snapshot durable and reports a
-	// failure.
+	// wbErr is why write-back did not start (the state file would not
+	// open) or stopped (its first error). It is not Persist's: write-back
+	// only paces the write, and the store's fsync at the end is what makes
+	// the snapshot durable and reports a failure.
 	wbErr error
 }
 
@@ -41,7 +40,7 @@ type persistWriter struct {
 func newPersistWriter(sink io.Writer, state string) *persistWriter {
 	pw := &persistWriter{w: sink}
 	if state != "" {
-		pw.f, pw.openErr = os.Open(state)
+		pw.f, pw.wbErr = os.Open(state)
 	}
 	return pw
 }
@@ -61,9 +60,6 @@ func (pw *persistWriter) Write(p []byte) (int, error) {
 func (pw *persistWriter) close() error {
 	if pw.f != nil {
 		pw.f.Close()
-	}
-	if pw.openErr != nil {
-		return pw.openErr
 	}
 	return pw.wbErr
 }

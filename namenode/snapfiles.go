@@ -65,16 +65,20 @@ func openSnapshotFiles(base string, logw io.Writer, log *slog.Logger) (*snapshot
 }
 
 // Open opens snapshot id for reading, as raft's store does, and counts the
-// reader until it closes.
+// reader until it closes. The count starts before the store's Open, which
+// reads the whole file for its CRC, so a reap cannot truncate it then.
 func (sf *snapshotFiles) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
-	meta, rc, err := sf.FileSnapshotStore.Open(id)
-	if err != nil {
-		return nil, nil, err
-	}
 	sf.rmu.Lock()
 	sf.readers[id]++
 	sf.rmu.Unlock()
-	return meta, &countedReader{ReadCloser: rc, sf: sf, id: id}, nil
+	r := &countedReader{sf: sf, id: id}
+	meta, rc, err := sf.FileSnapshotStore.Open(id)
+	if err != nil {
+		r.uncount()
+		return nil, nil, err
+	}
+	r.ReadCloser = rc
+	return meta, r, nil
 }
 
 // countedReader is an open snapshot; Close uncounts it once.
@@ -86,6 +90,12 @@ type countedReader struct {
 }
 
 func (r *countedReader) Close() error {
+	r.uncount()
+	return r.ReadCloser.Close()
+}
+
+// uncount drops the reader from its snapshot's count, once.
+func (r *countedReader) uncount() {
 	r.once.Do(func() {
 		r.sf.rmu.Lock()
 		if r.sf.readers[r.id]--; r.sf.readers[r.id] <= 0 {
@@ -93,7 +103,6 @@ func (r *countedReader) Close() error {
 		}
 		r.sf.rmu.Unlock()
 	})
-	return r.ReadCloser.Close()
 }
 
 // newest returns the metadata of the newest complete snapshot. Raft takes

@@ -53,9 +53,9 @@ func (tr *trickle) run(create, after func() error, w *window, stop *atomic.Bool,
 
 // createStats is what one trickle around one snapshot measured, in ms.
 type createStats struct {
-	done                   int // calls that overlapped the snapshot
-	max, p99, p50          float64
-	maxOutside, p50Outside float64 // the control: calls that did not overlap it
+	done          int // calls that overlapped the snapshot
+	max, p99, p50 float64
+	maxOutside    float64 // the control: the longest call that did not overlap it
 }
 
 func (tr *trickle) stats() createStats {
@@ -66,8 +66,7 @@ func (tr *trickle) stats() createStats {
 		s.max, s.p99, s.p50 = sd[len(sd)-1], sd[(len(sd)*99)/100], sd[len(sd)/2]
 	}
 	if len(tr.outside) > 0 {
-		so := slices.Sorted(slices.Values(tr.outside))
-		s.maxOutside, s.p50Outside = so[len(so)-1], so[len(so)/2]
+		s.maxOutside = slices.Max(tr.outside)
 	}
 	return s
 }
