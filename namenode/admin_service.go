@@ -8,6 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -34,7 +35,7 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 	if err := f.Error(); err != nil {
 		return nil, n.raftError("add server", err)
 	}
-	_, idx, err := n.propose(ctx, cmdSetMember, &api.SetMemberCommand{Member: &api.Member{
+	_, idx, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: &api.Member{
 		Id: req.Id, RaftAddr: req.RaftAddr, GrpcAddr: req.GrpcAddr, HttpAddr: req.HttpAddr, Voter: true,
 	}})
 	if err != nil {
@@ -60,7 +61,7 @@ func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 		return nil, errs.New(errs.NotFound, "remove server", req.Id, "no such server in the Raft configuration")
 	}
 	// Drop the member entry first, while this node surely still leads.
-	if _, _, err := n.propose(ctx, cmdRemoveMember, &api.RemoveMemberCommand{Id: req.Id}); err != nil {
+	if _, _, err := n.propose(ctx, fsm.CmdRemoveMember, &api.RemoveMemberCommand{Id: req.Id}); err != nil {
 		return nil, err
 	}
 	f := n.raft.RemoveServer(raft.ServerID(req.Id), 0, n.cfg.ApplyTimeout)
@@ -132,7 +133,7 @@ func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (
 	if err := f.Error(); err != nil {
 		return nil, errs.Wrap(errs.Precondition, "snapshot", "", err)
 	}
-	meta, err := s.n.fsm.snaps.newest()
+	meta, err := s.n.snaps.Newest()
 	if err != nil {
 		return nil, errs.Wrap(errs.IO, "snapshot", "", err)
 	}
@@ -177,28 +178,28 @@ func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*ap
 // keys, which the leader stamps with peer as the proposer.
 func forwardedCommand(data []byte, peer string) ([]byte, error) {
 	const op = "apply"
-	t, msg, err := decodeCommand(data)
+	t, msg, err := fsm.Decode(data)
 	if err != nil {
 		return nil, err
 	}
 	switch t {
-	case cmdBatch, cmdPruneKeys, cmdRemoveMember:
+	case fsm.CmdBatch, fsm.CmdPruneKeys, fsm.CmdRemoveMember:
 		return nil, errs.Newf(errs.Permission, op, "", "command type %d is the leader's own and is not taken from %s", t, peer)
-	case cmdSetMember:
+	case fsm.CmdSetMember:
 		if id := msg.(*api.SetMemberCommand).GetMember().GetId(); id != peer {
 			return nil, errs.Newf(errs.Permission, op, id, "namenode %s may only register itself", peer)
 		}
-	case cmdRegisterKey:
+	case fsm.CmdRegisterKey:
 		c := msg.(*api.RegisterKeyCommand)
 		var pk security.PublicKey
 		if err := pk.UnmarshalBinary(c.PublicKey); err != nil {
 			return nil, errs.Wrap(errs.Invalid, op, "", err)
 		}
-		if owner := keyOwner(pk.KID); owner != peer {
+		if owner := security.KeyOwner(pk.KID); owner != peer {
 			return nil, errs.Newf(errs.Permission, op, pk.KID, "namenode %s may only publish its own keys, not namenode %q's", peer, owner)
 		}
 		c.Proposer = peer // the FSM checks it again
-		return encodeCommand(t, c)
+		return fsm.Encode(t, c)
 	}
 	return data, nil
 }

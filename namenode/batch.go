@@ -6,10 +6,11 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 )
 
 // proposer coalesces commands proposed concurrently on the leader into one
-// Raft log entry (cmdBatch). At most maxInflight entries are in Raft at
+// Raft log entry (fsm.CmdBatch). At most maxInflight entries are in Raft at
 // once; while they are, new proposals queue up and go out together as the
 // next entry. Raft then pays its per-entry costs (encoding, a bolt put, a
 // future, channel hand-offs on the leader loop and on every follower) once
@@ -125,13 +126,13 @@ func (p *proposer) apply(batch []*proposal) {
 	for i, pr := range batch {
 		cmds[i] = pr.data
 	}
-	data, err := encodeCommand(cmdBatch, &api.BatchCommand{Commands: cmds})
+	data, err := fsm.Encode(fsm.CmdBatch, &api.BatchCommand{Commands: cmds})
 	var out any
 	var idx uint64
 	if err == nil {
 		out, idx, err = p.n.applyRaft(data)
 	}
-	results, ok := out.(batchResult)
+	results, ok := out.(fsm.BatchResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
 		err = errs.New(errs.Internal, "propose", "", "FSM returned a malformed batch result")
 	}
@@ -140,7 +141,7 @@ func (p *proposer) apply(batch []*proposal) {
 			pr.done <- proposalResult{err: err}
 			continue
 		}
-		pr.done <- proposalResult{res: results[i], idx: idx, err: resultErr(results[i])}
+		pr.done <- proposalResult{res: results[i], idx: idx, err: fsm.ResultErr(results[i])}
 	}
 }
 

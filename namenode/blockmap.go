@@ -7,6 +7,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -82,24 +83,10 @@ func (n *Namenode) checkDatanodeCaller(ctx context.Context, op, dn string) error
 	return errs.Newf(errs.Permission, op, "", "%s may not speak for datanode %q", id, dn)
 }
 
-// pipelineRecorder is a blockEvents that learns the datanodes chosen to
-// write a new block (AddBlockCommand.targets).
-type pipelineRecorder interface {
-	Pipeline(b namespace.Block, datanodes []string)
-}
-
 // Pipeline records b's write pipeline: only those datanodes' "received"
 // reports make a replica of b verified.
 func (a blockEventsAdapter) Pipeline(b namespace.Block, datanodes []string) {
 	a.m.SetPipeline(b.ID, datanodes)
-}
-
-// expectedResetter is a blockEvents that can replace its whole expected
-// set at once (fsm.Restore).
-type expectedResetter interface {
-	// ResetExpected makes the expected blocks exactly those that each
-	// yields (about n of them); the rest are forgotten.
-	ResetExpected(n int, each func(fn func(b namespace.Block, inode namespace.ID, repl uint32, complete bool)))
 }
 
 // ResetExpected replaces the block map's expected set with the blocks each
@@ -114,40 +101,13 @@ func (a blockEventsAdapter) ResetExpected(n int, each func(fn func(b namespace.B
 	r.Finish()
 }
 
-// resetBlockEvents tells the block map the blocks of a restored state. With
-// f.mu held.
-func (f *fsm) resetBlockEvents(st *state) {
-	if f.events == nil {
-		return
-	}
-	if r, ok := f.events.(expectedResetter); ok {
-		_, _, n := st.tree.Counts()
-		r.ResetExpected(n, st.tree.ForEachBlock)
-		return
-	}
-	st.tree.ForEachBlock(func(b namespace.Block, inode namespace.ID, repl uint32, complete bool) {
-		f.events.Expect(b, inode, repl, complete)
-	})
-}
-
-// committedCRC returns the CRC32C the namespace recorded for block blockID
-// at generation stamp genStamp, if it has one.
-func (f *fsm) committedCRC(blockID, genStamp uint64) (uint32, bool) {
-	defer f.mu.RLock().RUnlock()
-	b, _, ok := f.st.tree.Block(blockID)
-	if !ok || b.GenStamp != genStamp || !b.HasCRC {
-		return 0, false
-	}
-	return b.CRC, true
-}
-
 // withCommittedCRC sets b's CRC32C to the one the namespace recorded for
 // it (the writer's), so the datanode that receives a replicate or verify
 // command can check the bytes against what was written, not only against
 // what the source stored. b is left without one when the namespace has
 // none.
 func (n *Namenode) withCommittedCRC(b *api.Block) *api.Block {
-	if crc, ok := n.fsm.committedCRC(b.Id, b.GenStamp); ok {
+	if crc, ok := n.fsm.CommittedCRC(b.Id, b.GenStamp); ok {
 		b.Crc32C = &crc
 	}
 	return b
@@ -168,19 +128,18 @@ func (n *Namenode) crcMismatches(bs []*api.ReportedBlock) []uint64 {
 		if !slices.ContainsFunc(part, func(rb *api.ReportedBlock) bool { return rb.GetBlock().Crc32C != nil }) {
 			continue
 		}
-		func() {
-			defer n.fsm.mu.RLock().RUnlock()
+		n.fsm.View(func(r fsm.Reader) {
 			for _, rb := range part {
 				b := rb.GetBlock()
 				if b.Crc32C == nil {
 					continue
 				}
-				nb, _, ok := n.fsm.st.tree.Block(b.Id)
+				nb, _, ok := r.Block(b.Id)
 				if ok && nb.HasCRC && nb.GenStamp == b.GenStamp && nb.Length == b.Length && nb.CRC != *b.Crc32C {
 					out = append(out, b.Id)
 				}
 			}
-		}()
+		})
 	}
 	return out
 }

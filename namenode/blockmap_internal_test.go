@@ -12,12 +12,13 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
+	"github.com/blockfs/blockfs/namenode/fsm"
 )
 
 // testFSM is an FSM over its own block map, fed commands directly.
 type testFSM struct {
 	t   *testing.T
-	f   *fsm
+	f   *fsm.FSM
 	bm  *blocks.Manager
 	idx uint64
 }
@@ -37,18 +38,18 @@ func newTestFSM(t *testing.T) *testFSM {
 			t.Fatal(err)
 		}
 	}
-	return &testFSM{t: t, f: newFSM("root", "supergroup", blockEventsAdapter{bm}, nil), bm: bm}
+	return &testFSM{t: t, f: fsm.New(fsm.Config{Superuser: "root", Supergroup: "supergroup", Events: blockEventsAdapter{bm}}), bm: bm}
 }
 
-func (x *testFSM) apply(ct cmdType, msg proto.Message) *api.CommandResult {
+func (x *testFSM) apply(ct fsm.CmdType, msg proto.Message) *api.CommandResult {
 	x.t.Helper()
-	data, err := encodeCommand(ct, msg)
+	data, err := fsm.Encode(ct, msg)
 	if err != nil {
 		x.t.Fatal(err)
 	}
 	x.idx++
 	r, _ := x.f.Apply(&raft.Log{Index: x.idx, Type: raft.LogCommand, Data: data}).(*api.CommandResult)
-	if err := resultErr(r); err != nil {
+	if err := fsm.ResultErr(r); err != nil {
 		x.t.Fatalf("command %d: %v", ct, err)
 	}
 	return r
@@ -58,13 +59,13 @@ func (x *testFSM) apply(ct cmdType, msg proto.Message) *api.CommandResult {
 // and returns the block id.
 func (x *testFSM) writeFile(p string) uint64 {
 	root := &api.Caller{User: "root"}
-	st := x.apply(cmdCreate, &api.CreateCommand{Caller: root, Path: p, Replication: 2, BlockSize: 1024}).Status
-	b := x.apply(cmdAddBlock, &api.AddBlockCommand{Caller: root, Path: p, InodeId: st.InodeId}).Block
+	st := x.apply(fsm.CmdCreate, &api.CreateCommand{Caller: root, Path: p, Replication: 2, BlockSize: 1024}).Status
+	b := x.apply(fsm.CmdAddBlock, &api.AddBlockCommand{Caller: root, Path: p, InodeId: st.InodeId}).Block
 	b.Length = 10
 	for _, dn := range []string{"dn1", "dn2"} {
 		x.bm.IncrementalReport(dn, []blocks.Replica{{BlockID: b.Id, GenStamp: b.GenStamp, Length: 10, Inode: st.InodeId}}, nil)
 	}
-	x.apply(cmdComplete, &api.CompleteCommand{Caller: root, Path: p, InodeId: st.InodeId, Blocks: []*api.Block{b}})
+	x.apply(fsm.CmdComplete, &api.CompleteCommand{Caller: root, Path: p, InodeId: st.InodeId, Blocks: []*api.Block{b}})
 	return b.Id
 }
 
@@ -74,7 +75,25 @@ func (x *testFSM) snapshot() []byte {
 	if err != nil {
 		x.t.Fatal(err)
 	}
-	return snapshotBytes(x.t, s)
+	defer s.Release()
+	store := raft.NewInmemSnapshotStore()
+	sink, err := store.Create(raft.SnapshotVersionMax, x.idx, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	if err := s.Persist(sink); err != nil {
+		x.t.Fatal(err)
+	}
+	_, rc, err := store.Open(sink.ID())
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	return b
 }
 
 // TestRestoreForgetsBlocksOfDeletedFiles: a follower that was cut off while
@@ -88,7 +107,7 @@ func TestRestoreForgetsBlocksOfDeletedFiles(t *testing.T) {
 		keep = x.writeFile("/keep")
 		gone = x.writeFile("/gone")
 	}
-	leader.apply(cmdDelete, &api.DeleteCommand{Caller: &api.Caller{User: "root"}, Path: "/gone"})
+	leader.apply(fsm.CmdDelete, &api.DeleteCommand{Caller: &api.Caller{User: "root"}, Path: "/gone"})
 	if err := follower.f.Restore(io.NopCloser(bytes.NewReader(leader.snapshot()))); err != nil {
 		t.Fatal(err)
 	}

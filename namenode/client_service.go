@@ -6,6 +6,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
 )
 
@@ -25,7 +26,7 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*ap
 	if err != nil {
 		return nil, err
 	}
-	_, idx, err := s.n.propose(ctx, cmdMkdirs, &api.MkdirsCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdMkdirs, &api.MkdirsCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -53,7 +54,7 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 		return nil, errs.Newf(errs.Invalid, "create", req.Path, "block size %d is %s", bs, msg)
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, cmdCreate, &api.CreateCommand{
+	res, idx, err := s.n.propose(ctx, fsm.CmdCreate, &api.CreateCommand{
 		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
 		SoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds(),
@@ -97,7 +98,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	for i, d := range targets {
 		ids[i] = d.ID
 	}
-	res, idx, err := s.n.propose(ctx, cmdAddBlock, &api.AddBlockCommand{
+	res, idx, err := s.n.propose(ctx, fsm.CmdAddBlock, &api.AddBlockCommand{
 		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(), Targets: ids,
 	})
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 			return nil, err
 		}
 	}
-	_, idx, err := s.n.propose(ctx, cmdComplete, &api.CompleteCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdComplete, &api.CompleteCommand{
 		Caller: c, Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -169,7 +170,7 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 		return nil, err
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, cmdAppend, &api.AppendCommand{
+	res, idx, err := s.n.propose(ctx, fsm.CmdAppend, &api.AppendCommand{
 		Caller: c, Path: req.Path, MtimeUnixMs: nowMs(), NewBlock: req.NewBlock,
 		SoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds(),
 	})
@@ -200,7 +201,7 @@ func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockR
 	if req.InodeId == 0 || req.Block == nil || req.Block.Id == 0 {
 		return nil, errs.New(errs.Invalid, "abandon block", req.Path, "inode_id and block are required")
 	}
-	_, idx, err := s.n.propose(ctx, cmdAbandonBlock, &api.AbandonBlockCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdAbandonBlock, &api.AbandonBlockCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block,
 	})
 	if err != nil {
@@ -213,7 +214,7 @@ func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*ap
 	if err := validatePath("delete", req.Path); err != nil {
 		return nil, err
 	}
-	_, idx, err := s.n.propose(ctx, cmdDelete, &api.DeleteCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdDelete, &api.DeleteCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -229,7 +230,7 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*ap
 	if err := validatePath("rename", req.Dst); err != nil {
 		return nil, err
 	}
-	_, idx, err := s.n.propose(ctx, cmdRename, &api.RenameCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdRename, &api.RenameCommand{
 		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -245,17 +246,18 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	f := s.n.fsm
-	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(s.n.readCaller(ctx), "get file info", req.Path)
+	var fi namespace.FileInfo
+	var err error
+	s.n.fsm.View(func(r fsm.Reader) {
+		var ns fsm.ReadSession
+		if ns, err = r.As(s.n.readCaller(ctx), "get file info", req.Path); err == nil {
+			fi, err = ns.Stat(req.Path)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	fi, err := ns.Stat(req.Path)
-	if err != nil {
-		return nil, err
-	}
-	return &api.GetFileInfoResponse{Header: s.n.header(), Status: toFileStatus(fi)}, nil
+	return &api.GetFileInfoResponse{Header: s.n.header(), Status: fsm.ToFileStatus(fi)}, nil
 }
 
 func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusRequest) (*api.ListStatusResponse, error) {
@@ -269,19 +271,21 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
-	f := s.n.fsm
-	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(s.n.readCaller(ctx), "list", req.Path)
-	if err != nil {
-		return nil, err
-	}
-	entries, more, err := ns.List(req.Path, req.StartAfter, limit)
+	var entries []namespace.FileInfo
+	var more bool
+	var err error
+	s.n.fsm.View(func(r fsm.Reader) {
+		var ns fsm.ReadSession
+		if ns, err = r.As(s.n.readCaller(ctx), "list", req.Path); err == nil {
+			entries, more, err = ns.List(req.Path, req.StartAfter, limit)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
 	out := &api.ListStatusResponse{Header: s.n.header(), HasMore: more, Entries: make([]*api.FileStatus, len(entries))}
 	for i, fi := range entries {
-		out.Entries[i] = toFileStatus(fi)
+		out.Entries[i] = fsm.ToFileStatus(fi)
 	}
 	return out, nil
 }
@@ -293,7 +297,7 @@ func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissio
 	if req.Mode&^0o1777 != 0 {
 		return nil, errs.Newf(errs.Invalid, "chmod", req.Path, "mode %#o has bits outside 01777", req.Mode)
 	}
-	_, idx, err := s.n.propose(ctx, cmdSetPermission, &api.SetPermissionCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdSetPermission, &api.SetPermissionCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Perm: req.Mode, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -309,7 +313,7 @@ func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) 
 	if req.Owner == "" && req.Group == "" {
 		return nil, errs.New(errs.Invalid, "chown", req.Path, "owner or group is required")
 	}
-	_, idx, err := s.n.propose(ctx, cmdSetOwner, &api.SetOwnerCommand{
+	_, idx, err := s.n.propose(ctx, fsm.CmdSetOwner, &api.SetOwnerCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Owner: req.Owner, Group: req.Group,
 	})
 	if err != nil {
@@ -328,14 +332,14 @@ func (s *clientService) ClusterStatus(ctx context.Context, req *api.ClusterStatu
 
 // statLocal stats a path from local state as caller c (used to size a
 // pipeline; the FSM re-checks everything when the command applies).
-func (s *clientService) statLocal(c *api.Caller, p string) (namespace.FileInfo, error) {
-	f := s.n.fsm
-	defer f.mu.RLock().RUnlock()
-	ns, err := f.as(c, "add block", p)
-	if err != nil {
-		return namespace.FileInfo{}, err
-	}
-	return ns.Stat(p)
+func (s *clientService) statLocal(c *api.Caller, p string) (fi namespace.FileInfo, err error) {
+	s.n.fsm.View(func(r fsm.Reader) {
+		var ns fsm.ReadSession
+		if ns, err = r.As(c, "add block", p); err == nil {
+			fi, err = ns.Stat(p)
+		}
+	})
+	return fi, err
 }
 
 // isWriter reports whether c holds p (inode id) open for writing, as this

@@ -49,8 +49,8 @@ func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatReque
 		return &api.HeartbeatResponse{Reregister: true}, nil
 	}
 	resp := &api.HeartbeatResponse{IsLeader: s.n.isReadyLeader(), FullReport: s.n.blocks.WantsFullReport(req.DatanodeId)}
-	if !s.n.fsm.hasKeyIDs(req.KeyIds) {
-		resp.Keys, resp.KeysChanged = s.n.fsm.publicKeys(), true
+	if !s.n.fsm.HasKeyIDs(req.KeyIds) {
+		resp.Keys, resp.KeysChanged = s.n.fsm.PublicKeys(), true
 	}
 	if resp.IsLeader {
 		resp.Commands = s.n.toAPICommands(s.n.blocks.PendingCommands(req.DatanodeId))
@@ -60,7 +60,7 @@ func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatReque
 }
 
 func (s *datanodeService) GetKeys(ctx context.Context, req *api.GetKeysRequest) (*api.GetKeysResponse, error) {
-	return &api.GetKeysResponse{Keys: s.n.fsm.publicKeys()}, nil
+	return &api.GetKeysResponse{Keys: s.n.fsm.PublicKeys()}, nil
 }
 
 func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportRequest) (*api.BlockReportResponse, error) {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/namenode/fsm"
 
 	"github.com/blockfs/blockfs/api"
 )
@@ -20,14 +22,14 @@ type LoadedFile struct {
 // namespace, perDir to a directory under /load, as root. It applies the
 // commands a client's Mkdirs, Create, AddBlock and Complete would commit
 // (so the namespace, the leases and the block map's expected replicas are
-// what those calls leave), through the FSM's own apply functions under its
-// write lock, but without a Raft log: a benchmark fixture gets a namenode
+// what those calls leave), through the FSM's own apply (fsm.ApplyUnlogged),
+// but without a Raft log: a benchmark fixture gets a namenode
 // holding a namespace of realistic size in seconds rather than the minutes
 // Raft would take. Only for a single-node cluster, whose state no follower
 // has to match.
 func LoadFiles(n *Namenode, files, perDir int, blockLen uint64) ([]LoadedFile, error) {
 	f := n.fsm
-	caller := &api.Caller{User: f.superuser, ClientId: "load-files"}
+	caller := &api.Caller{User: n.cfg.Superuser, ClientId: "load-files"}
 	out := make([]LoadedFile, 0, files)
 	for i := range files {
 		dir := fmt.Sprintf("/load/d%06d", i/perDir)
@@ -41,27 +43,33 @@ func LoadFiles(n *Namenode, files, perDir int, blockLen uint64) ([]LoadedFile, e
 	return out, nil
 }
 
-func loadFile(f *fsm, caller *api.Caller, dir, path string, mkdir bool, blockLen uint64) (LoadedFile, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func loadFile(f *fsm.FSM, caller *api.Caller, dir, path string, mkdir bool, blockLen uint64) (LoadedFile, error) {
 	const mtime = 1
+	apply := func(t fsm.CmdType, msg proto.Message) (*api.CommandResult, error) {
+		data, err := fsm.Encode(t, msg)
+		if err != nil {
+			return nil, err
+		}
+		r := f.ApplyUnlogged(data)
+		return r, fsm.ResultErr(r)
+	}
 	if mkdir {
-		if _, err := f.applyMkdirs(&api.MkdirsCommand{Caller: caller, Path: dir, Perm: 0o755, Parents: true, MtimeUnixMs: mtime}); err != nil {
+		if _, err := apply(fsm.CmdMkdirs, &api.MkdirsCommand{Caller: caller, Path: dir, Perm: 0o755, Parents: true, MtimeUnixMs: mtime}); err != nil {
 			return LoadedFile{}, err
 		}
 	}
-	cr, err := f.applyCreate(&api.CreateCommand{Caller: caller, Path: path, Perm: 0o644, Replication: 3, BlockSize: blockLen, MtimeUnixMs: mtime})
+	cr, err := apply(fsm.CmdCreate, &api.CreateCommand{Caller: caller, Path: path, Perm: 0o644, Replication: 3, BlockSize: blockLen, MtimeUnixMs: mtime})
 	if err != nil {
 		return LoadedFile{}, err
 	}
 	inode := cr.Status.InodeId
-	ab, err := f.applyAddBlock(&api.AddBlockCommand{Caller: caller, Path: path, InodeId: inode, MtimeUnixMs: mtime})
+	ab, err := apply(fsm.CmdAddBlock, &api.AddBlockCommand{Caller: caller, Path: path, InodeId: inode, MtimeUnixMs: mtime})
 	if err != nil {
 		return LoadedFile{}, err
 	}
 	b := ab.Block
 	b.Length = blockLen
-	if _, err := f.applyComplete(&api.CompleteCommand{Caller: caller, Path: path, InodeId: inode, Blocks: []*api.Block{b}, MtimeUnixMs: mtime}); err != nil {
+	if _, err := apply(fsm.CmdComplete, &api.CompleteCommand{Caller: caller, Path: path, InodeId: inode, Blocks: []*api.Block{b}, MtimeUnixMs: mtime}); err != nil {
 		return LoadedFile{}, err
 	}
 	return LoadedFile{Inode: inode, Block: b}, nil

@@ -2,152 +2,12 @@ package namenode
 
 import (
 	"context"
-	"encoding/binary"
-	"io"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/security"
 )
-
-// Token-signing keys. Every namenode signs with its own Ed25519 key (any
-// namenode may serve GetBlockLocations). It publishes the public half
-// through Raft (cmdRegisterKey) before signing with it, so every namenode
-// holds every key and hands the set to datanodes in heartbeat replies; the
-// leader prunes keys that can no longer have signed a live token.
-
-func (f *fsm) applyRegisterKey(c *api.RegisterKeyCommand) error {
-	var pk security.PublicKey
-	if err := pk.UnmarshalBinary(c.PublicKey); err != nil {
-		return errs.Wrap(errs.Invalid, "register key", "", err)
-	}
-	if owner := keyOwner(pk.KID); c.Proposer == "" || owner != c.Proposer {
-		return errs.Newf(errs.Permission, "register key", pk.KID, "key of namenode %q proposed by %q: a namenode may only publish its own keys", owner, c.Proposer)
-	}
-	if old, ok := f.st.keys[pk.KID]; ok && string(old) != string(c.PublicKey) {
-		return errs.New(errs.Exist, "register key", pk.KID, "a different key has this kid")
-	}
-	f.st.keys[pk.KID] = slices.Clone(c.PublicKey)
-	f.keysVersion.Add(1)
-	return nil
-}
-
-// keyOwner is the namenode whose key kid is: kids are "<node id>-<hex>"
-// (security.GenerateKeyPair).
-func keyOwner(kid string) string {
-	if i := strings.LastIndexByte(kid, '-'); i > 0 {
-		return kid[:i]
-	}
-	return ""
-}
-
-func (f *fsm) applyPruneKeys(c *api.PruneKeysCommand) {
-	cutoff := time.UnixMilli(c.CutoffUnixMs)
-	for kid, b := range f.st.keys {
-		var pk security.PublicKey
-		if err := pk.UnmarshalBinary(b); err != nil || pk.NotAfter.Before(cutoff) {
-			delete(f.st.keys, kid)
-			f.keysVersion.Add(1)
-		}
-	}
-}
-
-// publicKeys returns the published keys, sorted by kid.
-func (f *fsm) publicKeys() [][]byte {
-	defer f.mu.RLock().RUnlock()
-	kids := make([]string, 0, len(f.st.keys))
-	for kid := range f.st.keys {
-		kids = append(kids, kid)
-	}
-	sort.Strings(kids)
-	out := make([][]byte, len(kids))
-	for i, kid := range kids {
-		out[i] = f.st.keys[kid]
-	}
-	return out
-}
-
-// hasKeyIDs reports whether ids includes every published key (a datanode
-// may still hold keys pruned here; it prunes them by time itself).
-func (f *fsm) hasKeyIDs(ids []string) bool {
-	defer f.mu.RLock().RUnlock()
-	if len(ids) < len(f.st.keys) {
-		return false
-	}
-	for kid := range f.st.keys {
-		if !slices.Contains(ids, kid) {
-			return false
-		}
-	}
-	return true
-}
-
-func (f *fsm) hasKey(kid string) bool {
-	defer f.mu.RLock().RUnlock()
-	_, ok := f.st.keys[kid]
-	return ok
-}
-
-// writeKeys appends the key section of a snapshot: count (u32), then per
-// key (sorted by kid) length (u32) and the encoding.
-func writeKeys(w io.Writer, keys map[string][]byte) error {
-	kids := make([]string, 0, len(keys))
-	for kid := range keys {
-		kids = append(kids, kid)
-	}
-	sort.Strings(kids)
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(kids)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	for _, kid := range kids {
-		binary.LittleEndian.PutUint32(hdr[:], uint32(len(keys[kid])))
-		if _, err := w.Write(hdr[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(keys[kid]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func readKeys(r io.Reader) (map[string][]byte, error) {
-	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, corrupt("truncated key count")
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > 1<<16 {
-		return nil, corrupt("implausible key count")
-	}
-	keys := make(map[string][]byte, n)
-	for range n {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, corrupt("truncated key")
-		}
-		size := binary.LittleEndian.Uint32(hdr[:])
-		if size > 4096 {
-			return nil, corrupt("implausible key size")
-		}
-		b := make([]byte, size)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, corrupt("truncated key")
-		}
-		var pk security.PublicKey
-		if err := pk.UnmarshalBinary(b); err != nil {
-			return nil, corrupt("bad key: " + err.Error())
-		}
-		keys[pk.KID] = b
-	}
-	return keys, nil
-}
 
 // keyLoop keeps this node's signing key current: it makes a key, publishes
 // it through Raft, and only then signs with it; it rotates on schedule.
@@ -210,7 +70,7 @@ func (n *Namenode) rotateKey(now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
-	if _, _, err := n.propose(ctx, cmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: n.cfg.ID}); err != nil {
+	if _, _, err := n.propose(ctx, fsm.CmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: n.cfg.ID}); err != nil {
 		return err
 	}
 	if err := n.keys.Install(kp); err != nil {
@@ -223,7 +83,7 @@ func (n *Namenode) rotateKey(now time.Time) error {
 func (n *Namenode) pruneKeys(now time.Time, cfg security.Config) {
 	cutoff := now.Add(-(cfg.TokenLifetime + cfg.ClockSkew))
 	stale := false
-	for _, b := range n.fsm.publicKeys() {
+	for _, b := range n.fsm.PublicKeys() {
 		var pk security.PublicKey
 		if pk.UnmarshalBinary(b) == nil && pk.NotAfter.Before(cutoff) {
 			stale = true
@@ -235,7 +95,7 @@ func (n *Namenode) pruneKeys(now time.Time, cfg security.Config) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
-	if _, _, err := n.propose(ctx, cmdPruneKeys, &api.PruneKeysCommand{CutoffUnixMs: cutoff.UnixMilli()}); err != nil {
+	if _, _, err := n.propose(ctx, fsm.CmdPruneKeys, &api.PruneKeysCommand{CutoffUnixMs: cutoff.UnixMilli()}); err != nil {
 		n.log.Warn("prune keys", "err", err)
 	}
 }
@@ -243,7 +103,11 @@ func (n *Namenode) pruneKeys(now time.Time, cfg security.Config) {
 // TokensReady reports whether this node has a published signing key.
 func (n *Namenode) TokensReady() bool {
 	kp := n.keys.Current()
-	return kp != nil && n.fsm.hasKey(kp.KID)
+	if kp == nil {
+		return false
+	}
+	_, ok := n.fsm.PublicKey(kp.KID)
+	return ok
 }
 
 // TokenMode returns the configured token mode.

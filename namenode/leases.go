@@ -10,6 +10,8 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/leases"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -28,7 +30,7 @@ type recoveryQueue struct {
 }
 
 func (s *clientService) RenewLease(ctx context.Context, req *api.RenewLeaseRequest) (*api.RenewLeaseResponse, error) {
-	res, idx, err := s.n.propose(ctx, cmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: nowMs()})
+	res, idx, err := s.n.propose(ctx, fsm.CmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: nowMs()})
 	if err != nil {
 		return nil, err
 	}
@@ -57,22 +59,22 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p string, id namespace.ID) (*api.CommandResult, uint64, error) {
 	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p, InodeId: uint64(id), NowUnixMs: nowMs(),
 		SoftLimitMs: n.cfg.LeaseSoftLimit.Milliseconds(), System: c == nil}
-	f := n.fsm
-	rl := f.mu.RLock()
 	var last *namespace.Block
 	prev := ""
-	if c != nil {
-		if fi, err := f.st.tree.Stat(p); err == nil && !fi.IsDir {
-			id = fi.ID
+	n.fsm.View(func(r fsm.Reader) {
+		if c != nil {
+			if fi, err := r.Stat(p); err == nil && !fi.IsDir {
+				id = fi.ID
+			}
 		}
-	}
-	if _, bs, ok := f.st.tree.FileByID(id); ok && len(bs) > 0 {
-		last = &bs[len(bs)-1]
-	}
-	if r, ok := f.st.leases.Recovering(id); ok {
-		prev = r.Primary
-	}
-	rl.RUnlock()
+		if _, bs, ok := r.FileByID(id); ok && len(bs) > 0 {
+			b := bs[len(bs)-1]
+			last = &b
+		}
+		if rec, ok := r.Recovering(id); ok {
+			prev = rec.Primary
+		}
+	})
 	if last != nil {
 		var ids []string
 		for _, d := range n.blocks.WriteTargets(last.ID) {
@@ -88,7 +90,7 @@ func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p string, i
 			cmd.Primary = ids[i%len(ids)]
 		}
 	}
-	return n.propose(ctx, cmdRecoverLease, cmd)
+	return n.propose(ctx, fsm.CmdRecoverLease, cmd)
 }
 
 func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.FsyncResponse, error) {
@@ -98,7 +100,7 @@ func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.
 	if req.InodeId == 0 || req.Block == nil {
 		return nil, errs.New(errs.Invalid, "fsync", req.Path, "inode_id and block are required")
 	}
-	_, idx, err := s.n.propose(ctx, cmdFsync, &api.FsyncCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block})
+	_, idx, err := s.n.propose(ctx, fsm.CmdFsync, &api.FsyncCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +116,7 @@ func (s *clientService) UpdateBlockForPipeline(ctx context.Context, req *api.Upd
 		return nil, errs.New(errs.Invalid, op, req.Path, "inode_id and block are required")
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, cmdUpdateBlockForPipeline, &api.UpdateBlockForPipelineCommand{Caller: c, Path: req.Path, InodeId: req.InodeId, Block: req.Block})
+	res, idx, err := s.n.propose(ctx, fsm.CmdUpdateBlockForPipeline, &api.UpdateBlockForPipelineCommand{Caller: c, Path: req.Path, InodeId: req.InodeId, Block: req.Block})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +139,7 @@ func (s *clientService) UpdatePipeline(ctx context.Context, req *api.UpdatePipel
 	if len(req.Datanodes) == 0 || len(req.Datanodes) > namespace.MaxReplication {
 		return nil, errs.Newf(errs.Invalid, op, req.Path, "%d datanodes: want 1..%d", len(req.Datanodes), namespace.MaxReplication)
 	}
-	_, idx, err := s.n.propose(ctx, cmdUpdatePipeline, &api.UpdatePipelineCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId,
+	_, idx, err := s.n.propose(ctx, fsm.CmdUpdatePipeline, &api.UpdatePipelineCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId,
 		OldBlock: req.OldBlock, NewBlock: req.NewBlock, Datanodes: req.Datanodes})
 	if err != nil {
 		return nil, err
@@ -156,7 +158,7 @@ func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *a
 	if err := s.n.checkDatanodeCaller(ctx, op, req.DatanodeId); err != nil {
 		return nil, err
 	}
-	_, _, err := s.n.propose(ctx, cmdCommitBlockSync, &api.CommitBlockSyncCommand{
+	_, _, err := s.n.propose(ctx, fsm.CmdCommitBlockSync, &api.CommitBlockSyncCommand{
 		DatanodeId: req.DatanodeId, InodeId: req.InodeId, Block: req.Block, RecoveryId: req.RecoveryId,
 		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: nowMs(), StoredOn: req.StoredOn,
 	})
@@ -170,10 +172,8 @@ func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *a
 // recoveryCommands are the recoveries whose primary is datanode id and
 // that this leader has not sent yet.
 func (n *Namenode) recoveryCommands(id string) []*api.DatanodeCommand {
-	f := n.fsm
-	rl := f.mu.RLock()
-	recs := f.st.leases.Recoveries()
-	rl.RUnlock()
+	var recs map[namespace.ID]leases.Recovery
+	n.fsm.View(func(r fsm.Reader) { recs = r.Recoveries() })
 	q := &n.recoveries
 	var out []*api.DatanodeCommand
 	for ino, r := range recs {
@@ -207,7 +207,7 @@ func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Bloc
 	if err != nil {
 		return nil, err
 	}
-	rc := &api.RecoverBlockCommand{Block: toAPIBlock(b), InodeId: uint64(ino), RecoveryId: rid, Token: tok}
+	rc := &api.RecoverBlockCommand{Block: fsm.ToAPIBlock(b), InodeId: uint64(ino), RecoveryId: rid, Token: tok}
 	for _, id := range replicas {
 		if d, ok := n.blocks.Datanode(id); ok && d.State == blocks.Live {
 			rc.Replicas = append(rc.Replicas, toDatanodeInfo(d))
@@ -230,27 +230,27 @@ func (n *Namenode) leaseLoop() {
 func (n *Namenode) checkLeases() {
 	now := nowMs()
 	hard, timeout := n.cfg.LeaseHardLimit.Milliseconds(), n.cfg.RecoveryTimeout.Milliseconds()
-	f := n.fsm
-	rl := f.mu.RLock()
 	var due []namespace.ID
-	recs := f.st.leases.Recoveries()
-	for _, h := range f.st.leases.Holders() {
-		if now-h.RenewedMs <= hard {
-			continue
+	var expired int
+	n.fsm.View(func(r fsm.Reader) {
+		recs := r.Recoveries()
+		for _, h := range r.Holders() {
+			if now-h.RenewedMs <= hard {
+				continue
+			}
+			for _, id := range h.Files {
+				if _, ok := recs[id]; !ok {
+					due = append(due, id)
+				}
+			}
 		}
-		for _, id := range h.Files {
-			if _, ok := recs[id]; !ok {
+		expired = len(due)
+		for id, rec := range recs {
+			if now-rec.StartedMs > timeout {
 				due = append(due, id)
 			}
 		}
-	}
-	expired := len(due)
-	for id, r := range recs {
-		if now-r.StartedMs > timeout {
-			due = append(due, id)
-		}
-	}
-	rl.RUnlock()
+	})
 	for i, id := range due {
 		why := "hard-limit"
 		if i >= expired {
@@ -282,8 +282,8 @@ func (n *Namenode) takeOver(ctx context.Context, c *api.Caller, p string, err er
 		return err
 	}
 	if res.GetClosed() {
-		return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired and the file was closed; retry", excRecoveryInProgress)
+		return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired and the file was closed; retry", fsm.ExcRecoveryInProgress)
 	}
 	n.met.recoveries.WithLabelValues("client").Inc()
-	return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", excRecoveryInProgress, res.GetRecoveryId())
+	return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", fsm.ExcRecoveryInProgress, res.GetRecoveryId())
 }

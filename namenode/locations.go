@@ -8,6 +8,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
 )
 
@@ -35,11 +36,16 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 
 // blockLocations builds the reply of GetBlockLocations for user, a member
 // of groups, under the FSM's read lock.
-func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
-	f := n.fsm
-	defer f.mu.RLock().RUnlock()
-	var nc namespace.Caller // on the stack: see asReader
-	ns, err := f.asReader(&nc, user, groups, "get block locations", req.Path)
+func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBlockLocationsRequest) (out *api.GetBlockLocationsResponse, err error) {
+	n.fsm.View(func(r fsm.Reader) { out, err = n.locate(r, user, groups, req) })
+	return out, err
+}
+
+// locate is blockLocations inside the FSM's View: the blocks it reads are
+// valid only there.
+func (n *Namenode) locate(r fsm.Reader, user string, groups []string, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
+	var nc namespace.Caller // on the stack: see fsm.Reader.AsUser
+	ns, err := r.AsUser(&nc, user, groups, "get block locations", req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +64,7 @@ func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBloc
 	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
 	out := newReply(count)
-	setHeader(out, n.fsm.appliedIndex(), n.cfg.ID)
+	setHeader(out, n.fsm.AppliedIndex(), n.cfg.ID)
 	out.InodeId, out.FileLength, out.UnderConstruction = uint64(fi.ID), fi.Length, uc
 	out.FirstOffset = blockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,
@@ -222,4 +228,13 @@ func (sc *scratch) release() {
 	sc.used, sc.infos = sc.used[:0], nil
 	sc.rd.Reset(nil)
 	scratches.Put(sc)
+}
+
+// packCRC is a block's entry in GetBlockLocationsResponse.crc32cs: 0 for
+// none, else 2^32 + the CRC.
+func packCRC(b namespace.Block) uint64 {
+	if !b.HasCRC {
+		return 0
+	}
+	return 1<<32 | uint64(b.CRC)
 }

@@ -2,7 +2,6 @@ package namenode
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ import (
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -37,7 +37,8 @@ type Namenode struct {
 	log    *slog.Logger
 	reg    *prometheus.Registry
 	met    *metrics
-	fsm    *fsm
+	fsm    *fsm.FSM
+	snaps  *fsm.SnapshotStore
 	blocks *blocks.Manager
 
 	raft      *raft.Raft
@@ -112,7 +113,6 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		Redirects: security.NewRedirectVerifier(cfg.Security, fsmKeys{n}),
 	})
 	n.met = newMetrics(reg, n)
-	n.fsm = newFSM(cfg.Superuser, cfg.SuperGroup, blockEventsAdapter{bm}, n.met)
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -132,7 +132,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startRaft(); err != nil {
 		return nil, err
 	}
-	n.reads = newReadBatcher(n.raft, n.fsm.appliedIndex)
+	n.reads = newReadBatcher(n.raft, n.fsm.AppliedIndex)
 	n.proposer = newProposer(n, n.cfg.MaxInflightApplies, n.cfg.MaxBatch)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {
@@ -196,11 +196,13 @@ func (n *Namenode) startRaft() error {
 	if err != nil {
 		return err
 	}
-	sf, err := openSnapshotFiles(cfg.DataDir, logw, n.log)
+	sf, err := fsm.OpenSnapshotStore(cfg.DataDir, logw, n.log)
 	if err != nil {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
-	n.fsm.snaps = sf
+	n.snaps = sf
+	n.fsm = fsm.New(fsm.Config{Superuser: cfg.Superuser, Supergroup: cfg.SuperGroup,
+		Events: blockEventsAdapter{n.blocks}, Snapshots: sf, Registerer: n.reg})
 	var trans raft.Transport = cfg.RaftTransport
 	setRaft := func(*raft.Raft) {}
 	if trans == nil {
@@ -299,14 +301,12 @@ func (n *Namenode) registerMembers() {
 		}
 	}
 	for _, m := range want {
-		rl := n.fsm.mu.RLock()
-		cur := n.fsm.st.members[m.Id]
-		rl.RUnlock()
+		cur, _ := n.fsm.Member(m.Id)
 		if cur != nil && (m.Id != n.cfg.ID || cur.GrpcAddr == m.GrpcAddr) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
-		_, _, err := n.propose(ctx, cmdSetMember, &api.SetMemberCommand{Member: m})
+		_, _, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: m})
 		cancel()
 		if err != nil {
 			n.log.Warn("register member", "id", m.Id, "err", err)
@@ -321,15 +321,13 @@ func (n *Namenode) registerSelf() {
 	defer n.wg.Done()
 	self := &api.Member{Id: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), GrpcAddr: n.grpcAddr, HttpAddr: n.HTTPAddr(), Voter: true}
 	for {
-		rl := n.fsm.mu.RLock()
-		cur := n.fsm.st.members[n.cfg.ID]
-		rl.RUnlock()
+		cur, _ := n.fsm.Member(n.cfg.ID)
 		if cur != nil && cur.GrpcAddr == self.GrpcAddr && cur.HttpAddr == self.HttpAddr {
 			return
 		}
 		if n.raft.Leader() != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
-			_, _, err := n.propose(ctx, cmdSetMember, &api.SetMemberCommand{Member: self})
+			_, _, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: self})
 			cancel()
 			if err != nil {
 				n.log.Debug("register own member entry", "err", err)
@@ -398,7 +396,7 @@ func (n *Namenode) IsLeader() bool { return n.raft != nil && n.raft.State() == r
 func (n *Namenode) Ready() bool { return n.isReadyLeader() }
 
 // AppliedIndex returns the FSM's applied index.
-func (n *Namenode) AppliedIndex() uint64 { return n.fsm.appliedIndex() }
+func (n *Namenode) AppliedIndex() uint64 { return n.fsm.AppliedIndex() }
 
 // Blocks returns the node's block map.
 func (n *Namenode) Blocks() *blocks.Manager { return n.blocks }
@@ -409,17 +407,12 @@ func (n *Namenode) Registry() *prometheus.Registry { return n.reg }
 // NamespaceHash returns a deterministic hash of the namespace and the
 // lease table: equal on namenodes that applied the same log.
 func (n *Namenode) NamespaceHash() [32]byte {
-	defer n.fsm.mu.RLock().RUnlock()
-	if _, files, recs := n.fsm.st.leases.Counts(); files == 0 && recs == 0 {
-		return n.fsm.st.tree.Hash()
-	}
-	t, l := n.fsm.st.tree.Hash(), n.fsm.st.leases.Hash()
-	return sha256.Sum256(append(t[:], l[:]...))
+	return n.fsm.Hash()
 }
 
 // WaitApplied waits until the node has applied idx.
 func (n *Namenode) WaitApplied(ctx context.Context, idx uint64) error {
-	if !n.fsm.waitApplied(ctx.Done(), idx) {
+	if !n.fsm.WaitApplied(ctx.Done(), idx) {
 		return errs.Wrap(errs.Timeout, "wait applied", fmt.Sprint(idx), ctx.Err())
 	}
 	return nil

@@ -15,14 +15,15 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/security"
 )
 
 // propose replicates one command and returns the FSM's result and the log
 // index it was applied at. On a follower the command is forwarded to the
 // leader once; the leader never forwards again.
-func (n *Namenode) propose(ctx context.Context, t cmdType, msg proto.Message) (*api.CommandResult, uint64, error) {
-	data, err := encodeCommand(t, msg)
+func (n *Namenode) propose(ctx context.Context, t fsm.CmdType, msg proto.Message) (*api.CommandResult, uint64, error) {
+	data, err := fsm.Encode(t, msg)
 	if err != nil {
 		return nil, 0, errs.Wrap(errs.Internal, "encode command", "", err)
 	}
@@ -49,8 +50,8 @@ func (n *Namenode) applyRaft(data []byte) (any, uint64, error) {
 	}
 	switch r := f.Response().(type) {
 	case *api.CommandResult:
-		return r, f.Index(), resultErr(r)
-	case batchResult:
+		return r, f.Index(), fsm.ResultErr(r)
+	case fsm.BatchResult:
 		return r, f.Index(), nil
 	}
 	return nil, f.Index(), errs.New(errs.Internal, "apply", "", "FSM returned no result")
@@ -92,10 +93,10 @@ func (n *Namenode) forwardApply(ctx context.Context, data []byte) (*api.CommandR
 	}
 	// Wait until this node has applied the write too, so a client that
 	// reads back from this node sees it.
-	if !n.fsm.waitApplied(ctx.Done(), resp.Index) {
+	if !n.fsm.WaitApplied(ctx.Done(), resp.Index) {
 		return res, resp.Index, errs.Wrap(errs.Timeout, "forward apply", "", ctx.Err())
 	}
-	return res, resp.Index, resultErr(res)
+	return res, resp.Index, fsm.ResultErr(res)
 }
 
 func (n *Namenode) forwardError(op string, err error) error {
@@ -112,8 +113,7 @@ func (n *Namenode) leaderGRPC() string {
 	if id == "" {
 		return ""
 	}
-	defer n.fsm.mu.RLock().RUnlock()
-	if m := n.fsm.st.members[string(id)]; m != nil {
+	if m, ok := n.fsm.Member(string(id)); ok {
 		return m.GrpcAddr
 	}
 	return ""
@@ -259,7 +259,7 @@ func (b *readBatcher) startLocked() {
 // consistency, and returns after the local state is recent enough.
 func (n *Namenode) readBarrier(ctx context.Context, opts *api.ReadOptions) error {
 	if opts.GetConsistency() == api.ReadConsistency_READ_CONSISTENCY_STALE {
-		if min := opts.GetMinAppliedIndex(); min > 0 && !n.fsm.waitApplied(ctx.Done(), min) {
+		if min := opts.GetMinAppliedIndex(); min > 0 && !n.fsm.WaitApplied(ctx.Done(), min) {
 			return errs.Newf(errs.Timeout, "read", "", "index %d not applied here before the deadline", min)
 		}
 		return nil
@@ -268,7 +268,7 @@ func (n *Namenode) readBarrier(ctx context.Context, opts *api.ReadOptions) error
 	if err != nil {
 		return err
 	}
-	if !n.fsm.waitApplied(ctx.Done(), max(idx, opts.GetMinAppliedIndex())) {
+	if !n.fsm.WaitApplied(ctx.Done(), max(idx, opts.GetMinAppliedIndex())) {
 		return errs.New(errs.Timeout, "read", "", "read index not applied before the deadline")
 	}
 	return nil

@@ -104,7 +104,7 @@ func callIDs(ctx context.Context) (string, uint64) {
 // in a reply, is never modified (replies are marshalled or read, and any
 // code that wants another header sets a new one).
 func (n *Namenode) header() *api.ResponseHeader {
-	idx := n.fsm.appliedIndex()
+	idx := n.fsm.AppliedIndex()
 	if h := n.hdr.Load(); h != nil && h.AppliedIndex == idx {
 		return h
 	}

@@ -19,17 +19,12 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 		LeaderId:     string(leaderID),
 		LeaderAddr:   n.leaderGRPC(),
 		Term:         n.raft.CurrentTerm(),
-		AppliedIndex: n.fsm.appliedIndex(),
+		AppliedIndex: n.fsm.AppliedIndex(),
 		CommitIndex:  n.raft.CommitIndex(),
 		ServedBy:     n.cfg.ID,
 		TokenMode:    n.cfg.Security.Mode.String(),
 	}
-	rl := n.fsm.mu.RLock()
-	members := make(map[string]*api.Member, len(n.fsm.st.members))
-	for id, m := range n.fsm.st.members {
-		members[id] = m
-	}
-	rl.RUnlock()
+	members := n.fsm.Members()
 	if cf := n.raft.GetConfiguration(); cf.Error() == nil {
 		for _, s := range cf.Configuration().Servers {
 			m := &api.Member{Id: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
@@ -54,5 +49,5 @@ func (n *Namenode) raftStats() (state raft.RaftState, term, commit, applied, las
 	}
 	st := n.raft.Stats()
 	lastLog, _ = strconv.ParseUint(st["last_log_index"], 10, 64)
-	return n.raft.State(), n.raft.CurrentTerm(), n.raft.CommitIndex(), n.fsm.appliedIndex(), lastLog
+	return n.raft.State(), n.raft.CurrentTerm(), n.raft.CommitIndex(), n.fsm.AppliedIndex(), lastLog
 }

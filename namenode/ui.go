@@ -164,9 +164,7 @@ func (n *Namenode) newPage(r *http.Request, title string, body any) uiPage {
 // when the member table has no HTTP address for it. Every namenode of a
 // cluster serves HTTP alike: HTTPS under mTLS.
 func (n *Namenode) memberURL(id, path, user string) string {
-	rl := n.fsm.mu.RLock()
-	m := n.fsm.st.members[id]
-	rl.RUnlock()
+	m, _ := n.fsm.Member(id)
 	if m == nil || m.HttpAddr == "" {
 		return ""
 	}

@@ -37,9 +37,8 @@ func (n *Namenode) uiOverview(w http.ResponseWriter, r *http.Request) error {
 		Cluster: n.cfg.TrustDomain, Term: term, CommitIndex: commit, Applied: applied, LastLog: lastLog,
 		TokenMode: n.cfg.Security.Mode.String(), Auth: n.cfg.Auth,
 	}
-	rl := n.fsm.mu.RLock()
-	v.Files, v.Directories, v.Blocks = n.fsm.st.tree.Counts()
-	rl.RUnlock()
+	c := n.fsm.Counts()
+	v.Files, v.Directories, v.Blocks = c.Files, c.Directories, c.Blocks
 	st := n.blocks.Stats()
 	v.Live, v.Dead, v.Capacity, v.Used = st.Live, st.Dead, st.Capacity, st.Used
 	if st.Capacity > st.Used {
@@ -71,12 +70,7 @@ func (n *Namenode) uiNamenodes(w http.ResponseWriter, r *http.Request) error {
 		return errs.Wrap(errs.Unavailable, "raft configuration", "", err)
 	}
 	page := n.newPage(r, "Namenodes", nil)
-	rl := n.fsm.mu.RLock()
-	members := make(map[string]*api.Member, len(n.fsm.st.members))
-	for id, m := range n.fsm.st.members {
-		members[id] = m
-	}
-	rl.RUnlock()
+	members := n.fsm.Members()
 	servers := cf.Configuration().Servers
 	views := make([]memberView, len(servers))
 	var wg sync.WaitGroup

@@ -14,9 +14,7 @@ func (k fsmKeys) Lookup(kid string) (*security.PublicKey, bool) {
 	if f == nil {
 		return nil, false
 	}
-	l := f.mu.RLock()
-	b, ok := f.st.keys[kid]
-	l.RUnlock()
+	b, ok := f.PublicKey(kid)
 	if !ok {
 		return nil, false
 	}

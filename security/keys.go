@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,15 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// KeyOwner is the node whose key kid is: kids are "<node id>-<hex>"
+// (GenerateKeyPair). It is "" for a kid of no other shape.
+func KeyOwner(kid string) string {
+	if i := strings.LastIndexByte(kid, '-'); i > 0 {
+		return kid[:i]
+	}
+	return ""
+}
 
 func checkKID(kid string) error {
 	if kid == "" || len(kid) > MaxKIDLen {

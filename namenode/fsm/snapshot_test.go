@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"bytes"
@@ -44,19 +44,19 @@ func snapshotBytes(t testing.TB, snap raft.FSMSnapshot) []byte {
 
 // fillFSM applies n creates (in directories of 50) and a few other
 // changes to f, numbering the log from *idx.
-func fillFSM(t testing.TB, f *fsm, idx *uint64, prefix string, n int) {
+func fillFSM(t testing.TB, f *FSM, idx *uint64, prefix string, n int) {
 	t.Helper()
 	root := &api.Caller{User: "root", ClientId: "c"}
 	for i := range n {
 		p := fmt.Sprintf("%s/d%03d/f%05d", prefix, i/50, i)
-		applyAt(t, f, idx, cmdCreate, &api.CreateCommand{Caller: root, Path: p, Perm: 0o644, Replication: 3, BlockSize: 1024, CreateParent: true, MtimeUnixMs: int64(i)})
+		applyAt(t, f, idx, CmdCreate, &api.CreateCommand{Caller: root, Path: p, Perm: 0o644, Replication: 3, BlockSize: 1024, CreateParent: true, MtimeUnixMs: int64(i)})
 	}
 }
 
 // filledImage returns an FSM filled by fillFSM and its snapshot's bytes.
-func filledImage(t testing.TB, prefix string, n int) (*fsm, []byte) {
+func filledImage(t testing.TB, prefix string, n int) (*FSM, []byte) {
 	t.Helper()
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	var idx uint64
 	fillFSM(t, f, &idx, prefix, n)
 	snap, err := f.Snapshot()
@@ -67,9 +67,9 @@ func filledImage(t testing.TB, prefix string, n int) (*fsm, []byte) {
 }
 
 // applyAt applies one command at the next index and fails on an error.
-func applyAt(t testing.TB, f *fsm, idx *uint64, ct cmdType, msg proto.Message) {
+func applyAt(t testing.TB, f *FSM, idx *uint64, ct CmdType, msg proto.Message) {
 	t.Helper()
-	data, err := encodeCommand(ct, msg)
+	data, err := Encode(ct, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func applyAt(t testing.TB, f *fsm, idx *uint64, ct cmdType, msg proto.Message) {
 }
 
 // liveHash is the namespace hash of f's state.
-func liveHash(f *fsm) [32]byte {
+func liveHash(f *FSM) [32]byte {
 	defer f.mu.RLock().RUnlock()
 	return f.st.tree.Hash()
 }
@@ -124,7 +124,7 @@ func TestSnapshotWriteFailureKeepsPrevious(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := newFSM("root", "supergroup", nil, nil)
+			f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 			var idx uint64
 			fillFSM(t, f, &idx, "/a", 600)
 			good := liveHash(f)
@@ -172,7 +172,7 @@ func TestSnapshotWriteFailureKeepsPrevious(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := newFSM("root", "supergroup", nil, nil)
+			g := New(Config{Superuser: "root", Supergroup: "supergroup"})
 			if err := g.Restore(rc); err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +194,7 @@ func TestSnapshotWriteFailureKeepsPrevious(t *testing.T) {
 // refused and the FSM keeps its state and applied index.
 func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 	src, img := filledImage(t, "/src", 300)
-	idx := src.appliedIndex()
+	idx := src.AppliedIndex()
 	flip := func(off int) []byte {
 		b := bytes.Clone(img)
 		b[off] ^= 0x10
@@ -214,10 +214,10 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 		{"trailing garbage", append(bytes.Clone(img), 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFSM("root", "supergroup", nil, nil)
+			f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 			var fidx uint64
 			fillFSM(t, f, &fidx, "/mine", 50)
-			before, applied := liveHash(f), f.appliedIndex()
+			before, applied := liveHash(f), f.AppliedIndex()
 			err := f.Restore(io.NopCloser(bytes.NewReader(c.data)))
 			if err == nil {
 				t.Fatal("a damaged snapshot was restored")
@@ -225,17 +225,17 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 			if k := errs.KindOf(err); k != errs.Corrupt {
 				t.Fatalf("error kind %v (%v), want Corrupt", k, err)
 			}
-			if liveHash(f) != before || f.appliedIndex() != applied {
+			if liveHash(f) != before || f.AppliedIndex() != applied {
 				t.Fatal("a refused restore changed the state")
 			}
 		})
 	}
 	// The undamaged image restores, to the source's hash.
-	g := newFSM("root", "supergroup", nil, nil)
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	if err := g.Restore(io.NopCloser(bytes.NewReader(img))); err != nil {
 		t.Fatal(err)
 	}
-	if liveHash(g) != liveHash(src) || g.appliedIndex() != idx {
+	if liveHash(g) != liveHash(src) || g.AppliedIndex() != idx {
 		t.Fatal("restored state differs from the source")
 	}
 }
@@ -245,7 +245,7 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 // at the snapshot's index, and replaying the later commands gives the live
 // state again.
 func TestSnapshotIsItsIndex(t *testing.T) {
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	var idx uint64
 	fillFSM(t, f, &idx, "/a", 400)
 	at := liveHash(f)
@@ -257,11 +257,11 @@ func TestSnapshotIsItsIndex(t *testing.T) {
 	// deletes and renames of ones the snapshot holds.
 	fillFSM(t, f, &idx, "/a/d005", 420)
 	root := &api.Caller{User: "root", ClientId: "c"}
-	applyAt(t, f, &idx, cmdDelete, &api.DeleteCommand{Caller: root, Path: "/a/d001", Recursive: true})
-	applyAt(t, f, &idx, cmdRename, &api.RenameCommand{Caller: root, Src: "/a/d002", Dst: "/z"})
-	applyAt(t, f, &idx, cmdSetPermission, &api.SetPermissionCommand{Caller: root, Path: "/a", Perm: 0o700})
+	applyAt(t, f, &idx, CmdDelete, &api.DeleteCommand{Caller: root, Path: "/a/d001", Recursive: true})
+	applyAt(t, f, &idx, CmdRename, &api.RenameCommand{Caller: root, Src: "/a/d002", Dst: "/z"})
+	applyAt(t, f, &idx, CmdSetPermission, &api.SetPermissionCommand{Caller: root, Path: "/a", Perm: 0o700})
 	img := snapshotBytes(t, snap)
-	g := newFSM("root", "supergroup", nil, nil)
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	if err := g.Restore(io.NopCloser(bytes.NewReader(img))); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestSnapshotIsItsIndex(t *testing.T) {
 // damaged when they reached the sink (so the store's checksum matches) is
 // refused by Restore; either way the FSM keeps its state.
 func TestRestoreFromStoreRefusesDamage(t *testing.T) {
-	src := newFSM("root", "supergroup", nil, nil)
+	src := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	var idx uint64
 	fillFSM(t, src, &idx, "/src", 200)
 	s, err := src.Snapshot()
@@ -335,10 +335,10 @@ func TestRestoreFromStoreRefusesDamage(t *testing.T) {
 			must(t, err)
 			c.write(t, dir, sink)
 
-			f := newFSM("root", "supergroup", nil, nil)
+			f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 			var fidx uint64
 			fillFSM(t, f, &fidx, "/mine", 20)
-			before, applied := liveHash(f), f.appliedIndex()
+			before, applied := liveHash(f), f.AppliedIndex()
 			metas, err := store.List()
 			must(t, err)
 			if len(metas) != 1 {
@@ -355,7 +355,7 @@ func TestRestoreFromStoreRefusesDamage(t *testing.T) {
 					t.Fatalf("Restore: %v, want Corrupt", err)
 				}
 			}
-			if liveHash(f) != before || f.appliedIndex() != applied {
+			if liveHash(f) != before || f.AppliedIndex() != applied {
 				t.Fatal("a refused snapshot changed the state")
 			}
 		})
@@ -371,12 +371,12 @@ func must(t testing.TB, err error) {
 
 // applyNamed applies n mkdirs under /named, each a named call (client
 // "w", call ids from *call), so each lands in the retry cache.
-func applyNamed(t testing.TB, f *fsm, idx, call *uint64, n int) {
+func applyNamed(t testing.TB, f *FSM, idx, call *uint64, n int) {
 	t.Helper()
 	for range n {
 		*call++
 		c := &api.Caller{User: "root", ClientId: "w", CallId: *call}
-		applyAt(t, f, idx, cmdMkdirs, &api.MkdirsCommand{Caller: c, Path: fmt.Sprintf("/named/d%03d/e%06d", *call/1000, *call), Perm: 0o755, Parents: true, MtimeUnixMs: int64(*call)})
+		applyAt(t, f, idx, CmdMkdirs, &api.MkdirsCommand{Caller: c, Path: fmt.Sprintf("/named/d%03d/e%06d", *call/1000, *call), Perm: 0o755, Parents: true, MtimeUnixMs: int64(*call)})
 	}
 }
 
@@ -385,7 +385,7 @@ func applyNamed(t testing.TB, f *fsm, idx, call *uint64, n int) {
 // taken. Calls applied later, enough to evict every one of those entries,
 // must not reach the snapshot, and the evicted ones must.
 func TestSnapshotRetryCacheIsItsIndex(t *testing.T) {
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	var idx, call uint64
 	applyNamed(t, f, &idx, &call, 100)
 	snap, err := f.Snapshot()
@@ -393,7 +393,7 @@ func TestSnapshotRetryCacheIsItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyNamed(t, f, &idx, &call, retryCacheSize+10)
-	g := newFSM("root", "supergroup", nil, nil)
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestSnapshotRetryCacheIsItsIndex(t *testing.T) {
 // snapshot (Snapshot, then Release) with a full retry cache and 100 files
 // open for write: every write and read waits this long at every snapshot.
 func BenchmarkSnapshotTake(b *testing.B) {
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	var idx, call uint64
 	applyNamed(b, f, &idx, &call, retryCacheSize)
 	fillFSM(b, f, &idx, "/open", 100)
@@ -438,7 +438,7 @@ func BenchmarkSnapshotTake(b *testing.B) {
 // change them. If the format changes on purpose, the magic changes too and
 // this hash with it.
 func TestSnapshotBytesPinned(t *testing.T) {
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	var idx, call uint64
 	fillFSM(t, f, &idx, "/p", 200)
 	applyNamed(t, f, &idx, &call, retryCacheSize+500)

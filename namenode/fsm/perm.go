@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"github.com/blockfs/blockfs/api"
@@ -15,14 +15,14 @@ import (
 
 // policy says who is a superuser: the configured superuser and the members
 // of the configured supergroup.
-func (f *fsm) policy() namespace.Policy {
+func (f *FSM) policy() namespace.Policy {
 	return namespace.Policy{Superuser: f.superuser, Supergroup: f.supergroup}
 }
 
 // as returns the namespace session of caller c. A nil caller is the
 // namenode itself, which passes every check; a caller without a user name
 // (one the server could not identify) is refused everything.
-func (f *fsm) as(c *api.Caller, op, p string) (namespace.Session, error) {
+func (f *FSM) as(c *api.Caller, op, p string) (namespace.Session, error) {
 	if c == nil {
 		return f.st.tree.As(nil), nil
 	}
@@ -32,13 +32,13 @@ func (f *fsm) as(c *api.Caller, op, p string) (namespace.Session, error) {
 // asReader is as for a read by user with groups (no client id), building
 // the namespace caller in *nc, which the read provides so that its session
 // needs no heap allocation.
-func (f *fsm) asReader(nc *namespace.Caller, user string, groups []string, op, p string) (namespace.Session, error) {
+func (f *FSM) asReader(nc *namespace.Caller, user string, groups []string, op, p string) (namespace.Session, error) {
 	return f.asIn(nc, user, groups, "", op, p)
 }
 
 // asIn builds the namespace caller of user in *nc and returns its session;
 // an empty user (one the server could not identify) is refused.
-func (f *fsm) asIn(nc *namespace.Caller, user string, groups []string, clientID, op, p string) (namespace.Session, error) {
+func (f *FSM) asIn(nc *namespace.Caller, user string, groups []string, clientID, op, p string) (namespace.Session, error) {
 	if user == "" {
 		return namespace.Session{}, errs.New(errs.Unauthenticated, op, p, "the caller has no user name")
 	}

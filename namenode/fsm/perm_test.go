@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 )
 
 // apply encodes and applies one command on f, returning its result.
-func permApply(t *testing.T, f *fsm, typ cmdType, msg proto.Message) *api.CommandResult {
+func permApply(t *testing.T, f *FSM, typ CmdType, msg proto.Message) *api.CommandResult {
 	t.Helper()
-	data, err := encodeCommand(typ, msg)
+	data, err := Encode(typ, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,12 +28,12 @@ func permKind(r *api.CommandResult) errs.Kind { return errs.Kind(r.ErrorKind) }
 // TestFSMWriterSurvivesSnapshot: the writer recorded at Create is in the
 // FSM snapshot, so a restored namenode refuses other clients too.
 func TestFSMWriterSurvivesSnapshot(t *testing.T) {
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	bob := &api.Caller{User: "bob", ClientId: "b1"}
-	if r := permApply(t, f, cmdMkdirs, &api.MkdirsCommand{Path: "/pub", Perm: 0o777}); r.ErrorMsg != "" {
+	if r := permApply(t, f, CmdMkdirs, &api.MkdirsCommand{Path: "/pub", Perm: 0o777}); r.ErrorMsg != "" {
 		t.Fatal(r.ErrorMsg) // nil caller: the namenode itself
 	}
-	r := permApply(t, f, cmdCreate, &api.CreateCommand{Caller: bob, Path: "/pub/f", Perm: 0o644, Replication: 1, BlockSize: 1024})
+	r := permApply(t, f, CmdCreate, &api.CreateCommand{Caller: bob, Path: "/pub/f", Perm: 0o644, Replication: 1, BlockSize: 1024})
 	if r.ErrorMsg != "" || r.Status.Owner != "bob" || r.Status.Group != "supergroup" {
 		t.Fatalf("create: %v %v", r.ErrorMsg, r.Status)
 	}
@@ -43,7 +43,7 @@ func TestFSMWriterSurvivesSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newFSM("root", "supergroup", nil, nil)
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestFSMWriterSurvivesSnapshot(t *testing.T) {
 		{&api.Caller{User: "root", ClientId: "r1"}, errs.Permission},
 		{bob, 0},
 	} {
-		r := permApply(t, g, cmdAddBlock, &api.AddBlockCommand{Caller: c.caller, Path: "/pub/f", InodeId: id})
+		r := permApply(t, g, CmdAddBlock, &api.AddBlockCommand{Caller: c.caller, Path: "/pub/f", InodeId: id})
 		if permKind(r) != c.kind {
 			t.Fatalf("AddBlock as %s/%s after restore: %v %q, want %v", c.caller.User, c.caller.ClientId, permKind(r), r.ErrorMsg, c.kind)
 		}
@@ -66,7 +66,7 @@ func TestFSMWriterSurvivesSnapshot(t *testing.T) {
 // TestFSMCallers: supergroup members are superusers; a caller without a
 // user name is refused everything, reads included.
 func TestFSMCallers(t *testing.T) {
-	f := newFSM("root", "supergroup", nil, nil)
+	f := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	for _, c := range []struct {
 		caller *api.Caller
 		kind   errs.Kind
@@ -75,7 +75,7 @@ func TestFSMCallers(t *testing.T) {
 		{&api.Caller{User: "dave", Groups: []string{"staff"}}, errs.Permission},
 		{&api.Caller{}, errs.Unauthenticated},
 	} {
-		r := permApply(t, f, cmdMkdirs, &api.MkdirsCommand{Caller: c.caller, Path: "/" + c.caller.User + "x", Perm: 0o755})
+		r := permApply(t, f, CmdMkdirs, &api.MkdirsCommand{Caller: c.caller, Path: "/" + c.caller.User + "x", Perm: 0o755})
 		if permKind(r) != c.kind {
 			t.Fatalf("mkdirs as %q: %v %q, want %v", c.caller.User, permKind(r), r.ErrorMsg, c.kind)
 		}

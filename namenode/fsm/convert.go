@@ -1,11 +1,12 @@
-package namenode
+package fsm
 
 import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/namespace"
 )
 
-func fromAPIBlock(b *api.Block) namespace.Block {
+// FromAPIBlock converts a wire block to the namespace's.
+func FromAPIBlock(b *api.Block) namespace.Block {
 	if b == nil {
 		return namespace.Block{}
 	}
@@ -16,7 +17,8 @@ func fromAPIBlock(b *api.Block) namespace.Block {
 	return out
 }
 
-func toAPIBlock(b namespace.Block) *api.Block {
+// ToAPIBlock converts a namespace block to the wire's.
+func ToAPIBlock(b namespace.Block) *api.Block {
 	out := &api.Block{Id: b.ID, GenStamp: b.GenStamp, Length: b.Length}
 	if b.HasCRC {
 		out.Crc32C = &b.CRC
@@ -24,16 +26,8 @@ func toAPIBlock(b namespace.Block) *api.Block {
 	return out
 }
 
-// packCRC is a block's entry in GetBlockLocationsResponse.crc32cs: 0 for
-// none, else 2^32 + the CRC.
-func packCRC(b namespace.Block) uint64 {
-	if !b.HasCRC {
-		return 0
-	}
-	return 1<<32 | uint64(b.CRC)
-}
-
-func toFileStatus(fi namespace.FileInfo) *api.FileStatus {
+// ToFileStatus converts a namespace FileInfo to the wire's FileStatus.
+func ToFileStatus(fi namespace.FileInfo) *api.FileStatus {
 	return &api.FileStatus{
 		Path:              fi.Path,
 		InodeId:           uint64(fi.ID),

@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"testing"
@@ -28,17 +28,17 @@ func TestRegisterKeyOnlyFromItsOwner(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run("proposer="+c.proposer, func(t *testing.T) {
-			f := newFSM("root", "supergroup", nil, nil)
-			r := permApply(t, f, cmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: c.proposer})
+			f := New(Config{Superuser: "root", Supergroup: "supergroup"})
+			r := permApply(t, f, CmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: c.proposer})
 			if got := permKind(r); got != c.kind {
 				t.Fatalf("kind %v (%s), want %v", got, r.ErrorMsg, c.kind)
 			}
-			if f.hasKey(kp.KID) != (c.kind == 0) {
-				t.Fatalf("key published = %v", f.hasKey(kp.KID))
+			if _, published := f.PublicKey(kp.KID); published != (c.kind == 0) {
+				t.Fatalf("key published = %v", published)
 			}
 		})
 	}
-	if got := keyOwner("nn-1-0a1b"); got != "nn-1" {
+	if got := security.KeyOwner("nn-1-0a1b"); got != "nn-1" {
 		t.Fatalf("keyOwner = %q", got)
 	}
 }

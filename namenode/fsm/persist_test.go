@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"bytes"
@@ -63,15 +63,15 @@ func TestSnapshotStateFileFound(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("the store holds %d bytes, not the %d written", len(got), len(want))
 	}
-	if (*snapshotFiles)(nil).stateFile(sink) != "" {
+	if (*SnapshotStore)(nil).stateFile(sink) != "" {
 		t.Error("a snapshot with no store named a state file")
 	}
 }
 
 // testSnapshotFiles opens a snapshot store in a temp dir.
-func testSnapshotFiles(t *testing.T) *snapshotFiles {
+func testSnapshotFiles(t *testing.T) *SnapshotStore {
 	t.Helper()
-	sf, err := openSnapshotFiles(t.TempDir(), &slogWriter{log: slog.New(slog.DiscardHandler)}, slog.New(slog.DiscardHandler))
+	sf, err := OpenSnapshotStore(t.TempDir(), io.Discard, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestReapKeepsTheNewest(t *testing.T) {
 	// Restore reaps too: a follower installing the leader's snapshots
 	// never runs Persist.
 	_, img := filledImage(t, "/r", 10)
-	g := newFSM("root", "supergroup", nil, nil)
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	g.snaps = sf
 	if err := g.Restore(io.NopCloser(bytes.NewReader(img))); err != nil {
 		t.Fatal(err)

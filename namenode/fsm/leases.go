@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"errors"
@@ -22,10 +22,11 @@ import (
 //   - LeaseExpired: the caller holds no lease on the file (it was
 //     recovered, or never held).
 
+// The exceptions' names, as HDFS spells them.
 const (
-	excAlreadyBeingCreated = "AlreadyBeingCreated"
-	excRecoveryInProgress  = "RecoveryInProgress"
-	excLeaseExpired        = "LeaseExpired"
+	ExcAlreadyBeingCreated = "AlreadyBeingCreated"
+	ExcRecoveryInProgress  = "RecoveryInProgress"
+	ExcLeaseExpired        = "LeaseExpired"
 )
 
 // writerOf is the lease holder a command's caller writes as.
@@ -39,28 +40,28 @@ func writerOf(c *api.Caller) namespace.Writer {
 // checkTakeover refuses op by caller c on path p (inode id, under
 // construction by w) unless c is its writer. softMs is the leader's soft
 // limit: past it the message says how to take the file over.
-func (f *fsm) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w namespace.Writer, nowMs, softMs int64) error {
+func (f *FSM) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w namespace.Writer, nowMs, softMs int64) error {
 	if leases.Key(w) == leases.Key(writerOf(c)) && w.User == c.GetUser() {
 		return nil
 	}
 	if _, ok := f.st.leases.Recovering(id); ok {
-		return errs.Newf(errs.Precondition, op, p, "%s: the lease of %s is being recovered; retry when the file is closed", excRecoveryInProgress, p)
+		return errs.Newf(errs.Precondition, op, p, "%s: the lease of %s is being recovered; retry when the file is closed", ExcRecoveryInProgress, p)
 	}
 	if softMs > 0 && f.st.leases.Expired(id, nowMs, softMs) {
 		return errs.Newf(errs.Precondition, op, p, "%s: %s is held by client %s (user %s) whose soft limit passed; recoverLease takes it over",
-			excAlreadyBeingCreated, p, w.Client, w.User)
+			ExcAlreadyBeingCreated, p, w.Client, w.User)
 	}
 	return errs.Newf(errs.Precondition, op, p, "%s: %s is open for writing by client %s (user %s), whose lease is current",
-		excAlreadyBeingCreated, p, w.Client, w.User)
+		ExcAlreadyBeingCreated, p, w.Client, w.User)
 }
 
 // notRecovering refuses a writer's call on file id while its lease is
 // being recovered: the recovery owns the last block now (HDFS hands the
 // lease to the namenode), and a Complete or AddBlock racing it would
 // commit a stamp the recovered replicas no longer have.
-func (f *fsm) notRecovering(op, p string, id uint64) error {
+func (f *FSM) notRecovering(op, p string, id uint64) error {
 	if r, ok := f.st.leases.Recovering(namespace.ID(id)); ok {
-		return errs.Newf(errs.Precondition, op, p, "%s: the lease is being recovered (recovery %d); the writer no longer holds it", excRecoveryInProgress, r.ID)
+		return errs.Newf(errs.Precondition, op, p, "%s: the lease is being recovered (recovery %d); the writer no longer holds it", ExcRecoveryInProgress, r.ID)
 	}
 	return nil
 }
@@ -69,7 +70,7 @@ func (f *fsm) notRecovering(op, p string, id uint64) error {
 // construction that the caller could write (else the namespace refuses it
 // for what it is: a Permission error). Append's; Create asks the same
 // through namespace.CreateOpts.UnderConstruction, within its own walk.
-func (f *fsm) guardUnderConstruction(c *api.Caller, op, p string, nowMs, softMs int64) error {
+func (f *FSM) guardUnderConstruction(c *api.Caller, op, p string, nowMs, softMs int64) error {
 	fi, err := f.st.tree.Stat(p)
 	if err != nil || fi.IsDir || fi.State != namespace.UnderConstruction {
 		return nil
@@ -82,7 +83,7 @@ func (f *fsm) guardUnderConstruction(c *api.Caller, op, p string, nowMs, softMs 
 
 // pruneLeases drops leases of files no longer under construction by
 // their holder (deleted, overwritten, renamed away and closed).
-func (f *fsm) pruneLeases() {
+func (f *FSM) pruneLeases() {
 	tree := f.st.tree
 	f.st.leases.Prune(func(id namespace.ID, holder string) bool {
 		w, ok := tree.UnderConstructionBy(id)
@@ -90,21 +91,21 @@ func (f *fsm) pruneLeases() {
 	})
 }
 
-func (f *fsm) applyRenewLease(c *api.RenewLeaseCommand) (*api.CommandResult, error) {
+func (f *FSM) applyRenewLease(c *api.RenewLeaseCommand) (*api.CommandResult, error) {
 	w := writerOf(c.Caller)
 	if w.User == "" {
 		return nil, errs.New(errs.Unauthenticated, "renewLease", "", "the caller has no user name")
 	}
 	n := f.st.leases.Renew(w, c.NowUnixMs)
 	if n == 0 {
-		return nil, errs.Newf(errs.Precondition, "renewLease", "", "%s: client %q (user %s) holds no lease", excLeaseExpired, w.Client, w.User)
+		return nil, errs.Newf(errs.Precondition, "renewLease", "", "%s: client %q (user %s) holds no lease", ExcLeaseExpired, w.Client, w.User)
 	}
 	return &api.CommandResult{Files: uint32(n)}, nil
 }
 
 // applyRecoverLease starts (or restarts) recovery of the file. A file
 // whose last block holds nothing is closed at once.
-func (f *fsm) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult, error) {
+func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult, error) {
 	const op = "recoverLease"
 	tree := f.st.tree
 	var fi namespace.FileInfo
@@ -141,7 +142,7 @@ func (f *fsm) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 		if !f.st.leases.Expired(id, c.NowUnixMs, c.SoftLimitMs) {
 			left := time.Duration(c.SoftLimitMs-(c.NowUnixMs-f.st.leases.RenewedMs(id))) * time.Millisecond
 			return nil, errs.Newf(errs.Precondition, op, c.Path, "%s: %s is open for writing by client %s (user %s), whose soft limit ends in %v",
-				excAlreadyBeingCreated, c.Path, fi.Writer.Client, fi.Writer.User, left.Round(time.Millisecond))
+				ExcAlreadyBeingCreated, c.Path, fi.Writer.Client, fi.Writer.User, left.Round(time.Millisecond))
 		}
 	}
 	_, bs, _ := tree.FileByID(id)
@@ -180,14 +181,14 @@ func (f *fsm) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 
 // mayRecoverNow: the holder itself and the superuser need not wait for
 // the soft limit.
-func (f *fsm) mayRecoverNow(c *api.Caller, id namespace.ID, w namespace.Writer) bool {
+func (f *FSM) mayRecoverNow(c *api.Caller, id namespace.ID, w namespace.Writer) bool {
 	if leases.Key(w) == leases.Key(writerOf(c)) && w.User == c.GetUser() {
 		return true
 	}
 	return f.policy().Caller(c.User, c.Groups, c.ClientId).Super
 }
 
-func (f *fsm) expectAll(fi namespace.FileInfo, bs []namespace.Block) {
+func (f *FSM) expectAll(fi namespace.FileInfo, bs []namespace.Block) {
 	if f.events == nil {
 		return
 	}
@@ -198,7 +199,7 @@ func (f *fsm) expectAll(fi namespace.FileInfo, bs []namespace.Block) {
 
 // applyCommitBlockSync ends a recovery the primary datanode reports. Only
 // the recovery in progress (same recovery id) is accepted.
-func (f *fsm) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandResult, error) {
+func (f *FSM) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandResult, error) {
 	const op = "commitBlockSynchronization"
 	id := namespace.ID(c.InodeId)
 	r, ok := f.st.leases.Recovering(id)
@@ -230,10 +231,10 @@ func (f *fsm) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 	// (the earlier ones were committed by AddBlock, never by Complete).
 	_, bs, _ := f.st.tree.FileByID(id)
 	f.expectAll(fi, bs)
-	return &api.CommandResult{Status: toFileStatus(fi)}, nil
+	return &api.CommandResult{Status: ToFileStatus(fi)}, nil
 }
 
-func (f *fsm) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
+func (f *FSM) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
 	if err := f.notRecovering("fsync", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
@@ -241,14 +242,14 @@ func (f *fsm) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := s.Fsync(c.Path, namespace.ID(c.InodeId), fromAPIBlock(c.Block), 0)
+	fi, err := s.Fsync(c.Path, namespace.ID(c.InodeId), FromAPIBlock(c.Block), 0)
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
-	return &api.CommandResult{Status: toFileStatus(fi)}, nil
+	return &api.CommandResult{Status: ToFileStatus(fi)}, nil
 }
 
-func (f *fsm) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) (*api.CommandResult, error) {
+func (f *FSM) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) (*api.CommandResult, error) {
 	if err := f.notRecovering("updateBlockForPipeline", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
@@ -256,16 +257,16 @@ func (f *fsm) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) 
 	if err != nil {
 		return nil, err
 	}
-	b := fromAPIBlock(c.Block)
+	b := FromAPIBlock(c.Block)
 	gs, err := s.AllocPipelineStamp(c.Path, namespace.ID(c.InodeId), b)
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
 	b.GenStamp = gs
-	return &api.CommandResult{Block: toAPIBlock(b)}, nil
+	return &api.CommandResult{Block: ToAPIBlock(b)}, nil
 }
 
-func (f *fsm) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandResult, error) {
+func (f *FSM) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandResult, error) {
 	if err := f.notRecovering("updatePipeline", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
@@ -273,25 +274,23 @@ func (f *fsm) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandRes
 	if err != nil {
 		return nil, err
 	}
-	nb, err := s.UpdatePipeline(c.Path, namespace.ID(c.InodeId), fromAPIBlock(c.OldBlock), fromAPIBlock(c.NewBlock))
+	nb, err := s.UpdatePipeline(c.Path, namespace.ID(c.InodeId), FromAPIBlock(c.OldBlock), FromAPIBlock(c.NewBlock))
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
 	if f.events != nil {
 		fi, _, _ := f.st.tree.FileByID(namespace.ID(c.InodeId))
 		f.events.Expect(nb, fi.ID, fi.Replication, false)
-		if p, ok := f.events.(pipelineRecorder); ok {
-			p.Pipeline(nb, c.Datanodes)
-		}
+		f.pipeline(nb, c.Datanodes)
 	}
-	return &api.CommandResult{Block: toAPIBlock(nb)}, nil
+	return &api.CommandResult{Block: ToAPIBlock(nb)}, nil
 }
 
 // leaseError rewords the refusal of a writer's call on a file that is no
 // longer under construction (recovered and closed, or closed by another
 // means) as LeaseExpired; a file another client holds stays a Permission
 // error naming that writer.
-func (f *fsm) leaseError(err error, c *api.Caller, id namespace.ID) error {
+func (f *FSM) leaseError(err error, c *api.Caller, id namespace.ID) error {
 	if errs.KindOf(err) != errs.Precondition {
 		return err
 	}
@@ -304,7 +303,7 @@ func (f *fsm) leaseError(err error, c *api.Caller, id namespace.ID) error {
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return &errs.Error{Kind: errs.Precondition, Op: e.Op, Path: e.Path,
-			Msg: fmt.Sprintf("%s: client %q holds no lease on inode %d: the file is closed (recovered, or completed)", excLeaseExpired, c.GetClientId(), id), Err: err}
+			Msg: fmt.Sprintf("%s: client %q holds no lease on inode %d: the file is closed (recovered, or completed)", ExcLeaseExpired, c.GetClientId(), id), Err: err}
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"errors"
@@ -26,18 +26,18 @@ const reapStep = 4 << 20
 // still being written.
 const reapingSuffix = ".reaping.tmp"
 
-// snapshotFiles is the node's raft.FileSnapshotStore with its reaping done
+// SnapshotStore is the node's raft.FileSnapshotStore with its reaping done
 // by the namenode. Raft's own reaping removes each old snapshot with one
 // unlink, and freeing a 107 MB file (a million files) in one go held the
 // Raft log's fsync, so every write, 13 to 19 ms on this machine's ext4;
 // reap frees it reapStep at a time instead, pausing as long as each step
 // took (about 1 ms per step, and a concurrent fsync then waited at most
-// 2 ms). Raft is given snapshotFiles itself as its store, so it counts the
+// 2 ms). Raft is given SnapshotStore itself as its store, so it counts the
 // readers of each snapshot (a leader streaming one to a follower, an
 // admin Snapshot call checking it) and reap leaves one that is being read
 // for a later reap: truncating it would cut the stream short. It also
 // names the file a sink writes, for Persist's write-back (persist.go).
-type snapshotFiles struct {
+type SnapshotStore struct {
 	*raft.FileSnapshotStore
 	dir string // the store's snapshots directory
 	log *slog.Logger
@@ -47,19 +47,19 @@ type snapshotFiles struct {
 	rmu     sync.Mutex
 }
 
-var _ raft.SnapshotStore = (*snapshotFiles)(nil)
+var _ raft.SnapshotStore = (*SnapshotStore)(nil)
 
-// openSnapshotFiles opens raft's file snapshot store in base (its files go
+// OpenSnapshotStore opens raft's file snapshot store in base (its files go
 // to base/snapshots) with raft's reaping off, and reaps what a crash may
 // have left beyond retainSnapshots before raft looks for a snapshot to
 // restore (raft tries every listed one, newest first). reap keeps
 // retainSnapshots after every Persist and Restore.
-func openSnapshotFiles(base string, logw io.Writer, log *slog.Logger) (*snapshotFiles, error) {
+func OpenSnapshotStore(base string, logw io.Writer, log *slog.Logger) (*SnapshotStore, error) {
 	store, err := raft.NewFileSnapshotStore(base, math.MaxInt32, logw)
 	if err != nil {
 		return nil, err
 	}
-	sf := &snapshotFiles{FileSnapshotStore: store, dir: filepath.Join(base, "snapshots"), log: log, readers: map[string]int{}}
+	sf := &SnapshotStore{FileSnapshotStore: store, dir: filepath.Join(base, "snapshots"), log: log, readers: map[string]int{}}
 	sf.reap()
 	return sf, nil
 }
@@ -67,7 +67,7 @@ func openSnapshotFiles(base string, logw io.Writer, log *slog.Logger) (*snapshot
 // Open opens snapshot id for reading, as raft's store does, and counts the
 // reader until it closes. The count starts before the store's Open, which
 // reads the whole file for its CRC, so a reap cannot truncate it then.
-func (sf *snapshotFiles) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+func (sf *SnapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	sf.rmu.Lock()
 	sf.readers[id]++
 	sf.rmu.Unlock()
@@ -84,7 +84,7 @@ func (sf *snapshotFiles) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, err
 // countedReader is an open snapshot; Close uncounts it once.
 type countedReader struct {
 	io.ReadCloser
-	sf   *snapshotFiles
+	sf   *SnapshotStore
 	id   string
 	once sync.Once
 }
@@ -108,7 +108,7 @@ func (r *countedReader) uncount() {
 // newest returns the metadata of the newest complete snapshot. Raft takes
 // one snapshot at a time, so right after a snapshot future succeeds it is
 // that snapshot's.
-func (sf *snapshotFiles) newest() (*raft.SnapshotMeta, error) {
+func (sf *SnapshotStore) Newest() (*raft.SnapshotMeta, error) {
 	metas, err := sf.List()
 	if err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func (sf *snapshotFiles) newest() (*raft.SnapshotMeta, error) {
 // (<dir>/<id>.tmp/state.bin until the sink is closed), or "" when sf is nil
 // or the sink is another kind. TestSnapshotStateFileFound checks the layout
 // against the store.
-func (sf *snapshotFiles) stateFile(sink raft.SnapshotSink) string {
+func (sf *SnapshotStore) stateFile(sink raft.SnapshotSink) string {
 	if sf == nil {
 		return ""
 	}
@@ -143,7 +143,7 @@ func (sf *snapshotFiles) stateFile(sink raft.SnapshotSink) string {
 // it: after Persist, Raft's snapshot goroutine; after Restore, the FSM's,
 // where it adds about 2 ms per 4 MiB of old snapshot to an install or a
 // start.
-func (sf *snapshotFiles) reap() {
+func (sf *SnapshotStore) reap() {
 	if sf == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package namenode
+package fsm
 
 import (
 	"io"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package namenode
+package fsm
 
 import "os"
 

@@ -1,0 +1,203 @@
+package fsm
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+// The handlers below run each namespace operation as the command's
+// caller: the Session checks permissions on the inodes it resolves and
+// changes nothing when a check fails. New inodes belong to the caller and
+// take the group of their parent directory, as in HDFS.
+
+func (f *FSM) applyMkdirs(c *api.MkdirsCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "mkdirs", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.Mkdirs(c.Path, namespace.MkdirsOpts{Perm: c.Perm, Parents: c.Parents, MtimeMs: c.MtimeUnixMs})
+}
+
+func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "create", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, removed, err := s.Create(c.Path, namespace.CreateOpts{
+		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
+		Replication: c.Replication, BlockSize: c.BlockSize, MtimeMs: c.MtimeUnixMs,
+		UnderConstruction: func(fi namespace.FileInfo) error {
+			return f.checkTakeover(c.Caller, "create", c.Path, fi.ID, fi.Writer, c.MtimeUnixMs, c.SoftLimitMs)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.forget(removed)
+	if len(removed) > 0 {
+		f.pruneLeases()
+	}
+	f.st.leases.Add(fi.ID, writerOf(c.Caller), c.MtimeUnixMs)
+	return &api.CommandResult{Status: ToFileStatus(fi)}, nil
+}
+
+// applyAddBlock allocates the next block for the file's writer. A writer
+// retrying an AddBlock whose answer it lost gets the same block again
+// (namespace.Session.AddBlock), not a second allocation.
+func (f *FSM) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("addBlock", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
+	s, err := f.as(c.Caller, "addBlock", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	var prev *namespace.Block
+	if c.Previous != nil {
+		b := FromAPIBlock(c.Previous)
+		prev = &b
+	}
+	nb, err := s.AddBlock(c.Path, namespace.ID(c.InodeId), prev, c.MtimeUnixMs)
+	if err != nil {
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
+	}
+	if !nb.Retried && f.events != nil {
+		f.events.Expect(nb.Block, nb.File.ID, nb.File.Replication, false)
+		f.pipeline(nb.Block, c.Targets)
+	}
+	return &api.CommandResult{Block: ToAPIBlock(nb.Block), Offset: nb.Offset, Status: ToFileStatus(nb.File)}, nil
+}
+
+func (f *FSM) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("complete", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
+	s, err := f.as(c.Caller, "complete", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	bs := make([]namespace.Block, len(c.Blocks))
+	for i, b := range c.Blocks {
+		bs[i] = FromAPIBlock(b)
+	}
+	fi, err := s.Complete(c.Path, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
+	if err != nil {
+		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
+	}
+	f.st.leases.Remove(fi.ID)
+	if f.events != nil {
+		for _, b := range bs {
+			f.events.Expect(b, fi.ID, fi.Replication, true)
+		}
+	}
+	return &api.CommandResult{Status: ToFileStatus(fi)}, nil
+}
+
+func (f *FSM) applyAbandonBlock(c *api.AbandonBlockCommand) (*api.CommandResult, error) {
+	if err := f.notRecovering("abandonBlock", c.Path, c.InodeId); err != nil {
+		return nil, err
+	}
+	s, err := f.as(c.Caller, "abandonBlock", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	b := FromAPIBlock(c.Block)
+	if err := s.AbandonBlock(c.Path, namespace.ID(c.InodeId), b); err != nil {
+		return nil, err
+	}
+	f.forget([]namespace.Block{b})
+	return nil, nil
+}
+
+func (f *FSM) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "delete", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	removed, err := s.Delete(c.Path, c.Recursive, c.MtimeUnixMs)
+	if err != nil {
+		return nil, err
+	}
+	f.forget(removed)
+	f.pruneLeases()
+	out := &api.CommandResult{Removed: make([]*api.Block, len(removed))}
+	for i, b := range removed {
+		out.Removed[i] = ToAPIBlock(b)
+	}
+	return out, nil
+}
+
+func (f *FSM) applyAppend(c *api.AppendCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "append", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.guardUnderConstruction(c.Caller, "append", c.Path, c.MtimeUnixMs, c.SoftLimitMs); err != nil {
+		return nil, err
+	}
+	var fi namespace.FileInfo
+	var reopened *namespace.Block
+	if c.NewBlock {
+		fi, err = s.Append(c.Path, c.MtimeUnixMs)
+	} else {
+		// The stamp is taken only if the block is reopened.
+		fi, reopened, err = s.AppendLast(c.Path, f.st.tree.NextGenStamp(), c.MtimeUnixMs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.st.leases.Add(fi.ID, writerOf(c.Caller), c.MtimeUnixMs)
+	_, bs, _ := f.st.tree.FileByID(fi.ID)
+	out := &api.CommandResult{Status: ToFileStatus(fi), Blocks: make([]*api.Block, len(bs))}
+	for i, b := range bs {
+		out.Blocks[i] = ToAPIBlock(b)
+	}
+	if reopened != nil {
+		out.Block = ToAPIBlock(*reopened)
+		if f.events != nil {
+			f.events.Expect(*reopened, fi.ID, fi.Replication, false)
+		}
+	}
+	return out, nil
+}
+
+func (f *FSM) applyRename(c *api.RenameCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "rename", c.Src)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.Rename(c.Src, c.Dst, c.MtimeUnixMs)
+}
+
+func (f *FSM) applySetPermission(c *api.SetPermissionCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "setPermission", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.SetPermission(c.Path, c.Perm, c.MtimeUnixMs)
+}
+
+func (f *FSM) applySetOwner(c *api.SetOwnerCommand) (*api.CommandResult, error) {
+	s, err := f.as(c.Caller, "setOwner", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.SetOwner(c.Path, c.Owner, c.Group)
+}
+
+func (f *FSM) applySetMember(c *api.SetMemberCommand) (*api.CommandResult, error) {
+	m := proto.Clone(c.Member).(*api.Member)
+	if m == nil || m.Id == "" {
+		return nil, errs.New(errs.Invalid, "set member", "", "member id is required")
+	}
+	f.st.members[m.Id] = m
+	return nil, nil
+}
+
+func (f *FSM) applyRemoveMember(c *api.RemoveMemberCommand) (*api.CommandResult, error) {
+	delete(f.st.members, c.Id)
+	return nil, nil
+}

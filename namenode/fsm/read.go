@@ -1,0 +1,139 @@
+package fsm
+
+import (
+	"crypto/sha256"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/leases"
+	"github.com/blockfs/blockfs/namespace"
+)
+
+// View runs fn with a Reader of the state under the FSM's read lock: every
+// read fn makes sees one applied index. Applies wait until fn returns, so
+// fn must be quick and must not propose, wait for an index, or call View
+// or another FSM method that takes the lock.
+func (f *FSM) View(fn func(Reader)) {
+	defer f.mu.RLock().RUnlock()
+	fn(Reader{f: f})
+}
+
+// Reader reads the state inside View. It is valid only during the call of
+// the function it was given to and must not be kept; what it returns is
+// read only (slices of blocks may be shared with the state).
+type Reader struct{ f *FSM }
+
+// As returns the read session of caller c (nil: the namenode itself, which
+// passes every check). A caller without a user name is refused, with op
+// and p in the error.
+func (r Reader) As(c *api.Caller, op, p string) (ReadSession, error) {
+	s, err := r.f.as(c, op, p)
+	return ReadSession{s}, err
+}
+
+// AsUser is As for a read by user with groups, building the namespace
+// caller in *nc, which the reader provides so that the session needs no
+// heap allocation (GetBlockLocations' hot path).
+func (r Reader) AsUser(nc *namespace.Caller, user string, groups []string, op, p string) (ReadSession, error) {
+	s, err := r.f.asIn(nc, user, groups, "", op, p)
+	return ReadSession{s}, err
+}
+
+// Stat stats p as the namenode itself (no permission checks).
+func (r Reader) Stat(p string) (namespace.FileInfo, error) { return r.f.st.tree.Stat(p) }
+
+// FileByID returns file id and its blocks.
+func (r Reader) FileByID(id namespace.ID) (namespace.FileInfo, []namespace.Block, bool) {
+	return r.f.st.tree.FileByID(id)
+}
+
+// Block returns the block with this id and the file holding it.
+func (r Reader) Block(id uint64) (namespace.Block, namespace.ID, bool) { return r.f.st.tree.Block(id) }
+
+// Recovering returns the recovery in progress of file id, if any.
+func (r Reader) Recovering(id namespace.ID) (leases.Recovery, bool) {
+	return r.f.st.leases.Recovering(id)
+}
+
+// Recoveries returns every recovery in progress, by file.
+func (r Reader) Recoveries() map[namespace.ID]leases.Recovery { return r.f.st.leases.Recoveries() }
+
+// Holders returns the lease holders with their files.
+func (r Reader) Holders() []leases.Holder { return r.f.st.leases.Holders() }
+
+// ReadSession is a caller's read-only session on the namespace: every read
+// checks the caller's permissions on the inodes it resolves.
+type ReadSession struct{ s namespace.Session }
+
+// Stat returns p's FileInfo.
+func (s ReadSession) Stat(p string) (namespace.FileInfo, error) { return s.s.Stat(p) }
+
+// List returns up to limit entries of directory p after startAfter, and
+// whether more follow.
+func (s ReadSession) List(p, startAfter string, limit int) ([]namespace.FileInfo, bool, error) {
+	return s.s.List(p, startAfter, limit)
+}
+
+// FileInto returns file p and its blocks in one walk; a file of one block
+// returns it in *one (no allocation). The blocks are read only, and valid
+// only inside View.
+func (s ReadSession) FileInto(p string, one *[1]namespace.Block) (namespace.FileInfo, []namespace.Block, error) {
+	return s.s.FileInto(p, one)
+}
+
+// Member returns member id (shared: the caller must not change it).
+func (f *FSM) Member(id string) (*api.Member, bool) {
+	defer f.mu.RLock().RUnlock()
+	m, ok := f.st.members[id]
+	return m, ok
+}
+
+// Members returns the member table, a copy of the map whose entries are
+// shared (the caller must not change them).
+func (f *FSM) Members() map[string]*api.Member {
+	defer f.mu.RLock().RUnlock()
+	out := make(map[string]*api.Member, len(f.st.members))
+	for id, m := range f.st.members {
+		out[id] = m
+	}
+	return out
+}
+
+// Counts are the sizes of the replicated state.
+type Counts struct {
+	Files, Directories, Blocks int
+	// LeaseHolders are clients holding a lease, on FilesUnderConstruction
+	// files; Recoveries are block recoveries started and not committed.
+	LeaseHolders, FilesUnderConstruction, Recoveries int
+}
+
+// Counts returns the state's sizes at one index.
+func (f *FSM) Counts() Counts {
+	defer f.mu.RLock().RUnlock()
+	var c Counts
+	c.Files, c.Directories, c.Blocks = f.st.tree.Counts()
+	c.LeaseHolders, c.FilesUnderConstruction, c.Recoveries = f.st.leases.Counts()
+	return c
+}
+
+// Hash is a digest of the replicated namespace: the tree's, and the lease
+// table's when any file is open for write or being recovered. Namenodes
+// at the same applied index have the same Hash.
+func (f *FSM) Hash() [32]byte {
+	defer f.mu.RLock().RUnlock()
+	if _, files, recs := f.st.leases.Counts(); files == 0 && recs == 0 {
+		return f.st.tree.Hash()
+	}
+	t, l := f.st.tree.Hash(), f.st.leases.Hash()
+	return sha256.Sum256(append(t[:], l[:]...))
+}
+
+// CommittedCRC returns the CRC32C the namespace recorded for block blockID
+// at generation stamp genStamp, if it has one.
+func (f *FSM) CommittedCRC(blockID, genStamp uint64) (uint32, bool) {
+	defer f.mu.RLock().RUnlock()
+	b, _, ok := f.st.tree.Block(blockID)
+	if !ok || b.GenStamp != genStamp || !b.HasCRC {
+		return 0, false
+	}
+	return b.CRC, true
+}
