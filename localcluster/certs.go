@@ -67,17 +67,17 @@ func (c *Cluster) TLSFor(id security.Identity) (*tls.Config, error) {
 // simple auth on loopback.
 func (c *Cluster) secureNamenode(nc *namenode.Config) error {
 	if c.groupFile != "" {
-		nc.GroupFile = c.groupFile
+		nc.Auth.GroupFile = c.groupFile
 	}
 	if c.pki == nil {
-		nc.Auth = namenode.AuthSimple
+		nc.Auth.Mode = namenode.AuthSimple
 		return nil
 	}
 	srv, cl, err := c.pki.pair(security.Identity{Role: security.RoleNamenode, Name: nc.ID})
 	if err != nil {
 		return err
 	}
-	nc.Auth, nc.TLS, nc.PeerTLS = namenode.AuthMTLS, srv, cl
+	nc.Auth.Mode, nc.Auth.TLS, nc.Auth.PeerTLS = namenode.AuthMTLS, srv, cl
 	return nil
 }
 

@@ -109,10 +109,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.ID = fmt.Sprintf("nn%d", i+1)
 		nc.DataDir = filepath.Join(c.dir, nc.ID)
 		nc.GRPCAddr = "127.0.0.1:0"
-		nc.RaftAddr = "127.0.0.1:0"
+		nc.Raft.Addr = "127.0.0.1:0"
 		nc.HTTPAddr = "127.0.0.1:0"
-		nc.RaftHeartbeat = 200 * time.Millisecond
-		nc.RaftElection = 400 * time.Millisecond
+		nc.Raft.Heartbeat = 200 * time.Millisecond
+		nc.Raft.Election = 400 * time.Millisecond
 		nc.WorkInterval = 100 * time.Millisecond
 		setBlockTimings(&nc)
 		nc.Logger = c.log
@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		if i == 0 {
-			nc.Bootstrap = true
+			nc.Raft.Bootstrap = true
 		}
 		if cfg.Namenode != nil {
 			cfg.Namenode(i, &nc)
@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	for i := range cfg.Namenodes {
 		if i > 0 {
-			c.nnConfigs[i].Join = c.namenodes[0].GRPCAddr()
+			c.nnConfigs[i].Raft.Join = c.namenodes[0].GRPCAddr()
 		}
 		if err := c.startNamenode(ctx, i); err != nil {
 			c.Close()
@@ -167,7 +167,7 @@ func (c *Cluster) startNamenode(ctx context.Context, i int) error {
 	}
 	if c.net != nil {
 		c.mu.Lock()
-		nc.RaftTransport = c.net.fresh(i)
+		nc.Raft.Transport = c.net.fresh(i)
 		c.mu.Unlock()
 	}
 	n, err := namenode.Start(ctx, nc, lis)
@@ -176,7 +176,7 @@ func (c *Cluster) startNamenode(ctx context.Context, i int) error {
 	}
 	// Pin the ports so a restarted node comes back where its peers expect it.
 	c.nnConfigs[i].GRPCAddr = n.GRPCAddr()
-	c.nnConfigs[i].RaftAddr = n.RaftAddr()
+	c.nnConfigs[i].Raft.Addr = n.RaftAddr()
 	if n.HTTPAddr() != "" {
 		c.nnConfigs[i].HTTPAddr = n.HTTPAddr()
 	}
@@ -338,7 +338,7 @@ func (c *Cluster) RestartNamenode(ctx context.Context, i int) error {
 	if c.Namenode(i) != nil {
 		return errs.Newf(errs.Precondition, "restart namenode", "", "namenode %d is running", i)
 	}
-	c.nnConfigs[i].Bootstrap = false
+	c.nnConfigs[i].Raft.Bootstrap = false
 	return c.startNamenode(ctx, i)
 }
 

@@ -32,8 +32,8 @@ func startLeaseCluster(t *testing.T) (*localcluster.Cluster, *client.Client) {
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Datanodes: 5, Dir: t.TempDir(), MTLS: true,
 		Namenode: func(i int, nc *namenode.Config) {
-			nc.LeaseSoftLimit, nc.LeaseHardLimit = softLimit, hardLimit
-			nc.LeaseCheckInterval, nc.RecoveryTimeout = 100*time.Millisecond, 3*time.Second
+			nc.Leases.SoftLimit, nc.Leases.HardLimit = softLimit, hardLimit
+			nc.Leases.CheckInterval, nc.Leases.RecoveryTimeout = 100*time.Millisecond, 3*time.Second
 		},
 	})
 	if err != nil {
@@ -375,8 +375,8 @@ func TestLeasesAgreeAfterRestart(t *testing.T) {
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(),
 		Namenode: func(i int, nc *namenode.Config) {
-			nc.SnapshotEvery = 8 // snapshots happen while the files are open
-			nc.LeaseSoftLimit, nc.LeaseHardLimit = time.Minute, time.Hour
+			nc.Raft.SnapshotEvery = 8 // snapshots happen while the files are open
+			nc.Leases.SoftLimit, nc.Leases.HardLimit = time.Minute, time.Hour
 		},
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 		}
 		return api.NewAdminClient(conn).AddServer(ctx, req)
 	}
-	f := n.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)
+	f := n.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return nil, n.raftError("add server", err)
 	}
@@ -64,7 +64,7 @@ func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 	if _, _, err := n.propose(ctx, fsm.CmdRemoveMember, &api.RemoveMemberCommand{Id: req.Id}); err != nil {
 		return nil, err
 	}
-	f := n.raft.RemoveServer(raft.ServerID(req.Id), 0, n.cfg.ApplyTimeout)
+	f := n.raft.RemoveServer(raft.ServerID(req.Id), 0, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return nil, n.raftError("remove server", err)
 	}

@@ -16,7 +16,7 @@ type authEnv struct{ n *Namenode }
 // the namenode's own group mapping.
 func (e authEnv) IsSuperuser(user string) bool {
 	n := e.n
-	return user == n.cfg.Superuser || slices.Contains(n.groups.Groups(user), n.cfg.SuperGroup)
+	return user == n.cfg.Namespace.Superuser || slices.Contains(n.groups.Groups(user), n.cfg.Namespace.Supergroup)
 }
 
 // IsMember: name is a server of the Raft configuration (voter or not).

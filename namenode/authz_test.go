@@ -45,7 +45,7 @@ func startAuthzCluster(t *testing.T, datanodes int) *authzCluster {
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Datanodes: datanodes, Dir: t.TempDir(), MTLS: true,
 		Groups:   map[string][]string{"ops": {"supergroup"}, "alice": {"staff"}},
-		Namenode: func(i int, nc *namenode.Config) { nc.Superuser = "root" },
+		Namenode: func(i int, nc *namenode.Config) { nc.Namespace.Superuser = "root" },
 	})
 	if err != nil {
 		t.Fatal(err)

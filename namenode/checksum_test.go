@@ -21,10 +21,10 @@ import (
 // and creates nothing.
 func TestCreateBlockSizeLimits(t *testing.T) {
 	x := startCluster(t, 1, func(_ int, c *namenode.Config) {
-		c.BytesPerChecksum = 512
-		c.MinBlockSize = 1024
-		c.MaxBlockSize = 1 << 20
-		c.DefaultBlock = 64 << 10
+		c.Namespace.BytesPerChecksum = 512
+		c.Namespace.MinBlockSize = 1024
+		c.Namespace.MaxBlockSize = 1 << 20
+		c.Namespace.DefaultBlockSize = 64 << 10
 	})
 	x.leader()
 	cases := []struct {
@@ -67,17 +67,17 @@ func TestConfigRefusesBadChecksumSettings(t *testing.T) {
 		adjust func(c *namenode.Config)
 		msg    string
 	}{
-		{"bpc not a power of two", func(c *namenode.Config) { c.BytesPerChecksum = 500 }, "bytes per checksum 500"},
-		{"bpc too small", func(c *namenode.Config) { c.BytesPerChecksum = 32 }, "bytes per checksum 32"},
-		{"bpc too large", func(c *namenode.Config) { c.BytesPerChecksum = 2 << 20 }, "bytes per checksum 2097152"},
-		{"min above max", func(c *namenode.Config) { c.MinBlockSize, c.MaxBlockSize = 2<<20, 1<<20 }, "want 0 < min <= max"},
-		{"default not a multiple", func(c *namenode.Config) { c.DefaultBlock = 1000 + 1<<20 }, "default block size 1049576"},
-		{"default above max", func(c *namenode.Config) { c.DefaultBlock = 2 << 30 }, "above the maximum"},
+		{"bpc not a power of two", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 500 }, "bytes per checksum 500"},
+		{"bpc too small", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 32 }, "bytes per checksum 32"},
+		{"bpc too large", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 2 << 20 }, "bytes per checksum 2097152"},
+		{"min above max", func(c *namenode.Config) { c.Namespace.MinBlockSize, c.Namespace.MaxBlockSize = 2<<20, 1<<20 }, "want 0 < min <= max"},
+		{"default not a multiple", func(c *namenode.Config) { c.Namespace.DefaultBlockSize = 1000 + 1<<20 }, "default block size 1049576"},
+		{"default above max", func(c *namenode.Config) { c.Namespace.DefaultBlockSize = 2 << 30 }, "above the maximum"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := namenode.DefaultConfig()
-			cfg.ID, cfg.DataDir, cfg.Auth = "nn", t.TempDir(), namenode.AuthSimple
+			cfg.ID, cfg.DataDir, cfg.Auth.Mode = "nn", t.TempDir(), namenode.AuthSimple
 			c.adjust(&cfg)
 			err := cfg.Validate()
 			if errs.KindOf(err) != errs.Invalid || !strings.Contains(fmt.Sprint(err), c.msg) {
@@ -86,7 +86,7 @@ func TestConfigRefusesBadChecksumSettings(t *testing.T) {
 		})
 	}
 	ok := namenode.DefaultConfig()
-	ok.ID, ok.DataDir, ok.Auth = "nn", t.TempDir(), namenode.AuthSimple
+	ok.ID, ok.DataDir, ok.Auth.Mode = "nn", t.TempDir(), namenode.AuthSimple
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestConfigRefusesBadChecksumSettings(t *testing.T) {
 // TestAddBlockCarriesBytesPerChecksum: writers learn the cluster's chunk
 // size from AddBlock.
 func TestAddBlockCarriesBytesPerChecksum(t *testing.T) {
-	x := startCluster(t, 1, func(_ int, c *namenode.Config) { c.BytesPerChecksum = 4096 })
+	x := startCluster(t, 1, func(_ int, c *namenode.Config) { c.Namespace.BytesPerChecksum = 4096 })
 	x.registerDatanodes(1)
 	c := x.client(0)
 	cr, err := c.Create(x.root(), &api.CreateRequest{Path: "/f", Replication: 1, BlockSize: 64 << 10})

@@ -45,24 +45,24 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 	}
 	repl, bs := req.Replication, req.BlockSize
 	if repl == 0 {
-		repl = s.n.cfg.DefaultRepl
+		repl = s.n.cfg.Namespace.DefaultReplication
 	}
 	if bs == 0 {
-		bs = s.n.cfg.DefaultBlock
+		bs = s.n.cfg.Namespace.DefaultBlockSize
 	}
-	if msg := s.n.cfg.blockSizeProblem(bs); msg != "" {
+	if msg := s.n.cfg.Namespace.blockSizeProblem(bs); msg != "" {
 		return nil, errs.Newf(errs.Invalid, "create", req.Path, "block size %d is %s", bs, msg)
 	}
 	c := s.n.caller(ctx)
 	res, idx, err := s.n.propose(ctx, fsm.CmdCreate, &api.CreateCommand{
 		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
-		SoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds(),
+		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
 		return nil, s.n.takeOver(ctx, c, req.Path, err)
 	}
-	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds()}, nil
+	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}, nil
 }
 
 func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) (*api.AddBlockResponse, error) {
@@ -113,7 +113,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb, Token: tok, BytesPerChecksum: s.n.cfg.BytesPerChecksum}, nil
+	return &api.AddBlockResponse{Header: s.n.writeHeader(idx), Block: lb, Token: tok, BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum}, nil
 }
 
 // checkCapacity refuses (Precondition) a block of blockSize bytes for file
@@ -172,13 +172,13 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 	c := s.n.caller(ctx)
 	res, idx, err := s.n.propose(ctx, fsm.CmdAppend, &api.AppendCommand{
 		Caller: c, Path: req.Path, MtimeUnixMs: nowMs(), NewBlock: req.NewBlock,
-		SoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds(),
+		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
 		return nil, s.n.takeOver(ctx, c, req.Path, err)
 	}
-	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.BytesPerChecksum,
-		LeaseSoftLimitMs: s.n.cfg.LeaseSoftLimit.Milliseconds()}
+	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum,
+		LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}
 	if b := res.GetBlock(); b != nil {
 		// The reopened block: its replicas are where the old stamp's are.
 		lb := &api.LocatedBlock{Block: b, Offset: res.Status.GetLength() - b.Length}
@@ -265,8 +265,8 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 		return nil, err
 	}
 	limit := int(req.Limit)
-	if limit <= 0 || limit > s.n.cfg.MaxListPage {
-		limit = s.n.cfg.MaxListPage
+	if limit <= 0 || limit > s.n.cfg.Namespace.MaxListPage {
+		limit = s.n.cfg.Namespace.MaxListPage
 	}
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ func startCluster(t testing.TB, n int, adjust func(i int, c *namenode.Config)) *
 	// says so: Complete does not wait for reports here (MinReplication 0)
 	// unless a test sets it.
 	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: n, Dir: t.TempDir(), Namenode: func(i int, c *namenode.Config) {
-		c.MinReplication = 0
+		c.Namespace.MinReplication = 0
 		if adjust != nil {
 			adjust(i, c)
 		}

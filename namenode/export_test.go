@@ -29,7 +29,7 @@ type LoadedFile struct {
 // has to match.
 func LoadFiles(n *Namenode, files, perDir int, blockLen uint64) ([]LoadedFile, error) {
 	f := n.fsm
-	caller := &api.Caller{User: n.cfg.Superuser, ClientId: "load-files"}
+	caller := &api.Caller{User: n.cfg.Namespace.Superuser, ClientId: "load-files"}
 	out := make([]LoadedFile, 0, files)
 	for i := range files {
 		dir := fmt.Sprintf("/load/d%06d", i/perDir)

@@ -16,7 +16,7 @@ import (
 // fresh key is usable at once.
 func (n *Namenode) keyLoop() {
 	defer n.wg.Done()
-	cfg := n.cfg.Security
+	cfg := n.cfg.Tokens
 	retry := 50 * time.Millisecond
 	for {
 		now := time.Now()
@@ -53,13 +53,13 @@ func (n *Namenode) rotateAt() time.Time {
 	if kp == nil {
 		return time.Time{}
 	}
-	return kp.NotBefore.Add(n.cfg.Security.KeyRotation * 3 / 4)
+	return kp.NotBefore.Add(n.cfg.Tokens.KeyRotation * 3 / 4)
 }
 
 func (n *Namenode) rotationDue(now time.Time) bool { return !now.Before(n.rotateAt()) }
 
 func (n *Namenode) rotateKey(now time.Time) error {
-	cfg := n.cfg.Security
+	cfg := n.cfg.Tokens
 	kp, err := security.GenerateKeyPair(cfg.NodeID, now, cfg.KeyRotation, cfg.TokenLifetime)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (n *Namenode) rotateKey(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
 	defer cancel()
 	if _, _, err := n.propose(ctx, fsm.CmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: n.cfg.ID}); err != nil {
 		return err
@@ -93,7 +93,7 @@ func (n *Namenode) pruneKeys(now time.Time, cfg security.Config) {
 	if !stale {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
 	defer cancel()
 	if _, _, err := n.propose(ctx, fsm.CmdPruneKeys, &api.PruneKeysCommand{CutoffUnixMs: cutoff.UnixMilli()}); err != nil {
 		n.log.Warn("prune keys", "err", err)
@@ -111,13 +111,13 @@ func (n *Namenode) TokensReady() bool {
 }
 
 // TokenMode returns the configured token mode.
-func (n *Namenode) TokenMode() security.Mode { return n.cfg.Security.Mode }
+func (n *Namenode) TokenMode() security.Mode { return n.cfg.Tokens.Mode }
 
 // fillReadTokens signs the read token(s) of a GetBlockLocations response,
 // per the token mode. It runs after the FSM lock is released: a thousand
 // per-block signatures must not hold up writers.
 func (n *Namenode) fillReadTokens(user string, out *api.GetBlockLocationsResponse) error {
-	if n.cfg.Security.Mode == security.PerBlock {
+	if n.cfg.Tokens.Mode == security.PerBlock {
 		toks := out.BlockTokens[:0] // a recycled reply's array (replies.go)
 		for i, id := range out.BlockIds {
 			tok, err := n.issuer.BlockToken(user, out.InodeId, id, out.GenStamps[i], security.Read)

@@ -58,7 +58,7 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 // moves on.
 func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p string, id namespace.ID) (*api.CommandResult, uint64, error) {
 	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p, InodeId: uint64(id), NowUnixMs: nowMs(),
-		SoftLimitMs: n.cfg.LeaseSoftLimit.Milliseconds(), System: c == nil}
+		SoftLimitMs: n.cfg.Leases.SoftLimit.Milliseconds(), System: c == nil}
 	var last *namespace.Block
 	prev := ""
 	n.fsm.View(func(r fsm.Reader) {
@@ -220,7 +220,7 @@ func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Bloc
 // hard limit, and recoveries that stalled past the recovery timeout, are
 // (re)started.
 func (n *Namenode) leaseLoop() {
-	n.every(n.cfg.LeaseCheckInterval, func() {
+	n.every(n.cfg.Leases.CheckInterval, func() {
 		if n.isReadyLeader() {
 			n.checkLeases()
 		}
@@ -229,7 +229,7 @@ func (n *Namenode) leaseLoop() {
 
 func (n *Namenode) checkLeases() {
 	now := nowMs()
-	hard, timeout := n.cfg.LeaseHardLimit.Milliseconds(), n.cfg.RecoveryTimeout.Milliseconds()
+	hard, timeout := n.cfg.Leases.HardLimit.Milliseconds(), n.cfg.Leases.RecoveryTimeout.Milliseconds()
 	var due []namespace.ID
 	var expired int
 	n.fsm.View(func(r fsm.Reader) {
@@ -256,7 +256,7 @@ func (n *Namenode) checkLeases() {
 		if i >= expired {
 			why = "restart"
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseCheckInterval*4)
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Leases.CheckInterval*4)
 		res, _, err := n.startRecovery(ctx, nil, "", id)
 		cancel()
 		if err != nil {

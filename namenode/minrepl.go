@@ -16,16 +16,16 @@ import (
 // delay, so the wait is usually one such delay. After cfg.CompleteWait it
 // answers Unavailable, and the client retries.
 func (n *Namenode) awaitMinReplication(ctx context.Context, p string, bs []*api.Block) error {
-	need := n.cfg.MinReplication
+	need := n.cfg.Namespace.MinReplication
 	if need == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(n.cfg.CompleteWait)
+	deadline := time.Now().Add(n.cfg.Namespace.CompleteWait)
 	wait := time.Millisecond
 	for _, b := range bs {
 		for len(n.blocks.Locations(b.GetId())) < need {
 			if time.Now().After(deadline) {
-				return errs.Newf(errs.Unavailable, "complete", p, "block %d has fewer than %d reported replicas after %v; retry", b.GetId(), need, n.cfg.CompleteWait)
+				return errs.Newf(errs.Unavailable, "complete", p, "block %d has fewer than %d reported replicas after %v; retry", b.GetId(), need, n.cfg.Namespace.CompleteWait)
 			}
 			select {
 			case <-ctx.Done():

@@ -90,27 +90,27 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err != nil {
 		return nil, err
 	}
-	cfg.Security.NodeID = cfg.ID
-	km, err := security.NewKeyManager(cfg.Security)
+	cfg.Tokens.NodeID = cfg.ID
+	km, err := security.NewKeyManager(cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
-	issuer, err := security.NewIssuer(cfg.Security, km, reg)
+	issuer, err := security.NewIssuer(cfg.Tokens, km, reg)
 	if err != nil {
 		return nil, err
 	}
-	groups, err := security.NewGroupMapping(cfg.GroupFile)
+	groups, err := security.NewGroupMapping(cfg.Auth.GroupFile)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Auth == AuthSimple {
+	if cfg.Auth.Mode == AuthSimple {
 		log.Warn("simple authentication: every caller is trusted to state its own user name and role (user, datanode, namenode) in request metadata; anyone who can reach this port can act as any user, the superuser, a datanode or a namenode; use --auth=mtls outside a trusted loopback network")
 	}
 	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups,
-		stop: make(chan struct{}), peers: newPeerConns(cfg.PeerTLS, peerIdentity(cfg))}
+		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg))}
 	n.authz = security.NewAuthorizer(security.AuthConfig{
-		Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{n}, Registry: reg,
-		Redirects: security.NewRedirectVerifier(cfg.Security, fsmKeys{n}),
+		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg,
+		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}),
 	})
 	n.met = newMetrics(reg, n)
 	defer func() {
@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		return nil, err
 	}
 	n.reads = newReadBatcher(n.raft, n.fsm.AppliedIndex)
-	n.proposer = newProposer(n, n.cfg.MaxInflightApplies, n.cfg.MaxBatch)
+	n.proposer = newProposer(n, n.cfg.Raft.MaxInflightApplies, n.cfg.Raft.MaxBatch)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	go n.leaseLoop()
 	go n.keyLoop()
 	go n.registerSelf()
-	if n.cfg.Join != "" && !n.hadState() {
+	if n.cfg.Raft.Join != "" && !n.hadState() {
 		if err := n.join(ctx); err != nil {
 			return nil, err
 		}
@@ -166,12 +166,12 @@ func (n *Namenode) startRaft() error {
 	logw := &slogWriter{log: n.log}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
-	rc.HeartbeatTimeout = cfg.RaftHeartbeat
-	rc.ElectionTimeout = cfg.RaftElection
-	rc.LeaderLeaseTimeout = cfg.RaftHeartbeat
+	rc.HeartbeatTimeout = cfg.Raft.Heartbeat
+	rc.ElectionTimeout = cfg.Raft.Election
+	rc.LeaderLeaseTimeout = cfg.Raft.Heartbeat
 	rc.CommitTimeout = 5 * time.Millisecond
-	rc.SnapshotThreshold = cfg.SnapshotEvery
-	rc.TrailingLogs = cfg.SnapshotEvery
+	rc.SnapshotThreshold = cfg.Raft.SnapshotEvery
+	rc.TrailingLogs = cfg.Raft.SnapshotEvery
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 512
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: logw})
@@ -201,9 +201,9 @@ func (n *Namenode) startRaft() error {
 		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
 	}
 	n.snaps = sf
-	n.fsm = fsm.New(fsm.Config{Superuser: cfg.Superuser, Supergroup: cfg.SuperGroup,
+	n.fsm = fsm.New(fsm.Config{Superuser: cfg.Namespace.Superuser, Supergroup: cfg.Namespace.Supergroup,
 		Events: blockEventsAdapter{n.blocks}, Snapshots: sf, Registerer: n.reg})
-	var trans raft.Transport = cfg.RaftTransport
+	var trans raft.Transport = cfg.Raft.Transport
 	setRaft := func(*raft.Raft) {}
 	if trans == nil {
 		nt, set, err := n.newRaftTransport(logw)
@@ -223,12 +223,12 @@ func (n *Namenode) startRaft() error {
 	}
 	n.raft = r
 	setRaft(r)
-	if !has && cfg.Bootstrap {
+	if !has && cfg.Raft.Bootstrap {
 		conf := raft.Configuration{}
-		if len(cfg.Peers) == 0 {
+		if len(cfg.Raft.Peers) == 0 {
 			conf.Servers = []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}
 		}
-		for _, p := range cfg.Peers {
+		for _, p := range cfg.Raft.Peers {
 			conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
 		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -245,22 +245,22 @@ func (n *Namenode) join(ctx context.Context) error {
 	}
 	backoff := 100 * time.Millisecond
 	for {
-		conn, err := n.peers.get(n.cfg.Join)
+		conn, err := n.peers.get(n.cfg.Raft.Join)
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_, err = api.NewAdminClient(conn).AddServer(cctx, req)
 			cancel()
 			if err == nil {
-				n.log.Info("joined cluster", "via", n.cfg.Join)
+				n.log.Info("joined cluster", "via", n.cfg.Raft.Join)
 				return nil
 			}
 		}
-		n.log.Warn("join failed, retrying", "via", n.cfg.Join, "err", err)
+		n.log.Warn("join failed, retrying", "via", n.cfg.Raft.Join, "err", err)
 		select {
 		case <-ctx.Done():
-			return errs.Wrap(errs.Unavailable, "join", n.cfg.Join, err)
+			return errs.Wrap(errs.Unavailable, "join", n.cfg.Raft.Join, err)
 		case <-n.stop:
-			return errs.New(errs.Unavailable, "join", n.cfg.Join, "node stopped")
+			return errs.New(errs.Unavailable, "join", n.cfg.Raft.Join, "node stopped")
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
@@ -280,7 +280,7 @@ func (n *Namenode) watchLeadership() {
 			if !isLeader {
 				continue
 			}
-			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+			if err := n.raft.Barrier(n.cfg.Raft.ApplyTimeout).Error(); err != nil {
 				n.log.Warn("leader barrier failed", "err", err)
 				continue
 			}
@@ -295,7 +295,7 @@ func (n *Namenode) watchLeadership() {
 // has this node and every configured peer.
 func (n *Namenode) registerMembers() {
 	want := []*api.Member{{Id: n.cfg.ID, RaftAddr: string(n.transport.LocalAddr()), GrpcAddr: n.grpcAddr, HttpAddr: n.HTTPAddr(), Voter: true}}
-	for _, p := range n.cfg.Peers {
+	for _, p := range n.cfg.Raft.Peers {
 		if p.ID != n.cfg.ID {
 			want = append(want, &api.Member{Id: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr, Voter: true})
 		}
@@ -305,7 +305,7 @@ func (n *Namenode) registerMembers() {
 		if cur != nil && (m.Id != n.cfg.ID || cur.GrpcAddr == m.GrpcAddr) {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
 		_, _, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: m})
 		cancel()
 		if err != nil {
@@ -326,7 +326,7 @@ func (n *Namenode) registerSelf() {
 			return
 		}
 		if n.raft.Leader() != "" {
-			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
 			_, _, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: self})
 			cancel()
 			if err != nil {

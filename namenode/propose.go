@@ -44,7 +44,7 @@ func (n *Namenode) applyLocal(ctx context.Context, data []byte) (*api.CommandRes
 
 // applyRaft puts one log entry through Raft and returns the FSM's response.
 func (n *Namenode) applyRaft(data []byte) (any, uint64, error) {
-	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	f := n.raft.Apply(data, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return nil, 0, n.raftError("apply", err)
 	}
@@ -123,7 +123,7 @@ func (n *Namenode) leaderGRPC() string {
 // waits (up to two election timeouts, within ctx) for one to be elected,
 // then gives up with Unavailable.
 func (n *Namenode) leaderConn(ctx context.Context) (*grpc.ClientConn, error) {
-	deadline := time.Now().Add(2 * n.cfg.RaftElection)
+	deadline := time.Now().Add(2 * n.cfg.Raft.Election)
 	for {
 		addr := n.leaderGRPC()
 		if addr != "" && addr != n.grpcAddr {

@@ -31,11 +31,11 @@ const (
 func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, func(*raft.Raft), error) {
 	cfg := n.cfg
 	const op = "raft transport"
-	lis, err := net.Listen("tcp", cfg.RaftAddr)
+	lis, err := net.Listen("tcp", cfg.Raft.Addr)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Unavailable, op, cfg.RaftAddr, err)
+		return nil, nil, errs.Wrap(errs.Unavailable, op, cfg.Raft.Addr, err)
 	}
-	secure := cfg.TLS != nil && cfg.PeerTLS != nil
+	secure := cfg.Auth.TLS != nil && cfg.Auth.PeerTLS != nil
 	if !secure {
 		if err := n.allowPlainRaft(lis.Addr()); err != nil {
 			lis.Close()
@@ -48,11 +48,11 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 	}, "direction", "reason")
 	var current atomic.Pointer[raft.Raft]
 	stream, err := raftnet.New(lis, raftnet.Options{
-		ServerTLS:        cfg.TLS,
-		ClientTLS:        cfg.PeerTLS,
-		TrustDomain:      cfg.TrustDomain,
-		HandshakeTimeout: cfg.RaftHandshakeTimeout,
-		Advertise:        cfg.AdvertiseRaft,
+		ServerTLS:        cfg.Auth.TLS,
+		ClientTLS:        cfg.Auth.PeerTLS,
+		TrustDomain:      cfg.Auth.TrustDomain,
+		HandshakeTimeout: cfg.Raft.HandshakeTimeout,
+		Advertise:        cfg.Raft.Advertise,
 		PeerName:         func(a raft.ServerAddress) (string, bool) { return n.raftPeerName(current.Load(), a) },
 		Refused: func(dir, reason string, remote net.Addr, err error) {
 			refused.WithLabelValues(dir, reason).Inc()
@@ -79,7 +79,7 @@ func (n *Namenode) allowPlainRaft(addr net.Addr) error {
 	if ok && a.IP.IsLoopback() {
 		return nil
 	}
-	if !n.cfg.InsecureRaft {
+	if !n.cfg.Raft.Insecure {
 		return errs.Newf(errs.Invalid, "raft transport", addr.String(),
 			"refusing plaintext Raft on a non-loopback address: anyone who reaches it can rewrite the namespace; "+
 				"give --tls-ca/--tls-cert/--tls-key (Raft then runs over mTLS), bind loopback, or pass --insecure-raft")
@@ -101,7 +101,7 @@ func (n *Namenode) raftPeerName(r *raft.Raft, addr raft.ServerAddress) (string, 
 			}
 		}
 	}
-	for _, p := range n.cfg.Peers {
+	for _, p := range n.cfg.Raft.Peers {
 		if raft.ServerAddress(p.RaftAddr) == addr {
 			return p.ID, true
 		}

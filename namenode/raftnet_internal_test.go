@@ -27,7 +27,7 @@ func TestPlainRaftOnlyOnLoopback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			n := &Namenode{cfg: Config{InsecureRaft: tc.insecure}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+			n := &Namenode{cfg: Config{Raft: RaftConfig{Insecure: tc.insecure}}, log: slog.New(slog.NewTextHandler(&logs, nil))}
 			err := n.allowPlainRaft(&net.TCPAddr{IP: net.ParseIP(tc.ip), Port: 7000})
 			if (err == nil) != tc.ok {
 				t.Fatalf("allowPlainRaft: %v, want ok=%v", err, tc.ok)
@@ -51,11 +51,11 @@ func TestRaftConfigValidate(t *testing.T) {
 		adjust func(*Config)
 		ok     bool
 	}{
-		{"mtls with both configs", func(c *Config) { c.TLS, c.PeerTLS = tlsCfg, tlsCfg }, true},
-		{"mtls without the peer config", func(c *Config) { c.TLS = tlsCfg }, false},
-		{"insecure raft under simple", func(c *Config) { c.Auth, c.InsecureRaft = AuthSimple, true }, true},
-		{"insecure raft under mtls", func(c *Config) { c.TLS, c.PeerTLS, c.InsecureRaft = tlsCfg, tlsCfg, true }, false},
-		{"no handshake timeout", func(c *Config) { c.Auth, c.RaftHandshakeTimeout = AuthSimple, 0 }, false},
+		{"mtls with both configs", func(c *Config) { c.Auth.TLS, c.Auth.PeerTLS = tlsCfg, tlsCfg }, true},
+		{"mtls without the peer config", func(c *Config) { c.Auth.TLS = tlsCfg }, false},
+		{"insecure raft under simple", func(c *Config) { c.Auth.Mode, c.Raft.Insecure = AuthSimple, true }, true},
+		{"insecure raft under mtls", func(c *Config) { c.Auth.TLS, c.Auth.PeerTLS, c.Raft.Insecure = tlsCfg, tlsCfg, true }, false},
+		{"no handshake timeout", func(c *Config) { c.Auth.Mode, c.Raft.HandshakeTimeout = AuthSimple, 0 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

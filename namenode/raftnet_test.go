@@ -74,8 +74,8 @@ func (p *raftPKI) cert(ca *security.CA, td string, id security.Identity) *tls.Ce
 // its own Raft id: gRPC and Raft alike.
 func (p *raftPKI) secure(c *namenode.Config) {
 	srv, cl := p.configs(p.ca, security.DefaultTrustDomain, security.Identity{Role: security.RoleNamenode, Name: c.ID})
-	c.Auth, c.TLS, c.PeerTLS = namenode.AuthMTLS, srv, cl
-	c.Superuser = "root"
+	c.Auth.Mode, c.Auth.TLS, c.Auth.PeerTLS = namenode.AuthMTLS, srv, cl
+	c.Namespace.Superuser = "root"
 	c.Logger = quietLogger()
 }
 
@@ -258,7 +258,7 @@ func raftAttacks() []raftAttack {
 // cluster keeps replicating.
 func TestRaftOutsidersRefused(t *testing.T) {
 	p := newRaftPKI(t)
-	c, conns := startMTLSCluster(t, p, 3, func(nc *namenode.Config) { nc.RaftHandshakeTimeout = 500 * time.Millisecond })
+	c, conns := startMTLSCluster(t, p, 3, func(nc *namenode.Config) { nc.Raft.HandshakeTimeout = 500 * time.Millisecond })
 	mkdirVia(t.Context(), t, c, conns, "/data")
 	converged(t, c)
 	li := c.Leader()
@@ -403,12 +403,12 @@ func TestRaftAddServerNeedsItsOwnCertificate(t *testing.T) {
 
 	cfg := namenode.DefaultConfig()
 	cfg.ID, cfg.DataDir = "nn4", t.TempDir()
-	cfg.GRPCAddr, cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0", ""
-	cfg.RaftHeartbeat, cfg.RaftElection = 200*time.Millisecond, 400*time.Millisecond
-	cfg.Join = c.NamenodeAddrs()[li]
+	cfg.GRPCAddr, cfg.Raft.Addr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0", ""
+	cfg.Raft.Heartbeat, cfg.Raft.Election = 200*time.Millisecond, 400*time.Millisecond
+	cfg.Raft.Join = c.NamenodeAddrs()[li]
 	p.secure(&cfg)
 	// It dials as nn4 (so AddServer admits it) but serves as nn5.
-	cfg.TLS, _ = p.configs(p.ca, security.DefaultTrustDomain, security.Identity{Role: security.RoleNamenode, Name: "nn5"})
+	cfg.Auth.TLS, _ = p.configs(p.ca, security.DefaultTrustDomain, security.Identity{Role: security.RoleNamenode, Name: "nn5"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	impostor, err := namenode.Start(ctx, cfg, nil)

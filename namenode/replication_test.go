@@ -105,7 +105,7 @@ func TestReadYourWrites(t *testing.T) {
 // TestSnapshotRestore: a node restarted from snapshot plus log, and a node
 // that must catch up by InstallSnapshot, end with the same namespace hash.
 func TestSnapshotRestore(t *testing.T) {
-	x := startCluster(t, 3, func(i int, c *namenode.Config) { c.SnapshotEvery = 64 })
+	x := startCluster(t, 3, func(i int, c *namenode.Config) { c.Raft.SnapshotEvery = 64 })
 	l := x.leader()
 	for i := range 100 {
 		x.mkdir(l, fmt.Sprintf("/s/%d", i))

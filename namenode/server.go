@@ -27,7 +27,7 @@ const (
 )
 
 func (n *Namenode) startGRPC() {
-	n.grpcSrv = serve.NewGRPC(n.cfg.TLS, func(method, code string, d time.Duration) {
+	n.grpcSrv = serve.NewGRPC(n.cfg.Auth.TLS, func(method, code string, d time.Duration) {
 		n.met.rpc.WithLabelValues(method, code).Observe(d.Seconds())
 	}, n.authz, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
 		grpc.ForceServerCodecV2(serve.Codec(releaseReply))) // recycles GetBlockLocations replies (replies.go)
@@ -45,7 +45,7 @@ func (n *Namenode) startGRPC() {
 func (n *Namenode) startHTTP() (err error) {
 	routes := n.uiRoutes()
 	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs.go)
-	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.TLS, Routes: routes}
+	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.Auth.TLS, Routes: routes}
 	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)
 	return err
 }

@@ -22,7 +22,7 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 		AppliedIndex: n.fsm.AppliedIndex(),
 		CommitIndex:  n.raft.CommitIndex(),
 		ServedBy:     n.cfg.ID,
-		TokenMode:    n.cfg.Security.Mode.String(),
+		TokenMode:    n.cfg.Tokens.Mode.String(),
 	}
 	members := n.fsm.Members()
 	if cf := n.raft.GetConfiguration(); cf.Error() == nil {

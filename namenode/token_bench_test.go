@@ -36,8 +36,8 @@ func BenchmarkGetBlockLocationsTokenCache(b *testing.B) {
 	} {
 		b.Run("workload="+w.name, func(b *testing.B) {
 			x := startCluster(b, 1, func(i int, c *namenode.Config) {
-				c.Security.Mode = w.mode
-				c.Security.CacheSize = cacheSize
+				c.Tokens.Mode = w.mode
+				c.Tokens.CacheSize = cacheSize
 				c.Logger = quietLogger()
 			})
 			x.registerDatanodes(3)

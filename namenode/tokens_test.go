@@ -75,7 +75,7 @@ func (x *tc) verifier(node int) *security.Verifier {
 func TestTokenModes(t *testing.T) {
 	for _, mode := range []security.Mode{security.PerBlock, security.PerRequest, security.Cached} {
 		t.Run(mode.String(), func(t *testing.T) {
-			x := startCluster(t, 3, func(i int, c *namenode.Config) { c.Security.Mode = mode })
+			x := startCluster(t, 3, func(i int, c *namenode.Config) { c.Tokens.Mode = mode })
 			x.registerDatanodes(3)
 			l := x.leader()
 			small := x.makeFile(l, "/t/one", 1)
@@ -144,7 +144,7 @@ func TestTokenModes(t *testing.T) {
 // publishes, and so do tokens the new leader signs (HDFS-17383).
 func TestKeysSurviveLeaderChange(t *testing.T) {
 	x := startCluster(t, 3, func(i int, c *namenode.Config) {
-		c.Security.KeyRotation = 2 * time.Second
+		c.Tokens.KeyRotation = 2 * time.Second
 		c.WorkInterval = 50 * time.Millisecond
 	})
 	x.registerDatanodes(3)
@@ -218,7 +218,7 @@ func BenchmarkGetBlockLocationsTokens(b *testing.B) {
 	for _, mode := range []security.Mode{security.PerBlock, security.PerRequest, security.Cached} {
 		b.Run("mode="+mode.String(), func(b *testing.B) {
 			x := startCluster(b, 1, func(i int, c *namenode.Config) {
-				c.Security.Mode = mode
+				c.Tokens.Mode = mode
 				c.Logger = quietLogger()
 			})
 			x.registerDatanodes(5)

@@ -143,7 +143,7 @@ func (n *Namenode) newPage(r *http.Request, title string, body any) uiPage {
 	p := uiPage{Title: title, NodeID: n.cfg.ID, State: "shut down", Body: body}
 	if id, ok := security.IdentityFromContext(r.Context()); ok {
 		p.Viewer = id.String()
-		if n.cfg.Auth == AuthSimple && id.Role == security.RoleUser {
+		if n.cfg.Auth.Mode == AuthSimple && id.Role == security.RoleUser {
 			p.user = id.Name
 		}
 	}
@@ -194,7 +194,7 @@ func httpHost(httpAddr, grpcAddr string) string {
 
 // httpScheme is the scheme of the namenodes' HTTP ports.
 func (n *Namenode) httpScheme() string {
-	if n.cfg.TLS != nil {
+	if n.cfg.Auth.TLS != nil {
 		return "https"
 	}
 	return "http"
@@ -229,7 +229,7 @@ type uiErrorView struct {
 
 // uiError answers r with an error page.
 func (n *Namenode) uiError(w http.ResponseWriter, r *http.Request, status int, err error) {
-	v := uiErrorView{Status: status, Text: http.StatusText(status), Message: err.Error(), Simple: n.cfg.Auth == AuthSimple}
+	v := uiErrorView{Status: status, Text: http.StatusText(status), Message: err.Error(), Simple: n.cfg.Auth.Mode == AuthSimple}
 	n.render(w, status, "error", n.newPage(r, http.StatusText(status), v))
 }
 

@@ -34,8 +34,8 @@ type overviewView struct {
 func (n *Namenode) uiOverview(w http.ResponseWriter, r *http.Request) error {
 	_, term, commit, applied, lastLog := n.raftStats()
 	v := overviewView{
-		Cluster: n.cfg.TrustDomain, Term: term, CommitIndex: commit, Applied: applied, LastLog: lastLog,
-		TokenMode: n.cfg.Security.Mode.String(), Auth: n.cfg.Auth,
+		Cluster: n.cfg.Auth.TrustDomain, Term: term, CommitIndex: commit, Applied: applied, LastLog: lastLog,
+		TokenMode: n.cfg.Tokens.Mode.String(), Auth: n.cfg.Auth.Mode.String(),
 	}
 	c := n.fsm.Counts()
 	v.Files, v.Directories, v.Blocks = c.Files, c.Directories, c.Blocks

@@ -118,15 +118,15 @@ func (n *Namenode) createParams(req *webReq) (security.CreateParams, error) {
 	if cp.Perm, err = q.Permission("permission", 0o644); err != nil {
 		return cp, err
 	}
-	repl, err := q.Int("replication", int64(n.cfg.DefaultRepl), namespace.MinReplication, namespace.MaxReplication)
+	repl, err := q.Int("replication", int64(n.cfg.Namespace.DefaultReplication), namespace.MinReplication, namespace.MaxReplication)
 	if err != nil {
 		return cp, err
 	}
 	cp.Replication = uint32(repl)
-	if cp.BlockSize, err = q.Uint("blocksize", n.cfg.DefaultBlock); err != nil {
+	if cp.BlockSize, err = q.Uint("blocksize", n.cfg.Namespace.DefaultBlockSize); err != nil {
 		return cp, err
 	}
-	if msg := n.cfg.blockSizeProblem(cp.BlockSize); msg != "" {
+	if msg := n.cfg.Namespace.blockSizeProblem(cp.BlockSize); msg != "" {
 		return cp, webhdfs.Errorf(webhdfs.IllegalArgument, `Invalid value for webhdfs parameter "blocksize": `+strconv.FormatUint(cp.BlockSize, 10)+" is "+msg)
 	}
 	if _, err := q.Int("buffersize", 4096, 1, 1<<30); err != nil {
@@ -171,11 +171,11 @@ func (n *Namenode) redirectTo(dn blocks.Datanode, red security.Redirect, q url.V
 		return webAnswer{}, err
 	}
 	q.Set(webhdfs.TokenParam, string(tok))
-	if n.cfg.Auth == AuthSimple {
+	if n.cfg.Auth.Mode == AuthSimple {
 		q.Set(security.HTTPUserParam, red.User)
 	}
 	u := url.URL{Scheme: "http", Host: webHost(dn), Path: webhdfs.Prefix + red.Path, RawQuery: q.Encode()}
-	if n.cfg.TLS != nil {
+	if n.cfg.Auth.TLS != nil {
 		u.Scheme = "https"
 	}
 	return webAnswer{status: http.StatusTemporaryRedirect, location: u.String()}, nil

@@ -163,7 +163,7 @@ func (s *clientService) webBlockLocations(ctx context.Context, req *webReq) (web
 	if req.op.Name == "GETFILEBLOCKLOCATIONS" {
 		b, err = webhdfs.BlockLocations(r)
 	} else {
-		b, err = webhdfs.LocatedBlocks(r, "BP-"+s.n.cfg.TrustDomain)
+		b, err = webhdfs.LocatedBlocks(r, "BP-"+s.n.cfg.Auth.TrustDomain)
 	}
 	if err != nil {
 		return webAnswer{}, err

@@ -30,7 +30,7 @@ func TestVisibleLength(t *testing.T) {
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Datanodes: 4, Dir: t.TempDir(),
-		Namenode: func(i int, nc *namenode.Config) { nc.ApplyTimeout = 3 * time.Second },
+		Namenode: func(i int, nc *namenode.Config) { nc.Raft.ApplyTimeout = 3 * time.Second },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -84,8 +84,8 @@ func newSuite(t *testing.T, stale bool) *suite {
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Dir: t.TempDir(), InmemRaft: true, RaftObserver: s.observe,
 		Namenode: func(i int, c *namenode.Config) {
-			c.SnapshotEvery = snapshotEvery
-			c.ApplyTimeout = 3 * time.Second
+			c.Raft.SnapshotEvery = snapshotEvery
+			c.Raft.ApplyTimeout = 3 * time.Second
 		},
 	})
 	if err != nil {

@@ -225,7 +225,7 @@ func startRig(ctx context.Context, cfg Config, enc bool, dir string, pat pattern
 		Namenodes: 3, Datanodes: 3, Dir: dir, MTLS: cfg.MTLS,
 		Namenode: func(_ int, nc *namenode.Config) {
 			if cfg.BytesPerChecksum != 0 {
-				nc.BytesPerChecksum = cfg.BytesPerChecksum
+				nc.Namespace.BytesPerChecksum = cfg.BytesPerChecksum
 			}
 		},
 		Datanode: func(i int, dc *datanode.Config) {

@@ -81,8 +81,8 @@ func asDatanode(ctx context.Context, id string) context.Context {
 // restarted node had.
 func startNN(ctx context.Context, dir string, mode security.Mode, raftAddr string) (*nn, error) {
 	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Dir: dir, Namenode: func(i int, nc *namenode.Config) {
-		nc.MinReplication = 0 // the datanodes are scripted; Complete does not wait for them
-		nc.Security.Mode = mode
+		nc.Namespace.MinReplication = 0 // the datanodes are scripted; Complete does not wait for them
+		nc.Tokens.Mode = mode
 		// A datanode sends its whole report in one request; at 1M blocks
 		// (300k per datanode) that is past the default 4 MiB cap, which
 		// is reported, not hidden: see largest_block_report_bytes.
@@ -94,7 +94,7 @@ func startNN(ctx context.Context, dir string, mode security.Mode, raftAddr strin
 		nc.Blocks.HeartbeatInterval, nc.Blocks.DeadAfterMissed, nc.Blocks.StaleAfter = d.HeartbeatInterval, d.DeadAfterMissed, d.StaleAfter
 		nc.Blocks.ReplicationTimeout, nc.Blocks.UnknownReplicaGrace = d.ReplicationTimeout, d.UnknownReplicaGrace
 		if raftAddr != "" {
-			nc.RaftAddr = raftAddr
+			nc.Raft.Addr = raftAddr
 		}
 	}})
 	if err != nil {

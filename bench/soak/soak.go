@@ -438,7 +438,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	c, err := localcluster.Start(sctx, localcluster.Config{
 		Namenodes: namenodes, Datanodes: datanodes, Dir: dir,
-		Namenode: func(i int, c *namenode.Config) { c.DefaultBlock = blockSize },
+		Namenode: func(i int, c *namenode.Config) { c.Namespace.DefaultBlockSize = blockSize },
 	})
 	cancel()
 	if err != nil {

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	lc, err := localcluster.Start(ctx, localcluster.Config{Datanodes: 5, Namenode: func(_ int, c *namenode.Config) { c.DefaultBlock = testBlock }})
+	lc, err := localcluster.Start(ctx, localcluster.Config{Datanodes: 5, Namenode: func(_ int, c *namenode.Config) { c.Namespace.DefaultBlockSize = testBlock }})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start cluster:", err)
@@ -280,7 +280,7 @@ func TestFsckMissingBlocks(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lc, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 3, Namenode: func(_ int, c *namenode.Config) { c.DefaultBlock = testBlock }})
+	lc, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 3, Namenode: func(_ int, c *namenode.Config) { c.Namespace.DefaultBlockSize = testBlock }})
 	if err != nil {
 		t.Fatal(err)
 	}

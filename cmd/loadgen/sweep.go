@@ -229,7 +229,7 @@ func localTarget(ctx context.Context, o Options, mode string, stderr io.Writer) 
 	lc, err := localcluster.Start(sctx, localcluster.Config{
 		Namenodes: o.LocalNamenodes,
 		Datanodes: o.LocalDatanodes,
-		Namenode:  func(_ int, c *namenode.Config) { c.Security.Mode = m },
+		Namenode:  func(_ int, c *namenode.Config) { c.Tokens.Mode = m },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start local cluster (%s): %w", mode, err)

@@ -118,14 +118,14 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 			for _, chk := range []struct{ what, got, want string }{
 				{"id", cfg.ID, name},
-				{"auth", cfg.Auth, "mtls"},
+				{"auth", cfg.Auth.Mode.String(), "mtls"},
 				{"grpc port", portOf(t, cfg.GRPCAddr), strconv.Itoa(int(ports["grpc"]))},
-				{"raft port", portOf(t, cfg.RaftAddr), strconv.Itoa(int(ports["raft"]))},
+				{"raft port", portOf(t, cfg.Raft.Addr), strconv.Itoa(int(ports["raft"]))},
 				{"http port", portOf(t, cfg.HTTPAddr), strconv.Itoa(int(ports["http"]))},
 				{"advertised gRPC", cfg.AdvertiseGRPC, dns(name, ports["grpc"])},
-				{"advertised Raft", cfg.AdvertiseRaft, dns(name, ports["raft"])},
-				{"join", cfg.Join, wantJoin},
-				{"bootstrap", strconv.FormatBool(cfg.Bootstrap), strconv.FormatBool(i == 0)},
+				{"advertised Raft", cfg.Raft.Advertise, dns(name, ports["raft"])},
+				{"join", cfg.Raft.Join, wantJoin},
+				{"bootstrap", strconv.FormatBool(cfg.Raft.Bootstrap), strconv.FormatBool(i == 0)},
 			} {
 				if chk.got != chk.want {
 					t.Errorf("%s = %q, want %q", chk.what, chk.got, chk.want)

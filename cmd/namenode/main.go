@@ -36,7 +36,7 @@ func main() {
 func parse(args []string) (namenode.Config, error) {
 	cfg := namenode.DefaultConfig()
 	if u, err := user.Current(); err == nil {
-		cfg.Superuser = u.Username
+		cfg.Namespace.Superuser = u.Username
 	}
 	fs := flag.NewFlagSet("namenode", flag.ContinueOnError)
 	f := cliflag.New(fs, "BLOCKFS_NN_")
@@ -45,41 +45,42 @@ func parse(args []string) (namenode.Config, error) {
 	f.String(&cfg.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
 	f.String(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address")
 	f.String(&cfg.AdvertiseGRPC, "advertise-grpc", "", "gRPC address peers and clients use (default: the bound address)")
-	f.String(&cfg.AdvertiseRaft, "advertise-raft", "", "Raft address peers dial and the Raft configuration records (default: the bound address); a stable DNS name where the IP changes, as in a Kubernetes StatefulSet")
-	f.String(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft address: mutual TLS between namenode certificates when --tls-* are given; without TLS, plaintext and loopback only (see --insecure-raft)")
-	f.Bool(&cfg.InsecureRaft, "insecure-raft", false, "with --auth=simple and no TLS, serve plaintext Raft on a non-loopback --raft-addr anyway: unauthenticated, anyone who reaches the port can rewrite the namespace (logged as an error at start)")
+	f.String(&cfg.Raft.Advertise, "advertise-raft", "", "Raft address peers dial and the Raft configuration records (default: the bound address); a stable DNS name where the IP changes, as in a Kubernetes StatefulSet")
+	f.String(&cfg.Raft.Addr, "raft-addr", cfg.Raft.Addr, "Raft address: mutual TLS between namenode certificates when --tls-* are given; without TLS, plaintext and loopback only (see --insecure-raft)")
+	f.Bool(&cfg.Raft.Insecure, "insecure-raft", false, "with --auth=simple and no TLS, serve plaintext Raft on a non-loopback --raft-addr anyway: unauthenticated, anyone who reaches the port can rewrite the namespace (logged as an error at start)")
 	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics, /healthz and the web UI (HTTPS when --tls-* are given; empty disables)")
-	f.Bool(&cfg.Bootstrap, "bootstrap", false, "bootstrap a new cluster if this node has no Raft state (with --peers: all peers as voters)")
+	f.Bool(&cfg.Raft.Bootstrap, "bootstrap", false, "bootstrap a new cluster if this node has no Raft state (with --peers: all peers as voters)")
 	f.String(&peers, "peers", "", "initial cluster for --bootstrap: id=raft_addr/grpc_addr,... (every peer may pass the same list)")
-	f.String(&cfg.Join, "join", "", "gRPC address of a running namenode to join through, if this node has no Raft state")
+	f.String(&cfg.Raft.Join, "join", "", "gRPC address of a running namenode to join through, if this node has no Raft state")
 	var bootstrapID string
 	f.String(&bootstrapID, "bootstrap-id", "", "the namenode that bootstraps: the node whose --id this is bootstraps (ignoring --join), every other one joins (ignoring --bootstrap); lets identical arguments serve every pod of a StatefulSet")
-	f.String(&cfg.Superuser, "superuser", cfg.Superuser, "user with all permissions (default: the user running the namenode)")
-	f.String(&cfg.SuperGroup, "supergroup", cfg.SuperGroup, "group of the superuser, owner group of /")
+	f.String(&cfg.Namespace.Superuser, "superuser", cfg.Namespace.Superuser, "user with all permissions (default: the user running the namenode)")
+	f.String(&cfg.Namespace.Supergroup, "supergroup", cfg.Namespace.Supergroup, "group of the superuser, owner group of /")
 	var repl int
-	f.Int(&repl, "default-replication", int(cfg.DefaultRepl), "replication of files created without one")
-	f.Uint64(&cfg.DefaultBlock, "default-block-size", cfg.DefaultBlock, "block size in bytes of files created without one")
-	f.Uint64(&cfg.MinBlockSize, "min-block-size", cfg.MinBlockSize, "smallest block size in bytes a file may be created with")
-	f.Uint64(&cfg.MaxBlockSize, "max-block-size", cfg.MaxBlockSize, "largest block size in bytes a file may be created with (datanodes accept blocks up to 1 GiB by default)")
+	f.Int(&repl, "default-replication", int(cfg.Namespace.DefaultReplication), "replication of files created without one")
+	f.Uint64(&cfg.Namespace.DefaultBlockSize, "default-block-size", cfg.Namespace.DefaultBlockSize, "block size in bytes of files created without one")
+	f.Uint64(&cfg.Namespace.MinBlockSize, "min-block-size", cfg.Namespace.MinBlockSize, "smallest block size in bytes a file may be created with")
+	f.Uint64(&cfg.Namespace.MaxBlockSize, "max-block-size", cfg.Namespace.MaxBlockSize, "largest block size in bytes a file may be created with (datanodes accept blocks up to 1 GiB by default)")
 	var bpc uint64
-	f.Uint64(&bpc, "bytes-per-checksum", uint64(cfg.BytesPerChecksum), "bytes per checksum chunk that writers use: a power of two in [64, 1 MiB]; block sizes must be multiples of it")
-	f.Duration(&cfg.LeaseSoftLimit, "lease-soft-limit", cfg.LeaseSoftLimit, "after this long without a renewal another client may take over a writer's files (HDFS's soft limit)")
-	f.Duration(&cfg.LeaseHardLimit, "lease-hard-limit", cfg.LeaseHardLimit, "after this long without a renewal the leader recovers and closes a writer's files (HDFS's hard limit)")
-	f.Duration(&cfg.RecoveryTimeout, "recovery-timeout", cfg.RecoveryTimeout, "a block recovery not reported within this starts again with another primary datanode")
-	f.Duration(&cfg.LeaseCheckInterval, "lease-check-interval", cfg.LeaseCheckInterval, "how often the leader looks for expired leases and stalled recoveries")
-	f.Int(&cfg.MinReplication, "min-replication", cfg.MinReplication, "replicas each block must have reported before Complete closes its file (HDFS dfs.namenode.replication.min; 0: do not wait)")
-	f.Duration(&cfg.CompleteWait, "complete-wait", cfg.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
-	f.Uint64(&cfg.SnapshotEvery, "snapshot-threshold", cfg.SnapshotEvery, "Raft log entries between snapshots")
+	f.Uint64(&bpc, "bytes-per-checksum", uint64(cfg.Namespace.BytesPerChecksum), "bytes per checksum chunk that writers use: a power of two in [64, 1 MiB]; block sizes must be multiples of it")
+	f.Duration(&cfg.Leases.SoftLimit, "lease-soft-limit", cfg.Leases.SoftLimit, "after this long without a renewal another client may take over a writer's files (HDFS's soft limit)")
+	f.Duration(&cfg.Leases.HardLimit, "lease-hard-limit", cfg.Leases.HardLimit, "after this long without a renewal the leader recovers and closes a writer's files (HDFS's hard limit)")
+	f.Duration(&cfg.Leases.RecoveryTimeout, "recovery-timeout", cfg.Leases.RecoveryTimeout, "a block recovery not reported within this starts again with another primary datanode")
+	f.Duration(&cfg.Leases.CheckInterval, "lease-check-interval", cfg.Leases.CheckInterval, "how often the leader looks for expired leases and stalled recoveries")
+	f.Int(&cfg.Namespace.MinReplication, "min-replication", cfg.Namespace.MinReplication, "replicas each block must have reported before Complete closes its file (HDFS dfs.namenode.replication.min; 0: do not wait)")
+	f.Duration(&cfg.Namespace.CompleteWait, "complete-wait", cfg.Namespace.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
+	f.Uint64(&cfg.Raft.SnapshotEvery, "snapshot-threshold", cfg.Raft.SnapshotEvery, "Raft log entries between snapshots")
 	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")
 	f.Int(&cfg.Blocks.DeadAfterMissed, "dead-after-missed", cfg.Blocks.DeadAfterMissed, "missed heartbeats after which a datanode is dead")
 	var tokenMode, tlsCA, tlsCert, tlsKey string
-	f.String(&tokenMode, "token-mode", cfg.Security.Mode.String(), "block tokens: per-block (one signature per block, the HDFS baseline), per-request (one per response), cached (per-request, reused)")
-	f.Duration(&cfg.Security.TokenLifetime, "token-lifetime", cfg.Security.TokenLifetime, "lifetime of every block token")
-	f.Duration(&cfg.Security.KeyRotation, "key-rotation", cfg.Security.KeyRotation, "how often this namenode makes a new token-signing key")
-	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
-	f.String(&cfg.Auth, "auth", cfg.Auth, "caller identity: mtls (the client certificate's spiffe://<trust-domain>/<role>/<name> URI SAN; needs --tls-ca, --tls-cert, --tls-key) or simple (the blockfs-user and blockfs-role request metadata, as HDFS simple auth; trusted networks only, logs a warning)")
-	f.String(&cfg.TrustDomain, "trust-domain", cfg.TrustDomain, "the cluster's SPIFFE trust domain: certificates name spiffe://<trust-domain>/<role>/<name>")
-	f.String(&cfg.GroupFile, "group-mapping", "", "file mapping users to groups (lines 'user = group1, group2'); reread on SIGHUP; users' groups come only from here")
+	f.String(&tokenMode, "token-mode", cfg.Tokens.Mode.String(), "block tokens: per-block (one signature per block, the HDFS baseline), per-request (one per response), cached (per-request, reused)")
+	f.Duration(&cfg.Tokens.TokenLifetime, "token-lifetime", cfg.Tokens.TokenLifetime, "lifetime of every block token")
+	f.Duration(&cfg.Tokens.KeyRotation, "key-rotation", cfg.Tokens.KeyRotation, "how often this namenode makes a new token-signing key")
+	f.Duration(&cfg.Tokens.ClockSkew, "clock-skew", cfg.Tokens.ClockSkew, "allowed clock difference for token times")
+	var auth string
+	f.String(&auth, "auth", cfg.Auth.Mode.String(), "caller identity: mtls (the client certificate's spiffe://<trust-domain>/<role>/<name> URI SAN; needs --tls-ca, --tls-cert, --tls-key) or simple (the blockfs-user and blockfs-role request metadata, as HDFS simple auth; trusted networks only, logs a warning)")
+	f.String(&cfg.Auth.TrustDomain, "trust-domain", cfg.Auth.TrustDomain, "the cluster's SPIFFE trust domain: certificates name spiffe://<trust-domain>/<role>/<name>")
+	f.String(&cfg.Auth.GroupFile, "group-mapping", "", "file mapping users to groups (lines 'user = group1, group2'); reread on SIGHUP; users' groups come only from here")
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
@@ -88,23 +89,27 @@ func parse(args []string) (namenode.Config, error) {
 		return cfg, err
 	}
 	if bootstrapID != "" {
-		cfg.Bootstrap = cfg.ID == bootstrapID
-		if cfg.Bootstrap {
-			cfg.Join = ""
+		cfg.Raft.Bootstrap = cfg.ID == bootstrapID
+		if cfg.Raft.Bootstrap {
+			cfg.Raft.Join = ""
 		}
 	}
-	cfg.DefaultRepl = uint32(repl)
+	cfg.Namespace.DefaultReplication = uint32(repl)
 	if bpc > namenode.MaxBytesPerChecksum {
 		return cfg, fmt.Errorf("--bytes-per-checksum %d: want a power of two in [%d, %d]", bpc, namenode.MinBytesPerChecksum, namenode.MaxBytesPerChecksum)
 	}
-	cfg.BytesPerChecksum = uint32(bpc)
+	cfg.Namespace.BytesPerChecksum = uint32(bpc)
+	var err error
+	if cfg.Auth.Mode, err = namenode.ParseAuthMode(auth); err != nil {
+		return cfg, err
+	}
 	mode, err := security.ParseMode(tokenMode)
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Security.Mode = mode
+	cfg.Tokens.Mode = mode
 	if tlsCA != "" || tlsCert != "" || tlsKey != "" {
-		if cfg.TLS, cfg.PeerTLS, err = security.TLSFromFiles(tlsCA, tlsCert, tlsKey); err != nil {
+		if cfg.Auth.TLS, cfg.Auth.PeerTLS, err = security.TLSFromFiles(tlsCA, tlsCert, tlsKey); err != nil {
 			return cfg, err
 		}
 	}
@@ -113,7 +118,7 @@ func parse(args []string) (namenode.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Peers = p
+		cfg.Raft.Peers = p
 	}
 	if cfg.Logger, err = cliflag.Logger(logLevel); err != nil {
 		return cfg, err

@@ -23,13 +23,13 @@ func TestBootstrapID(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Bootstrap != tc.bootstrap || cfg.Join != tc.join {
-				t.Fatalf("bootstrap %v join %q; want %v %q", cfg.Bootstrap, cfg.Join, tc.bootstrap, tc.join)
+			if cfg.Raft.Bootstrap != tc.bootstrap || cfg.Raft.Join != tc.join {
+				t.Fatalf("bootstrap %v join %q; want %v %q", cfg.Raft.Bootstrap, cfg.Raft.Join, tc.bootstrap, tc.join)
 			}
 		})
 	}
 	cfg, err := parse([]string{"--id", "nn1", "--data-dir", "/x", "--auth=simple", "--advertise-raft", "nn1.example:7000"})
-	if err != nil || cfg.AdvertiseRaft != "nn1.example:7000" {
-		t.Fatalf("--advertise-raft: %q, %v", cfg.AdvertiseRaft, err)
+	if err != nil || cfg.Raft.Advertise != "nn1.example:7000" {
+		t.Fatalf("--advertise-raft: %q, %v", cfg.Raft.Advertise, err)
 	}
 }
