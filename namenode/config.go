@@ -12,6 +12,7 @@ import (
 
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/chunks"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -257,17 +258,9 @@ const (
 )
 
 // blockSizeProblem says what is wrong with block size bs under c's limits,
-// or returns "".
+// or returns "": the rule is internal/chunks' BlockSizeProblem.
 func (c *Config) blockSizeProblem(bs uint64) string {
-	switch {
-	case bs < c.MinBlockSize:
-		return fmt.Sprintf("below the minimum %d (--min-block-size)", c.MinBlockSize)
-	case bs > c.MaxBlockSize:
-		return fmt.Sprintf("above the maximum %d (--max-block-size)", c.MaxBlockSize)
-	case bs%uint64(c.BytesPerChecksum) != 0:
-		return fmt.Sprintf("not a multiple of the bytes per checksum %d (--bytes-per-checksum)", c.BytesPerChecksum)
-	}
-	return ""
+	return chunks.BlockSizeProblem(bs, c.MinBlockSize, c.MaxBlockSize, c.BytesPerChecksum)
 }
 
 // Ways of identifying callers (Config.Auth).
