@@ -7,16 +7,14 @@ import (
 	"io"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/chunks"
 )
 
-// DefaultBytesPerChecksum is the chunk size of Put/PutBatch blocks.
-const DefaultBytesPerChecksum = 512
+// DefaultBytesPerChecksum is the chunk size of Put/PutBatch blocks. Which
+// chunk sizes are valid is internal/chunks' rule (chunks.CheckSize).
+const DefaultBytesPerChecksum = chunks.Default
 
-const (
-	minBytesPerChecksum = 64
-	maxBytesPerChecksum = 1 << 20
-	chunkCRCLen         = 4 // one u32 LE per chunk in the table
-)
+const chunkCRCLen = 4 // one u32 LE per chunk in the table
 
 // ChunkRange is a chunk-aligned piece of a block as stored.
 type ChunkRange struct {
@@ -24,10 +22,6 @@ type ChunkRange struct {
 	BytesPerChecksum int      // chunk size; every chunk of Data but a block's last is this long
 	Data             []byte   // decrypted bytes of the touched chunks
 	CRCs             []uint32 // one per chunk of Data, as the writer computed them
-}
-
-func validBytesPerChecksum(n int) bool {
-	return n >= minBytesPerChecksum && n <= maxBytesPerChecksum && n&(n-1) == 0
 }
 
 // tableLen is the length of the chunk CRC table of a block of length

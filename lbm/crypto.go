@@ -76,7 +76,9 @@ func (fc *fileCipher) xorStream(dst, src []byte, iv [16]byte, skip int) {
 // smallXOR is the slice size up to which xorAt encrypts the counter
 // blocks itself: a metadata record's header or body (replay does two per
 // record) then costs a few block encryptions and no allocation, where a
-// CTR stream costs three allocations and about 400 ns to set up.
+// CTR stream allocates and takes longer to set up than such a slice takes
+// to encrypt (figures: docs/OPERATIONS.md, "Measured figures behind design
+// choices").
 const smallXOR = 512
 
 // scratch is xorSmall's counter and keystream buffers, pooled per file

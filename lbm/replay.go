@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/chunks"
 )
 
 // Open opens (creating if needed) the data dirs of cfg and replays every
@@ -314,7 +315,7 @@ func (r *replayState) apply(body []byte, off int64) error {
 		(len(body) == create2BodyLen && body[0] == recCreate2):
 		var c createRec
 		decodeCreate(body, &c)
-		if body[0] == recCreate2 && !validBytesPerChecksum(int(c.BPC)) {
+		if body[0] == recCreate2 && !chunks.Valid(int(c.BPC)) {
 			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
 				"CREATE2 of block %d at offset %d: bytes per checksum %d", c.ID, off, c.BPC)
 		}
@@ -343,7 +344,7 @@ func (r *replayState) apply(body []byte, off int64) error {
 	case len(body) == rbwBodyLen && body[0] == recRBW:
 		var c createRec
 		decodeCreate(body, &c)
-		if !validBytesPerChecksum(int(c.BPC)) || c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 ||
+		if !chunks.Valid(int(c.BPC)) || c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 ||
 			c.Length < 0 || c.Length > 1<<50 || (c.Length > 0 && c.Offset+c.Length > r.dataSize) {
 			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
 				"malformed RBW of block %d at offset %d (bytes [%d,+%d), bytes per checksum %d, data file %d bytes)",

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/chunks"
 	crcmath "github.com/blockfs/blockfs/internal/crc32c"
 )
 
@@ -104,9 +105,8 @@ func (s *Store) CreateWith(ctx context.Context, m BlockMeta, o CreateOptions) (*
 		return nil, err
 	}
 	bytesPerChecksum := o.BytesPerChecksum
-	if !validBytesPerChecksum(bytesPerChecksum) {
-		return nil, errs.Newf(errs.Invalid, op, "", "bytes per checksum %d: want a power of two in [%d, %d]",
-			bytesPerChecksum, minBytesPerChecksum, maxBytesPerChecksum)
+	if err := chunks.CheckSize(op, bytesPerChecksum); err != nil {
+		return nil, err
 	}
 	if o.OpenEnded && m.Length == 0 {
 		m.Length = s.cfg.MaxContainerSize

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/chunks"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -209,7 +210,7 @@ type NamespaceConfig struct {
 	DefaultBlockSize   uint64
 	// BytesPerChecksum is the cluster's checksum chunk: a writer checksums
 	// every chunk of this many bytes of a block (AddBlockResponse carries
-	// it). A power of two in [MinBytesPerChecksum, MaxBytesPerChecksum].
+	// it). A power of two in [chunks.Min, chunks.Max] (internal/chunks).
 	BytesPerChecksum uint32
 	// MinBlockSize and MaxBlockSize bound the block size a Create may ask
 	// for, as HDFS's dfs.namenode.fs-limits.{min,max}-block-size do; the
@@ -251,13 +252,14 @@ func DefaultNamespaceConfig() NamespaceConfig {
 
 // Validate reports the first problem with the namespace section.
 func (c *NamespaceConfig) Validate() error {
+	if err := chunks.CheckSize("namenode config", c.BytesPerChecksum); err != nil {
+		return err
+	}
 	switch {
 	case c.Superuser == "":
 		return badConfig("superuser is required")
 	case c.DefaultReplication < 1 || c.DefaultReplication > 32:
 		return badConfig("default replication %d out of 1..32", c.DefaultReplication)
-	case c.BytesPerChecksum < MinBytesPerChecksum || c.BytesPerChecksum > MaxBytesPerChecksum || c.BytesPerChecksum&(c.BytesPerChecksum-1) != 0:
-		return badConfig("bytes per checksum %d: want a power of two in [%d, %d]", c.BytesPerChecksum, MinBytesPerChecksum, MaxBytesPerChecksum)
 	case c.MinBlockSize == 0 || c.MinBlockSize > c.MaxBlockSize:
 		return badConfig("block size limits [%d, %d]: want 0 < min <= max", c.MinBlockSize, c.MaxBlockSize)
 	case c.MaxBlockSize < uint64(c.BytesPerChecksum):
@@ -275,24 +277,10 @@ func (c *NamespaceConfig) Validate() error {
 	return nil
 }
 
-// Bounds of NamespaceConfig.BytesPerChecksum.
-const (
-	MinBytesPerChecksum = 64
-	MaxBytesPerChecksum = 1 << 20
-)
-
 // blockSizeProblem says what is wrong with block size bs under c's limits,
-// or returns "".
+// or returns "": the rule is internal/chunks' BlockSizeProblem.
 func (c *NamespaceConfig) blockSizeProblem(bs uint64) string {
-	switch {
-	case bs < c.MinBlockSize:
-		return fmt.Sprintf("below the minimum %d (--min-block-size)", c.MinBlockSize)
-	case bs > c.MaxBlockSize:
-		return fmt.Sprintf("above the maximum %d (--max-block-size)", c.MaxBlockSize)
-	case bs%uint64(c.BytesPerChecksum) != 0:
-		return fmt.Sprintf("not a multiple of the bytes per checksum %d (--bytes-per-checksum)", c.BytesPerChecksum)
-	}
-	return ""
+	return chunks.BlockSizeProblem(bs, c.MinBlockSize, c.MaxBlockSize, c.BytesPerChecksum)
 }
 
 // LeaseConfig sets the writers' lease limits (docs/ARCHITECTURE.md,

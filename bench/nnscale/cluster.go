@@ -393,16 +393,17 @@ func (t *twin) close() {
 // reads the same random files on both, each call as a new user. The
 // nodes take turns of turnCalls calls, in ABBA order, so that both see
 // the same machine within milliseconds: the difference between the modes
-// is about 1%, and on a shared machine the CPU a process gets moves by
-// more than that from one 100 ms to the next. The same turns read the
+// is small, and on a shared machine the CPU a process gets moves by more
+// than that within a fraction of a second. The same turns read the
 // same files with GetFileInfo (no token at all) on both nodes, the
 // control: its ratio is what the two nodes differ by when the token mode
 // does not matter.
 //
-// The control showed that the nodes do differ (at 1M files the cached
-// node was 2 to 20% slower at GetFileInfo too, by about as much as at
-// GetBlockLocations), so a fixed assignment reads a node's asymmetry as
-// a token-mode cost. The runs therefore cross over: run 0 has A
+// The control showed that the nodes do differ (the cached node was slower
+// at GetFileInfo too, by about as much as at GetBlockLocations), so a
+// fixed assignment reads a node's asymmetry as a token-mode cost. The
+// figures behind both are in docs/OPERATIONS.md ("Measured figures behind
+// design choices"). The runs therefore cross over: run 0 has A
 // per-request and B cached (A is the node restart_ready_ms timed), and
 // before every further run both nodes are closed and restarted from
 // their own directories in the other mode, with their datanodes'

@@ -28,7 +28,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
-	"github.com/blockfs/blockfs/robustness"
+	"github.com/blockfs/blockfs/tests/robustness"
 )
 
 // Config is one soak run.

@@ -19,6 +19,7 @@ import (
 	"os/user"
 	"syscall"
 
+	"github.com/blockfs/blockfs/internal/chunks"
 	"github.com/blockfs/blockfs/internal/cliflag"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
@@ -95,8 +96,10 @@ func parse(args []string) (namenode.Config, error) {
 		}
 	}
 	cfg.Namespace.DefaultReplication = uint32(repl)
-	if bpc > namenode.MaxBytesPerChecksum {
-		return cfg, fmt.Errorf("--bytes-per-checksum %d: want a power of two in [%d, %d]", bpc, namenode.MinBytesPerChecksum, namenode.MaxBytesPerChecksum)
+	// Checked here, before the narrowing to uint32 could turn a huge value
+	// into a valid one.
+	if err := chunks.CheckSize("--bytes-per-checksum", bpc); err != nil {
+		return cfg, err
 	}
 	cfg.Namespace.BytesPerChecksum = uint32(bpc)
 	var err error

@@ -1,6 +1,12 @@
 package chunks
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/blockfs/blockfs/errs"
+)
 
 func TestSumsAndVerify(t *testing.T) {
 	data := make([]byte, 1300)
@@ -39,5 +45,43 @@ func TestSumsAndVerify(t *testing.T) {
 		if Valid(bpc) {
 			t.Fatalf("Valid(%d)", bpc)
 		}
+	}
+}
+
+func TestCheckSize(t *testing.T) {
+	for _, bpc := range []int{64, 512, 4096, 1 << 20} {
+		if err := CheckSize("op", bpc); err != nil {
+			t.Fatalf("CheckSize(%d) = %v", bpc, err)
+		}
+	}
+	for _, bpc := range []int64{-512, 0, 32, 63, 100, 500, 2 << 20} {
+		err := CheckSize("op", bpc)
+		if !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), fmt.Sprintf("op: bytes per checksum %d: want a power of two in [64, 1048576]", bpc)) {
+			t.Fatalf("CheckSize(%d) = %v", bpc, err)
+		}
+	}
+	if err := CheckSize("op", uint64(1)<<63); err == nil {
+		t.Fatal("CheckSize(2^63) = nil")
+	}
+}
+
+func TestBlockSizeProblem(t *testing.T) {
+	cases := []struct {
+		bs   uint64
+		want string
+	}{
+		{1024, ""},
+		{1 << 20, ""},
+		{512, "below the minimum 1024 (--min-block-size)"},
+		{2 << 20, "above the maximum 1048576 (--max-block-size)"},
+		{1500, "not a multiple of the bytes per checksum 512 (--bytes-per-checksum)"},
+	}
+	for _, c := range cases {
+		if got := BlockSizeProblem(c.bs, 1024, 1<<20, 512); got != c.want {
+			t.Errorf("BlockSizeProblem(%d) = %q, want %q", c.bs, got, c.want)
+		}
+	}
+	if got := BlockSizeProblem(1024, 1024, 1<<20, 0); !strings.Contains(got, "bytes per checksum 0") {
+		t.Errorf("BlockSizeProblem with bpc 0 = %q", got)
 	}
 }

@@ -13,9 +13,9 @@
 //
 // Run it with
 //
-//	go test ./crashtest                     # ~30 s of chaos
-//	go test -short ./crashtest              # ~8 s
-//	BLOCKFS_CRASH_DURATION=5m go test -timeout 20m ./crashtest
+//	go test ./tests/crashtest           # ~30 s of chaos
+//	go test -short ./tests/crashtest    # ~8 s
+//	BLOCKFS_CRASH_DURATION=5m go test -timeout 20m ./tests/crashtest
 //
 // The package holds no production code: only Content, the file-content
 // generator, which the soak and other suites may share.
