@@ -1,0 +1,136 @@
+package namenode
+
+import (
+	"context"
+	"strings"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/namenode/webui"
+)
+
+// The web UI's door (package webui): this file gives it the node's status
+// and the client service, and is the only place the UI meets the
+// namenode's internals. memberTable and counts are its two reads of the FSM.
+
+// uiRoutes returns the web UI's endpoints, keyed by their security.Policy
+// patterns.
+func (n *Namenode) uiRoutes() (map[string]serve.Route, error) {
+	cfg := webui.Config{
+		Cluster: n.cfg.TrustDomain, TokenMode: n.cfg.Security.Mode.String(), Auth: n.cfg.Auth,
+		SimpleAuth: n.cfg.Auth == AuthSimple, TLS: n.cfg.TLS != nil, Log: n.log,
+	}
+	ui, err := webui.New(cfg, uiSource{n}, &clientService{n: n})
+	if err != nil {
+		return nil, err
+	}
+	return ui.Routes(), nil
+}
+
+// uiSource is the namenode as the web UI's webui.StatusSource.
+type uiSource struct{ n *Namenode }
+
+func (s uiSource) Node() webui.Node {
+	n := s.n
+	out := webui.Node{ID: n.cfg.ID, State: "shut down"}
+	if n.raft == nil {
+		return out
+	}
+	st, term, commit, applied, lastLog := n.raftStats()
+	_, leader := n.raft.LeaderWithID()
+	out.State, out.Leader = strings.ToLower(st.String()), string(leader)
+	out.Term, out.CommitIndex, out.Applied, out.LastLog = term, commit, applied, lastLog
+	return out
+}
+
+func (s uiSource) Members() ([]webui.Member, error) {
+	n := s.n
+	if n.raft == nil {
+		return nil, errs.New(errs.Unavailable, "raft configuration", "", "raft is not running")
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, "raft configuration", "", err)
+	}
+	table := n.memberTable()
+	servers := cf.Configuration().Servers
+	out := make([]webui.Member, len(servers))
+	for i, sv := range servers {
+		m := webui.Member{ID: string(sv.ID), RaftAddr: string(sv.Address), Suffrage: strings.ToLower(sv.Suffrage.String())}
+		if known := table[m.ID]; known != nil {
+			m.GRPCAddr, m.HTTPAddr = known.GrpcAddr, known.HttpAddr
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+func (s uiSource) PeerStatus(ctx context.Context, grpcAddr string) (*api.ClusterStatusResponse, error) {
+	conn, err := s.n.peers.get(grpcAddr)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewClientServiceClient(conn).ClusterStatus(ctx, &api.ClusterStatusRequest{})
+}
+
+func (s uiSource) Counts() webui.Counts {
+	files, dirs, nblocks := s.n.counts()
+	return webui.Counts{Files: files, Directories: dirs, Blocks: nblocks}
+}
+
+func (s uiSource) BlockStats() webui.BlockStats {
+	st := s.n.blocks.Stats()
+	return webui.BlockStats{
+		Live: st.Live, Dead: st.Dead, Capacity: st.Capacity, Used: st.Used,
+		UnderReplicated: st.UnderReplicated, Missing: s.n.blocks.Missing(), Corrupt: st.Corrupt,
+		PendingReplication: st.PendingReplication, PendingDeletion: st.PendingDeletion,
+	}
+}
+
+func (s uiSource) Datanodes() []webui.Datanode {
+	ds := s.n.blocks.Datanodes()
+	out := make([]webui.Datanode, len(ds))
+	for i, d := range ds {
+		out[i] = s.datanode(d)
+	}
+	return out
+}
+
+func (s uiSource) Datanode(id string) (webui.Datanode, bool) {
+	d, ok := s.n.blocks.Datanode(id)
+	if !ok {
+		return webui.Datanode{}, false
+	}
+	return s.datanode(d), true
+}
+
+func (s uiSource) datanode(d blocks.Datanode) webui.Datanode {
+	c, _ := s.n.blocks.ReplicaCount(d.ID)
+	return webui.Datanode{
+		ID: d.ID, Addr: d.Addr, HTTPAddr: d.HTTPAddr, Live: d.State == blocks.Live,
+		Capacity: d.Capacity, Used: d.Used, Replicas: c, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes,
+	}
+}
+
+// memberTable returns a copy of the FSM's member table by id. The entries
+// are shared and never modified (the FSM replaces an entry to change it).
+func (n *Namenode) memberTable() map[string]*api.Member {
+	rl := n.fsm.mu.RLock()
+	defer rl.RUnlock()
+	out := make(map[string]*api.Member, len(n.fsm.st.members))
+	for id, m := range n.fsm.st.members {
+		out[id] = m
+	}
+	return out
+}
+
+// counts returns the namespace's file, directory and block counts.
+func (n *Namenode) counts() (files, dirs, nblocks int) {
+	rl := n.fsm.mu.RLock()
+	defer rl.RUnlock()
+	return n.fsm.st.tree.Counts()
+}
+
+var _ webui.StatusSource = uiSource{}
