@@ -19,16 +19,12 @@ import (
 // and a file's blocks show only with r on the file. The calls carry the
 // request's context, which holds the identity the HTTP authorizer named
 // (security.IdentityFromContext), and that is whom the client service
-// reads as. They read this node's state (stale reads): a follower shows
-// what it has applied.
+// reads as. The reads are the client service's default, linearizable: a
+// follower's page shows every write the leader acknowledged before it.
 
-// browseTimeout bounds the reads of one browse page.
+// browseTimeout bounds the reads of one browse page (a follower asks the
+// leader for its read index first).
 const browseTimeout = 10 * time.Second
-
-// staleRead is the read option of every browse page.
-func staleRead() *api.ReadOptions {
-	return &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
-}
 
 // crumb is one ancestor in the path shown above a browse page.
 type crumb struct{ Name, Path string }
@@ -90,7 +86,7 @@ func (u *UI) browse(w http.ResponseWriter, r *http.Request) error {
 	p := path.Clean("/" + r.PathValue("path"))
 	ctx, cancel := context.WithTimeout(r.Context(), browseTimeout)
 	defer cancel()
-	info, err := u.client.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: p, Read: staleRead()})
+	info, err := u.client.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: p})
 	if err != nil {
 		return err
 	}
@@ -98,7 +94,7 @@ func (u *UI) browse(w http.ResponseWriter, r *http.Request) error {
 	if !info.Status.IsDir {
 		return u.file(ctx, w, r, self)
 	}
-	list, err := u.client.ListStatus(ctx, &api.ListStatusRequest{Path: p, StartAfter: r.URL.Query().Get("after"), Read: staleRead()})
+	list, err := u.client.ListStatus(ctx, &api.ListStatusRequest{Path: p, StartAfter: r.URL.Query().Get("after")})
 	if err != nil {
 		return err
 	}
@@ -115,7 +111,7 @@ func (u *UI) browse(w http.ResponseWriter, r *http.Request) error {
 
 // file renders a file's page: its blocks and where their replicas are.
 func (u *UI) file(ctx context.Context, w http.ResponseWriter, r *http.Request, self entryView) error {
-	locs, err := u.client.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: self.Path, Read: staleRead()})
+	locs, err := u.client.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: self.Path})
 	if err != nil {
 		return err
 	}
