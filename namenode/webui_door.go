@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
@@ -39,6 +41,9 @@ func (s uiSource) Node() webui.Node {
 		return out
 	}
 	st, term, commit, applied, lastLog := n.raftStats()
+	if st == raft.Shutdown {
+		return out
+	}
 	_, leader := n.raft.LeaderWithID()
 	out.State, out.Leader = strings.ToLower(st.String()), string(leader)
 	out.Term, out.CommitIndex, out.Applied, out.LastLog = term, commit, applied, lastLog
