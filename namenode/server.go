@@ -38,12 +38,15 @@ func (n *Namenode) startGRPC() {
 	serve.GRPC(n.grpcSrv, n.grpcLis, &n.wg, n.log)
 }
 
-// startHTTP serves /metrics, /healthz and the web UI (ui.go) on the HTTP
-// port: HTTPS when the node has TLS (always under mTLS), with its server
-// certificate; under mTLS a client certificate is needed only for the UI's
-// pages.
+// startHTTP serves /metrics, /healthz and the web UI (webui_door.go) on
+// the HTTP port: HTTPS when the node has TLS (always under mTLS), with its
+// server certificate; under mTLS a client certificate is needed only for
+// the UI's pages.
 func (n *Namenode) startHTTP() (err error) {
-	routes := n.uiRoutes()
+	routes, err := n.uiRoutes()
+	if err != nil {
+		return err
+	}
 	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs.go)
 	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.Auth.TLS, Routes: routes}
 	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)

@@ -1,4 +1,4 @@
-package namenode_test
+package webui_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package namenode
+package webui
 
 import (
 	"context"
@@ -6,18 +6,15 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 )
 
-// uiPeerTimeout bounds the status call to each other namenode that the
+// peerTimeout bounds the status call to each other namenode that the
 // namenodes page makes.
-const uiPeerTimeout = time.Second
+const peerTimeout = time.Second
 
 // overviewView is the content of the overview page.
 type overviewView struct {
@@ -31,23 +28,20 @@ type overviewView struct {
 	PendingReplication, PendingDeletion int
 }
 
-func (n *Namenode) uiOverview(w http.ResponseWriter, r *http.Request) error {
-	_, term, commit, applied, lastLog := n.raftStats()
+func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
+	nd, c, st := u.status.Node(), u.status.Counts(), u.status.BlockStats()
 	v := overviewView{
-		Cluster: n.cfg.Auth.TrustDomain, Term: term, CommitIndex: commit, Applied: applied, LastLog: lastLog,
-		TokenMode: n.cfg.Tokens.Mode.String(), Auth: n.cfg.Auth.Mode.String(),
+		Cluster: u.cfg.Cluster, Term: nd.Term, CommitIndex: nd.CommitIndex, Applied: nd.Applied, LastLog: nd.LastLog,
+		TokenMode: u.cfg.TokenMode, Auth: u.cfg.Auth,
+		Files: c.Files, Directories: c.Directories, Blocks: c.Blocks,
+		Live: st.Live, Dead: st.Dead, Capacity: st.Capacity, Used: st.Used,
+		UnderReplicated: st.UnderReplicated, Missing: st.Missing, Corrupt: st.Corrupt,
+		PendingReplication: st.PendingReplication, PendingDeletion: st.PendingDeletion,
 	}
-	c := n.fsm.Counts()
-	v.Files, v.Directories, v.Blocks = c.Files, c.Directories, c.Blocks
-	st := n.blocks.Stats()
-	v.Live, v.Dead, v.Capacity, v.Used = st.Live, st.Dead, st.Capacity, st.Used
 	if st.Capacity > st.Used {
 		v.Free = st.Capacity - st.Used
 	}
-	v.UnderReplicated, v.Corrupt = st.UnderReplicated, st.Corrupt
-	v.PendingReplication, v.PendingDeletion = st.PendingReplication, st.PendingDeletion
-	v.Missing = n.blocks.Missing()
-	n.render(w, http.StatusOK, "overview", n.newPage(r, "Overview", v))
+	u.render(w, http.StatusOK, "overview", u.newPage(r, "Overview", v))
 	return nil
 }
 
@@ -64,26 +58,21 @@ type memberView struct {
 	Error    string
 }
 
-func (n *Namenode) uiNamenodes(w http.ResponseWriter, r *http.Request) error {
-	cf := n.raft.GetConfiguration()
-	if err := cf.Error(); err != nil {
-		return errs.Wrap(errs.Unavailable, "raft configuration", "", err)
+func (u *UI) namenodes(w http.ResponseWriter, r *http.Request) error {
+	members, err := u.status.Members()
+	if err != nil {
+		return err
 	}
-	page := n.newPage(r, "Namenodes", nil)
-	members := n.fsm.Members()
-	servers := cf.Configuration().Servers
-	views := make([]memberView, len(servers))
+	page := u.newPage(r, "Namenodes", nil)
+	self := u.status.Node()
+	views := make([]memberView, len(members))
 	var wg sync.WaitGroup
-	for i, s := range servers {
+	for i, m := range members {
 		v := &views[i]
-		v.ID, v.RaftAddr, v.Suffrage = string(s.ID), string(s.Address), strings.ToLower(s.Suffrage.String())
-		v.URL = n.memberURL(v.ID, "/", page.user)
-		if m := members[v.ID]; m != nil {
-			v.GRPCAddr = m.GrpcAddr
-		}
-		if v.ID == n.cfg.ID {
-			st, term, _, applied, _ := n.raftStats()
-			v.Self, v.State, v.Term, v.Applied = true, strings.ToLower(st.String()), term, applied
+		v.ID, v.RaftAddr, v.GRPCAddr, v.Suffrage = m.ID, m.RaftAddr, m.GRPCAddr, m.Suffrage
+		v.URL = u.memberURL(m, "/", page.user)
+		if v.ID == self.ID {
+			v.Self, v.State, v.Term, v.Applied = true, self.State, self.Term, self.Applied
 			continue
 		}
 		if v.GRPCAddr == "" {
@@ -93,27 +82,23 @@ func (n *Namenode) uiNamenodes(w http.ResponseWriter, r *http.Request) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.peerState(r.Context(), v)
+			u.peerState(r.Context(), v)
 		}()
 	}
 	wg.Wait()
 	sort.Slice(views, func(i, j int) bool { return views[i].ID < views[j].ID })
 	page.Body = views
-	n.render(w, http.StatusOK, "namenodes", page)
+	u.render(w, http.StatusOK, "namenodes", page)
 	return nil
 }
 
 // peerState asks namenode v for its own view (ClusterStatus) and fills in
 // its term, applied index and state: leader when it names itself leader,
 // else follower.
-func (n *Namenode) peerState(ctx context.Context, v *memberView) {
-	ctx, cancel := context.WithTimeout(ctx, uiPeerTimeout)
+func (u *UI) peerState(ctx context.Context, v *memberView) {
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
-	conn, err := n.peers.get(v.GRPCAddr)
-	var resp *api.ClusterStatusResponse
-	if err == nil {
-		resp, err = api.NewClientServiceClient(conn).ClusterStatus(ctx, &api.ClusterStatusRequest{})
-	}
+	resp, err := u.status.PeerStatus(ctx, v.GRPCAddr)
 	if err != nil {
 		v.State, v.Error = "unreachable", err.Error()
 		return
@@ -137,9 +122,9 @@ type datanodeView struct {
 	FailedVolumes uint32
 }
 
-func newDatanodeView(d blocks.Datanode, replicas int, scheme string) datanodeView {
-	v := datanodeView{ID: d.ID, Addr: d.Addr, Live: d.State == blocks.Live, Capacity: d.Capacity, Used: d.Used,
-		Blocks: replicas, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes, UsedPercent: "-"}
+func newDatanodeView(d Datanode, scheme string) datanodeView {
+	v := datanodeView{ID: d.ID, Addr: d.Addr, Live: d.Live, Capacity: d.Capacity, Used: d.Used,
+		Blocks: d.Replicas, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes, UsedPercent: "-"}
 	if d.Capacity > d.Used {
 		v.Free = d.Capacity - d.Used
 	}
@@ -159,28 +144,26 @@ type datanodesView struct {
 	Live, Dead []datanodeView
 }
 
-func (n *Namenode) uiDatanodes(w http.ResponseWriter, r *http.Request) error {
+func (u *UI) datanodes(w http.ResponseWriter, r *http.Request) error {
 	var v datanodesView
-	for _, d := range n.blocks.Datanodes() {
-		c, _ := n.blocks.ReplicaCount(d.ID)
-		if dv := newDatanodeView(d, c, n.httpScheme()); dv.Live {
+	for _, d := range u.status.Datanodes() {
+		if dv := newDatanodeView(d, u.scheme()); dv.Live {
 			v.Live = append(v.Live, dv)
 		} else {
 			v.Dead = append(v.Dead, dv)
 		}
 	}
-	n.render(w, http.StatusOK, "datanodes", n.newPage(r, "Datanodes", v))
+	u.render(w, http.StatusOK, "datanodes", u.newPage(r, "Datanodes", v))
 	return nil
 }
 
-func (n *Namenode) uiDatanode(w http.ResponseWriter, r *http.Request) error {
+func (u *UI) datanode(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	d, ok := n.blocks.Datanode(id)
+	d, ok := u.status.Datanode(id)
 	if !ok {
 		return errs.New(errs.NotFound, "datanode", id, "no datanode of this id has registered with this namenode")
 	}
-	c, _ := n.blocks.ReplicaCount(id)
-	n.render(w, http.StatusOK, "datanode", n.newPage(r, "Datanode "+id, newDatanodeView(d, c, n.httpScheme())))
+	u.render(w, http.StatusOK, "datanode", u.newPage(r, "Datanode "+id, newDatanodeView(d, u.scheme())))
 	return nil
 }
 

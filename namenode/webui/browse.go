@@ -1,6 +1,7 @@
-package namenode
+package webui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -8,17 +9,22 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
 )
 
-// The browse pages read the namespace as the viewer, through the
-// ClientService reads themselves (GetFileInfo, ListStatus) and the block
-// lookup GetBlockLocations uses, so every permission check of the API
-// applies: a directory lists only with r and x on it, a file's blocks show
-// only with r on the file. They read this node's state (stale reads): a
-// follower shows what it has applied.
+// The browse pages read the namespace as the viewer through the client
+// service (GetFileInfo, ListStatus, GetBlockLocations), the entrance every
+// other read takes: its path validation, its read barrier and the FSM's
+// permission checks apply, so a directory lists only with r and x on it
+// and a file's blocks show only with r on the file. The calls carry the
+// request's context, which holds the identity the HTTP authorizer named
+// (security.IdentityFromContext), and that is whom the client service
+// reads as. The reads are the client service's default, linearizable: a
+// follower's page shows every write the leader acknowledged before it.
 
-// staleRead is the read option of every browse page.
-var staleRead = &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
+// browseTimeout bounds the reads of one browse page (a follower asks the
+// leader for its read index first).
+const browseTimeout = 10 * time.Second
 
 // crumb is one ancestor in the path shown above a browse page.
 type crumb struct{ Name, Path string }
@@ -76,20 +82,19 @@ type fileView struct {
 	Blocks []blockView
 }
 
-func (n *Namenode) uiBrowse(w http.ResponseWriter, r *http.Request) error {
+func (u *UI) browse(w http.ResponseWriter, r *http.Request) error {
 	p := path.Clean("/" + r.PathValue("path"))
-	ctx := r.Context()
-	cs := &clientService{n: n}
-	info, err := cs.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: p, Read: staleRead})
+	ctx, cancel := context.WithTimeout(r.Context(), browseTimeout)
+	defer cancel()
+	info, err := u.client.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: p})
 	if err != nil {
 		return err
 	}
 	self := newEntryView(info.Status, p)
 	if !info.Status.IsDir {
-		return n.uiFile(w, r, self)
+		return u.file(ctx, w, r, self)
 	}
-	after := r.URL.Query().Get("after")
-	list, err := cs.ListStatus(ctx, &api.ListStatusRequest{Path: p, StartAfter: after, Read: staleRead})
+	list, err := u.client.ListStatus(ctx, &api.ListStatusRequest{Path: p, StartAfter: r.URL.Query().Get("after")})
 	if err != nil {
 		return err
 	}
@@ -100,33 +105,43 @@ func (n *Namenode) uiBrowse(w http.ResponseWriter, r *http.Request) error {
 	if list.HasMore && len(v.Entries) > 0 {
 		v.Next = v.Entries[len(v.Entries)-1].Name
 	}
-	n.render(w, http.StatusOK, "dir", n.newPage(r, p, v))
+	u.render(w, http.StatusOK, "dir", u.newPage(r, p, v))
 	return nil
 }
 
-// uiFile renders a file's page: its blocks and where their replicas are.
-func (n *Namenode) uiFile(w http.ResponseWriter, r *http.Request, self entryView) error {
-	user, groups := n.reader(r.Context())
-	locs, err := n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: self.Path, Read: staleRead})
+// file renders a file's page: its blocks and where their replicas are.
+func (u *UI) file(ctx context.Context, w http.ResponseWriter, r *http.Request, self entryView) error {
+	locs, err := u.client.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: self.Path})
 	if err != nil {
 		return err
 	}
+	n := len(locs.BlockIds)
+	if len(locs.GenStamps) < n || len(locs.Lengths) < n || len(locs.ReplicaCounts) < n {
+		return errs.New(errs.Internal, "browse", self.Path, "malformed block locations reply")
+	}
 	v := fileView{Self: self, Crumbs: crumbs(self.Path)}
-	off, next := locs.FirstOffset, uint32(0)
+	off, next := locs.FirstOffset, 0
 	for i, id := range locs.BlockIds {
 		b := blockView{ID: id, GenStamp: locs.GenStamps[i], Offset: off, Length: locs.Lengths[i], CRC: "-"}
 		off += b.Length
 		if i < len(locs.Crc32Cs) && locs.Crc32Cs[i] != 0 {
 			b.CRC = fmt.Sprintf("%08x", uint32(locs.Crc32Cs[i]))
 		}
-		for _, di := range locs.ReplicaIndexes[next : next+locs.ReplicaCounts[i]] {
+		end := next + int(locs.ReplicaCounts[i])
+		if end > len(locs.ReplicaIndexes) {
+			return errs.New(errs.Internal, "browse", self.Path, "malformed block locations reply")
+		}
+		for _, di := range locs.ReplicaIndexes[next:end] {
+			if int(di) >= len(locs.Datanodes) {
+				return errs.New(errs.Internal, "browse", self.Path, "malformed block locations reply")
+			}
 			d := locs.Datanodes[di]
 			b.Replicas = append(b.Replicas, replicaView{Datanode: d.Id, Live: d.State == "live"})
 		}
-		next += locs.ReplicaCounts[i]
+		next = end
 		v.Blocks = append(v.Blocks, b)
 	}
-	n.render(w, http.StatusOK, "file", n.newPage(r, self.Path, v))
+	u.render(w, http.StatusOK, "file", u.newPage(r, self.Path, v))
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package namenode
+package webui
 
 import "testing"
 
@@ -35,7 +35,7 @@ func TestUIHelpers(t *testing.T) {
 	if got := crumbs("/a/b"); len(got) != 3 || got[2] != (crumb{"b", "/a/b"}) || got[0].Path != "/" {
 		t.Errorf("crumbs(/a/b) = %v", got)
 	}
-	p := uiPage{user: "a b"}
+	p := page{user: "a b"}
 	if got := p.Browse("/x?y/#z"); got != "/browse/x%3Fy/%23z?user.name=a+b" {
 		t.Errorf("Browse = %s", got)
 	}

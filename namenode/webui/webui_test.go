@@ -1,4 +1,4 @@
-package namenode_test
+package webui_test
 
 import (
 	"context"
@@ -133,7 +133,7 @@ func TestWebUISimple(t *testing.T) {
 		{"templates are not served", base + "/static/layout.html", 404, nil, nil},
 		{"metrics are public", base + "/metrics", 200, []string{"blockfs_namenode_files"}, nil},
 		{"follower says so", "http://" + fol.HTTPAddr() + "/" + as("alice"), 200, []string{"follower-banner", "go to the leader", lead.HTTPAddr()}, nil},
-		{"follower browses its own state", "http://" + fol.HTTPAddr() + "/browse/data/f" + as("alice"), 200, []string{"Blocks (2)"}, nil},
+		{"follower browses as of the leader", "http://" + fol.HTTPAddr() + "/browse/data/f" + as("alice"), 200, []string{"Blocks (2)"}, nil},
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	for _, tc := range cases {
