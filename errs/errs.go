@@ -131,6 +131,20 @@ func Wrap(k Kind, op, path string, cause error) *Error {
 	return &Error{Kind: k, Op: op, Path: path, Err: cause}
 }
 
+// WithOp returns err with its Op set to op: a copy when err is an
+// *Error (err itself is unchanged), err as it is otherwise (nil included).
+// A server uses it to name its operation on an error from a call that
+// could not know it, such as namespace.ParsePath at the edge.
+func WithOp(err error, op string) error {
+	e, ok := err.(*Error)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Op = op
+	return &c
+}
+
 // KindOf returns the Kind of the first *Error in err's chain, Other if there
 // is none, and Other for nil.
 func KindOf(err error) Kind {
