@@ -60,7 +60,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", k)
 }
 
-// Error is the blockfs error. Op names the operation ("mkdirs", "lbm.read"),
+// Error is the blockfs error. Op names the operation ("Mkdirs", "lbm.Store.Read"; see the package doc),
 // Path the object it touched (a file path, block id or file name), Msg the
 // specific problem. Err, if set, is the underlying cause.
 type Error struct {
