@@ -58,7 +58,7 @@ func DefaultConfig() Config {
 
 // Validate reports an errs.Invalid error if a field is out of range.
 func (c *Config) Validate() error {
-	bad := func(msg string) error { return errs.New(errs.Invalid, "blocks.config", "", msg) }
+	bad := func(msg string) error { return errs.New(errs.Invalid, "blocks.Config.Validate", "", msg) }
 	switch {
 	case c.HeartbeatInterval <= 0:
 		return bad("HeartbeatInterval must be > 0")

@@ -66,7 +66,7 @@ func (m *Manager) nodes() []*node { return m.reg.Load().sorted }
 func (m *Manager) Register(d Datanode) error {
 	if d.ID == "" {
 		m.Refuse(RefusedRegister)
-		return errs.New(errs.Invalid, "blocks.register", "", "empty datanode id")
+		return errs.New(errs.Invalid, "blocks.Manager.Register", "", "empty datanode id")
 	}
 	d.State, d.LastHeartbeat = Live, m.cfg.Now()
 	n := m.lookup(d.ID)
@@ -76,7 +76,7 @@ func (m *Manager) Register(d Datanode) error {
 		if n = old.byID[d.ID]; n == nil && len(old.byNum) >= maxNodes {
 			m.regMu.Unlock()
 			m.Refuse(RefusedRegister)
-			return errs.Newf(errs.Exhausted, "blocks.register", d.ID, "this namenode has registered %d datanodes, the most it can", maxNodes)
+			return errs.Newf(errs.Exhausted, "blocks.Manager.Register", d.ID, "this namenode has registered %d datanodes, the most it can", maxNodes)
 		}
 		if n == nil {
 			n = newNode(d)
@@ -101,7 +101,7 @@ func (m *Manager) Register(d Datanode) error {
 	defer n.mu.Unlock()
 	if cur := n.snap.Load(); cur.State == Live && cur.Addr != d.Addr && cur.Addr != "" {
 		m.Refuse(RefusedRegister)
-		return errs.Newf(errs.Exist, "blocks.register", d.ID,
+		return errs.Newf(errs.Exist, "blocks.Manager.Register", d.ID,
 			"datanode %s is live at %s; refusing a second registration from %s until it is dead", d.ID, cur.Addr, d.Addr)
 	}
 	n.snap.Store(&d)

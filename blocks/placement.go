@@ -12,7 +12,7 @@ import "github.com/blockfs/blockfs/errs"
 // error if n < 1.
 func (m *Manager) ChooseTargets(n int, blockSize uint64, exclude []string) ([]Datanode, error) {
 	if n < 1 {
-		return nil, errs.Newf(errs.Invalid, "blocks.choose_targets", "", "asked for %d targets", n)
+		return nil, errs.Newf(errs.Invalid, "blocks.Manager.ChooseTargets", "", "asked for %d targets", n)
 	}
 	picked := m.choose(n, blockSize, func(x *node) bool {
 		for _, id := range exclude {
@@ -23,7 +23,7 @@ func (m *Manager) ChooseTargets(n int, blockSize uint64, exclude []string) ([]Da
 		return false
 	})
 	if len(picked) == 0 {
-		return nil, errs.New(errs.Unavailable, "blocks.choose_targets", "", "no live datanodes with space")
+		return nil, errs.New(errs.Unavailable, "blocks.Manager.ChooseTargets", "", "no live datanodes with space")
 	}
 	out := make([]Datanode, len(picked))
 	for i, p := range picked {

@@ -60,7 +60,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", k)
 }
 
-// Error is the blockfs error. Op names the operation ("mkdirs", "lbm.read"),
+// Error is the blockfs error. Op names the operation ("Mkdirs", "lbm.Store.Read"; see the package doc),
 // Path the object it touched (a file path, block id or file name), Msg the
 // specific problem. Err, if set, is the underlying cause.
 type Error struct {
@@ -129,6 +129,20 @@ func Newf(k Kind, op, path, format string, args ...any) *Error {
 // Wrap returns an error of kind k that wraps cause.
 func Wrap(k Kind, op, path string, cause error) *Error {
 	return &Error{Kind: k, Op: op, Path: path, Err: cause}
+}
+
+// WithOp returns err with its Op set to op: a copy when err is an
+// *Error (err itself is unchanged), err as it is otherwise (nil included).
+// A server uses it to name its operation on an error from a call that
+// could not know it, such as namespace.ParsePath at the edge.
+func WithOp(err error, op string) error {
+	e, ok := err.(*Error)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Op = op
+	return &c
 }
 
 // KindOf returns the Kind of the first *Error in err's chain, Other if there

@@ -67,7 +67,7 @@ func (s *Store) countRead(n int) {
 // whole, and the CRCs of the returned chunks (DefaultBytesPerChecksum) are
 // computed from the verified bytes.
 func (s *Store) ReadChunks(ctx context.Context, id uint64, off, n int64, buf []byte) (ChunkRange, error) {
-	const op = "lbm.readchunks"
+	const op = "lbm.Store.ReadChunks"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return ChunkRange{}, err
 	}

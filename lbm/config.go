@@ -107,7 +107,7 @@ func DefaultConfig() Config {
 
 // Validate checks cfg and reports an errs.Invalid error.
 func (c *Config) Validate() error {
-	bad := func(msg string) error { return errs.New(errs.Invalid, "lbm.config", "", msg) }
+	bad := func(msg string) error { return errs.New(errs.Invalid, "lbm.Config.Validate", "", msg) }
 	switch {
 	case len(c.Dirs) == 0:
 		return bad("no data dirs")

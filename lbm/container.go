@@ -95,7 +95,7 @@ func (c *container) dataCipher() (*fileCipher, error) {
 	var b [encHeaderLen + fileHeaderLen]byte
 	n, err := c.data.ReadAt(b[:], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, errs.Wrap(errs.IO, "lbm.read", c.dataPath, err)
+		return nil, errs.Wrap(errs.IO, "lbm.Store.Read", c.dataPath, err)
 	}
 	h := b[:n]
 	var fc *fileCipher
@@ -107,7 +107,7 @@ func (c *container) dataCipher() (*fileCipher, error) {
 		h = h[encHeaderLen:]
 	}
 	if _, ok := decodeFileHeader(h, dataMagic); !ok {
-		return nil, errs.Newf(errs.Corrupt, "lbm.read", c.dataPath, "bad data file header at offset 0")
+		return nil, errs.Newf(errs.Corrupt, "lbm.Store.Read", c.dataPath, "bad data file header at offset 0")
 	}
 	c.dataFC = fc
 	c.dataReady.Store(true)
@@ -154,7 +154,7 @@ func (s *Store) createContainer(d *dataDir) (*container, error) {
 		if c.meta != nil {
 			c.meta.Close()
 		}
-		return nil, errs.Wrap(errs.IO, "lbm.create", path, err)
+		return nil, errs.Wrap(errs.IO, "lbm.Store.Create", path, err)
 	}
 	dh, dfc, err := s.fileHeader(dataMagic, 0, s.cfg.Encrypt)
 	if err != nil {
@@ -207,7 +207,7 @@ func (c *container) appendMetaLocked(buf []byte) error {
 	}
 	if err != nil {
 		c.broken = true
-		return errs.Wrap(errs.IO, "lbm.metadata", c.metaPath, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Put", c.metaPath, err)
 	}
 	c.metaOff += int64(len(buf))
 	return nil
@@ -248,7 +248,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 		if n > 0 {
 			if _, err := c.data.WriteAt(scratch, off); err != nil {
 				c.markBroken()
-				return 0, errs.Wrap(errs.IO, "lbm.write", c.dataPath, err)
+				return 0, errs.Wrap(errs.IO, "lbm.BlockWriter.Write", c.dataPath, err)
 			}
 		}
 		recs = append(recs, createRec{ID: metas[i].ID, Inode: metas[i].Inode, GenStamp: metas[i].GenStamp,
@@ -258,7 +258,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 	}
 	if err := c.data.Sync(); err != nil {
 		c.markBroken()
-		return 0, errs.Wrap(errs.IO, "lbm.write", c.dataPath, err)
+		return 0, errs.Wrap(errs.IO, "lbm.BlockWriter.Write", c.dataPath, err)
 	}
 	buf := make([]byte, 0, len(recs)*frameLen(create2BodyLen))
 	for i := range recs {
@@ -267,7 +267,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken || c.removed {
-		return 0, errs.New(errs.IO, "lbm.write", c.metaPath, "container is read-only after an earlier failure")
+		return 0, errs.New(errs.IO, "lbm.BlockWriter.Write", c.metaPath, "container is read-only after an earlier failure")
 	}
 	if err := c.appendMetaLocked(buf); err != nil {
 		return 0, err
@@ -347,7 +347,7 @@ func (c *container) compactLocked() error {
 	}
 	f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return errs.Wrap(errs.IO, "lbm.compact", tmp, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", tmp, err)
 	}
 	if _, err = f.WriteAt(buf, 0); err == nil {
 		err = f.Sync()
@@ -358,7 +358,7 @@ func (c *container) compactLocked() error {
 	if err != nil {
 		f.Close()
 		s.fs.Remove(tmp)
-		return errs.Wrap(errs.IO, "lbm.compact", c.metaPath, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", c.metaPath, err)
 	}
 	old := c.meta
 	c.meta, c.metaFC, c.metaOff = f, fc, int64(len(buf))
@@ -366,7 +366,7 @@ func (c *container) compactLocked() error {
 	old.Close()
 	if err := s.fs.SyncDir(c.dir.path); err != nil {
 		c.broken = true
-		return errs.Wrap(errs.IO, "lbm.compact", c.dir.path, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", c.dir.path, err)
 	}
 	s.log.Info("lbm: compacted container metadata", "container", c.name(), "live", len(ids))
 	return nil
@@ -394,7 +394,7 @@ func (c *container) removeLocked() error {
 	// data file, and Open failed (found by TestStoreModel; regression test
 	// TestDeadRemovalAfterFailedDeleteSync).
 	if err := c.meta.Sync(); err != nil {
-		return errs.Wrap(errs.IO, "lbm.remove", c.metaPath, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", c.metaPath, err)
 	}
 	c.removed = true
 	c.data.Close()
@@ -404,13 +404,13 @@ func (c *container) removeLocked() error {
 	c.dir.mu.Unlock()
 	s.metrics.containers.Dec()
 	if err := s.fs.Remove(c.dataPath); err != nil {
-		return errs.Wrap(errs.IO, "lbm.remove", c.dataPath, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", c.dataPath, err)
 	}
 	if err := s.fs.Remove(c.metaPath); err != nil {
-		return errs.Wrap(errs.IO, "lbm.remove", c.metaPath, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", c.metaPath, err)
 	}
 	if err := s.fs.SyncDir(c.dir.path); err != nil {
-		return errs.Wrap(errs.IO, "lbm.remove", c.dir.path, err)
+		return errs.Wrap(errs.IO, "lbm.Store.Delete", c.dir.path, err)
 	}
 	s.log.Info("lbm: removed dead container", "container", c.name())
 	return nil

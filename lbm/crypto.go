@@ -120,11 +120,11 @@ type keyring struct{ aead cipher.AEAD }
 func newKeyring(serverKey []byte) (*keyring, error) {
 	b, err := aes.NewCipher(serverKey)
 	if err != nil {
-		return nil, errs.Wrap(errs.Invalid, "lbm.key", "", err)
+		return nil, errs.Wrap(errs.Invalid, "lbm.Open", "", err)
 	}
 	g, err := cipher.NewGCM(b)
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, "lbm.key", "", err)
+		return nil, errs.Wrap(errs.Internal, "lbm.Open", "", err)
 	}
 	return &keyring{aead: g}, nil
 }
@@ -138,13 +138,13 @@ func (k *keyring) newFileCipher() (*fileCipher, []byte, error) {
 	hdr := make([]byte, encHeaderLen)
 	var secret [48]byte
 	if _, err := io.ReadFull(rand.Reader, secret[:]); err != nil {
-		return nil, nil, errs.Wrap(errs.Internal, "lbm.key", "", err)
+		return nil, nil, errs.Wrap(errs.Internal, "lbm.Open", "", err)
 	}
 	copy(hdr[0:8], encMagic)
 	hdr[8] = 1
 	hdr[9] = encAlgAES256
 	if _, err := io.ReadFull(rand.Reader, hdr[12:24]); err != nil {
-		return nil, nil, errs.Wrap(errs.Internal, "lbm.key", "", err)
+		return nil, nil, errs.Wrap(errs.Internal, "lbm.Open", "", err)
 	}
 	k.aead.Seal(hdr[24:24], hdr[12:24], secret[:], hdr[0:12])
 	fc, err := cipherFromSecret(secret[:])
@@ -154,7 +154,7 @@ func (k *keyring) newFileCipher() (*fileCipher, []byte, error) {
 func cipherFromSecret(secret []byte) (*fileCipher, error) {
 	b, err := aes.NewCipher(secret[:32])
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, "lbm.key", "", err)
+		return nil, errs.Wrap(errs.Internal, "lbm.Open", "", err)
 	}
 	fc := &fileCipher{block: b}
 	copy(fc.iv[:], secret[32:48])
@@ -167,14 +167,14 @@ func isEncHeader(b []byte) bool { return len(b) >= 8 && string(b[:8]) == encMagi
 // openHeader unwraps a file's encryption header.
 func (k *keyring) openHeader(path string, hdr []byte) (*fileCipher, error) {
 	if len(hdr) < encHeaderLen || !isEncHeader(hdr) || hdr[8] != 1 || hdr[9] != encAlgAES256 {
-		return nil, errs.Newf(errs.Corrupt, "lbm.open", path, "bad encryption header at offset 0")
+		return nil, errs.Newf(errs.Corrupt, "lbm.Open", path, "bad encryption header at offset 0")
 	}
 	if k == nil {
-		return nil, errs.Newf(errs.Invalid, "lbm.open", path, "file is encrypted but no server key is configured")
+		return nil, errs.Newf(errs.Invalid, "lbm.Open", path, "file is encrypted but no server key is configured")
 	}
 	var secret [48]byte
 	if _, err := k.aead.Open(secret[:0], hdr[12:24], hdr[24:88], hdr[0:12]); err != nil {
-		return nil, errs.Newf(errs.Corrupt, "lbm.open", path, "encryption header at offset 0 does not open with the server key")
+		return nil, errs.Newf(errs.Corrupt, "lbm.Open", path, "encryption header at offset 0 does not open with the server key")
 	}
 	return cipherFromSecret(secret[:])
 }
@@ -189,27 +189,27 @@ func loadOrCreateServerKey(fs FS, path string) ([]byte, error) {
 		defer f.Close()
 		var b [keyFileLen]byte
 		if n, err := f.ReadAt(b[:], 0); n != keyFileLen {
-			return nil, errs.Wrap(errs.Corrupt, "lbm.key", path, errors.Join(errors.New("short key file"), err))
+			return nil, errs.Wrap(errs.Corrupt, "lbm.Open", path, errors.Join(errors.New("short key file"), err))
 		}
 		if string(b[0:8]) != keyFileMagic || b[8] != encAlgAES256 ||
 			binary.LittleEndian.Uint32(b[12:16]) != crc32c(b[16:48]) {
-			return nil, errs.New(errs.Corrupt, "lbm.key", path, "bad server key file")
+			return nil, errs.New(errs.Corrupt, "lbm.Open", path, "bad server key file")
 		}
 		return append([]byte(nil), b[16:48]...), nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, errs.Wrap(errs.IO, "lbm.key", path, err)
+		return nil, errs.Wrap(errs.IO, "lbm.Open", path, err)
 	}
 	var b [keyFileLen]byte
 	copy(b[0:8], keyFileMagic)
 	b[8] = encAlgAES256
 	if _, err := io.ReadFull(rand.Reader, b[16:48]); err != nil {
-		return nil, errs.Wrap(errs.Internal, "lbm.key", path, err)
+		return nil, errs.Wrap(errs.Internal, "lbm.Open", path, err)
 	}
 	binary.LittleEndian.PutUint32(b[12:16], crc32c(b[16:48]))
 	err = WriteFileAtomic(fs, path, b[:], 0o600)
 	if err != nil {
-		return nil, errs.Wrap(errs.IO, "lbm.key", path, err)
+		return nil, errs.Wrap(errs.IO, "lbm.Open", path, err)
 	}
 	return append([]byte(nil), b[16:48]...), nil
 }

@@ -115,7 +115,7 @@ func (s *Store) WaitingReplicas() []WaitingReplica {
 // Then an RBW-drop record is appended for the waiting replica and its
 // bytes are punched. No waiting replica: errs.NotFound.
 func (s *Store) RecoverWaiting(ctx context.Context, id, genStamp uint64, n int64) (BlockInfo, error) {
-	const op = "lbm.recoverwaiting"
+	const op = "lbm.Store.RecoverWaiting"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return BlockInfo{}, err
 	}
@@ -209,7 +209,7 @@ func (s *Store) RecoverWaiting(ctx context.Context, id, genStamp uint64, n int64
 // DropWaiting forgets the waiting replica of id: an RBW-drop record is
 // appended and fsynced, then its bytes are punched. None: errs.NotFound.
 func (s *Store) DropWaiting(ctx context.Context, id uint64) error {
-	const op = "lbm.dropwaiting"
+	const op = "lbm.Store.DropWaiting"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (s *Store) dropWaiting(w *waitingRep, quiet bool) error {
 	c.mu.Lock()
 	var err error
 	if c.broken || c.removed {
-		err = errs.New(errs.IO, "lbm.dropwaiting", c.metaPath, "container is read-only after an earlier failure")
+		err = errs.New(errs.IO, "lbm.Store.DropWaiting", c.metaPath, "container is read-only after an earlier failure")
 	} else {
 		err = c.appendMetaLocked(buf)
 	}

@@ -38,7 +38,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	var err error
 	if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
-		return nil, errs.Wrap(errs.Invalid, "lbm.open", "", err)
+		return nil, errs.Wrap(errs.Invalid, "lbm.Open", "", err)
 	}
 	for _, p := range cfg.Dirs {
 		d := newDataDir(p)
@@ -121,7 +121,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 				mu.Unlock()
 				if err := ctx.Err(); err != nil {
 					mu.Lock()
-					firstErr = errs.Wrap(errs.Canceled, "lbm.open", "", err)
+					firstErr = errs.Wrap(errs.Canceled, "lbm.Open", "", err)
 					mu.Unlock()
 					return
 				}
@@ -316,7 +316,7 @@ func (r *replayState) apply(body []byte, off int64) error {
 		var c createRec
 		decodeCreate(body, &c)
 		if body[0] == recCreate2 && !chunks.Valid(int(c.BPC)) {
-			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+			return errs.Newf(errs.Corrupt, "lbm.Open", r.path,
 				"CREATE2 of block %d at offset %d: bytes per checksum %d", c.ID, off, c.BPC)
 		}
 		// An empty block writes no bytes, so its (aligned) offset may lie
@@ -325,12 +325,12 @@ func (r *replayState) apply(body []byte, off int64) error {
 		span := c.Length + tableLen(c.Length, c.BPC)
 		if c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 || c.Length < 0 || c.Length > 1<<50 ||
 			(c.Length > 0 && c.Offset+span > r.dataSize) || c.Offset+span < c.Offset {
-			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+			return errs.Newf(errs.Corrupt, "lbm.Open", r.path,
 				"malformed CREATE of block %d at offset %d (block [%d,+%d), data file %d bytes)",
 				c.ID, off, c.Offset, c.Length, r.dataSize)
 		}
 		if prev, dup := r.blocks[c.ID]; dup && prev.gen >= c.GenStamp {
-			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+			return errs.Newf(errs.Corrupt, "lbm.Open", r.path,
 				"second CREATE of live block %d at offset %d (generation stamp %d, live %d)", c.ID, off, c.GenStamp, prev.gen)
 		}
 		// A CREATE of a block live here with a lower generation stamp is a
@@ -346,7 +346,7 @@ func (r *replayState) apply(body []byte, off int64) error {
 		decodeCreate(body, &c)
 		if !chunks.Valid(int(c.BPC)) || c.Offset < firstBlockOffset || c.Offset%fsBlockSize != 0 ||
 			c.Length < 0 || c.Length > 1<<50 || (c.Length > 0 && c.Offset+c.Length > r.dataSize) {
-			return errs.Newf(errs.Corrupt, "lbm.replay", r.path,
+			return errs.Newf(errs.Corrupt, "lbm.Open", r.path,
 				"malformed RBW of block %d at offset %d (bytes [%d,+%d), bytes per checksum %d, data file %d bytes)",
 				c.ID, off, c.Offset, c.Length, c.BPC, r.dataSize)
 		}
@@ -365,24 +365,24 @@ func (r *replayState) apply(body []byte, off int64) error {
 	case len(body) == deleteBodyLen && body[0] == recDelete:
 		id := decodeDelete(body)
 		if _, ok := r.blocks[id]; !ok {
-			return errs.Newf(errs.Corrupt, "lbm.replay", r.path, "DELETE of unknown block %d at offset %d", id, off)
+			return errs.Newf(errs.Corrupt, "lbm.Open", r.path, "DELETE of unknown block %d at offset %d", id, off)
 		}
 		delete(r.blocks, id)
 	default:
-		return errs.Newf(errs.Corrupt, "lbm.replay", r.path, "unknown record (type %d, %d bytes) at offset %d", body[0], len(body), off)
+		return errs.Newf(errs.Corrupt, "lbm.Open", r.path, "unknown record (type %d, %d bytes) at offset %d", body[0], len(body), off)
 	}
 	return nil
 }
 
 func corruptAt(path string, off int64, st frameStatus) error {
-	return errs.Newf(errs.Corrupt, "lbm.replay", path, "metadata record at offset %d: %s", off, st)
+	return errs.Newf(errs.Corrupt, "lbm.Open", path, "metadata record at offset %d: %s", off, st)
 }
 
 // loadContainer opens and replays one container and merges it.
 func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) error {
 	base := d.path + "/" + id
 	dataPath, metaPath := base+".data", base+".metadata"
-	ioErr := func(p string, err error) error { return errs.Wrap(errs.IO, "lbm.replay", p, err) }
+	ioErr := func(p string, err error) error { return errs.Wrap(errs.IO, "lbm.Open", p, err) }
 	removeIncomplete := func(why string) error {
 		s.log.Warn("lbm: removing incomplete container", "container", base, "why", why)
 		for _, p := range []string{dataPath, metaPath} {
@@ -407,7 +407,7 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 		if dataSize <= firstBlockOffset {
 			return removeIncomplete("data file without metadata and without blocks")
 		}
-		return errs.Newf(errs.Corrupt, "lbm.replay", dataPath, "data file of %d bytes has no metadata file", dataSize)
+		return errs.Newf(errs.Corrupt, "lbm.Open", dataPath, "data file of %d bytes has no metadata file", dataSize)
 	}
 	meta, err := s.fs.OpenFile(metaPath, os.O_RDWR, 0)
 	if err != nil {
@@ -447,7 +447,7 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 		if !hasData || dataSize <= firstBlockOffset {
 			return removeIncomplete("metadata file header never completed")
 		}
-		return errs.Newf(errs.Corrupt, "lbm.replay", metaPath, "bad metadata file header at offset 0")
+		return errs.Newf(errs.Corrupt, "lbm.Open", metaPath, "bad metadata file header at offset 0")
 	}
 	if err != nil {
 		meta.Close()
@@ -463,7 +463,7 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 			}
 			return s.fs.SyncDir(d.path)
 		}
-		return errs.Newf(errs.Corrupt, "lbm.replay", metaPath, "%d live blocks but no data file", len(st.blocks))
+		return errs.Newf(errs.Corrupt, "lbm.Open", metaPath, "%d live blocks but no data file", len(st.blocks))
 	}
 	if end < size {
 		// A torn tail: nothing past end was acknowledged.
@@ -501,7 +501,7 @@ func (s *Store) loadContainer(d *dataDir, id string, hasData, hasMeta bool) erro
 				s.used.Add(-added)
 				c.data.Close()
 				meta.Close()
-				return errs.Newf(errs.Corrupt, "lbm.replay", metaPath,
+				return errs.Newf(errs.Corrupt, "lbm.Open", metaPath,
 					"block %d is live in two containers with generation stamp %d", bid, e.gen)
 			}
 			// Live in another container with another generation stamp: a
@@ -562,7 +562,7 @@ func (s *Store) parseHeaders(c *container, raw []byte) (hdrLen int64, fc *fileCi
 func (s *Store) replayInmem(c *container, st *replayState, size int64) (end int64, tail frameStatus, hdrOK bool, err error) {
 	buf := make([]byte, size)
 	if n, err := c.meta.ReadAt(buf, 0); int64(n) < size {
-		return 0, 0, false, errs.Wrap(errs.IO, "lbm.replay", c.metaPath, errors.Join(io.ErrUnexpectedEOF, err))
+		return 0, 0, false, errs.Wrap(errs.IO, "lbm.Open", c.metaPath, errors.Join(io.ErrUnexpectedEOF, err))
 	}
 	hdrLen, fc, sealed, ok, err := s.parseHeaders(c, buf)
 	if err != nil || !ok {

@@ -15,7 +15,7 @@ var readaheadWindow int64 = 1 << 20
 // error naming path (a short read is io.ErrUnexpectedEOF).
 func preadFull(f File, path string, b []byte, off int64) error {
 	if n, err := f.ReadAt(b, off); n < len(b) {
-		return errs.Wrap(errs.IO, "lbm.replay", path, errors.Join(io.ErrUnexpectedEOF, err))
+		return errs.Wrap(errs.IO, "lbm.Open", path, errors.Join(io.ErrUnexpectedEOF, err))
 	}
 	return nil
 }

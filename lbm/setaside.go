@@ -38,7 +38,7 @@ func (s *Store) setAsideAll(cs []corruptContainer, total int) error {
 		return nil
 	}
 	if len(cs) > 1 && len(cs) == total {
-		return errs.Wrap(errs.Corrupt, "lbm.open", "",
+		return errs.Wrap(errs.Corrupt, "lbm.Open", "",
 			fmt.Errorf("all %d containers failed replay (wrong server key or data dir?); first: %w", total, cs[0].err))
 	}
 	now := time.Now().Unix()

@@ -100,7 +100,7 @@ func (s *Store) Put(ctx context.Context, m BlockMeta, data []byte) error {
 // none is half stored. A failing data dir is marked failed and the
 // remaining blocks go to the other dirs.
 func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte) error {
-	const op = "lbm.put"
+	const op = "lbm.Store.Put"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (s *Store) acquire() (*container, error) {
 		c.mu.Unlock()
 		return c, nil
 	}
-	return nil, errs.New(errs.Unavailable, "lbm.put", "", "no healthy data directory")
+	return nil, errs.New(errs.Unavailable, "lbm.Store.Put", "", "no healthy data directory")
 }
 
 func (s *Store) release(c *container) {
@@ -233,7 +233,7 @@ func (s *Store) FailedDirs() []string {
 // mismatch is errs.Corrupt (the caller reports the replica). Unknown id:
 // errs.NotFound; a range outside the block: errs.Invalid.
 func (s *Store) Read(ctx context.Context, id uint64, off, n int64) ([]byte, error) {
-	const op = "lbm.read"
+	const op = "lbm.Store.Read"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func (s *Store) Delete(ctx context.Context, id uint64) error {
 // Ids not found are skipped and reported as an errs.NotFound error after
 // the others are deleted.
 func (s *Store) DeleteBatch(ctx context.Context, ids []uint64) error {
-	const op = "lbm.delete"
+	const op = "lbm.Store.Delete"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func (s *Store) deleteFrom(c *container, ids []uint64, es []blockEntry, restore 
 	c.mu.Lock()
 	var err error
 	if c.broken || c.removed {
-		err = errs.New(errs.IO, "lbm.delete", c.metaPath, "container is read-only after an earlier failure")
+		err = errs.New(errs.IO, "lbm.Store.Delete", c.metaPath, "container is read-only after an earlier failure")
 	} else {
 		err = c.appendMetaLocked(buf)
 	}

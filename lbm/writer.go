@@ -100,7 +100,7 @@ func (s *Store) Create(ctx context.Context, m BlockMeta, bytesPerChecksum int) (
 // Commit. The writer holds one container until Commit or Abort; a
 // length above Config.MaxContainerSize is errs.Invalid.
 func (s *Store) CreateWith(ctx context.Context, m BlockMeta, o CreateOptions) (*BlockWriter, error) {
-	const op = "lbm.create"
+	const op = "lbm.Store.Create"
 	if err := s.checkOpen(ctx, op); err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (s *Store) CreateWith(ctx context.Context, m BlockMeta, o CreateOptions) (*
 
 // Write appends data: WriteAt(Written(), data, crcs).
 func (w *BlockWriter) Write(data []byte, crcs []uint32) error {
-	const op = "lbm.write"
+	const op = "lbm.BlockWriter.Write"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(op); err != nil {
@@ -192,7 +192,7 @@ func (w *BlockWriter) Write(data []byte, crcs []uint32) error {
 // file at once: the block is never buffered whole. An I/O error fails the
 // writer (only Abort remains) and marks the data dir failed.
 func (w *BlockWriter) WriteAt(off int64, data []byte, crcs []uint32) error {
-	const op = "lbm.write"
+	const op = "lbm.BlockWriter.Write"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(op); err != nil {
@@ -356,7 +356,7 @@ func (w *BlockWriter) Meta() BlockMeta {
 // (a pipeline or block recovery bumping the replica's genstamp). gs must
 // be above the current one (errs.Invalid otherwise).
 func (w *BlockWriter) SetGenStamp(gs uint64) error {
-	const op = "lbm.setgenstamp"
+	const op = "lbm.BlockWriter.SetGenStamp"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(op); err != nil {
@@ -383,7 +383,7 @@ func (w *BlockWriter) SetGenStamp(gs uint64) error {
 // copies the block to fresh space (O(Written()), recovery only), since
 // its chunk CRC table would otherwise be written over the cut bytes.
 func (w *BlockWriter) Truncate(n int64) error {
-	const op = "lbm.truncate"
+	const op = "lbm.BlockWriter.Truncate"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(op); err != nil {
@@ -458,7 +458,7 @@ func (w *BlockWriter) Truncate(n int64) error {
 // read). A range past Written(): errs.Invalid. A writer committed, aborted
 // or failed: errs.Precondition (read a committed block from the Store).
 func (w *BlockWriter) ReadChunks(off, n int64, buf []byte) (ChunkRange, error) {
-	const op = "lbm.writer.readchunks"
+	const op = "lbm.BlockWriter.ReadChunks"
 	for attempt := 0; ; attempt++ {
 		w.mu.Lock()
 		if err := w.usable(op); err != nil {
@@ -551,7 +551,7 @@ func (w *BlockWriter) Written() int64 {
 // waiting replica (Store.Waiting) until recovered or dropped; a
 // declared-length writer's bytes are absent after a crash.
 func (w *BlockWriter) Sync() error {
-	const op = "lbm.sync"
+	const op = "lbm.BlockWriter.Sync"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(op); err != nil {
@@ -587,7 +587,7 @@ func (w *BlockWriter) Sync() error {
 // generation stamp. A failure to release the old version is logged, not
 // returned: the new version is committed.
 func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
-	const op = "lbm.commit"
+	const op = "lbm.BlockWriter.Commit"
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(op); err != nil {

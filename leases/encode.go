@@ -129,7 +129,7 @@ func (t *Table) addRaw(id namespace.ID, client, user string, renewed int64) {
 	t.files[id] = client
 }
 
-func corrupt(msg string) error { return errs.New(errs.Corrupt, "restore lease table", "", msg) }
+func corrupt(msg string) error { return errs.New(errs.Corrupt, "leases.Read", "", msg) }
 
 type decoder struct {
 	r   io.Reader

@@ -19,10 +19,10 @@ type clientService struct {
 }
 
 func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*api.MkdirsResponse, error) {
-	if err := validatePath("mkdirs", req.Path); err != nil {
+	if err := validatePath("Mkdirs", req.Path); err != nil {
 		return nil, err
 	}
-	perm, err := permOrDefault("mkdirs", req.Path, req.Mode, 0o755)
+	perm, err := permOrDefault("Mkdirs", req.Path, req.Mode, 0o755)
 	if err != nil {
 		return nil, err
 	}
@@ -36,10 +36,11 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*ap
 }
 
 func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*api.CreateResponse, error) {
-	if err := validatePath("create", req.Path); err != nil {
+	p, err := parsePath("Create", req.Path)
+	if err != nil {
 		return nil, err
 	}
-	perm, err := permOrDefault("create", req.Path, req.Mode, 0o644)
+	perm, err := permOrDefault("Create", req.Path, req.Mode, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 		bs = s.n.cfg.Namespace.DefaultBlockSize
 	}
 	if msg := s.n.cfg.Namespace.blockSizeProblem(bs); msg != "" {
-		return nil, errs.Newf(errs.Invalid, "create", req.Path, "block size %d is %s", bs, msg)
+		return nil, errs.Newf(errs.Invalid, "Create", req.Path, "block size %d is %s", bs, msg)
 	}
 	c := s.n.caller(ctx)
 	res, idx, err := s.n.propose(ctx, fsm.CmdCreate, &api.CreateCommand{
@@ -60,28 +61,30 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
-		return nil, s.n.takeOver(ctx, c, req.Path, err)
+		return nil, s.n.takeOver(ctx, c, p, err)
 	}
 	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}, nil
 }
 
 func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) (*api.AddBlockResponse, error) {
-	if err := validatePath("add block", req.Path); err != nil {
+	const op = "AddBlock"
+	p, err := parsePath(op, req.Path)
+	if err != nil {
 		return nil, err
 	}
 	if req.InodeId == 0 {
-		return nil, errs.New(errs.Invalid, "add block", req.Path, "inode_id is required")
+		return nil, errs.New(errs.Invalid, op, req.Path, "inode_id is required")
 	}
 	// Choose the pipeline before allocating, so a cluster with no
 	// datanodes fails without leaving an empty block behind.
 	c := s.n.caller(ctx)
-	info, err := s.statLocal(c, req.Path)
+	info, err := s.statLocal(c, op, p)
 	if errs.Is(err, errs.NotFound) {
 		// This node may lag the create (a client that moved to it after a
 		// leader change, a node catching up after a restart): catch up to
 		// the leader's read index and look again.
 		if berr := s.n.readBarrier(ctx, nil); berr == nil {
-			info, err = s.statLocal(c, req.Path)
+			info, err = s.statLocal(c, op, p)
 		}
 	}
 	if err != nil {
@@ -135,20 +138,21 @@ func (n *Namenode) checkCapacity(p string, blockSize uint64) error {
 	if live == 0 || largest >= blockSize {
 		return nil
 	}
-	return errs.Newf(errs.Precondition, "add block", p, "block size %d is larger than the capacity of every live datanode (%d live, the largest holds %d bytes)", blockSize, live, largest)
+	return errs.Newf(errs.Precondition, "AddBlock", p, "block size %d is larger than the capacity of every live datanode (%d live, the largest holds %d bytes)", blockSize, live, largest)
 }
 
 func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) (*api.CompleteResponse, error) {
-	if err := validatePath("complete", req.Path); err != nil {
+	p, err := parsePath("Complete", req.Path)
+	if err != nil {
 		return nil, err
 	}
 	if req.InodeId == 0 {
-		return nil, errs.New(errs.Invalid, "complete", req.Path, "inode_id is required")
+		return nil, errs.New(errs.Invalid, "Complete", req.Path, "inode_id is required")
 	}
 	c := s.n.caller(ctx)
 	// Wait for the reports only for the file's own writer: anyone else is
 	// refused by the FSM at once and must not hold a handler meanwhile.
-	if s.isWriter(c, req.Path, req.InodeId) {
+	if s.isWriter(c, "Complete", p, req.InodeId) {
 		if err := s.n.awaitMinReplication(ctx, req.Path, req.Blocks); err != nil {
 			return nil, err
 		}
@@ -166,7 +170,8 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 // and that nobody is writing it). The caller's retry of a lost answer is
 // answered from the retry cache, not refused as "already being written".
 func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
-	if err := validatePath("append", req.Path); err != nil {
+	p, err := parsePath("Append", req.Path)
+	if err != nil {
 		return nil, err
 	}
 	c := s.n.caller(ctx)
@@ -175,7 +180,7 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
-		return nil, s.n.takeOver(ctx, c, req.Path, err)
+		return nil, s.n.takeOver(ctx, c, p, err)
 	}
 	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum,
 		LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}
@@ -195,11 +200,11 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 }
 
 func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockRequest) (*api.AbandonBlockResponse, error) {
-	if err := validatePath("abandon block", req.Path); err != nil {
+	if err := validatePath("AbandonBlock", req.Path); err != nil {
 		return nil, err
 	}
 	if req.InodeId == 0 || req.Block == nil || req.Block.Id == 0 {
-		return nil, errs.New(errs.Invalid, "abandon block", req.Path, "inode_id and block are required")
+		return nil, errs.New(errs.Invalid, "AbandonBlock", req.Path, "inode_id and block are required")
 	}
 	_, idx, err := s.n.propose(ctx, fsm.CmdAbandonBlock, &api.AbandonBlockCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block,
@@ -211,7 +216,7 @@ func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockR
 }
 
 func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*api.DeleteResponse, error) {
-	if err := validatePath("delete", req.Path); err != nil {
+	if err := validatePath("Delete", req.Path); err != nil {
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, fsm.CmdDelete, &api.DeleteCommand{
@@ -224,10 +229,10 @@ func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*ap
 }
 
 func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*api.RenameResponse, error) {
-	if err := validatePath("rename", req.Src); err != nil {
+	if err := validatePath("Rename", req.Src); err != nil {
 		return nil, err
 	}
-	if err := validatePath("rename", req.Dst); err != nil {
+	if err := validatePath("Rename", req.Dst); err != nil {
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, fsm.CmdRename, &api.RenameCommand{
@@ -240,18 +245,19 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*ap
 }
 
 func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoRequest) (*api.GetFileInfoResponse, error) {
-	if err := validatePath("get file info", req.Path); err != nil {
+	const op = "GetFileInfo"
+	p, err := parsePath(op, req.Path)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
 	var fi namespace.FileInfo
-	var err error
 	s.n.fsm.View(func(r fsm.Reader) {
 		var ns fsm.ReadSession
-		if ns, err = r.As(s.n.readCaller(ctx), "get file info", req.Path); err == nil {
-			fi, err = ns.Stat(req.Path)
+		if ns, err = r.As(s.n.readCaller(ctx), op, req.Path); err == nil {
+			fi, err = ns.Stat(p)
 		}
 	})
 	if err != nil {
@@ -261,7 +267,9 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 }
 
 func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusRequest) (*api.ListStatusResponse, error) {
-	if err := validatePath("list", req.Path); err != nil {
+	const op = "ListStatus"
+	p, err := parsePath(op, req.Path)
+	if err != nil {
 		return nil, err
 	}
 	limit := int(req.Limit)
@@ -273,11 +281,10 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	}
 	var entries []namespace.FileInfo
 	var more bool
-	var err error
 	s.n.fsm.View(func(r fsm.Reader) {
 		var ns fsm.ReadSession
-		if ns, err = r.As(s.n.readCaller(ctx), "list", req.Path); err == nil {
-			entries, more, err = ns.List(req.Path, req.StartAfter, limit)
+		if ns, err = r.As(s.n.readCaller(ctx), op, req.Path); err == nil {
+			entries, more, err = ns.List(p, req.StartAfter, limit)
 		}
 	})
 	if err != nil {
@@ -291,11 +298,11 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 }
 
 func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissionRequest) (*api.SetPermissionResponse, error) {
-	if err := validatePath("chmod", req.Path); err != nil {
+	if err := validatePath("SetPermission", req.Path); err != nil {
 		return nil, err
 	}
 	if req.Mode&^0o1777 != 0 {
-		return nil, errs.Newf(errs.Invalid, "chmod", req.Path, "mode %#o has bits outside 01777", req.Mode)
+		return nil, errs.Newf(errs.Invalid, "SetPermission", req.Path, "mode %#o has bits outside 01777", req.Mode)
 	}
 	_, idx, err := s.n.propose(ctx, fsm.CmdSetPermission, &api.SetPermissionCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Perm: req.Mode, MtimeUnixMs: nowMs(),
@@ -307,11 +314,11 @@ func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissio
 }
 
 func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) (*api.SetOwnerResponse, error) {
-	if err := validatePath("chown", req.Path); err != nil {
+	if err := validatePath("SetOwner", req.Path); err != nil {
 		return nil, err
 	}
 	if req.Owner == "" && req.Group == "" {
-		return nil, errs.New(errs.Invalid, "chown", req.Path, "owner or group is required")
+		return nil, errs.New(errs.Invalid, "SetOwner", req.Path, "owner or group is required")
 	}
 	_, idx, err := s.n.propose(ctx, fsm.CmdSetOwner, &api.SetOwnerCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Owner: req.Owner, Group: req.Group,
@@ -330,12 +337,12 @@ func (s *clientService) ClusterStatus(ctx context.Context, req *api.ClusterStatu
 	return s.n.clusterStatus(ctx)
 }
 
-// statLocal stats a path from local state as caller c (used to size a
-// pipeline; the FSM re-checks everything when the command applies).
-func (s *clientService) statLocal(c *api.Caller, p string) (fi namespace.FileInfo, err error) {
+// statLocal stats a path from local state as caller c for op (used to
+// size a pipeline; the FSM re-checks everything when the command applies).
+func (s *clientService) statLocal(c *api.Caller, op string, p namespace.Path) (fi namespace.FileInfo, err error) {
 	s.n.fsm.View(func(r fsm.Reader) {
 		var ns fsm.ReadSession
-		if ns, err = r.As(c, "add block", p); err == nil {
+		if ns, err = r.As(c, op, p.String()); err == nil {
 			fi, err = ns.Stat(p)
 		}
 	})
@@ -344,8 +351,8 @@ func (s *clientService) statLocal(c *api.Caller, p string) (fi namespace.FileInf
 
 // isWriter reports whether c holds p (inode id) open for writing, as this
 // namenode sees it.
-func (s *clientService) isWriter(c *api.Caller, p string, id uint64) bool {
-	info, err := s.statLocal(c, p)
+func (s *clientService) isWriter(c *api.Caller, op string, p namespace.Path, id uint64) bool {
+	info, err := s.statLocal(c, op, p)
 	if err != nil || uint64(info.ID) != id || info.State != namespace.UnderConstruction {
 		return false
 	}
@@ -357,14 +364,22 @@ func (n *Namenode) writeHeader(idx uint64) *api.ResponseHeader {
 	return &api.ResponseHeader{AppliedIndex: idx, ServedBy: n.cfg.ID}
 }
 
-func validatePath(op, p string) error {
-	if err := namespace.ValidatePath(p, namespace.DefaultLimits()); err != nil {
-		if e, ok := err.(*errs.Error); ok && e.Op == "" {
-			e.Op = op
-		}
-		return err
+// parsePath parses p, a request's path, for op: the one validation a path
+// gets on its way in (the FSM parses a command's path again when it
+// applies it: the log is input too). Its errors name op.
+func parsePath(op, p string) (namespace.Path, error) {
+	pp, err := namespace.ParsePath(p)
+	if err != nil {
+		return namespace.Path{}, errs.WithOp(err, op)
 	}
-	return nil
+	return pp, nil
+}
+
+// validatePath is parsePath for a handler that only forwards the path (in
+// a command the FSM parses when it applies it).
+func validatePath(op, p string) error {
+	_, err := parsePath(op, p)
+	return err
 }
 
 func permOrDefault(op, p string, mode, def uint32) (uint32, error) {

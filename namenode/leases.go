@@ -38,11 +38,12 @@ func (s *clientService) RenewLease(ctx context.Context, req *api.RenewLeaseReque
 }
 
 func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseRequest) (*api.RecoverLeaseResponse, error) {
-	if err := validatePath("recoverLease", req.Path); err != nil {
+	p, err := parsePath("RecoverLease", req.Path)
+	if err != nil {
 		return nil, err
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.startRecovery(ctx, c, req.Path, 0)
+	res, idx, err := s.n.startRecovery(ctx, c, p, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -56,8 +57,8 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 // id), choosing the primary among the datanodes that may hold the last
 // block: the one after the previous primary, so a restarted recovery
 // moves on.
-func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p string, id namespace.ID) (*api.CommandResult, uint64, error) {
-	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p, InodeId: uint64(id), NowUnixMs: nowMs(),
+func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p namespace.Path, id namespace.ID) (*api.CommandResult, uint64, error) {
+	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p.String(), InodeId: uint64(id), NowUnixMs: nowMs(),
 		SoftLimitMs: n.cfg.Leases.SoftLimit.Milliseconds(), System: c == nil}
 	var last *namespace.Block
 	prev := ""
@@ -94,11 +95,11 @@ func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p string, i
 }
 
 func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.FsyncResponse, error) {
-	if err := validatePath("fsync", req.Path); err != nil {
+	if err := validatePath("Fsync", req.Path); err != nil {
 		return nil, err
 	}
 	if req.InodeId == 0 || req.Block == nil {
-		return nil, errs.New(errs.Invalid, "fsync", req.Path, "inode_id and block are required")
+		return nil, errs.New(errs.Invalid, "Fsync", req.Path, "inode_id and block are required")
 	}
 	_, idx, err := s.n.propose(ctx, fsm.CmdFsync, &api.FsyncCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block})
 	if err != nil {
@@ -108,7 +109,7 @@ func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.
 }
 
 func (s *clientService) UpdateBlockForPipeline(ctx context.Context, req *api.UpdateBlockForPipelineRequest) (*api.UpdateBlockForPipelineResponse, error) {
-	const op = "updateBlockForPipeline"
+	const op = "UpdateBlockForPipeline"
 	if err := validatePath(op, req.Path); err != nil {
 		return nil, err
 	}
@@ -129,7 +130,7 @@ func (s *clientService) UpdateBlockForPipeline(ctx context.Context, req *api.Upd
 }
 
 func (s *clientService) UpdatePipeline(ctx context.Context, req *api.UpdatePipelineRequest) (*api.UpdatePipelineResponse, error) {
-	const op = "updatePipeline"
+	const op = "UpdatePipeline"
 	if err := validatePath(op, req.Path); err != nil {
 		return nil, err
 	}
@@ -257,7 +258,7 @@ func (n *Namenode) checkLeases() {
 			why = "restart"
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Leases.CheckInterval*4)
-		res, _, err := n.startRecovery(ctx, nil, "", id)
+		res, _, err := n.startRecovery(ctx, nil, namespace.Path{}, id)
 		cancel()
 		if err != nil {
 			n.log.Warn("lease recovery did not start", "inode", id, "err", err)
@@ -272,12 +273,13 @@ func (n *Namenode) checkLeases() {
 // the file: when that holder's soft limit passed, recovery starts (as
 // HDFS's recoverLeaseInternal does) and the caller is told to retry once
 // the file is closed.
-func (n *Namenode) takeOver(ctx context.Context, c *api.Caller, p string, err error) error {
+func (n *Namenode) takeOver(ctx context.Context, c *api.Caller, path namespace.Path, err error) error {
+	p := path.String()
 	var e *errs.Error
 	if !errors.As(err, &e) || e.Kind != errs.Precondition || !strings.Contains(e.Msg, "soft limit passed") {
 		return err
 	}
-	res, _, rerr := n.startRecovery(ctx, c, p, 0)
+	res, _, rerr := n.startRecovery(ctx, c, path, 0)
 	if rerr != nil {
 		return err
 	}

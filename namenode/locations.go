@@ -17,14 +17,15 @@ import (
 // lock only (shared), and the block map is sharded, so concurrent calls do
 // not serialize.
 func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
-	if err := validatePath("get block locations", req.Path); err != nil {
+	p, err := parsePath(opGetBlockLocations, req.Path)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.n.readBarrier(ctx, req.Read); err != nil {
 		return nil, err
 	}
 	user, groups := s.n.reader(ctx)
-	out, err := s.n.blockLocations(user, groups, req)
+	out, err := s.n.blockLocationsAt(user, groups, p, req)
 	if err != nil {
 		return nil, err
 	}
@@ -34,28 +35,42 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 	return out, nil
 }
 
-// blockLocations builds the reply of GetBlockLocations for user, a member
-// of groups, under the FSM's read lock.
-func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBlockLocationsRequest) (out *api.GetBlockLocationsResponse, err error) {
-	n.fsm.View(func(r fsm.Reader) { out, err = n.locate(r, user, groups, req) })
+// opGetBlockLocations is the op of GetBlockLocations' errors, all of them.
+const opGetBlockLocations = "GetBlockLocations"
+
+// blockLocations is blockLocationsAt for a caller holding the request's
+// path unparsed.
+func (n *Namenode) blockLocations(user string, groups []string, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
+	p, err := parsePath(opGetBlockLocations, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	return n.blockLocationsAt(user, groups, p, req)
+}
+
+// blockLocationsAt builds the reply of GetBlockLocations of p (the
+// request's path, parsed) for user, a member of groups, under the FSM's
+// read lock.
+func (n *Namenode) blockLocationsAt(user string, groups []string, p namespace.Path, req *api.GetBlockLocationsRequest) (out *api.GetBlockLocationsResponse, err error) {
+	n.fsm.View(func(r fsm.Reader) { out, err = n.locate(r, user, groups, p, req) })
 	return out, err
 }
 
-// locate is blockLocations inside the FSM's View: the blocks it reads are
-// valid only there.
-func (n *Namenode) locate(r fsm.Reader, user string, groups []string, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
+// locate is blockLocationsAt inside the FSM's View: the blocks it reads
+// are valid only there.
+func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespace.Path, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
 	var nc namespace.Caller // on the stack: see fsm.Reader.AsUser
-	ns, err := r.AsUser(&nc, user, groups, "get block locations", req.Path)
+	ns, err := r.AsUser(&nc, user, groups, opGetBlockLocations, req.Path)
 	if err != nil {
 		return nil, err
 	}
 	var one [1]namespace.Block
-	fi, bs, err := ns.FileInto(req.Path, &one) // one walk: traverse and read checks included; bs is read only under the lock
+	fi, bs, err := ns.FileInto(p, &one) // one walk: traverse and read checks included; bs is read only under the lock
 	if err != nil {
 		return nil, err
 	}
 	if req.Offset > fi.Length && !(req.Offset == 0 && fi.Length == 0) {
-		return nil, errs.Newf(errs.Invalid, "get block locations", req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
+		return nil, errs.Newf(errs.Invalid, opGetBlockLocations, req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
 	}
 	end := rangeEnd(req.Offset, req.Length, fi.Length)
 	uc := fi.State == namespace.UnderConstruction

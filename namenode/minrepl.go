@@ -25,13 +25,13 @@ func (n *Namenode) awaitMinReplication(ctx context.Context, p string, bs []*api.
 	for _, b := range bs {
 		for len(n.blocks.Locations(b.GetId())) < need {
 			if time.Now().After(deadline) {
-				return errs.Newf(errs.Unavailable, "complete", p, "block %d has fewer than %d reported replicas after %v; retry", b.GetId(), need, n.cfg.Namespace.CompleteWait)
+				return errs.Newf(errs.Unavailable, "Complete", p, "block %d has fewer than %d reported replicas after %v; retry", b.GetId(), need, n.cfg.Namespace.CompleteWait)
 			}
 			select {
 			case <-ctx.Done():
-				return errs.Wrap(errs.Canceled, "complete", p, ctx.Err())
+				return errs.Wrap(errs.Canceled, "Complete", p, ctx.Err())
 			case <-n.stop:
-				return errs.New(errs.Unavailable, "complete", p, "namenode is stopping")
+				return errs.New(errs.Unavailable, "Complete", p, "namenode is stopping")
 			case <-time.After(wait):
 			}
 			wait = min(2*wait, 50*time.Millisecond)

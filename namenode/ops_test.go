@@ -42,7 +42,7 @@ func TestNamespaceOpsOverGRPC(t *testing.T) {
 		{"mkdirs bad path", func(c api.ClientServiceClient) error {
 			_, err := c.Mkdirs(x.root(), &api.MkdirsRequest{Path: "/a/../b"})
 			return err
-		}, codes.InvalidArgument, ".."},
+		}, codes.InvalidArgument, "Mkdirs /a/../b: path component \"..\" not allowed"},
 		{"mkdirs relative path", func(c api.ClientServiceClient) error {
 			_, err := c.Mkdirs(x.root(), &api.MkdirsRequest{Path: "a/b"})
 			return err
@@ -146,6 +146,15 @@ func TestNamespaceOpsOverGRPC(t *testing.T) {
 			_, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/a/f", Offset: 5000})
 			return err
 		}, codes.InvalidArgument, "past the end"},
+		// One validation, one op: the error names the RPC method alone.
+		{"get block locations missing", func(c api.ClientServiceClient) error {
+			_, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/nope"})
+			return err
+		}, codes.NotFound, "GetBlockLocations /nope: no such file or directory"},
+		{"get block locations bad path", func(c api.ClientServiceClient) error {
+			_, err := c.GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/a//f"})
+			return err
+		}, codes.InvalidArgument, "GetBlockLocations /a//f: empty path component"},
 		{"get file info missing", func(c api.ClientServiceClient) error {
 			_, err := c.GetFileInfo(x.root(), &api.GetFileInfoRequest{Path: "/nope"})
 			return err

@@ -8,7 +8,9 @@ import (
 
 // Append reopens the closed file p for writing by the system (no writer
 // recorded) and returns it. See Session.Append.
-func (t *Tree) Append(p string, mtimeMs int64) (FileInfo, error) { return t.append(nil, p, mtimeMs) }
+func (t *Tree) Append(p Path, mtimeMs int64) (FileInfo, error) {
+	return t.append(nil, "namespace.Tree.Append", p, mtimeMs)
+}
 
 // append reopens the closed file p for caller c with HDFS's NEW_BLOCK
 // semantics: the file's blocks stay as they are, committed (a later
@@ -19,11 +21,11 @@ func (t *Tree) Append(p string, mtimeMs int64) (FileInfo, error) { return t.appe
 // writer, as Create records it, so only c may add blocks, abandon them and
 // complete it. Errors: NotFound (no such file), IsDir, Permission,
 // Precondition (the file is already being written, by anyone).
-func (t *Tree) append(c *Caller, p string, mtimeMs int64) (FileInfo, error) {
-	const op = "append"
-	if err := validatePath(op, p, t.lim); err != nil {
+func (t *Tree) append(c *Caller, op string, path Path, mtimeMs int64) (FileInfo, error) {
+	if err := t.admit(op, path); err != nil {
 		return FileInfo{}, err
 	}
+	p := path.s
 	w := &Writer{}
 	if c != nil {
 		if err := checkUserName(op, p, "writer client id", c.Client); err != nil {
@@ -34,7 +36,7 @@ func (t *Tree) append(c *Caller, p string, mtimeMs int64) (FileInfo, error) {
 		}
 		w = &Writer{Client: strings.Clone(c.Client), User: strings.Clone(c.User)}
 	}
-	n, rest, err := t.resolve(c, op, p)
+	n, rest, err := t.resolve(c, op, path)
 	if err != nil {
 		return FileInfo{}, err
 	}

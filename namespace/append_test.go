@@ -27,7 +27,7 @@ func TestAppendRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tr := fixture(t)
 			h := tr.Hash()
-			_, err := tr.As(alice).Append(c.path, 9)
+			err := withPaths(func(ps ...Path) error { _, err := tr.As(alice, "test").Append(ps[0], 9); return err }, c.path)
 			wantErr(t, err, c.kind, c.msg)
 			if tr.Hash() != h {
 				t.Fatal("a refused append changed the tree")
@@ -42,46 +42,46 @@ func TestAppendRefusals(t *testing.T) {
 func TestAppendNewBlock(t *testing.T) {
 	tr := fixture(t) // /a/f: blocks of 100 and 50 bytes, complete
 	old := blocksOf(t, tr, "/a/f")
-	fi, err := tr.As(alice).Append("/a/f", 5)
+	fi, err := tr.As(alice, "test").Append(mustPath("/a/f"), 5)
 	must(t, err)
 	if fi.State != UnderConstruction || fi.Writer != (Writer{Client: "ca", User: "alice"}) || fi.Length != 150 || fi.MtimeMs != 5 {
 		t.Fatalf("after append: %+v", fi)
 	}
 	// Another client of the same user is not the writer; a second Append is refused.
-	if _, err := tr.As(alice2).Append("/a/f", 6); errs.KindOf(err) != errs.Precondition {
+	if _, err := tr.As(alice2, "test").Append(mustPath("/a/f"), 6); errs.KindOf(err) != errs.Precondition {
 		t.Fatalf("second append: %v", err)
 	}
-	if _, err := tr.As(alice2).AddBlock("/a/f", fi.ID, &old[1], 6); errs.KindOf(err) != errs.Permission {
+	if _, err := tr.As(alice2, "test").AddBlock(mustPath("/a/f"), fi.ID, &old[1], 6); errs.KindOf(err) != errs.Permission {
 		t.Fatalf("addBlock by another client: %v", err)
 	}
 	// The committed last block's length may not change.
 	grown := old[1]
 	grown.Length = 70
-	if _, err := tr.As(alice).AddBlock("/a/f", fi.ID, &grown, 6); errs.KindOf(err) != errs.Precondition {
+	if _, err := tr.As(alice, "test").AddBlock(mustPath("/a/f"), fi.ID, &grown, 6); errs.KindOf(err) != errs.Precondition {
 		t.Fatalf("addBlock regrowing the last block: %v", err)
 	}
-	nb, err := tr.As(alice).AddBlock("/a/f", fi.ID, &old[1], 6)
+	nb, err := tr.As(alice, "test").AddBlock(mustPath("/a/f"), fi.ID, &old[1], 6)
 	must(t, err)
 	if nb.Offset != 150 || nb.Retried {
 		t.Fatalf("new block %+v", nb)
 	}
 	// A lost answer retried gets the same block.
-	again, err := tr.As(alice).AddBlock("/a/f", fi.ID, &old[1], 6)
+	again, err := tr.As(alice, "test").AddBlock(mustPath("/a/f"), fi.ID, &old[1], 6)
 	if err != nil || !again.Retried || again.Block != nb.Block {
 		t.Fatalf("retry: %+v %v", again, err)
 	}
 	b3 := nb.Block
 	b3.Length = 30
 	// Only the new blocks: the list must be the file's whole list.
-	if _, err := tr.As(alice).Complete("/a/f", fi.ID, []Block{b3}, 7); errs.KindOf(err) != errs.Precondition {
+	if _, err := tr.As(alice, "test").Complete(mustPath("/a/f"), fi.ID, []Block{b3}, 7); errs.KindOf(err) != errs.Precondition {
 		t.Fatalf("complete with only the new block: %v", err)
 	}
 	shrunk := append([]Block{old[0]}, old[1], b3)
 	shrunk[0].Length = 99
-	if _, err := tr.As(alice).Complete("/a/f", fi.ID, shrunk, 7); errs.KindOf(err) != errs.Precondition {
+	if _, err := tr.As(alice, "test").Complete(mustPath("/a/f"), fi.ID, shrunk, 7); errs.KindOf(err) != errs.Precondition {
 		t.Fatalf("complete changing a committed length: %v", err)
 	}
-	done, err := tr.As(alice).Complete("/a/f", fi.ID, []Block{old[0], old[1], b3.WithCRC(7)}, 7)
+	done, err := tr.As(alice, "test").Complete(mustPath("/a/f"), fi.ID, []Block{old[0], old[1], b3.WithCRC(7)}, 7)
 	must(t, err)
 	if done.State != Complete || done.Length != 180 || done.NumBlocks != 3 || done.Writer != (Writer{}) {
 		t.Fatalf("complete: %+v", done)
@@ -91,11 +91,11 @@ func TestAppendNewBlock(t *testing.T) {
 		t.Fatalf("blocks %v", got)
 	}
 	// A second append after the first closed: another new block.
-	_, err = tr.As(bob).Append("/a/f", 8)
+	_, err = tr.As(bob, "test").Append(mustPath("/a/f"), 8)
 	wantErr(t, err, errs.Permission, "user=bob")
-	fi, err = tr.As(alice).Append("/a/f", 8)
+	fi, err = tr.As(alice, "test").Append(mustPath("/a/f"), 8)
 	must(t, err)
-	nb, err = tr.As(alice).AddBlock("/a/f", fi.ID, &got[2], 8)
+	nb, err = tr.As(alice, "test").AddBlock(mustPath("/a/f"), fi.ID, &got[2], 8)
 	must(t, err)
 	if nb.Offset != 180 {
 		t.Fatalf("offset %d", nb.Offset)
@@ -107,7 +107,7 @@ func TestAppendNewBlock(t *testing.T) {
 // writer, and the restored tree accepts only that writer.
 func TestAppendImage(t *testing.T) {
 	tr := fixture(t)
-	fi, err := tr.As(bob).Append("/tmp/bob.txt", 5)
+	fi, err := tr.As(bob, "test").Append(mustPath("/tmp/bob.txt"), 5)
 	must(t, err)
 	back, err := ReadImage(bytes.NewReader(image(t, tr)))
 	must(t, err)
@@ -118,23 +118,23 @@ func TestAppendImage(t *testing.T) {
 	if got.State != UnderConstruction || got.Writer != (Writer{Client: "cb", User: "bob"}) {
 		t.Fatalf("restored %+v", got)
 	}
-	if _, err := back.As(eve).AddBlock("/tmp/bob.txt", fi.ID, nil, 6); errs.KindOf(err) != errs.Permission {
+	if _, err := back.As(eve, "test").AddBlock(mustPath("/tmp/bob.txt"), fi.ID, nil, 6); errs.KindOf(err) != errs.Permission {
 		t.Fatalf("addBlock by another after restore: %v", err)
 	}
-	if _, err := back.As(bob).AddBlock("/tmp/bob.txt", fi.ID, nil, 6); err != nil {
+	if _, err := back.As(bob, "test").AddBlock(mustPath("/tmp/bob.txt"), fi.ID, nil, 6); err != nil {
 		t.Fatal(err)
 	}
 	// A reopened file with committed blocks (CRCs and all) survives too,
 	// and its writer continues after them.
 	old := blocksOf(t, tr, "/a/f")
-	af, err := tr.As(alice).Append("/a/f", 7)
+	af, err := tr.As(alice, "test").Append(mustPath("/a/f"), 7)
 	must(t, err)
 	back, err = ReadImage(bytes.NewReader(image(t, tr)))
 	must(t, err)
 	if back.Hash() != tr.Hash() {
 		t.Fatal("hash differs after the image round trip")
 	}
-	nb, err := back.As(alice).AddBlock("/a/f", af.ID, &old[1], 8)
+	nb, err := back.As(alice, "test").AddBlock(mustPath("/a/f"), af.ID, &old[1], 8)
 	if err != nil || nb.Offset != 150 {
 		t.Fatalf("addBlock after restore: %+v %v", nb, err)
 	}

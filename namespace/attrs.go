@@ -3,15 +3,15 @@ package namespace
 import "github.com/blockfs/blockfs/errs"
 
 // SetPermission sets the mode bits (0..01777) of p and its mtime.
-func (t *Tree) SetPermission(p string, perm uint32, mtimeMs int64) error {
-	return t.setPermission(nil, p, perm, mtimeMs)
+func (t *Tree) SetPermission(p Path, perm uint32, mtimeMs int64) error {
+	return t.setPermission(nil, "namespace.Tree.SetPermission", p, perm, mtimeMs)
 }
 
 // setPermission is SetPermission for caller c, who needs Exec on every
 // ancestor and to own p or be a superuser.
-func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) error {
-	const op = "setPermission"
-	n, err := t.lookupAs(c, op, p)
+func (t *Tree) setPermission(c *Caller, op string, path Path, perm uint32, mtimeMs int64) error {
+	n, err := t.lookupAs(c, op, path)
+	p := path.s
 	if err != nil {
 		return err
 	}
@@ -29,14 +29,16 @@ func (t *Tree) setPermission(c *Caller, p string, perm uint32, mtimeMs int64) er
 
 // SetOwner sets the owner and group of p; an empty string leaves that
 // field unchanged.
-func (t *Tree) SetOwner(p, owner, group string) error { return t.setOwner(nil, p, owner, group) }
+func (t *Tree) SetOwner(p Path, owner, group string) error {
+	return t.setOwner(nil, "namespace.Tree.SetOwner", p, owner, group)
+}
 
 // setOwner is SetOwner for caller c, who needs Exec on every ancestor and
 // to own p; only a superuser may change the owner, and an owner may set
 // only a group they belong to (HDFS's rules).
-func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
-	const op = "setOwner"
-	n, err := t.lookupAs(c, op, p)
+func (t *Tree) setOwner(c *Caller, op string, path Path, owner, group string) error {
+	n, err := t.lookupAs(c, op, path)
+	p := path.s
 	if err != nil {
 		return err
 	}
@@ -66,9 +68,10 @@ func (t *Tree) setOwner(c *Caller, p, owner, group string) error {
 
 // SetReplication sets the replication factor (1..32) of file p; IsDir for
 // a directory.
-func (t *Tree) SetReplication(p string, r uint32) error {
-	const op = "setReplication"
-	n, err := t.lookup(op, p)
+func (t *Tree) SetReplication(path Path, r uint32) error {
+	const op = "namespace.Tree.SetReplication"
+	n, err := t.lookup(op, path)
+	p := path.s
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ func BenchmarkCreate(b *testing.B) {
 	tr := New(Limits{}, super, "g")
 	const dirs = 1000
 	for d := 0; d < dirs; d++ {
-		must(b, tr.Mkdirs("/user/u"+strconv.Itoa(d), MkdirsOpts{Perm: 0755, Parents: true}))
+		must(b, tr.Mkdirs(mustPath("/user/u"+strconv.Itoa(d)), MkdirsOpts{Perm: 0755, Parents: true}))
 	}
 	paths := make([]string, b.N)
 	for i := range paths {
@@ -24,7 +24,7 @@ func BenchmarkCreate(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := tr.Create(paths[i], o); err != nil {
+		if _, _, err := tr.Create(mustPath(paths[i]), o); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,20 +33,20 @@ func BenchmarkCreate(b *testing.B) {
 func fileWithBlocks(b *testing.B, n int) (*Tree, string) {
 	tr := New(Limits{}, super, "g")
 	p := "/user/alice/data/2026/11/part-00000"
-	fi, _, err := tr.Create(p, CreateOpts{Perm: 0644, Replication: 3, BlockSize: 128 << 20, CreateParent: true})
+	fi, _, err := tr.Create(mustPath(p), CreateOpts{Perm: 0644, Replication: 3, BlockSize: 128 << 20, CreateParent: true})
 	must(b, err)
 	var prev *Block
 	for i := 0; i < n; i++ {
 		id, gs := tr.AllocBlock()
-		blk, _, err := tr.AddBlock(p, fi.ID, prev, id, gs, 1)
+		blk, _, err := tr.AddBlock(mustPath(p), fi.ID, prev, id, gs, 1)
 		must(b, err)
 		blk.Length = 128 << 20
 		prev = &blk
 	}
-	_, blocks, _ := tr.File(p)
+	_, blocks, _ := tr.File(mustPath(p))
 	c := append([]Block(nil), blocks...)
 	c[n-1].Length = 1
-	_, err = tr.Complete(p, fi.ID, c, 2)
+	_, err = tr.Complete(mustPath(p), fi.ID, c, 2)
 	must(b, err)
 	return tr, p
 }
@@ -66,7 +66,7 @@ func benchFileLookup(b *testing.B, nblocks int) {
 	b.ResetTimer()
 	var sum uint64
 	for i := 0; i < b.N; i++ {
-		fi, blocks, err := tr.File(p)
+		fi, blocks, err := tr.File(mustPath(p))
 		if err != nil || fi.NumBlocks != nblocks {
 			b.Fatal(err)
 		}
@@ -89,11 +89,11 @@ func BenchmarkAddBlock(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i%1000 == 0 {
 			p = "/f" + strconv.Itoa(i)
-			fi, _, _ = tr.Create(p, o)
+			fi, _, _ = tr.Create(mustPath(p), o)
 			prev = nil
 		}
 		id, gs := tr.AllocBlock()
-		blk, _, err := tr.AddBlock(p, fi.ID, prev, id, gs, 1)
+		blk, _, err := tr.AddBlock(mustPath(p), fi.ID, prev, id, gs, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,12 +108,12 @@ func BenchmarkImage(b *testing.B) {
 	for d := 0; d < 100; d++ {
 		for f := 0; f < 100; f++ {
 			p := "/d" + strconv.Itoa(d) + "/f" + strconv.Itoa(f)
-			fi, _, err := tr.Create(p, CreateOpts{Perm: 0644, Replication: 3, BlockSize: 1 << 20, CreateParent: true, Owner: "alice"})
+			fi, _, err := tr.Create(mustPath(p), CreateOpts{Perm: 0644, Replication: 3, BlockSize: 1 << 20, CreateParent: true, Owner: "alice"})
 			must(b, err)
 			var prev *Block
 			for k := 0; k < 10; k++ {
 				id, gs := tr.AllocBlock()
-				blk, _, _ := tr.AddBlock(p, fi.ID, prev, id, gs, 1)
+				blk, _, _ := tr.AddBlock(mustPath(p), fi.ID, prev, id, gs, 1)
 				blk.Length = 1 << 20
 				prev = &blk
 			}

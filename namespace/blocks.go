@@ -33,11 +33,12 @@ func (t *Tree) AllocBlock() (id, genStamp uint64) {
 
 // writableFile resolves, for caller c, the file p that a writer opened as
 // inode id.
-func (t *Tree) writableFile(c *Caller, op, p string, id ID) (*inode, error) {
-	if err := validatePath(op, p, t.lim); err != nil {
+func (t *Tree) writableFile(c *Caller, op string, path Path, id ID) (*inode, error) {
+	if err := t.admit(op, path); err != nil {
 		return nil, err
 	}
-	n, rest, err := t.resolve(c, op, p)
+	p := path.s
+	n, rest, err := t.resolve(c, op, path)
 	if err != nil {
 		return nil, err
 	}
@@ -57,11 +58,12 @@ func (t *Tree) writableFile(c *Caller, op, p string, id ID) (*inode, error) {
 
 // openFile resolves p for caller c and checks that it is still inode id,
 // under construction, and that c is its writer.
-func (t *Tree) openFile(c *Caller, op, p string, id ID) (*inode, error) {
-	f, err := t.writableFile(c, op, p, id)
+func (t *Tree) openFile(c *Caller, op string, path Path, id ID) (*inode, error) {
+	f, err := t.writableFile(c, op, path, id)
 	if err != nil {
 		return nil, err
 	}
+	p := path.s
 	if f.state() != UnderConstruction {
 		return nil, errs.New(errs.Precondition, op, p, "file is not under construction")
 	}
@@ -75,9 +77,10 @@ func (t *Tree) openFile(c *Caller, op, p string, id ID) (*inode, error) {
 // the new block (length 0) and its offset in the file. newBlockID and
 // genStamp come from the caller (normally AllocBlock); the counters move
 // past them if they are not already. The file's mtime becomes mtimeMs.
-func (t *Tree) AddBlock(p string, id ID, prev *Block, newBlockID, genStamp uint64, mtimeMs int64) (Block, uint64, error) {
-	const op = "addBlock"
-	f, err := t.openFile(nil, op, p, id)
+func (t *Tree) AddBlock(path Path, id ID, prev *Block, newBlockID, genStamp uint64, mtimeMs int64) (Block, uint64, error) {
+	const op = "namespace.Tree.AddBlock"
+	p := path.s
+	f, err := t.openFile(nil, op, path, id)
 	if err != nil {
 		return Block{}, 0, err
 	}
@@ -170,17 +173,17 @@ func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Bloc
 // is refused (Precondition): a block is committed once. A file already
 // complete with the same blocks and lengths, and no CRC it lacks or
 // records differently, is success and unchanged.
-func (t *Tree) Complete(p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
-	return t.complete(nil, p, id, blocks, mtimeMs)
+func (t *Tree) Complete(p Path, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
+	return t.complete(nil, "namespace.Tree.Complete", p, id, blocks, mtimeMs)
 }
 
 // complete is Complete for caller c, who must be the file's writer. A
 // file already complete has no writer: the unchanged-success answer to a
 // retried Complete goes to any caller who can traverse to it, as in HDFS
 // (HDFS-3031), since it changes nothing.
-func (t *Tree) complete(c *Caller, p string, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
-	const op = "complete"
-	f, err := t.writableFile(c, op, p, id)
+func (t *Tree) complete(c *Caller, op string, path Path, id ID, blocks []Block, mtimeMs int64) (FileInfo, error) {
+	p := path.s
+	f, err := t.writableFile(c, op, path, id)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -260,12 +263,14 @@ func diffBlocks(got, have []Block) string {
 
 // AbandonBlock removes b, which must be the last block (by ID and
 // GenStamp) of the under-construction file p (still inode id).
-func (t *Tree) AbandonBlock(p string, id ID, b Block) error { return t.abandonBlock(nil, p, id, b) }
+func (t *Tree) AbandonBlock(p Path, id ID, b Block) error {
+	return t.abandonBlock(nil, "namespace.Tree.AbandonBlock", p, id, b)
+}
 
 // abandonBlock is AbandonBlock for caller c, who must be the file's writer.
-func (t *Tree) abandonBlock(c *Caller, p string, id ID, b Block) error {
-	const op = "abandonBlock"
-	f, err := t.openFile(c, op, p, id)
+func (t *Tree) abandonBlock(c *Caller, op string, path Path, id ID, b Block) error {
+	p := path.s
+	f, err := t.openFile(c, op, path, id)
 	if err != nil {
 		return err
 	}

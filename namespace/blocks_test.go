@@ -8,13 +8,13 @@ import (
 
 func TestWriteLifecycle(t *testing.T) {
 	tr := New(Limits{}, super, "g")
-	fi, _, err := tr.Create("/f", CreateOpts{Perm: 0644, Replication: 3, BlockSize: 100, MtimeMs: 1})
+	fi, _, err := tr.Create(mustPath("/f"), CreateOpts{Perm: 0644, Replication: 3, BlockSize: 100, MtimeMs: 1})
 	must(t, err)
 	var prev *Block
 	var want []Block
 	for i := 0; i < 4; i++ {
 		id, gs := tr.AllocBlock()
-		b, off, err := tr.AddBlock("/f", fi.ID, prev, id, gs, int64(10+i))
+		b, off, err := tr.AddBlock(mustPath("/f"), fi.ID, prev, id, gs, int64(10+i))
 		must(t, err)
 		if b != (Block{ID: id, GenStamp: gs}) || off != uint64(100*i) {
 			t.Fatalf("block %d: %v at %d", i, b, off)
@@ -34,13 +34,13 @@ func TestWriteLifecycle(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 	// Abandon the last block and add another in its place.
-	must(t, tr.AbandonBlock("/f", fi.ID, want[3]))
+	must(t, tr.AbandonBlock(mustPath("/f"), fi.ID, want[3]))
 	if _, ok := tr.BlockInode(want[3].ID); ok {
 		t.Fatal("abandoned block still indexed")
 	}
 	want = want[:3]
 	id, gs := tr.AllocBlock()
-	b, off, err := tr.AddBlock("/f", fi.ID, &Block{ID: want[2].ID, GenStamp: want[2].GenStamp, Length: 100}, id, gs, 20)
+	b, off, err := tr.AddBlock(mustPath("/f"), fi.ID, &Block{ID: want[2].ID, GenStamp: want[2].GenStamp, Length: 100}, id, gs, 20)
 	must(t, err)
 	if off != 300 {
 		t.Fatalf("offset %d", off)
@@ -50,7 +50,7 @@ func TestWriteLifecycle(t *testing.T) {
 		final[i].Length = 100
 	}
 	final[3].Length = 42
-	done, err := tr.Complete("/f", fi.ID, final, 30)
+	done, err := tr.Complete(mustPath("/f"), fi.ID, final, 30)
 	must(t, err)
 	if done.State != Complete || done.Length != 342 || done.MtimeMs != 30 || done.NumBlocks != 4 {
 		t.Fatalf("%+v", done)
@@ -60,7 +60,7 @@ func TestWriteLifecycle(t *testing.T) {
 	}
 	// Completing again with the same list is idempotent.
 	h := tr.Hash()
-	again, err := tr.Complete("/f", fi.ID, final, 99)
+	again, err := tr.Complete(mustPath("/f"), fi.ID, final, 99)
 	must(t, err)
 	if again != done || tr.Hash() != h {
 		t.Fatalf("second complete changed things: %+v", again)
@@ -72,9 +72,9 @@ func TestWriteLifecycle(t *testing.T) {
 
 func TestAddBlockAdvancesCounters(t *testing.T) {
 	tr := New(Limits{}, super, "g")
-	fi, _, err := tr.Create("/f", CreateOpts{Perm: 0644, Replication: 1, BlockSize: 1})
+	fi, _, err := tr.Create(mustPath("/f"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: 1})
 	must(t, err)
-	_, _, err = tr.AddBlock("/f", fi.ID, nil, 500, 7000, 1)
+	_, _, err = tr.AddBlock(mustPath("/f"), fi.ID, nil, 500, 7000, 1)
 	must(t, err)
 	if tr.NextBlockID() != 501 || tr.NextGenStamp() != 7001 {
 		t.Fatalf("counters %d %d", tr.NextBlockID(), tr.NextGenStamp())
@@ -89,9 +89,9 @@ func TestAddBlockAdvancesCounters(t *testing.T) {
 
 func TestCompleteEmptyFile(t *testing.T) {
 	tr := New(Limits{}, super, "g")
-	fi, _, err := tr.Create("/f", CreateOpts{Perm: 0644, Replication: 1, BlockSize: 1})
+	fi, _, err := tr.Create(mustPath("/f"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: 1})
 	must(t, err)
-	done, err := tr.Complete("/f", fi.ID, nil, 5)
+	done, err := tr.Complete(mustPath("/f"), fi.ID, nil, 5)
 	must(t, err)
 	if done.State != Complete || done.Length != 0 {
 		t.Fatalf("%+v", done)
@@ -102,7 +102,7 @@ func TestCompleteEmptyFile(t *testing.T) {
 // whatever happens to the file afterwards.
 func TestCopyOnWrite(t *testing.T) {
 	tr := New(Limits{}, super, "g")
-	fi, _, err := tr.Create("/f", CreateOpts{Perm: 0644, Replication: 1, BlockSize: 100})
+	fi, _, err := tr.Create(mustPath("/f"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: 100})
 	must(t, err)
 	var held [][]Block
 	var snaps [][]Block
@@ -114,14 +114,14 @@ func TestCopyOnWrite(t *testing.T) {
 	var prev *Block
 	for i := 0; i < 20; i++ {
 		id, gs := tr.AllocBlock()
-		b, _, err := tr.AddBlock("/f", fi.ID, prev, id, gs, 1)
+		b, _, err := tr.AddBlock(mustPath("/f"), fi.ID, prev, id, gs, 1)
 		must(t, err)
 		hold()
 		if i%3 == 2 { // abandon and replace: the next append must not reuse the slot
-			must(t, tr.AbandonBlock("/f", fi.ID, b))
+			must(t, tr.AbandonBlock(mustPath("/f"), fi.ID, b))
 			hold()
 			id, gs = tr.AllocBlock()
-			b, _, err = tr.AddBlock("/f", fi.ID, prev, id, gs, 1)
+			b, _, err = tr.AddBlock(mustPath("/f"), fi.ID, prev, id, gs, 1)
 			must(t, err)
 			hold()
 		}
@@ -131,15 +131,15 @@ func TestCopyOnWrite(t *testing.T) {
 	all := blocksOf(t, tr, "/f")
 	c := slices.Clone(all)
 	c[len(c)-1].Length = 5
-	_, err = tr.Complete("/f", fi.ID, c, 2)
+	_, err = tr.Complete(mustPath("/f"), fi.ID, c, 2)
 	must(t, err)
 	hold()
-	fi2, _, err := tr.Create("/f", CreateOpts{Perm: 0644, Replication: 1, BlockSize: 100, Overwrite: true})
+	fi2, _, err := tr.Create(mustPath("/f"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: 100, Overwrite: true})
 	must(t, err)
 	id, gs := tr.AllocBlock()
-	_, _, err = tr.AddBlock("/f", fi2.ID, nil, id, gs, 1)
+	_, _, err = tr.AddBlock(mustPath("/f"), fi2.ID, nil, id, gs, 1)
 	must(t, err)
-	_, err = tr.Delete("/f", false, 3)
+	_, err = tr.Delete(mustPath("/f"), false, 3)
 	must(t, err)
 	for i := range held {
 		if !reflect.DeepEqual(held[i], snaps[i]) {
@@ -156,16 +156,16 @@ func TestFileInto(t *testing.T) {
 	one := mustCreate(t, tr, "/tmp/one", "")
 	b := mustAdd(t, tr, "/tmp/one", one.ID, nil)
 	b.Length = 7
-	if _, err := tr.Complete("/tmp/one", one.ID, []Block{b.WithCRC(1)}, 3); err != nil {
+	if _, err := tr.Complete(mustPath("/tmp/one"), one.ID, []Block{b.WithCRC(1)}, 3); err != nil {
 		t.Fatal(err)
 	}
-	s := tr.As(nil)
+	s := tr.As(nil, "test")
 	for _, p := range []string{"/tmp/one", "/a/f", "/a/new"} { // one block, two, none
 		t.Run(p, func(t *testing.T) {
-			wantInfo, want, err := s.File(p)
+			wantInfo, want, err := s.File(mustPath(p))
 			must(t, err)
 			var buf [1]Block
-			info, got, err := s.FileInto(p, &buf)
+			info, got, err := s.FileInto(mustPath(p), &buf)
 			must(t, err)
 			if info != wantInfo || !slices.Equal(got, want) {
 				t.Fatalf("FileInto = %+v %v, File = %+v %v", info, got, wantInfo, want)
@@ -180,7 +180,7 @@ func TestFileInto(t *testing.T) {
 					t.Fatal("a longer file's list is not the tree's slice")
 				}
 			}
-			if n := testing.AllocsPerRun(100, func() { _, _, _ = s.FileInto(p, &buf) }); n != 0 {
+			if n := testing.AllocsPerRun(100, func() { _, _, _ = s.FileInto(mustPath(p), &buf) }); n != 0 {
 				t.Fatalf("FileInto allocated %v times", n)
 			}
 		})

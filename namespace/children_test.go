@@ -110,30 +110,30 @@ func TestViewFrozenBigDirectory(t *testing.T) {
 		{"inserts everywhere", func(t *testing.T, tr *Tree) {
 			for _, n := range []string{"a", "f00150x", "f00999x", "z", "f00000x", "f00500x"} {
 				for i := range 3 * chunkMax / 2 { // enough to split the chunk it lands in
-					must(t, tr.Mkdirs(fmt.Sprintf("/big/%s%03d", n, i), MkdirsOpts{Perm: 0755, MtimeMs: 9}))
+					must(t, tr.Mkdirs(mustPath(fmt.Sprintf("/big/%s%03d", n, i)), MkdirsOpts{Perm: 0755, MtimeMs: 9}))
 				}
 			}
 		}},
 		{"removes emptying chunks", func(t *testing.T, tr *Tree) {
 			for i := 0; i < 1000; i += 1 + i%3 {
-				if _, err := tr.Delete(fmt.Sprintf("/big/f%05d", i), true, 9); err != nil {
+				if _, err := tr.Delete(mustPath(fmt.Sprintf("/big/f%05d", i)), true, 9); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}},
 		{"rename within and out", func(t *testing.T, tr *Tree) {
 			for i := range 300 {
-				must(t, tr.Rename(fmt.Sprintf("/big/f%05d", i), fmt.Sprintf("/big/r%05d", i), 9))
-				must(t, tr.Rename(fmt.Sprintf("/big/f%05d", 999-i), fmt.Sprintf("/a/f%05d", i), 9))
+				must(t, tr.Rename(mustPath(fmt.Sprintf("/big/f%05d", i)), mustPath(fmt.Sprintf("/big/r%05d", i)), 9))
+				must(t, tr.Rename(mustPath(fmt.Sprintf("/big/f%05d", 999-i)), mustPath(fmt.Sprintf("/a/f%05d", i)), 9))
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := fixture(t)
 			for i := range 1000 {
-				must(t, tr.Mkdirs(fmt.Sprintf("/big/f%05d", i), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 5}))
+				must(t, tr.Mkdirs(mustPath(fmt.Sprintf("/big/f%05d", i)), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 5}))
 			}
-			big, err := tr.lookup("test", "/big")
+			big, err := tr.lookup("test", mustPath("/big"))
 			must(t, err)
 			if n := len(big.kids().chunks); n < 1000/chunkMax {
 				t.Fatalf("/big has %d chunks", n)

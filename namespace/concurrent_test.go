@@ -12,7 +12,7 @@ import (
 func TestConcurrentReads(t *testing.T) {
 	tr := fixture(t)
 	for i := 0; i < 128; i++ { // a big directory
-		must(t, tr.Mkdirs("/big/d"+itoa3(i), MkdirsOpts{Perm: 0755, Parents: true}))
+		must(t, tr.Mkdirs(mustPath("/big/d"+itoa3(i)), MkdirsOpts{Perm: 0755, Parents: true}))
 	}
 	var mu sync.RWMutex
 	var wg sync.WaitGroup
@@ -23,18 +23,18 @@ func TestConcurrentReads(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				mu.RLock()
-				fi, blocks, _ := tr.File("/a/f")
+				fi, blocks, _ := tr.File(mustPath("/a/f"))
 				_, _, _ = tr.FileByID(fi.ID)
-				_, _ = tr.Stat("/big/d" + itoa3(i))
-				_, _, _ = tr.List("/big", "d010", 5)
+				_, _ = tr.Stat(mustPath("/big/d" + itoa3(i)))
+				_, _, _ = tr.List(mustPath("/big"), "d010", 5)
 				_, _ = tr.BlockInode(blocks[0].ID)
 				tr.ForEachBlock(func(Block, ID, uint32, bool) {})
 				tr.Counts()
 				tr.Hash()
 				_ = tr.WriteImage(io.Discard)
-				_, _, _ = tr.As(bob).File("/a/f")
-				_, _ = tr.As(bob).Stat("/a/b/c")
-				_, _, _ = tr.As(bob).List("/a/b", "", 0)
+				_, _, _ = tr.As(bob, "test").File(mustPath("/a/f"))
+				_, _ = tr.As(bob, "test").Stat(mustPath("/a/b/c"))
+				_, _, _ = tr.As(bob, "test").List(mustPath("/a/b"), "", 0)
 				_ = tr.NextBlockID()
 				mu.RUnlock()
 			}
@@ -45,7 +45,7 @@ func TestConcurrentReads(t *testing.T) {
 		defer wg.Done()
 		for i := 0; i < 50; i++ {
 			mu.Lock()
-			if err := tr.Mkdirs("/w/d"+itoa3(i), MkdirsOpts{Perm: 0755, Parents: true}); err != nil {
+			if err := tr.Mkdirs(mustPath("/w/d"+itoa3(i)), MkdirsOpts{Perm: 0755, Parents: true}); err != nil {
 				t.Error(err)
 			}
 			mu.Unlock()

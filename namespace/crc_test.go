@@ -13,16 +13,16 @@ import (
 func crcFile(t *testing.T) (*Tree, FileInfo, Block, Block) {
 	t.Helper()
 	tr := New(Limits{}, super, "g")
-	s := tr.As(alice)
-	must(t, tr.Mkdirs("/d", MkdirsOpts{Perm: 0777, MtimeMs: 1}))
-	fi, _, err := s.Create("/d/f", CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 1})
+	s := tr.As(alice, "test")
+	must(t, tr.Mkdirs(mustPath("/d"), MkdirsOpts{Perm: 0777, MtimeMs: 1}))
+	fi, _, err := s.Create(mustPath("/d/f"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 1})
 	must(t, err)
-	nb, err := s.AddBlock("/d/f", fi.ID, nil, 2)
+	nb, err := s.AddBlock(mustPath("/d/f"), fi.ID, nil, 2)
 	must(t, err)
 	b1 := nb.Block
 	b1.Length = 100
 	b1 = b1.WithCRC(0x11111111)
-	nb, err = s.AddBlock("/d/f", fi.ID, &b1, 3)
+	nb, err = s.AddBlock(mustPath("/d/f"), fi.ID, &b1, 3)
 	must(t, err)
 	return tr, fi, b1, nb.Block
 }
@@ -39,30 +39,30 @@ func TestBlockCRCCommit(t *testing.T) {
 		want func(b1, b2 Block) []Block // blocks after, on success
 	}{
 		{"retried addBlock, same crc", func(s Session, fi FileInfo, b1, b2 Block) error {
-			nb, err := s.AddBlock("/d/f", fi.ID, &b1, 4)
+			nb, err := s.AddBlock(mustPath("/d/f"), fi.ID, &b1, 4)
 			if err == nil && (!nb.Retried || nb.Block.ID != b2.ID) {
 				t.Fatalf("retry gave %+v", nb)
 			}
 			return err
 		}, 0, "", func(b1, b2 Block) []Block { return []Block{b1, b2} }},
 		{"retried addBlock, other crc", func(s Session, fi FileInfo, b1, b2 Block) error {
-			_, err := s.AddBlock("/d/f", fi.ID, ptr(b1.WithCRC(0x22222222)), 4)
+			_, err := s.AddBlock(mustPath("/d/f"), fi.ID, ptr(b1.WithCRC(0x22222222)), 4)
 			return err
 		}, errs.Precondition, "/d/f: block blk_1_1000 CRC32C 22222222 differs from the recorded 11111111", nil},
 		{"complete, other crc for a committed block", func(s Session, fi FileInfo, b1, b2 Block) error {
 			b2.Length = 7
-			_, err := s.Complete("/d/f", fi.ID, []Block{b1.WithCRC(0), b2.WithCRC(5)}, 5)
+			_, err := s.Complete(mustPath("/d/f"), fi.ID, []Block{b1.WithCRC(0), b2.WithCRC(5)}, 5)
 			return err
 		}, errs.Precondition, "CRC32C 00000000 differs from the recorded 11111111", nil},
 		{"complete without crcs keeps the recorded one", func(s Session, fi FileInfo, b1, b2 Block) error {
 			b1.HasCRC, b1.CRC = false, 0
 			b2.Length = 7
-			_, err := s.Complete("/d/f", fi.ID, []Block{b1, b2}, 5)
+			_, err := s.Complete(mustPath("/d/f"), fi.ID, []Block{b1, b2}, 5)
 			return err
 		}, 0, "", func(b1, b2 Block) []Block { b2.Length = 7; return []Block{b1, b2} }},
 		{"complete with crcs", func(s Session, fi FileInfo, b1, b2 Block) error {
 			b2.Length = 7
-			_, err := s.Complete("/d/f", fi.ID, []Block{b1, b2.WithCRC(0)}, 5)
+			_, err := s.Complete(mustPath("/d/f"), fi.ID, []Block{b1, b2.WithCRC(0)}, 5)
 			return err
 		}, 0, "", func(b1, b2 Block) []Block { b2.Length = 7; return []Block{b1, b2.WithCRC(0)} }},
 	}
@@ -70,7 +70,7 @@ func TestBlockCRCCommit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tr, fi, b1, b2 := crcFile(t)
 			before := tr.Hash()
-			err := c.op(tr.As(alice), fi, b1, b2)
+			err := c.op(tr.As(alice, "test"), fi, b1, b2)
 			if c.kind != 0 {
 				wantErr(t, err, c.kind, c.msg)
 				if tr.Hash() != before {
@@ -91,9 +91,9 @@ func TestBlockCRCCommit(t *testing.T) {
 // or a CRC it never recorded.
 func TestBlockCRCRetriedComplete(t *testing.T) {
 	tr, fi, b1, b2 := crcFile(t)
-	s := tr.As(alice)
+	s := tr.As(alice, "test")
 	b2.Length = 7
-	_, err := s.Complete("/d/f", fi.ID, []Block{b1, b2}, 5) // b2 has no CRC
+	_, err := s.Complete(mustPath("/d/f"), fi.ID, []Block{b1, b2}, 5) // b2 has no CRC
 	must(t, err)
 	h := tr.Hash()
 	noCRC := b1
@@ -110,7 +110,7 @@ func TestBlockCRCRetriedComplete(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := s.Complete("/d/f", fi.ID, c.blocks, 9)
+			_, err := s.Complete(mustPath("/d/f"), fi.ID, c.blocks, 9)
 			if c.kind == 0 {
 				must(t, err)
 			} else {
@@ -137,11 +137,11 @@ func TestTreeBlock(t *testing.T) {
 		t.Fatal("found a block that does not exist")
 	}
 	// Ids chosen by the caller, descending.
-	g, _, err := tr.Create("/g", CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 1})
+	g, _, err := tr.Create(mustPath("/g"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 1})
 	must(t, err)
 	var prev *Block
 	for _, id := range []uint64{90, 80, 70} {
-		b, _, err := tr.AddBlock("/g", g.ID, prev, id, 1, 2)
+		b, _, err := tr.AddBlock(mustPath("/g"), g.ID, prev, id, 1, 2)
 		must(t, err)
 		prev = &b
 	}

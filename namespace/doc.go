@@ -15,6 +15,15 @@
 // BlockInode, ForEachBlock, Counts, Hash, WriteImage, Check*) under the read
 // lock. Read methods never modify the tree, not even a cache.
 //
+// Paths are parsed once, where they enter: ParsePath returns a Path, a
+// validated value, and every lookup of the Tree and of a Session takes
+// one, so the tree never re-validates a path (it only compares the
+// path's length and longest component with its own limits). A Session
+// carries the operation it serves (Tree.As(caller, op)), and every error
+// it returns names that op, the caller's (the RPC method), not one the
+// tree made up; the Tree's own methods name themselves
+// ("namespace.Tree.Mkdirs"), as package errs says.
+//
 // Every mutation validates fully before it changes anything, so a failed
 // call leaves the tree exactly as it was. Errors are *errs.Error with a
 // stable Kind (Invalid, NotFound, Exist, NotEmpty, NotDir, IsDir,

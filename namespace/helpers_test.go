@@ -27,10 +27,10 @@ const (
 func fixture(t testing.TB) *Tree {
 	t.Helper()
 	tr := New(DefaultLimits(), super, "supergroup")
-	must(t, tr.Mkdirs("/a/b/c", MkdirsOpts{Perm: 0700, Parents: true, Owner: "alice", Group: "staff", MtimeMs: 1}))
-	must(t, tr.SetPermission("/a/b", 0750, 1))
-	must(t, tr.SetPermission("/a", 0755, 1))
-	must(t, tr.Mkdirs("/tmp", MkdirsOpts{Perm: 01777, MtimeMs: 1}))
+	must(t, tr.Mkdirs(mustPath("/a/b/c"), MkdirsOpts{Perm: 0700, Parents: true, Owner: "alice", Group: "staff", MtimeMs: 1}))
+	must(t, tr.SetPermission(mustPath("/a/b"), 0750, 1))
+	must(t, tr.SetPermission(mustPath("/a"), 0755, 1))
+	must(t, tr.Mkdirs(mustPath("/tmp"), MkdirsOpts{Perm: 01777, MtimeMs: 1}))
 
 	f := mustCreate(t, tr, "/a/f", "alice")
 	// b1's CRC (0, a real value) comes with the next AddBlock, b2's with
@@ -40,18 +40,18 @@ func fixture(t testing.TB) *Tree {
 	b1c := b1.WithCRC(0)
 	b2 := mustAdd(t, tr, "/a/f", f.ID, &b1c)
 	b2.Length = 50
-	if _, err := tr.Complete("/a/f", f.ID, []Block{b1, b2.WithCRC(0xdeadbeef)}, 3); err != nil {
+	if _, err := tr.Complete(mustPath("/a/f"), f.ID, []Block{b1, b2.WithCRC(0xdeadbeef)}, 3); err != nil {
 		t.Fatal(err)
 	}
 	uc := mustCreate(t, tr, "/a/uc", "alice")
 	mustAdd(t, tr, "/a/uc", uc.ID, nil)
 	mustCreate(t, tr, "/a/new", "alice")
 	bob := mustCreate(t, tr, "/tmp/bob.txt", "bob")
-	if _, err := tr.Complete("/tmp/bob.txt", bob.ID, nil, 4); err != nil {
+	if _, err := tr.Complete(mustPath("/tmp/bob.txt"), bob.ID, nil, 4); err != nil {
 		t.Fatal(err)
 	}
 	x := mustCreate(t, tr, "/x", "")
-	if _, err := tr.Complete("/x", x.ID, nil, 4); err != nil {
+	if _, err := tr.Complete(mustPath("/x"), x.ID, nil, 4); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -66,7 +66,7 @@ func must(t testing.TB, err error) {
 
 func mustCreate(t testing.TB, tr *Tree, p, owner string) FileInfo {
 	t.Helper()
-	fi, _, err := tr.Create(p, CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: owner, MtimeMs: 2})
+	fi, _, err := tr.Create(mustPath(p), CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: owner, MtimeMs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func mustCreate(t testing.TB, tr *Tree, p, owner string) FileInfo {
 func mustAdd(t testing.TB, tr *Tree, p string, id ID, prev *Block) Block {
 	t.Helper()
 	bid, gs := tr.AllocBlock()
-	b, _, err := tr.AddBlock(p, id, prev, bid, gs, 3)
+	b, _, err := tr.AddBlock(mustPath(p), id, prev, bid, gs, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func mustAdd(t testing.TB, tr *Tree, p string, id ID, prev *Block) Block {
 
 func mustStat(t testing.TB, tr *Tree, p string) FileInfo {
 	t.Helper()
-	fi, err := tr.Stat(p)
+	fi, err := tr.Stat(mustPath(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func mustStat(t testing.TB, tr *Tree, p string) FileInfo {
 
 func blocksOf(t testing.TB, tr *Tree, p string) []Block {
 	t.Helper()
-	_, b, err := tr.File(p)
+	_, b, err := tr.File(mustPath(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +115,26 @@ func wantErr(t testing.TB, err error, kind errs.Kind, subs ...string) {
 			t.Fatalf("error %q does not mention %q", err, s)
 		}
 	}
+}
+
+// mustPath parses p, a path the test knows to be valid.
+func mustPath(p string) Path {
+	pp, err := ParsePath(p)
+	if err != nil {
+		panic("mustPath: " + err.Error())
+	}
+	return pp
+}
+
+// withPaths parses ps as an edge does and runs f on them; an invalid path
+// fails with ParsePath's error, before the tree sees it, as in a server.
+func withPaths(f func(ps ...Path) error, ps ...string) error {
+	out := make([]Path, len(ps))
+	for i, p := range ps {
+		var err error
+		if out[i], err = ParsePath(p); err != nil {
+			return err
+		}
+	}
+	return f(out...)
 }

@@ -132,19 +132,19 @@ func randomOps(t testing.TB, tr *Tree, seed uint64, n int) {
 		var err error
 		switch op := r.IntN(12); op {
 		case 0:
-			err = tr.Mkdirs(p, MkdirsOpts{Perm: uint32(r.IntN(01000)), Parents: r.IntN(2) == 0, Owner: names[r.IntN(4)], MtimeMs: mtime})
+			err = tr.Mkdirs(mustPath(p), MkdirsOpts{Perm: uint32(r.IntN(01000)), Parents: r.IntN(2) == 0, Owner: names[r.IntN(4)], MtimeMs: mtime})
 		case 1, 2:
 			repl, size := uint32(1+r.IntN(3)), uint64(64)
 			if r.IntN(10) == 0 {
 				repl, size = uint32(r.IntN(40)), uint64(r.IntN(2))
 			}
-			_, _, err = tr.Create(p, CreateOpts{Perm: 0644, Overwrite: r.IntN(3) == 0, CreateParent: r.IntN(2) == 0,
+			_, _, err = tr.Create(mustPath(p), CreateOpts{Perm: 0644, Overwrite: r.IntN(3) == 0, CreateParent: r.IntN(2) == 0,
 				Replication: repl, BlockSize: size, MtimeMs: mtime})
 			if err == nil {
 				files = append(files, p)
 			}
 		case 3, 4, 5:
-			fi, blocks, e := tr.File(p)
+			fi, blocks, e := tr.File(mustPath(p))
 			if e != nil {
 				err = e
 				break
@@ -156,9 +156,9 @@ func randomOps(t testing.TB, tr *Tree, seed uint64, n int) {
 				prev = &b
 			}
 			id, gs := tr.NextBlockID(), tr.NextGenStamp()
-			_, _, err = tr.AddBlock(p, fi.ID, prev, id, gs, mtime)
+			_, _, err = tr.AddBlock(mustPath(p), fi.ID, prev, id, gs, mtime)
 		case 6:
-			fi, blocks, e := tr.File(p)
+			fi, blocks, e := tr.File(mustPath(p))
 			if e != nil {
 				err = e
 				break
@@ -170,25 +170,25 @@ func randomOps(t testing.TB, tr *Tree, seed uint64, n int) {
 			if len(c) > 0 && r.IntN(8) == 0 {
 				c[0].GenStamp++
 			}
-			_, err = tr.Complete(p, fi.ID, c, mtime)
+			_, err = tr.Complete(mustPath(p), fi.ID, c, mtime)
 		case 7:
-			fi, blocks, e := tr.File(p)
+			fi, blocks, e := tr.File(mustPath(p))
 			if e != nil || len(blocks) == 0 {
 				err = errors.New("skip")
 				break
 			}
-			err = tr.AbandonBlock(p, fi.ID, blocks[len(blocks)-1])
+			err = tr.AbandonBlock(mustPath(p), fi.ID, blocks[len(blocks)-1])
 		case 8:
-			_, err = tr.Delete(p, r.IntN(2) == 0, mtime)
+			_, err = tr.Delete(mustPath(p), r.IntN(2) == 0, mtime)
 		case 9:
-			err = tr.Rename(p, randPath(), mtime)
+			err = tr.Rename(mustPath(p), mustPath(randPath()), mtime)
 		case 10:
-			err = tr.SetPermission(p, uint32(r.IntN(02000)), mtime)
+			err = tr.SetPermission(mustPath(p), uint32(r.IntN(02000)), mtime)
 		case 11:
 			if r.IntN(2) == 0 {
-				err = tr.SetReplication(p, uint32(r.IntN(5)))
+				err = tr.SetReplication(mustPath(p), uint32(r.IntN(5)))
 			} else {
-				err = tr.SetOwner(p, names[r.IntN(4)], names[r.IntN(4)])
+				err = tr.SetOwner(mustPath(p), names[r.IntN(4)], names[r.IntN(4)])
 			}
 		}
 		if err != nil && tr.Hash() != before {
@@ -475,7 +475,7 @@ func FuzzReadImage(f *testing.F) {
 
 func ExampleTree_WriteImage() {
 	tr := New(Limits{}, "hdfs", "supergroup")
-	_ = tr.Mkdirs("/user", MkdirsOpts{Perm: 0755, MtimeMs: 1})
+	_ = tr.Mkdirs(mustPath("/user"), MkdirsOpts{Perm: 0755, MtimeMs: 1})
 	var buf bytes.Buffer
 	_ = tr.WriteImage(&buf)
 	back, err := ReadImage(&buf)

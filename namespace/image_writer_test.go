@@ -27,10 +27,10 @@ func TestImageKeepsWriter(t *testing.T) {
 	}
 	// The restored tree enforces it.
 	b := blocksOf(t, back, "/a/w")[0]
-	if _, err := back.As(eve).AddBlock("/a/w", w.ID, &b, 9); err == nil {
+	if _, err := back.As(eve, "test").AddBlock(mustPath("/a/w"), w.ID, &b, 9); err == nil {
 		t.Fatal("another user added a block after restore")
 	}
-	if _, err := back.As(alice).AddBlock("/a/w", w.ID, &b, 9); err != nil {
+	if _, err := back.As(alice, "test").AddBlock(mustPath("/a/w"), w.ID, &b, 9); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -109,10 +109,10 @@ func TestReadImageV1(t *testing.T) {
 		t.Fatalf("writer %+v", got)
 	}
 	b := blocksOf(t, back, "/a/w")[0]
-	if _, err := back.As(bob).AddBlock("/a/w", w.ID, &b, 9); err == nil {
+	if _, err := back.As(bob, "test").AddBlock(mustPath("/a/w"), w.ID, &b, 9); err == nil {
 		t.Fatal("another user added a block to a v1 open file")
 	}
-	if _, err := back.As(alice2).AddBlock("/a/w", w.ID, &b, 9); err != nil {
+	if _, err := back.As(alice2, "test").AddBlock(mustPath("/a/w"), w.ID, &b, 9); err != nil {
 		t.Fatal(err)
 	}
 }

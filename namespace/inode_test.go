@@ -61,7 +61,7 @@ func TestHdrRefusesOverflow(t *testing.T) {
 // refused with Invalid before anything changes.
 func TestPackedLimits(t *testing.T) {
 	tr := New(DefaultLimits(), super, "g")
-	must(t, tr.Mkdirs("/d", MkdirsOpts{Perm: 01777, MtimeMs: 1}))
+	must(t, tr.Mkdirs(mustPath("/d"), MkdirsOpts{Perm: 01777, MtimeMs: 1}))
 	for _, c := range []struct {
 		name       string
 		perm, repl uint32
@@ -79,7 +79,7 @@ func TestPackedLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := "/d/" + c.name
 			before := tr.Hash()
-			fi, _, err := tr.Create(p, CreateOpts{Perm: c.perm, Replication: c.repl, BlockSize: 1<<64 - 1, MtimeMs: 2})
+			fi, _, err := tr.Create(mustPath(p), CreateOpts{Perm: c.perm, Replication: c.repl, BlockSize: 1<<64 - 1, MtimeMs: 2})
 			if !c.ok {
 				wantErr(t, err, errs.Invalid, "")
 				if tr.Hash() != before {
@@ -93,16 +93,16 @@ func TestPackedLimits(t *testing.T) {
 			}
 		})
 	}
-	wantErr(t, tr.SetPermission("/d", 02000, 3), errs.Invalid, "")
-	wantErr(t, tr.SetReplication("/d/highest", MaxReplication+1), errs.Invalid, "")
-	must(t, tr.SetPermission("/d/lowest", 01777, 3))
-	must(t, tr.SetReplication("/d/lowest", MaxReplication))
-	fi, err := tr.Stat("/d/lowest")
+	wantErr(t, tr.SetPermission(mustPath("/d"), 02000, 3), errs.Invalid, "")
+	wantErr(t, tr.SetReplication(mustPath("/d/highest"), MaxReplication+1), errs.Invalid, "")
+	must(t, tr.SetPermission(mustPath("/d/lowest"), 01777, 3))
+	must(t, tr.SetReplication(mustPath("/d/lowest"), MaxReplication))
+	fi, err := tr.Stat(mustPath("/d/lowest"))
 	must(t, err)
 	if fi.Mode != 01777 || fi.Replication != MaxReplication || fi.State != UnderConstruction {
 		t.Fatalf("after set: %+v", fi)
 	}
-	d, err := tr.Stat("/d")
+	d, err := tr.Stat(mustPath("/d"))
 	must(t, err)
 	if !d.IsDir || d.Mode != 01777 || d.Replication != 0 || d.State != Complete {
 		t.Fatalf("dir: %+v", d)
@@ -123,7 +123,7 @@ func TestBlockListMoves(t *testing.T) {
 	var copies [][]Block
 	check := func(step string) {
 		t.Helper()
-		got, bs, err := tr.File(p)
+		got, bs, err := tr.File(mustPath(p))
 		must(t, err)
 		var length uint64
 		for _, b := range want {
@@ -154,7 +154,7 @@ func TestBlockListMoves(t *testing.T) {
 	want = []Block{b1}
 	check("one block")
 	b1.Length = 10
-	if _, err := tr.As(nil).Fsync(p, fi.ID, b1, 2); err != nil {
+	if _, err := tr.As(nil, "test").Fsync(mustPath(p), fi.ID, b1, 2); err != nil {
 		t.Fatal(err)
 	}
 	want = []Block{b1}
@@ -167,13 +167,13 @@ func TestBlockListMoves(t *testing.T) {
 	b3 := mustAdd(t, tr, p, fi.ID, &b2)
 	want = []Block{b1c, b2, b3}
 	check("three blocks")
-	must(t, tr.AbandonBlock(p, fi.ID, b3))
+	must(t, tr.AbandonBlock(mustPath(p), fi.ID, b3))
 	want = []Block{b1c, b2}
 	check("abandoned to two")
-	must(t, tr.AbandonBlock(p, fi.ID, b2))
+	must(t, tr.AbandonBlock(mustPath(p), fi.ID, b2))
 	want = []Block{b1c}
 	check("abandoned to one")
-	if _, err := tr.Complete(p, fi.ID, []Block{b1}, 3); err != nil {
+	if _, err := tr.Complete(mustPath(p), fi.ID, []Block{b1}, 3); err != nil {
 		t.Fatal(err)
 	}
 	check("complete, CRC kept")
@@ -187,7 +187,7 @@ func TestBlockListMoves(t *testing.T) {
 	if !ok || owner != fi.ID || blk != b1c {
 		t.Fatalf("Block(%d) = %+v, %d, %v", b1.ID, blk, owner, ok)
 	}
-	removed, err := tr.Delete(p, false, 4)
+	removed, err := tr.Delete(mustPath(p), false, 4)
 	must(t, err)
 	if len(removed) != 1 || removed[0] != b1c {
 		t.Fatalf("removed %v", removed)

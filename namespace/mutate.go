@@ -21,17 +21,19 @@ type MkdirsOpts struct {
 // created and an existing directory is success. A file at p is Exist; a
 // file above p is NotDir. Each new directory and the existing directory
 // that receives the first of them take mtime MtimeMs.
-func (t *Tree) Mkdirs(p string, o MkdirsOpts) error { return t.mkdirs(nil, p, o) }
+func (t *Tree) Mkdirs(p Path, o MkdirsOpts) error {
+	return t.mkdirs(nil, "namespace.Tree.Mkdirs", p, o)
+}
 
 // mkdirs is Mkdirs for caller c, who needs Exec on every existing
 // ancestor and, when something is created, Write on the last existing
 // one.
-func (t *Tree) mkdirs(c *Caller, p string, o MkdirsOpts) error {
-	const op = "mkdirs"
-	if err := t.checkNewInode(op, p, o.Perm, o.Owner, o.Group); err != nil {
+func (t *Tree) mkdirs(c *Caller, op string, path Path, o MkdirsOpts) error {
+	if err := t.checkNewInode(op, path, o.Perm, o.Owner, o.Group); err != nil {
 		return err
 	}
-	n, rest, err := t.resolve(c, op, p)
+	p := path.s
+	n, rest, err := t.resolve(c, op, path)
 	if err != nil {
 		return err
 	}
@@ -82,10 +84,11 @@ func (t *Tree) mkdirChain(n *inode, rest string, perm uint32, owner, group strin
 }
 
 // checkNewInode runs the argument checks shared by Mkdirs and Create.
-func (t *Tree) checkNewInode(op, p string, perm uint32, owner, group string) error {
-	if err := validatePath(op, p, t.lim); err != nil {
+func (t *Tree) checkNewInode(op string, path Path, perm uint32, owner, group string) error {
+	if err := t.admit(op, path); err != nil {
 		return err
 	}
+	p := path.s
 	if err := checkPerm(op, p, perm); err != nil {
 		return err
 	}
@@ -121,17 +124,19 @@ type CreateOpts struct {
 // invalidate. Errors: Exist (file exists, no Overwrite), IsDir (p is a
 // directory), NotFound (parent missing, no CreateParent), NotDir (a file
 // above p), Invalid (arguments), Exhausted (directory full).
-func (t *Tree) Create(p string, o CreateOpts) (FileInfo, []Block, error) { return t.create(nil, p, o) }
+func (t *Tree) Create(p Path, o CreateOpts) (FileInfo, []Block, error) {
+	return t.create(nil, "namespace.Tree.Create", p, o)
+}
 
 // create is Create for caller c, who needs Exec on every existing ancestor
 // and Write on the parent (the last existing ancestor with CreateParent).
 // Overwriting a file also needs Write on the file (HDFS) and passing the
 // parent's sticky bit. The new file records c as its writer.
-func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, error) {
-	const op = "create"
-	if err := t.checkNewInode(op, p, o.Perm, o.Owner, o.Group); err != nil {
+func (t *Tree) create(c *Caller, op string, path Path, o CreateOpts) (FileInfo, []Block, error) {
+	if err := t.checkNewInode(op, path, o.Perm, o.Owner, o.Group); err != nil {
 		return FileInfo{}, nil, err
 	}
+	p := path.s
 	w := &Writer{}
 	if c != nil {
 		if err := checkUserName(op, p, "writer client id", c.Client); err != nil {
@@ -148,7 +153,7 @@ func (t *Tree) create(c *Caller, p string, o CreateOpts) (FileInfo, []Block, err
 	if o.BlockSize == 0 {
 		return FileInfo{}, nil, errs.New(errs.Invalid, op, p, "block size must be positive")
 	}
-	n, rest, err := t.resolve(c, op, p)
+	n, rest, err := t.resolve(c, op, path)
 	if err != nil {
 		return FileInfo{}, nil, err
 	}

@@ -30,7 +30,7 @@ func TestNewRoot(t *testing.T) {
 
 func TestMkdirs(t *testing.T) {
 	tr := New(Limits{}, super, "supergroup")
-	must(t, tr.Mkdirs("/a", MkdirsOpts{Perm: 0750, Owner: "alice", Group: "staff", MtimeMs: 10}))
+	must(t, tr.Mkdirs(mustPath("/a"), MkdirsOpts{Perm: 0750, Owner: "alice", Group: "staff", MtimeMs: 10}))
 	a := mustStat(t, tr, "/a")
 	if !a.IsDir || a.Mode != 0750 || a.Owner != "alice" || a.Group != "staff" || a.MtimeMs != 10 || a.Parent != RootID || a.Name != "a" {
 		t.Fatalf("a = %+v", a)
@@ -39,7 +39,7 @@ func TestMkdirs(t *testing.T) {
 		t.Fatalf("root = %+v", r)
 	}
 	// Parents: intermediate dirs get perm|0300; owner and group inherited when empty.
-	must(t, tr.Mkdirs("/a/b/c/d", MkdirsOpts{Perm: 0500, Parents: true, MtimeMs: 20}))
+	must(t, tr.Mkdirs(mustPath("/a/b/c/d"), MkdirsOpts{Perm: 0500, Parents: true, MtimeMs: 20}))
 	for _, c := range []struct {
 		p    string
 		mode uint32
@@ -54,8 +54,8 @@ func TestMkdirs(t *testing.T) {
 	}
 	// Existing dir with Parents: success, nothing changes.
 	h := tr.Hash()
-	must(t, tr.Mkdirs("/a/b", MkdirsOpts{Parents: true, MtimeMs: 99}))
-	must(t, tr.Mkdirs("/", MkdirsOpts{Parents: true, MtimeMs: 99}))
+	must(t, tr.Mkdirs(mustPath("/a/b"), MkdirsOpts{Parents: true, MtimeMs: 99}))
+	must(t, tr.Mkdirs(mustPath("/"), MkdirsOpts{Parents: true, MtimeMs: 99}))
 	if tr.Hash() != h {
 		t.Fatal("mkdirs of existing dir changed the tree")
 	}
@@ -66,7 +66,7 @@ func TestMkdirs(t *testing.T) {
 
 func TestCreate(t *testing.T) {
 	tr := fixture(t)
-	fi, old, err := tr.Create("/a/b/new", CreateOpts{Perm: 0600, Replication: 2, BlockSize: 64, Owner: "carol", MtimeMs: 50})
+	fi, old, err := tr.Create(mustPath("/a/b/new"), CreateOpts{Perm: 0600, Replication: 2, BlockSize: 64, Owner: "carol", MtimeMs: 50})
 	must(t, err)
 	if old != nil || fi.State != UnderConstruction || fi.NumBlocks != 0 || fi.Length != 0 || fi.Replication != 2 ||
 		fi.BlockSize != 64 || fi.Owner != "carol" || fi.Group != "staff" || fi.Mode != 0600 || fi.Path != "/a/b/new" || fi.IsDir {
@@ -76,7 +76,7 @@ func TestCreate(t *testing.T) {
 		t.Fatalf("parent mtime %d", p.MtimeMs)
 	}
 	// CreateParent.
-	fi, _, err = tr.Create("/p/q/r", CreateOpts{Perm: 0640, CreateParent: true, Replication: 1, BlockSize: 1, Owner: "dan", Group: "dev", MtimeMs: 60})
+	fi, _, err = tr.Create(mustPath("/p/q/r"), CreateOpts{Perm: 0640, CreateParent: true, Replication: 1, BlockSize: 1, Owner: "dan", Group: "dev", MtimeMs: 60})
 	must(t, err)
 	if q := mustStat(t, tr, "/p/q"); !q.IsDir || q.Mode != 0740 || q.Owner != "dan" || q.Group != "dev" || q.MtimeMs != 60 {
 		t.Fatalf("implicit parent %+v", q)
@@ -85,7 +85,7 @@ func TestCreate(t *testing.T) {
 	oldFi := mustStat(t, tr, "/a/f")
 	oldBlocks := slices.Clone(blocksOf(t, tr, "/a/f"))
 	f0, d0, b0 := tr.Counts()
-	fi, old, err = tr.Create("/a/f", CreateOpts{Perm: 0644, Overwrite: true, Replication: 3, BlockSize: bs, MtimeMs: 70})
+	fi, old, err = tr.Create(mustPath("/a/f"), CreateOpts{Perm: 0644, Overwrite: true, Replication: 3, BlockSize: bs, MtimeMs: 70})
 	must(t, err)
 	if !reflect.DeepEqual(old, oldBlocks) || fi.ID == oldFi.ID || fi.NumBlocks != 0 || fi.State != UnderConstruction {
 		t.Fatalf("overwrite: %+v old=%v", fi, old)
@@ -108,7 +108,7 @@ func TestDelete(t *testing.T) {
 	f := slices.Clone(blocksOf(t, tr, "/a/f"))
 	uc := slices.Clone(blocksOf(t, tr, "/a/uc"))
 	// A file, non-recursive.
-	got, err := tr.Delete("/a/f", false, 80)
+	got, err := tr.Delete(mustPath("/a/f"), false, 80)
 	must(t, err)
 	if !reflect.DeepEqual(got, f) {
 		t.Fatalf("removed %v, want %v", got, f)
@@ -117,15 +117,15 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("parent mtime %d", a.MtimeMs)
 	}
 	// An empty dir, non-recursive.
-	_, err = tr.Delete("/a/b/c", false, 81)
+	_, err = tr.Delete(mustPath("/a/b/c"), false, 81)
 	must(t, err)
 	// A tree, recursive: all blocks in walk order.
-	got, err = tr.Delete("/a", true, 82)
+	got, err = tr.Delete(mustPath("/a"), true, 82)
 	must(t, err)
 	if !reflect.DeepEqual(got, uc) {
 		t.Fatalf("removed %v, want %v", got, uc)
 	}
-	if _, err := tr.Stat("/a/b"); errs.KindOf(err) != errs.NotFound {
+	if _, err := tr.Stat(mustPath("/a/b")); errs.KindOf(err) != errs.NotFound {
 		t.Fatalf("stat after delete: %v", err)
 	}
 	for _, b := range append(f, uc...) {
@@ -143,24 +143,24 @@ func TestDelete(t *testing.T) {
 
 func TestSetters(t *testing.T) {
 	tr := fixture(t)
-	must(t, tr.SetPermission("/a/f", 01600, 90))
-	must(t, tr.SetOwner("/a/f", "zed", ""))
+	must(t, tr.SetPermission(mustPath("/a/f"), 01600, 90))
+	must(t, tr.SetOwner(mustPath("/a/f"), "zed", ""))
 	fi := mustStat(t, tr, "/a/f")
 	if fi.Mode != 01600 || fi.MtimeMs != 90 || fi.Owner != "zed" || fi.Group != "staff" {
 		t.Fatalf("%+v", fi)
 	}
-	must(t, tr.SetOwner("/a/f", "", "ops"))
-	must(t, tr.SetReplication("/a/f", 7))
+	must(t, tr.SetOwner(mustPath("/a/f"), "", "ops"))
+	must(t, tr.SetReplication(mustPath("/a/f"), 7))
 	fi = mustStat(t, tr, "/a/f")
 	if fi.Owner != "zed" || fi.Group != "ops" || fi.Replication != 7 {
 		t.Fatalf("%+v", fi)
 	}
 	h := tr.Hash()
-	must(t, tr.SetOwner("/a/f", "", ""))
+	must(t, tr.SetOwner(mustPath("/a/f"), "", ""))
 	if tr.Hash() != h {
 		t.Fatal("empty SetOwner changed the tree")
 	}
-	must(t, tr.SetPermission("/", 0711, 91))
+	must(t, tr.SetPermission(mustPath("/"), 0711, 91))
 	if r := mustStat(t, tr, "/"); r.Mode != 0711 {
 		t.Fatalf("root %+v", r)
 	}
@@ -168,7 +168,7 @@ func TestSetters(t *testing.T) {
 
 func TestReads(t *testing.T) {
 	tr := fixture(t)
-	fi, blocks, err := tr.File("/a/f")
+	fi, blocks, err := tr.File(mustPath("/a/f"))
 	must(t, err)
 	if fi.NumBlocks != 2 || fi.Length != 150 || fi.State != Complete || len(blocks) != 2 || blocks[0].Length != 100 {
 		t.Fatalf("%+v %v", fi, blocks)
@@ -184,13 +184,13 @@ func TestReads(t *testing.T) {
 	if _, _, ok := tr.FileByID(9999); ok {
 		t.Fatal("FileByID of a missing id")
 	}
-	_, _, err = tr.File("/a")
+	_, _, err = tr.File(mustPath("/a"))
 	wantErr(t, err, errs.IsDir, "directory")
-	_, _, err = tr.File("/a/zz")
+	_, _, err = tr.File(mustPath("/a/zz"))
 	wantErr(t, err, errs.NotFound, "no such file")
-	_, err = tr.Stat("/a/f/g")
+	_, err = tr.Stat(mustPath("/a/f/g"))
 	wantErr(t, err, errs.NotDir, "/a/f is a file")
-	_, err = tr.Stat("a")
+	_, err = ParsePath("a")
 	wantErr(t, err, errs.Invalid, "not absolute")
 	for _, b := range blocks {
 		if id, ok := tr.BlockInode(b.ID); !ok || id != fi.ID {
@@ -223,13 +223,13 @@ func TestListPaging(t *testing.T) {
 	tr := New(Limits{}, super, "g")
 	names := []string{"b", "a", "B", "aa", "z", "_", "a b", "é"}
 	for _, n := range names {
-		must(t, tr.Mkdirs("/d/"+n, MkdirsOpts{Perm: 0755, Parents: true}))
+		must(t, tr.Mkdirs(mustPath("/d/"+n), MkdirsOpts{Perm: 0755, Parents: true}))
 	}
 	slices.Sort(names) // byte order
 	var got []string
 	after := ""
 	for pages := 0; ; pages++ {
-		page, more, err := tr.List("/d", after, 3)
+		page, more, err := tr.List(mustPath("/d"), after, 3)
 		must(t, err)
 		for _, fi := range page {
 			got = append(got, fi.Name)
@@ -249,31 +249,31 @@ func TestListPaging(t *testing.T) {
 		t.Fatalf("listed %q, want %q", got, names)
 	}
 	// startAfter need not exist; limit <= 0 means all.
-	page, more, err := tr.List("/d", "ab", 0)
+	page, more, err := tr.List(mustPath("/d"), "ab", 0)
 	must(t, err)
 	if more || len(page) != 3 || page[0].Name != "b" {
 		t.Fatalf("%v %v", page, more)
 	}
-	page, more, _ = tr.List("/d", "é", 5)
+	page, more, _ = tr.List(mustPath("/d"), "é", 5)
 	if len(page) != 0 || more {
 		t.Fatalf("after last: %v %v", page, more)
 	}
-	page, _, _ = tr.List("/", "", 10)
+	page, _, _ = tr.List(mustPath("/"), "", 10)
 	if len(page) != 1 || page[0].Path != "/d" || page[0].Children != len(names) {
 		t.Fatalf("root list %+v", page)
 	}
 	// A file lists as itself.
 	tr2 := fixture(t)
-	page, more, err = tr2.List("/a/f", "", 10)
+	page, more, err = tr2.List(mustPath("/a/f"), "", 10)
 	must(t, err)
 	if len(page) != 1 || more || page[0].Path != "/a/f" || page[0].NumBlocks != 2 {
 		t.Fatalf("file list %+v", page)
 	}
-	page, _, _ = tr2.List("/a/f", "f", 10)
+	page, _, _ = tr2.List(mustPath("/a/f"), "f", 10)
 	if len(page) != 0 {
 		t.Fatalf("file list after: %+v", page)
 	}
-	_, _, err = tr2.List("/nope", "", 10)
+	_, _, err = tr2.List(mustPath("/nope"), "", 10)
 	wantErr(t, err, errs.NotFound, "no such file")
 }
 
@@ -283,7 +283,7 @@ func TestHashEqualTrees(t *testing.T) {
 	build := func(order []string) *Tree {
 		tr := New(Limits{}, super, "g")
 		for _, p := range order {
-			must(t, tr.Mkdirs(p, MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 5}))
+			must(t, tr.Mkdirs(mustPath(p), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 5}))
 		}
 		return tr
 	}
@@ -291,24 +291,24 @@ func TestHashEqualTrees(t *testing.T) {
 	// rename, a delete, an abandoned block).
 	a := build([]string{"/x/y", "/b", "/a/c"})
 	b := build([]string{"/q/y", "/b", "/a/c"})
-	must(t, b.Rename("/q", "/x", 5))
+	must(t, b.Rename(mustPath("/q"), mustPath("/x"), 5))
 	if a.Hash() != b.Hash() {
 		t.Fatal("equal trees hash differently")
 	}
 	for _, tr := range []*Tree{a, b} {
-		fi, _, err := tr.Create("/f", CreateOpts{Perm: 0644, Replication: 1, BlockSize: 10, MtimeMs: 5})
+		fi, _, err := tr.Create(mustPath("/f"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: 10, MtimeMs: 5})
 		must(t, err)
 		b1 := mustAdd(t, tr, "/f", fi.ID, nil)
 		if tr == b {
-			must(t, tr.AbandonBlock("/f", fi.ID, b1))
+			must(t, tr.AbandonBlock(mustPath("/f"), fi.ID, b1))
 			b1.ID, b1.GenStamp = tr.AllocBlock()
-			_, _, err = tr.AddBlock("/f", fi.ID, nil, b1.ID, b1.GenStamp, 3)
+			_, _, err = tr.AddBlock(mustPath("/f"), fi.ID, nil, b1.ID, b1.GenStamp, 3)
 			must(t, err)
 		} else {
 			tr.AllocBlock()
 		}
 		b1.Length = 7
-		_, err = tr.Complete("/f", fi.ID, []Block{b1}, 5)
+		_, err = tr.Complete(mustPath("/f"), fi.ID, []Block{b1}, 5)
 		must(t, err)
 	}
 	// a kept block 1, b abandoned it and wrote block 2: the trees differ.
@@ -319,11 +319,11 @@ func TestHashEqualTrees(t *testing.T) {
 	changes := []func(*Tree){
 		func(tr *Tree) { tr.AllocBlockID() },
 		func(tr *Tree) { tr.AllocGenStamp() },
-		func(tr *Tree) { must(t, tr.SetPermission("/b", 0700, 5)) },
-		func(tr *Tree) { must(t, tr.SetPermission("/b", 0755, 6)) },
-		func(tr *Tree) { must(t, tr.SetOwner("/b", "o", "")) },
-		func(tr *Tree) { must(t, tr.SetOwner("/b", "", "h")) },
-		func(tr *Tree) { must(t, tr.Rename("/b", "/bb", 5)) },
+		func(tr *Tree) { must(t, tr.SetPermission(mustPath("/b"), 0700, 5)) },
+		func(tr *Tree) { must(t, tr.SetPermission(mustPath("/b"), 0755, 6)) },
+		func(tr *Tree) { must(t, tr.SetOwner(mustPath("/b"), "o", "")) },
+		func(tr *Tree) { must(t, tr.SetOwner(mustPath("/b"), "", "h")) },
+		func(tr *Tree) { must(t, tr.Rename(mustPath("/b"), mustPath("/bb"), 5)) },
 	}
 	for i, ch := range changes {
 		c := build([]string{"/x/y", "/b", "/a/c"})
@@ -337,10 +337,10 @@ func TestHashEqualTrees(t *testing.T) {
 // TestBigDirectory crosses the child-index thresholds both ways.
 func TestBigDirectory(t *testing.T) {
 	tr := New(Limits{}, super, "g")
-	must(t, tr.Mkdirs("/other", MkdirsOpts{Perm: 0755}))
+	must(t, tr.Mkdirs(mustPath("/other"), MkdirsOpts{Perm: 0755}))
 	const n = 192
 	for i := n - 1; i >= 0; i-- {
-		must(t, tr.Mkdirs(fmt.Sprintf("/big/%04d", i), MkdirsOpts{Perm: 0755, Parents: true}))
+		must(t, tr.Mkdirs(mustPath(fmt.Sprintf("/big/%04d", i)), MkdirsOpts{Perm: 0755, Parents: true}))
 	}
 	checkInvariants(t, tr)
 	back, err := ReadImage(bytes.NewReader(image(t, tr)))
@@ -350,11 +350,11 @@ func TestBigDirectory(t *testing.T) {
 		p := fmt.Sprintf("/big/%04d", i)
 		switch {
 		case i%3 == 0:
-			must(t, tr.Rename(p, fmt.Sprintf("/other/%04d", i), 1))
+			must(t, tr.Rename(mustPath(p), mustPath(fmt.Sprintf("/other/%04d", i)), 1))
 		case i%3 == 1:
-			must(t, tr.Rename(p, fmt.Sprintf("/big/x%04d", i), 1))
+			must(t, tr.Rename(mustPath(p), mustPath(fmt.Sprintf("/big/x%04d", i)), 1))
 		default:
-			_, err := tr.Delete(p, false, 1)
+			_, err := tr.Delete(mustPath(p), false, 1)
 			must(t, err)
 		}
 		checkInvariants(t, tr)
@@ -367,7 +367,7 @@ func TestBigDirectory(t *testing.T) {
 			mustStat(t, tr, fmt.Sprintf("/other/%04d", i))
 		}
 	}
-	page, _, err := tr.List("/big", "", 0)
+	page, _, err := tr.List(mustPath("/big"), "", 0)
 	must(t, err)
 	if len(page) != n/3 || page[0].Name != "x0001" {
 		t.Fatalf("%d entries, first %q", len(page), page[0].Name)

@@ -31,23 +31,23 @@ var (
 func permFixture(t testing.TB) (*Tree, FileInfo) {
 	t.Helper()
 	tr := fixture(t)
-	must(t, tr.Mkdirs("/pub", MkdirsOpts{Perm: 0777, MtimeMs: 1}))
-	must(t, tr.SetPermission("/pub", 0777, 1))
+	must(t, tr.Mkdirs(mustPath("/pub"), MkdirsOpts{Perm: 0777, MtimeMs: 1}))
+	must(t, tr.SetPermission(mustPath("/pub"), 0777, 1))
 	closed := func(p string, c *Caller) {
-		fi, _, err := tr.As(c).Create(p, CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 2})
+		fi, _, err := tr.As(c, "test").Create(mustPath(p), CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 2})
 		must(t, err)
-		_, err = tr.As(c).Complete(p, fi.ID, nil, 2)
+		_, err = tr.As(c, "test").Complete(mustPath(p), fi.ID, nil, 2)
 		must(t, err)
 	}
 	closed("/pub/bob.txt", bob)
-	must(t, tr.As(bob).Mkdirs("/pub/tree/sub", MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 1}))
+	must(t, tr.As(bob, "test").Mkdirs(mustPath("/pub/tree/sub"), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 1}))
 	closed("/pub/tree/sub/f", bob)
-	must(t, tr.As(bob).Mkdirs("/pub/tree/empty", MkdirsOpts{Perm: 0500, MtimeMs: 1}))
+	must(t, tr.As(bob, "test").Mkdirs(mustPath("/pub/tree/empty"), MkdirsOpts{Perm: 0500, MtimeMs: 1}))
 	closed("/tmp/eve.txt", eve)
 	closed("/tmp/bob2", bob)
-	w, _, err := tr.As(alice).Create("/a/w", CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 2})
+	w, _, err := tr.As(alice, "test").Create(mustPath("/a/w"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs, MtimeMs: 2})
 	must(t, err)
-	if _, err := tr.As(alice).AddBlock("/a/w", w.ID, nil, 3); err != nil {
+	if _, err := tr.As(alice, "test").AddBlock(mustPath("/a/w"), w.ID, nil, 3); err != nil {
 		t.Fatal(err)
 	}
 	return tr, mustStat(t, tr, "/a/w")
@@ -66,55 +66,58 @@ type permCase struct {
 
 func create(c *Caller, p string, overwrite bool) func(*Tree, FileInfo) error {
 	return func(tr *Tree, _ FileInfo) error {
-		_, _, err := tr.As(c).Create(p, CreateOpts{Perm: 0644, Overwrite: overwrite, Replication: 1, BlockSize: bs, MtimeMs: 9})
+		_, _, err := tr.As(c, "test").Create(mustPath(p), CreateOpts{Perm: 0644, Overwrite: overwrite, Replication: 1, BlockSize: bs, MtimeMs: 9})
 		return err
 	}
 }
 
 func del(c *Caller, p string, recursive bool) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { _, err := tr.As(c).Delete(p, recursive, 9); return err }
+	return func(tr *Tree, _ FileInfo) error {
+		_, err := tr.As(c, "test").Delete(mustPath(p), recursive, 9)
+		return err
+	}
 }
 
 func rename(c *Caller, src, dst string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { return tr.As(c).Rename(src, dst, 9) }
+	return func(tr *Tree, _ FileInfo) error { return tr.As(c, "test").Rename(mustPath(src), mustPath(dst), 9) }
 }
 
 func addBlock(c *Caller) func(*Tree, FileInfo) error {
 	return func(tr *Tree, w FileInfo) error {
 		b := blocksOf(t0, tr, "/a/w")[0]
 		b.Length = 10
-		_, err := tr.As(c).AddBlock("/a/w", w.ID, &b, 9)
+		_, err := tr.As(c, "test").AddBlock(mustPath("/a/w"), w.ID, &b, 9)
 		return err
 	}
 }
 
 func appendTo(c *Caller, p string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { _, err := tr.As(c).Append(p, 9); return err }
+	return func(tr *Tree, _ FileInfo) error { _, err := tr.As(c, "test").Append(mustPath(p), 9); return err }
 }
 
 func chmod(c *Caller, p string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { return tr.As(c).SetPermission(p, 0600, 9) }
+	return func(tr *Tree, _ FileInfo) error { return tr.As(c, "test").SetPermission(mustPath(p), 0600, 9) }
 }
 
 func chown(c *Caller, p, owner, group string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { return tr.As(c).SetOwner(p, owner, group) }
+	return func(tr *Tree, _ FileInfo) error { return tr.As(c, "test").SetOwner(mustPath(p), owner, group) }
 }
 
 func stat(c *Caller, p string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { _, err := tr.As(c).Stat(p); return err }
+	return func(tr *Tree, _ FileInfo) error { _, err := tr.As(c, "test").Stat(mustPath(p)); return err }
 }
 
 func read(c *Caller, p string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { _, _, err := tr.As(c).File(p); return err }
+	return func(tr *Tree, _ FileInfo) error { _, _, err := tr.As(c, "test").File(mustPath(p)); return err }
 }
 
 func list(c *Caller, p string) func(*Tree, FileInfo) error {
-	return func(tr *Tree, _ FileInfo) error { _, _, err := tr.As(c).List(p, "", 0); return err }
+	return func(tr *Tree, _ FileInfo) error { _, _, err := tr.As(c, "test").List(mustPath(p), "", 0); return err }
 }
 
 func mkdirs(c *Caller, p string) func(*Tree, FileInfo) error {
 	return func(tr *Tree, _ FileInfo) error {
-		return tr.As(c).Mkdirs(p, MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9})
+		return tr.As(c, "test").Mkdirs(mustPath(p), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9})
 	}
 }
 
@@ -131,17 +134,17 @@ var permCases = []permCase{
 	{row: "traverse", name: "allowed: then not-found", op: stat(eve, "/a/zz"), kind: errs.NotFound},
 
 	{row: "read", name: "allowed: r on file", op: read(eve, "/a/f")},
-	{row: "read", name: "denied: no r", setup: func(tr *Tree) { must(t0, tr.SetPermission("/a/f", 0640, 1)) },
+	{row: "read", name: "denied: no r", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/a/f"), 0640, 1)) },
 		op: read(eve, "/a/f"), kind: P, msg: []string{"user=eve", "access=r--", `inode="/a/f":alice:staff:-rw-r-----`}},
-	{row: "read", name: "denied: owner class wins over group", setup: func(tr *Tree) { must(t0, tr.SetPermission("/a/f", 0044, 1)) },
+	{row: "read", name: "denied: owner class wins over group", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/a/f"), 0044, 1)) },
 		op: read(alice, "/a/f"), kind: P, msg: []string{"user=alice", "access=r--"}},
-	{row: "read", name: "denied: group class wins over other", setup: func(tr *Tree) { must(t0, tr.SetPermission("/a/f", 0604, 1)) },
+	{row: "read", name: "denied: group class wins over other", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/a/f"), 0604, 1)) },
 		op: read(bob, "/a/f"), kind: P, msg: []string{"user=bob"}},
 
 	{row: "list", name: "allowed: r-x on dir (group)", op: list(bob, "/a/b")},
 	{row: "list", name: "denied: no r on dir", op: list(bob, "/a/b/c"), kind: P,
 		msg: []string{"user=bob", "access=r-x", `inode="/a/b/c"`}},
-	{row: "list", name: "allowed: a file needs traverse only", setup: func(tr *Tree) { must(t0, tr.SetPermission("/a/f", 0600, 1)) },
+	{row: "list", name: "allowed: a file needs traverse only", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/a/f"), 0600, 1)) },
 		op: list(eve, "/a/f")},
 
 	{row: "stat", name: "allowed: no r needed on target", op: stat(bob, "/a/b/c")},
@@ -152,17 +155,17 @@ var permCases = []permCase{
 		msg: []string{"user=eve", "access=-wx", `inode="/a":alice:staff:drwxr-xr-x`, "parent"}},
 	{row: "create", name: "denied: no w on last existing ancestor (create parent)",
 		op: func(tr *Tree, _ FileInfo) error {
-			_, _, err := tr.As(eve).Create("/a/q/r", CreateOpts{Perm: 0644, CreateParent: true, Replication: 1, BlockSize: bs})
+			_, _, err := tr.As(eve, "test").Create(mustPath("/a/q/r"), CreateOpts{Perm: 0644, CreateParent: true, Replication: 1, BlockSize: bs})
 			return err
 		}, kind: P, msg: []string{`inode="/a"`}},
 	{row: "create", name: "allowed: permission before exists", op: create(eve, "/tmp/eve.txt", false), kind: errs.Exist},
 
 	{row: "overwrite", name: "allowed: own file in sticky dir", op: create(bob, "/tmp/bob.txt", true)},
-	{row: "overwrite", name: "denied: sticky bit, file 0666", setup: func(tr *Tree) { must(t0, tr.SetPermission("/tmp/bob.txt", 0666, 1)) },
+	{row: "overwrite", name: "denied: sticky bit, file 0666", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/tmp/bob.txt"), 0666, 1)) },
 		op: create(eve, "/tmp/bob.txt", true), kind: P, msg: []string{"user=eve", `inode="/tmp/bob.txt"`, "sticky bit"}},
 	{row: "overwrite", name: "denied: no w on the file", op: create(eve, "/pub/bob.txt", true), kind: P,
 		msg: []string{"user=eve", "access=-w-", `inode="/pub/bob.txt"`, "overwrite"}},
-	{row: "overwrite", name: "allowed: 0666 file, no sticky bit", setup: func(tr *Tree) { must(t0, tr.SetPermission("/pub/bob.txt", 0666, 1)) },
+	{row: "overwrite", name: "allowed: 0666 file, no sticky bit", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/pub/bob.txt"), 0666, 1)) },
 		op: create(eve, "/pub/bob.txt", true)},
 
 	{row: "mkdirs", name: "allowed: wx on last existing ancestor", op: mkdirs(eve, "/tmp/x/y/z")},
@@ -171,7 +174,7 @@ var permCases = []permCase{
 	{row: "mkdirs", name: "allowed: existing directory needs traverse only", op: mkdirs(eve, "/a")},
 
 	{row: "delete", name: "allowed: own file in sticky dir", op: del(bob, "/tmp/bob.txt", false)},
-	{row: "delete", name: "allowed: sticky dir's owner", setup: func(tr *Tree) { must(t0, tr.SetOwner("/tmp", "carol2", "")) },
+	{row: "delete", name: "allowed: sticky dir's owner", setup: func(tr *Tree) { must(t0, tr.SetOwner(mustPath("/tmp"), "carol2", "")) },
 		op: del(policy.Caller("carol2", nil, ""), "/tmp/bob.txt", false)},
 	{row: "delete", name: "denied: no w on parent", op: del(eve, "/a/f", false), kind: P,
 		msg: []string{"user=eve", "access=-wx", `inode="/a"`, "parent"}},
@@ -181,7 +184,7 @@ var permCases = []permCase{
 	{row: "delete recursive", name: "allowed: own tree (empty 0500 dir skipped)", op: del(bob, "/pub/tree", true)},
 	{row: "delete recursive", name: "denied: someone else's tree", op: del(eve, "/pub/tree", true), kind: P,
 		msg: []string{"user=eve", "access=rwx", `inode="/pub/tree":bob:`, "every directory beneath"}},
-	{row: "delete recursive", name: "denied: a directory deep down", setup: func(tr *Tree) { must(t0, tr.SetPermission("/pub/tree/sub", 0555, 1)) },
+	{row: "delete recursive", name: "denied: a directory deep down", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/pub/tree/sub"), 0555, 1)) },
 		op: del(bob, "/pub/tree", true), kind: P, msg: []string{"user=bob", `inode="/pub/tree/sub"`}},
 
 	{row: "rename", name: "allowed: wx on both parents", op: rename(alice, "/a/f", "/a/b/g")},
@@ -200,10 +203,12 @@ var permCases = []permCase{
 	{row: "rename sticky destination", name: "denied: someone else's destination", op: rename(eve, "/tmp/eve.txt", "/tmp/bob.txt"), kind: P,
 		msg: []string{"user=eve", `inode="/tmp/bob.txt"`, "sticky bit"}},
 	{row: "rename sticky destination", name: "denied: existing entry in destination directory",
-		setup: func(tr *Tree) { must(t0, tr.Mkdirs("/tmp/d/eve.txt", MkdirsOpts{Perm: 01777, Parents: true})) },
-		op:    rename(eve, "/tmp/eve.txt", "/tmp/d"), kind: P, msg: []string{`inode="/tmp/d/eve.txt"`, "sticky bit"}},
+		setup: func(tr *Tree) {
+			must(t0, tr.Mkdirs(mustPath("/tmp/d/eve.txt"), MkdirsOpts{Perm: 01777, Parents: true}))
+		},
+		op: rename(eve, "/tmp/eve.txt", "/tmp/d"), kind: P, msg: []string{`inode="/tmp/d/eve.txt"`, "sticky bit"}},
 
-	{row: "append", name: "allowed: w on the file (group)", setup: func(tr *Tree) { must(t0, tr.SetPermission("/a/f", 0664, 1)) },
+	{row: "append", name: "allowed: w on the file (group)", setup: func(tr *Tree) { must(t0, tr.SetPermission(mustPath("/a/f"), 0664, 1)) },
 		op: appendTo(bob, "/a/f")},
 	{row: "append", name: "denied: no w on the file", op: appendTo(bob, "/a/f"), kind: P,
 		msg: []string{"user=bob", "access=-w-", `inode="/a/f":alice:staff:-rw-r--r--`, "append"}},
@@ -217,18 +222,18 @@ var permCases = []permCase{
 	{row: "writer", name: "denied: same user, another client", op: addBlock(alice2), kind: P, msg: []string{"user=alice", "not the writer"}},
 	{row: "writer", name: "denied: the superuser", op: addBlock(root), kind: P, msg: []string{"not the writer"}},
 	{row: "writer", name: "allowed: complete by the writer", op: func(tr *Tree, w FileInfo) error {
-		_, err := tr.As(alice).Complete("/a/w", w.ID, blocksOf(t0, tr, "/a/w"), 9)
+		_, err := tr.As(alice, "test").Complete(mustPath("/a/w"), w.ID, blocksOf(t0, tr, "/a/w"), 9)
 		return err
 	}},
 	{row: "writer", name: "denied: complete by another", op: func(tr *Tree, w FileInfo) error {
-		_, err := tr.As(bob).Complete("/a/w", w.ID, blocksOf(t0, tr, "/a/w"), 9)
+		_, err := tr.As(bob, "test").Complete(mustPath("/a/w"), w.ID, blocksOf(t0, tr, "/a/w"), 9)
 		return err
 	}, kind: P, msg: []string{"user=bob", "not the writer"}},
 	{row: "writer", name: "allowed: abandon by the writer", op: func(tr *Tree, w FileInfo) error {
-		return tr.As(alice).AbandonBlock("/a/w", w.ID, blocksOf(t0, tr, "/a/w")[0])
+		return tr.As(alice, "test").AbandonBlock(mustPath("/a/w"), w.ID, blocksOf(t0, tr, "/a/w")[0])
 	}},
 	{row: "writer", name: "denied: abandon by another", op: func(tr *Tree, w FileInfo) error {
-		return tr.As(eve).AbandonBlock("/a/w", w.ID, blocksOf(t0, tr, "/a/w")[0])
+		return tr.As(eve, "test").AbandonBlock(mustPath("/a/w"), w.ID, blocksOf(t0, tr, "/a/w")[0])
 	}, kind: P, msg: []string{"user=eve", "not the writer"}},
 
 	{row: "chmod", name: "allowed: owner", op: chmod(alice, "/a/f")},
@@ -308,30 +313,30 @@ func TestWriterRecorded(t *testing.T) {
 		t.Fatalf("writer %+v owner %s:%s", w.Writer, w.Owner, w.Group)
 	}
 	b := blocksOf(t, tr, "/a/w")[0]
-	nb, err := tr.As(alice).AddBlock("/a/w", w.ID, nil, 5) // a retry of the first AddBlock
+	nb, err := tr.As(alice, "test").AddBlock(mustPath("/a/w"), w.ID, nil, 5) // a retry of the first AddBlock
 	if err != nil || !nb.Retried || nb.Block != b {
 		t.Fatalf("retry: %+v %v", nb, err)
 	}
-	if _, err := tr.As(nil).AddBlock("/a/w", w.ID, &b, 5); err != nil {
+	if _, err := tr.As(nil, "test").AddBlock(mustPath("/a/w"), w.ID, &b, 5); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := tr.As(alice).Complete("/a/w", w.ID, blocksOf(t, tr, "/a/w"), 6)
+	fi, err := tr.As(alice, "test").Complete(mustPath("/a/w"), w.ID, blocksOf(t, tr, "/a/w"), 6)
 	if err != nil || fi.Writer != (Writer{}) {
 		t.Fatalf("complete: %+v %v", fi.Writer, err)
 	}
 	// A retried Complete of a closed file is an unchanged success for anyone (HDFS-3031).
 	h := tr.Hash()
-	if _, err := tr.As(bob).Complete("/a/w", w.ID, blocksOf(t, tr, "/a/w"), 7); err != nil || tr.Hash() != h {
+	if _, err := tr.As(bob, "test").Complete(mustPath("/a/w"), w.ID, blocksOf(t, tr, "/a/w"), 7); err != nil || tr.Hash() != h {
 		t.Fatalf("retried complete: %v", err)
 	}
 	// A refused AddBlock moves no counter.
-	nf, _, err := tr.As(bob).Create("/tmp/bw", CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs})
+	nf, _, err := tr.As(bob, "test").Create(mustPath("/tmp/bw"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs})
 	must(t, err)
 	h = tr.Hash()
-	if _, err := tr.As(eve).AddBlock("/tmp/bw", nf.ID, nil, 8); errs.KindOf(err) != P || tr.Hash() != h {
+	if _, err := tr.As(eve, "test").AddBlock(mustPath("/tmp/bw"), nf.ID, nil, 8); errs.KindOf(err) != P || tr.Hash() != h {
 		t.Fatalf("refused AddBlock: %v, changed %v", err, tr.Hash() != h)
 	}
-	if _, _, err := tr.As(policy.Caller("bob", nil, string(make([]byte, 300)))).Create("/tmp/x", CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs}); errs.KindOf(err) != errs.Invalid {
+	if _, _, err := tr.As(policy.Caller("bob", nil, string(make([]byte, 300))), "test").Create(mustPath("/tmp/x"), CreateOpts{Perm: 0644, Replication: 1, BlockSize: bs}); errs.KindOf(err) != errs.Invalid {
 		t.Fatalf("long client id: %v", err)
 	}
 }

@@ -9,15 +9,15 @@ import (
 )
 
 // Stat describes p.
-func (t *Tree) Stat(p string) (FileInfo, error) { return t.stat(nil, p) }
+func (t *Tree) Stat(p Path) (FileInfo, error) { return t.stat(nil, "namespace.Tree.Stat", p) }
 
 // stat is Stat for caller c, who needs Exec on every ancestor of p.
-func (t *Tree) stat(c *Caller, p string) (FileInfo, error) {
-	n, err := t.lookupAs(c, "stat", p)
+func (t *Tree) stat(c *Caller, op string, p Path) (FileInfo, error) {
+	n, err := t.lookupAs(c, op, p)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	return n.info(p), nil
+	return n.info(p.s), nil
 }
 
 // File describes file p and returns its blocks. For two or more blocks
@@ -25,14 +25,16 @@ func (t *Tree) stat(c *Caller, p string) (FileInfo, error) {
 // call was made under (no mutation ever writes into it, but it stops being
 // current). A one-block file's block is copied into a new slice (it lives
 // in the inode, which mutations change in place). IsDir for a directory.
-func (t *Tree) File(p string) (FileInfo, []Block, error) { return t.file(nil, p, nil) }
+func (t *Tree) File(p Path) (FileInfo, []Block, error) {
+	return t.file(nil, "namespace.Tree.File", p, nil)
+}
 
 // file is File for caller c, who needs Exec on every ancestor and Read on
 // the file. With one non-nil, a one-block file's block is returned in one
 // rather than in a new slice (FileInto).
-func (t *Tree) file(c *Caller, p string, one *[1]Block) (FileInfo, []Block, error) {
-	const op = "file"
-	n, err := t.lookupAs(c, op, p)
+func (t *Tree) file(c *Caller, op string, path Path, one *[1]Block) (FileInfo, []Block, error) {
+	n, err := t.lookupAs(c, op, path)
+	p := path.s
 	if err != nil {
 		return FileInfo{}, nil, err
 	}
@@ -62,15 +64,15 @@ func (t *Tree) FileByID(id ID) (FileInfo, []Block, bool) {
 // startAfter (byte order), at most limit of them (limit <= 0: all), and
 // whether more follow. Listing a file returns that file alone (nothing
 // when startAfter is set).
-func (t *Tree) List(p string, startAfter string, limit int) ([]FileInfo, bool, error) {
-	return t.list(nil, p, startAfter, limit)
+func (t *Tree) List(p Path, startAfter string, limit int) ([]FileInfo, bool, error) {
+	return t.list(nil, "namespace.Tree.List", p, startAfter, limit)
 }
 
 // list is List for caller c, who needs Exec on every ancestor and, for a
 // directory, Read and Exec on it (a file needs no more than Stat does).
-func (t *Tree) list(c *Caller, p string, startAfter string, limit int) ([]FileInfo, bool, error) {
-	const op = "list"
-	n, err := t.lookupAs(c, op, p)
+func (t *Tree) list(c *Caller, op string, path Path, startAfter string, limit int) ([]FileInfo, bool, error) {
+	n, err := t.lookupAs(c, op, path)
+	p := path.s
 	if err != nil {
 		return nil, false, err
 	}

@@ -10,16 +10,16 @@ import (
 // every block removed (walk order) for the caller to invalidate. Errors:
 // NotFound, Invalid for "/", NotEmpty for a non-empty directory without
 // recursive. The parent's mtime becomes mtimeMs.
-func (t *Tree) Delete(p string, recursive bool, mtimeMs int64) ([]Block, error) {
-	return t.delete(nil, p, recursive, mtimeMs)
+func (t *Tree) Delete(p Path, recursive bool, mtimeMs int64) ([]Block, error) {
+	return t.delete(nil, "namespace.Tree.Delete", p, recursive, mtimeMs)
 }
 
 // delete is Delete for caller c, who needs Exec on every ancestor, Write
 // on the parent, to pass the parent's sticky bit and, for a directory
 // with contents, rwx on every non-empty directory in the subtree.
-func (t *Tree) delete(c *Caller, p string, recursive bool, mtimeMs int64) ([]Block, error) {
-	const op = "delete"
-	n, err := t.lookupAs(c, op, p)
+func (t *Tree) delete(c *Caller, op string, path Path, recursive bool, mtimeMs int64) ([]Block, error) {
+	n, err := t.lookupAs(c, op, path)
+	p := path.s
 	if err != nil {
 		return nil, err
 	}
@@ -46,17 +46,19 @@ func (t *Tree) delete(c *Caller, p string, recursive bool, mtimeMs int64) ([]Blo
 // otherwise dst's parent must exist and be a directory, and dst must not
 // exist. src == dst (or a move into src's own parent under its own name)
 // is a successful no-op. Inode ids are kept; both parents get mtimeMs.
-func (t *Tree) Rename(src, dst string, mtimeMs int64) error { return t.rename(nil, src, dst, mtimeMs) }
+func (t *Tree) Rename(src, dst Path, mtimeMs int64) error {
+	return t.rename(nil, "namespace.Tree.Rename", src, dst, mtimeMs)
+}
 
 // rename is Rename for caller c, who needs Exec on the ancestors of both
 // paths, Write on both parents, and to pass the sticky bit of the source's
 // parent and, for an existing destination, of the destination's parent.
-func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
-	const op = "rename"
-	if err := validatePath(op, dst, t.lim); err != nil {
+func (t *Tree) rename(c *Caller, op string, srcPath, dstPath Path, mtimeMs int64) error {
+	if err := t.admit(op, dstPath); err != nil {
 		return err
 	}
-	s, err := t.lookupAs(c, op, src)
+	src, dst := srcPath.s, dstPath.s
+	s, err := t.lookupAs(c, op, srcPath)
 	if err != nil {
 		return err
 	}
@@ -69,7 +71,7 @@ func (t *Tree) rename(c *Caller, src, dst string, mtimeMs int64) error {
 	if src == dst {
 		return nil
 	}
-	d, rest, err := t.resolve(c, op, dst)
+	d, rest, err := t.resolve(c, op, dstPath)
 	if err != nil {
 		return err
 	}

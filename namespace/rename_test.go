@@ -39,7 +39,7 @@ func TestRename(t *testing.T) {
 		{name: "dst dot-dot", src: "/a/b/c", dst: "/a/b/c/../..", kind: errs.Invalid, msg: `".." not allowed`},
 		{name: "dst existing file", src: "/a/f", dst: "/x", kind: errs.Exist, msg: "destination /x is an existing file"},
 		{name: "dst dir already has base", src: "/a/f", dst: "/tmp", kind: errs.Exist, msg: "destination /tmp/f already exists",
-			setup: func(tr *Tree) { must(t, tr.Mkdirs("/tmp/f", MkdirsOpts{Perm: 0755})) }},
+			setup: func(tr *Tree) { must(t, tr.Mkdirs(mustPath("/tmp/f"), MkdirsOpts{Perm: 0755})) }},
 		{name: "dst parent missing", src: "/a/f", dst: "/q/r/s", kind: errs.NotFound, msg: "destination parent /q/r does not exist"},
 		{name: "dst parent is file", src: "/a/f", dst: "/x/y", kind: errs.NotDir, msg: "destination parent /x is a file"},
 		{name: "dst under a file deeper", src: "/a/f", dst: "/x/y/z", kind: errs.NotDir, msg: "destination parent /x is a file"},
@@ -58,7 +58,7 @@ func TestRename(t *testing.T) {
 			if c.kind == 0 {
 				src = mustStat(t, tr, c.src)
 			}
-			err := tr.Rename(c.src, c.dst, 100)
+			err := withPaths(func(ps ...Path) error { return tr.Rename(ps[0], ps[1], 100) }, c.src, c.dst)
 			if c.kind != 0 {
 				wantErr(t, err, c.kind, c.msg)
 				if tr.Hash() != before {
@@ -78,7 +78,7 @@ func TestRename(t *testing.T) {
 			if c.sub != "" {
 				mustStat(t, tr, c.sub)
 			}
-			if _, err := tr.Stat(c.src); c.gone && errs.KindOf(err) != errs.NotFound {
+			if _, err := tr.Stat(mustPath(c.src)); c.gone && errs.KindOf(err) != errs.NotFound {
 				t.Fatalf("src still there: %v", err)
 			}
 			for _, p := range c.parents {
@@ -102,7 +102,7 @@ func TestRename(t *testing.T) {
 func TestRenameKeepsFileByIDPath(t *testing.T) {
 	tr := fixture(t)
 	fi := mustStat(t, tr, "/a/f")
-	must(t, tr.Rename("/a", "/tmp/moved", 1))
+	must(t, tr.Rename(mustPath("/a"), mustPath("/tmp/moved"), 1))
 	got, _, ok := tr.FileByID(fi.ID)
 	if !ok || got.Path != "/tmp/moved/f" || got.Name != "f" {
 		t.Fatalf("%+v %v", got, ok)

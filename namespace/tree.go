@@ -98,31 +98,15 @@ func (t *Tree) removeChild(d, c *inode) {
 	t.removeKid(&d.ext.kids, at)
 }
 
-// walk follows p (a valid path) from the root as far as it exists. It
-// returns the deepest inode reached and the unresolved rest of p ("" when
-// p resolved fully). When walk stops at a file, rest names what lies below.
-func (t *Tree) walk(p string) (n *inode, rest string) {
-	n = t.root
-	rest = p[1:]
-	for rest != "" {
-		if !n.dir() {
-			return n, rest
-		}
-		comp, tail, _ := cutComp(rest)
-		c := n.lookupChild(comp)
-		if c == nil {
-			return n, rest
-		}
-		n, rest = c, tail
-	}
-	return n, ""
-}
-
-// resolve is walk for caller c: it checks, before looking a name up in a
-// directory, that c may traverse it (Exec), so reaching an inode proves c
-// had Exec on every directory above it. A path is resolved once per
-// operation, and its checks run on the inodes that resolution found.
-func (t *Tree) resolve(c *Caller, op, p string) (n *inode, rest string, err error) {
+// resolve follows path (admitted: see admit) from the root as far as it
+// exists, for caller c. It returns the deepest inode reached and the
+// unresolved rest of the path ("" when it resolved fully); when it stops
+// at a file, rest names what lies below. It checks, before looking a name
+// up in a directory, that c may traverse it (Exec), so reaching an inode
+// proves c had Exec on every directory above it. A path is resolved once
+// per operation, and its checks run on the inodes that resolution found.
+func (t *Tree) resolve(c *Caller, op string, path Path) (n *inode, rest string, err error) {
+	p := path.s
 	n = t.root
 	rest = p[1:]
 	for rest != "" {
@@ -142,14 +126,14 @@ func (t *Tree) resolve(c *Caller, op, p string) (n *inode, rest string, err erro
 	return n, "", nil
 }
 
-// lookup validates p and returns its inode: NotFound if it does not exist,
+// lookup admits p and returns its inode: NotFound if it does not exist,
 // NotDir if a file stands where a directory should.
-func (t *Tree) lookup(op, p string) (*inode, error) { return t.lookupAs(nil, op, p) }
+func (t *Tree) lookup(op string, p Path) (*inode, error) { return t.lookupAs(nil, op, p) }
 
 // lookupAs is lookup for caller c: Permission if c may not traverse to p
 // (checked before any NotFound or NotDir below the denied directory).
-func (t *Tree) lookupAs(c *Caller, op, p string) (*inode, error) {
-	if err := validatePath(op, p, t.lim); err != nil {
+func (t *Tree) lookupAs(c *Caller, op string, p Path) (*inode, error) {
+	if err := t.admit(op, p); err != nil {
 		return nil, err
 	}
 	n, rest, err := t.resolve(c, op, p)
@@ -159,10 +143,10 @@ func (t *Tree) lookupAs(c *Caller, op, p string) (*inode, error) {
 	if rest == "" {
 		return n, nil
 	}
-	return nil, t.walkErr(op, p, n, rest)
+	return nil, t.walkErr(op, p.s, n, rest)
 }
 
-// walkErr explains why walk stopped at n with rest unresolved.
+// walkErr explains why resolve stopped at n with rest unresolved.
 func (t *Tree) walkErr(op, p string, n *inode, rest string) error {
 	if !n.dir() {
 		return errs.Newf(errs.NotDir, op, p, "%s is a file, not a directory", prefixOf(p, rest))

@@ -20,10 +20,9 @@ import (
 // loses its CRC, which its writer commits anew. The reopened block is
 // returned; nil when the file has no blocks or the last is empty or full, and then
 // new blocks start after it as with Append.
-func (s Session) AppendLast(p string, genStamp uint64, mtimeMs int64) (FileInfo, *Block, error) {
-	const op = "append"
-	t := s.t
-	fi, err := t.append(s.c, p, mtimeMs)
+func (s Session) AppendLast(path Path, genStamp uint64, mtimeMs int64) (FileInfo, *Block, error) {
+	op, p, t := s.op, path.s, s.t
+	fi, err := t.append(s.c, op, path, mtimeMs)
 	if err != nil {
 		return FileInfo{}, nil, err
 	}
@@ -76,10 +75,9 @@ func lastOf(op, p string, f *inode, b Block) (Block, error) {
 // readers see them: the block's length grows to b.Length (a smaller one
 // changes nothing). Only the writer may; b.Length above the block size is
 // Invalid.
-func (s Session) Fsync(p string, id ID, b Block, mtimeMs int64) (FileInfo, error) {
-	const op = "fsync"
-	t := s.t
-	f, err := t.openFile(s.c, op, p, id)
+func (s Session) Fsync(path Path, id ID, b Block, mtimeMs int64) (FileInfo, error) {
+	op, p, t := s.op, path.s, s.t
+	f, err := t.openFile(s.c, op, path, id)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -104,13 +102,13 @@ func (s Session) Fsync(p string, id ID, b Block, mtimeMs int64) (FileInfo, error
 // AllocPipelineStamp gives the writer of file p (inode id) a new
 // generation stamp for its last block b, to rebuild a pipeline; the block
 // keeps its stamp until UpdatePipeline.
-func (s Session) AllocPipelineStamp(p string, id ID, b Block) (uint64, error) {
-	const op = "updateBlockForPipeline"
+func (s Session) AllocPipelineStamp(p Path, id ID, b Block) (uint64, error) {
+	op := s.op
 	f, err := s.t.openFile(s.c, op, p, id)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := lastOf(op, p, f, b); err != nil {
+	if _, err := lastOf(op, p.s, f, b); err != nil {
 		return 0, err
 	}
 	return s.t.AllocGenStamp(), nil
@@ -119,10 +117,9 @@ func (s Session) AllocPipelineStamp(p string, id ID, b Block) (uint64, error) {
 // UpdatePipeline gives the writer's last block old the generation stamp
 // of nb (higher than old's, and allocated: below the tree's counter). The
 // block keeps its length; its CRC is dropped.
-func (s Session) UpdatePipeline(p string, id ID, old, nb Block) (Block, error) {
-	const op = "updatePipeline"
-	t := s.t
-	f, err := t.openFile(s.c, op, p, id)
+func (s Session) UpdatePipeline(path Path, id ID, old, nb Block) (Block, error) {
+	op, p, t := s.op, path.s, s.t
+	f, err := t.openFile(s.c, op, path, id)
 	if err != nil {
 		return Block{}, err
 	}
@@ -157,9 +154,9 @@ type Recovery struct {
 // block must be r.Block (id; its generation stamp may be older than
 // r.RecoveryID but not newer). It returns the file and the block as
 // committed (zero when dropped). A file already closed by this recovery
-// (same id, stamp and length) is success, unchanged.
-func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block, error) {
-	const op = "commitBlockSynchronization"
+// (same id, stamp and length) is success, unchanged. Its errors carry op,
+// the operation of the caller (CommitBlockSynchronization).
+func (t *Tree) CommitRecovery(op string, id ID, r Recovery, mtimeMs int64) (FileInfo, Block, error) {
 	f := t.inodes.get(id)
 	if f == nil || f.dir() {
 		return FileInfo{}, Block{}, errs.Newf(errs.NotFound, op, "", "inode %d is not a file", id)
@@ -203,9 +200,9 @@ func (t *Tree) CommitRecovery(id ID, r Recovery, mtimeMs int64) (FileInfo, Block
 // CloseEmpty closes the under-construction file id whose last block holds
 // nothing anywhere (or which has no blocks), dropping such a block; the
 // system's side of lease recovery when there is nothing to recover. It
-// returns the dropped block, if any.
-func (t *Tree) CloseEmpty(id ID, mtimeMs int64) (FileInfo, *Block, error) {
-	const op = "recoverLease"
+// returns the dropped block, if any. Its errors carry op, the operation
+// of the caller.
+func (t *Tree) CloseEmpty(op string, id ID, mtimeMs int64) (FileInfo, *Block, error) {
 	f := t.inodes.get(id)
 	if f == nil || f.dir() || f.state() != UnderConstruction {
 		return FileInfo{}, nil, errs.Newf(errs.Precondition, op, "", "inode %d is not a file under construction", id)
@@ -239,9 +236,12 @@ func (t *Tree) UnderConstructionBy(id ID) (Writer, bool) {
 
 // CheckWrite checks that the caller may write file p (Exec on every
 // ancestor, Write on the file), as append and lease recovery need.
-func (s Session) CheckWrite(p string) error {
-	const op = "recoverLease"
-	n, rest, err := s.t.resolve(s.c, op, p)
+func (s Session) CheckWrite(path Path) error {
+	op, p := s.op, path.s
+	if err := s.t.admit(op, path); err != nil {
+		return err
+	}
+	n, rest, err := s.t.resolve(s.c, op, path)
 	if err != nil {
 		return err
 	}

@@ -20,15 +20,15 @@ var viewMutations = []struct {
 	do   func(t testing.TB, tr *Tree)
 }{
 	{"mkdirs under an encoded dir", func(t testing.TB, tr *Tree) {
-		must(t, tr.Mkdirs("/a/b/c/d/e", MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9}))
+		must(t, tr.Mkdirs(mustPath("/a/b/c/d/e"), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9}))
 	}},
 	{"mkdirs at the root", func(t testing.TB, tr *Tree) {
-		must(t, tr.Mkdirs("/0first", MkdirsOpts{Perm: 0755, MtimeMs: 9}))
-		must(t, tr.Mkdirs("/zlast", MkdirsOpts{Perm: 0755, MtimeMs: 9}))
+		must(t, tr.Mkdirs(mustPath("/0first"), MkdirsOpts{Perm: 0755, MtimeMs: 9}))
+		must(t, tr.Mkdirs(mustPath("/zlast"), MkdirsOpts{Perm: 0755, MtimeMs: 9}))
 	}},
 	{"create and overwrite", func(t testing.TB, tr *Tree) {
 		mustCreate(t, tr, "/a/b/new.txt", "alice")
-		if _, _, err := tr.Create("/a/f", CreateOpts{Perm: 0600, Replication: 2, BlockSize: bs, Overwrite: true, MtimeMs: 9}); err != nil {
+		if _, _, err := tr.Create(mustPath("/a/f"), CreateOpts{Perm: 0600, Replication: 2, BlockSize: bs, Overwrite: true, MtimeMs: 9}); err != nil {
 			t.Fatal(err)
 		}
 	}},
@@ -37,8 +37,8 @@ var viewMutations = []struct {
 		b1 := blocksOf(t, tr, "/a/uc")[0]
 		b1.Length = 7
 		b2 := mustAdd(t, tr, "/a/uc", uc.ID, &b1)
-		must(t, tr.AbandonBlock("/a/uc", uc.ID, b2))
-		if _, err := tr.Complete("/a/uc", uc.ID, []Block{b1.WithCRC(1)}, 9); err != nil {
+		must(t, tr.AbandonBlock(mustPath("/a/uc"), uc.ID, b2))
+		if _, err := tr.Complete(mustPath("/a/uc"), uc.ID, []Block{b1.WithCRC(1)}, 9); err != nil {
 			t.Fatal(err)
 		}
 		n := mustStat(t, tr, "/a/new")
@@ -49,83 +49,83 @@ var viewMutations = []struct {
 		b1 := blocksOf(t, tr, "/a/uc")[0]
 		b1.Length = 4
 		b2 := mustAdd(t, tr, "/a/uc", uc.ID, &b1) // out of the inode
-		if _, _, err := tr.CommitRecovery(uc.ID, Recovery{Block: b2, RecoveryID: tr.AllocGenStamp(), Delete: true}, 9); err != nil {
+		if _, _, err := tr.CommitRecovery("test", uc.ID, Recovery{Block: b2, RecoveryID: tr.AllocGenStamp(), Delete: true}, 9); err != nil {
 			t.Fatal(err) // back into it
 		}
-		if _, err := tr.Append("/a/uc", 9); err != nil {
+		if _, err := tr.Append(mustPath("/a/uc"), 9); err != nil {
 			t.Fatal(err)
 		}
 		f := mustStat(t, tr, "/a/f")
-		if _, err := tr.Append("/a/f", 9); err != nil {
+		if _, err := tr.Append(mustPath("/a/f"), 9); err != nil {
 			t.Fatal(err)
 		}
 		b3 := mustAdd(t, tr, "/a/f", f.ID, &blocksOf(t, tr, "/a/f")[1])
-		must(t, tr.AbandonBlock("/a/f", f.ID, b3))
+		must(t, tr.AbandonBlock(mustPath("/a/f"), f.ID, b3))
 	}},
 	{"hflush length and pipeline stamp", func(t testing.TB, tr *Tree) {
 		uc := mustStat(t, tr, "/a/uc")
 		b := blocksOf(t, tr, "/a/uc")[0]
 		b.Length = 5
-		sys := tr.As(nil)
-		if _, err := sys.Fsync("/a/uc", uc.ID, b, 9); err != nil {
+		sys := tr.As(nil, "test")
+		if _, err := sys.Fsync(mustPath("/a/uc"), uc.ID, b, 9); err != nil {
 			t.Fatal(err)
 		}
-		gs, err := sys.AllocPipelineStamp("/a/uc", uc.ID, b)
+		gs, err := sys.AllocPipelineStamp(mustPath("/a/uc"), uc.ID, b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nb := b
 		nb.GenStamp = gs
-		if _, err := sys.UpdatePipeline("/a/uc", uc.ID, b, nb); err != nil {
+		if _, err := sys.UpdatePipeline(mustPath("/a/uc"), uc.ID, b, nb); err != nil {
 			t.Fatal(err)
 		}
 	}},
 	{"recovery commit", func(t testing.TB, tr *Tree) {
 		uc := mustStat(t, tr, "/a/uc")
 		b := blocksOf(t, tr, "/a/uc")[0]
-		if _, _, err := tr.CommitRecovery(uc.ID, Recovery{Block: b, RecoveryID: tr.AllocGenStamp(), Length: 5}, 9); err != nil {
+		if _, _, err := tr.CommitRecovery("test", uc.ID, Recovery{Block: b, RecoveryID: tr.AllocGenStamp(), Length: 5}, 9); err != nil {
 			t.Fatal(err)
 		}
 	}},
 	{"recovery of an empty file", func(t testing.TB, tr *Tree) {
 		n := mustStat(t, tr, "/a/new")
-		if _, _, err := tr.CloseEmpty(n.ID, 9); err != nil {
+		if _, _, err := tr.CloseEmpty("test", n.ID, 9); err != nil {
 			t.Fatal(err)
 		}
 	}},
 	{"append reopening the last block", func(t testing.TB, tr *Tree) {
-		if _, last, err := tr.As(nil).AppendLast("/a/f", tr.NextGenStamp(), 9); err != nil || last == nil {
+		if _, last, err := tr.As(nil, "test").AppendLast(mustPath("/a/f"), tr.NextGenStamp(), 9); err != nil || last == nil {
 			t.Fatalf("reopen: %v %v", last, err)
 		}
 	}},
 	{"append", func(t testing.TB, tr *Tree) {
-		if _, err := tr.Append("/a/f", 9); err != nil {
+		if _, err := tr.Append(mustPath("/a/f"), 9); err != nil {
 			t.Fatal(err)
 		}
 	}},
 	{"delete file and subtree", func(t testing.TB, tr *Tree) {
-		if _, err := tr.Delete("/tmp/bob.txt", false, 9); err != nil {
+		if _, err := tr.Delete(mustPath("/tmp/bob.txt"), false, 9); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tr.Delete("/a", true, 9); err != nil {
+		if _, err := tr.Delete(mustPath("/a"), true, 9); err != nil {
 			t.Fatal(err)
 		}
 	}},
 	{"rename within and across directories", func(t testing.TB, tr *Tree) {
-		must(t, tr.Rename("/a/f", "/a/g", 9))
-		must(t, tr.Rename("/a/b", "/tmp/b2", 9))
-		must(t, tr.Rename("/x", "/a/0x", 9))
+		must(t, tr.Rename(mustPath("/a/f"), mustPath("/a/g"), 9))
+		must(t, tr.Rename(mustPath("/a/b"), mustPath("/tmp/b2"), 9))
+		must(t, tr.Rename(mustPath("/x"), mustPath("/a/0x"), 9))
 	}},
 	{"attributes", func(t testing.TB, tr *Tree) {
-		must(t, tr.SetPermission("/a/b/c", 0711, 9))
-		must(t, tr.SetOwner("/a/f", "carol", "wheel"))
-		must(t, tr.SetReplication("/a/f", 5))
-		must(t, tr.SetPermission("/", 0700, 9))
+		must(t, tr.SetPermission(mustPath("/a/b/c"), 0711, 9))
+		must(t, tr.SetOwner(mustPath("/a/f"), "carol", "wheel"))
+		must(t, tr.SetReplication(mustPath("/a/f"), 5))
+		must(t, tr.SetPermission(mustPath("/"), 0700, 9))
 	}},
 	{"new inode changed again", func(t testing.TB, tr *Tree) {
-		must(t, tr.Mkdirs("/n/m", MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9}))
-		must(t, tr.SetPermission("/n", 0700, 9))
-		must(t, tr.Rename("/n", "/a/b/n", 9))
+		must(t, tr.Mkdirs(mustPath("/n/m"), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9}))
+		must(t, tr.SetPermission(mustPath("/n"), 0700, 9))
+		must(t, tr.Rename(mustPath("/n"), mustPath("/a/b/n"), 9))
 	}},
 }
 
@@ -192,11 +192,11 @@ func TestViewTwoOpen(t *testing.T) {
 	tr := fixture(t)
 	img1 := image(t, tr)
 	v1 := tr.View()
-	must(t, tr.Mkdirs("/a/b/c/x", MkdirsOpts{Perm: 0755, MtimeMs: 9}))
+	must(t, tr.Mkdirs(mustPath("/a/b/c/x"), MkdirsOpts{Perm: 0755, MtimeMs: 9}))
 	img2 := image(t, tr)
 	v2 := tr.View()
-	must(t, tr.Mkdirs("/a/b/c/y", MkdirsOpts{Perm: 0755, MtimeMs: 9}))
-	must(t, tr.Rename("/a/b/c", "/c", 10))
+	must(t, tr.Mkdirs(mustPath("/a/b/c/y"), MkdirsOpts{Perm: 0755, MtimeMs: 9}))
+	must(t, tr.Rename(mustPath("/a/b/c"), mustPath("/c"), 10))
 	for _, c := range []struct {
 		v    *View
 		want []byte
@@ -218,7 +218,7 @@ func TestViewTwoOpen(t *testing.T) {
 func TestViewConcurrentWriter(t *testing.T) {
 	tr := fixture(t)
 	for i := range 300 {
-		must(t, tr.Mkdirs(fmt.Sprintf("/big/d%03d/e", i), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 5}))
+		must(t, tr.Mkdirs(mustPath(fmt.Sprintf("/big/d%03d/e", i)), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 5}))
 	}
 	want := image(t, tr)
 	var mu sync.RWMutex
@@ -232,11 +232,11 @@ func TestViewConcurrentWriter(t *testing.T) {
 		for i := range 300 {
 			mu.Lock()
 			if i%3 == 0 && i < 150 {
-				_, _ = tr.Delete(fmt.Sprintf("/big/d%03d", 299-i), true, 9)
+				_, _ = tr.Delete(mustPath(fmt.Sprintf("/big/d%03d", 299-i)), true, 9)
 			}
-			err := tr.Mkdirs(fmt.Sprintf("/big/d%03d/f", i), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9})
+			err := tr.Mkdirs(mustPath(fmt.Sprintf("/big/d%03d/f", i)), MkdirsOpts{Perm: 0755, Parents: true, MtimeMs: 9})
 			if err == nil && i < 150 {
-				err = tr.SetPermission(fmt.Sprintf("/big/d%03d/e", i), 0700, 9)
+				err = tr.SetPermission(mustPath(fmt.Sprintf("/big/d%03d/e", i)), 0700, 9)
 			}
 			mu.Unlock()
 			if err != nil {
@@ -398,14 +398,14 @@ func TestViewTouchWaitsOnlyForItsInode(t *testing.T) {
 	want := image(t, tr)
 	v := tr.View()
 	defer v.Close()
-	dir, err := tr.lookup("test", "/a/b")
+	dir, err := tr.lookup("test", mustPath("/a/b"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	create := func(p string) chan error {
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := tr.Create(p, CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: "alice", MtimeMs: 2})
+			_, _, err := tr.Create(mustPath(p), CreateOpts{Perm: 0644, Replication: 3, BlockSize: bs, Owner: "alice", MtimeMs: 2})
 			done <- err
 		}()
 		return done
@@ -426,7 +426,7 @@ func TestViewTouchWaitsOnlyForItsInode(t *testing.T) {
 
 	// The encoder is copying another inode: the first create in /a/b
 	// goes straight on.
-	other, err := tr.lookup("test", "/a/f")
+	other, err := tr.lookup("test", mustPath("/a/f"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestViewTouchWaitsOnlyForItsInode(t *testing.T) {
 
 	// A directory not yet kept, announced by the encoder: the create
 	// waits until the copy ends.
-	c, err := tr.lookup("test", "/a/b/c")
+	c, err := tr.lookup("test", mustPath("/a/b/c"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func writeAtomic(name string, b []byte, mode os.FileMode) error {
 func pool(caPEM []byte) (*x509.CertPool, error) {
 	p := x509.NewCertPool()
 	if !p.AppendCertsFromPEM(caPEM) {
-		return nil, errs.New(errs.Invalid, "security.tls", "", "no CA certificate in PEM")
+		return nil, errs.New(errs.Invalid, "security.ServerTLSConfig", "", "no CA certificate in PEM")
 	}
 	return p, nil
 }

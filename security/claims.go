@@ -45,7 +45,7 @@ type wireClaims struct {
 // well formed) and converts it. It does not check times or scope.
 func (w *wireClaims) toClaims(kid string) (Claims, error) {
 	bad := func(msg string) (Claims, error) {
-		return Claims{}, errs.New(errs.Unauthenticated, "token.verify", "", "malformed claims: "+msg)
+		return Claims{}, errs.New(errs.Unauthenticated, "security.Verifier.Verify", "", "malformed claims: "+msg)
 	}
 	if w.Subject == "" {
 		return bad("no sub")

@@ -45,11 +45,11 @@ func (g *GroupMapping) Reload() error {
 	}
 	b, err := os.ReadFile(g.file)
 	if err != nil {
-		return errs.Wrap(errs.Invalid, "group mapping", g.file, err)
+		return errs.Wrap(errs.Invalid, "security.ParseGroupMapping", g.file, err)
 	}
 	t, err := ParseGroupMapping(b)
 	if err != nil {
-		return errs.Wrap(errs.Invalid, "group mapping", g.file, err)
+		return errs.Wrap(errs.Invalid, "security.ParseGroupMapping", g.file, err)
 	}
 	g.table.Store(&t)
 	return nil
@@ -76,13 +76,13 @@ func ParseGroupMapping(b []byte) (map[string][]string, error) {
 		user, groups, ok := strings.Cut(s, "=")
 		user = strings.TrimSpace(user)
 		if !ok {
-			return nil, errs.Newf(errs.Invalid, "group mapping", "", "line %d: want user = group1, group2", line)
+			return nil, errs.Newf(errs.Invalid, "security.ParseGroupMapping", "", "line %d: want user = group1, group2", line)
 		}
 		if err := ValidateName(user); err != nil {
-			return nil, errs.Newf(errs.Invalid, "group mapping", "", "line %d: %v", line, err)
+			return nil, errs.Newf(errs.Invalid, "security.ParseGroupMapping", "", "line %d: %v", line, err)
 		}
 		if _, dup := out[user]; dup {
-			return nil, errs.Newf(errs.Invalid, "group mapping", "", "line %d: user %q listed twice", line, user)
+			return nil, errs.Newf(errs.Invalid, "security.ParseGroupMapping", "", "line %d: user %q listed twice", line, user)
 		}
 		gs := []string{}
 		for _, g := range strings.Split(groups, ",") {
@@ -91,14 +91,14 @@ func ParseGroupMapping(b []byte) (map[string][]string, error) {
 				continue
 			}
 			if err := ValidateName(g); err != nil {
-				return nil, errs.Newf(errs.Invalid, "group mapping", "", "line %d: group: %v", line, err)
+				return nil, errs.Newf(errs.Invalid, "security.ParseGroupMapping", "", "line %d: group: %v", line, err)
 			}
 			gs = append(gs, g)
 		}
 		out[user] = gs
 	}
 	if err := sc.Err(); err != nil {
-		return nil, errs.Wrap(errs.Invalid, "group mapping", "", err)
+		return nil, errs.Wrap(errs.Invalid, "security.ParseGroupMapping", "", err)
 	}
 	return out, nil
 }

@@ -101,11 +101,11 @@ func (is *Issuer) times(now time.Time) (iat, exp time.Time) {
 // BlockToken signs a token scoped to one block of inode (per-block mode, and
 // the block-scoped tokens for replication). access must be non-empty.
 func (is *Issuer) BlockToken(user string, inode, blockID, genStamp uint64, access Access) ([]byte, error) {
-	if err := checkUser("token.BlockToken", user); err != nil {
+	if err := checkUser("security.Issuer.BlockToken", user); err != nil {
 		return nil, err
 	}
 	if access == 0 || access&^accessAll != 0 {
-		return nil, errs.Newf(errs.Invalid, "token.BlockToken", "", "bad access mode %d", access)
+		return nil, errs.Newf(errs.Invalid, "security.Issuer.BlockToken", "", "bad access mode %d", access)
 	}
 	now := is.cfg.now()
 	kp, err := is.current(now)
@@ -136,7 +136,7 @@ func (is *Issuer) WriteToken(user string, inode, blockID, genStamp uint64) ([]by
 // Write (write tokens are per block). In PerBlock mode FileToken is an
 // errs.Precondition error: call BlockToken per block.
 func (is *Issuer) FileToken(user string, inode uint64, access Access) ([]byte, error) {
-	const op = "token.FileToken"
+	const op = "security.Issuer.FileToken"
 	if err := checkUser(op, user); err != nil {
 		return nil, err
 	}

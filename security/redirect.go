@@ -84,7 +84,7 @@ type redirectClaims struct {
 // parameters) with the current key, for RedirectLifetime from now, with a
 // fresh nonce. It returns the token and r as signed.
 func (is *Issuer) RedirectToken(r Redirect) ([]byte, Redirect, error) {
-	const op = "token.RedirectToken"
+	const op = "security.Issuer.RedirectToken"
 	if err := checkUser(op, r.User); err != nil {
 		return nil, r, err
 	}

@@ -15,7 +15,7 @@ func TLSFromFiles(caFile, certFile, keyFile string) (server, client *tls.Config,
 	read := func(p string) ([]byte, error) {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, errs.Wrap(errs.Invalid, "read TLS file", p, err)
+			return nil, errs.Wrap(errs.Invalid, "security.TLSFromFiles", p, err)
 		}
 		return b, nil
 	}

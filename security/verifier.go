@@ -12,7 +12,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 )
 
-const opVerify = "token.verify"
+const opVerify = "security.Verifier.Verify"
 
 // Verifier checks block access tokens on a datanode. It is safe for
 // concurrent use and takes no global lock: the key set is read through an

@@ -74,16 +74,23 @@ type structs struct {
 // applyCreate does what the FSM does for one file written by a client:
 // Create, AddBlock (the block map is told the block exists), Complete with
 // the block's final length (told again, complete). Each is one Raft
-// command, applied under the FSM's write lock.
+// command, applied under the FSM's write lock, which parses the command's
+// path as it applies it.
 func applyCreate(mu *sync.RWMutex, s namespace.Session, mgr *blocks.Manager, path string, mtime int64) (namespace.Block, namespace.ID, error) {
 	mu.Lock()
-	fi, _, err := s.Create(path, namespace.CreateOpts{Perm: 0o644, Replication: replicas, BlockSize: 128 << 20, MtimeMs: mtime})
+	p, err := namespace.ParsePath(path)
+	if err != nil {
+		mu.Unlock()
+		return namespace.Block{}, 0, err
+	}
+	fi, _, err := s.Create(p, namespace.CreateOpts{Perm: 0o644, Replication: replicas, BlockSize: 128 << 20, MtimeMs: mtime})
 	mu.Unlock()
 	if err != nil {
 		return namespace.Block{}, 0, err
 	}
 	mu.Lock()
-	nb, err := s.AddBlock(path, fi.ID, nil, mtime)
+	p, _ = namespace.ParsePath(path) // valid: Create took it
+	nb, err := s.AddBlock(p, fi.ID, nil, mtime)
 	if err == nil && mgr != nil {
 		mgr.SetExpected(nb.Block.ID, nb.Block.GenStamp, uint64(fi.ID), replicas, false)
 	}
@@ -94,7 +101,8 @@ func applyCreate(mu *sync.RWMutex, s namespace.Session, mgr *blocks.Manager, pat
 	b := nb.Block
 	b.Length = blockLen
 	mu.Lock()
-	_, err = s.Complete(path, fi.ID, []namespace.Block{b}, mtime)
+	p, _ = namespace.ParsePath(path)
+	_, err = s.Complete(p, fi.ID, []namespace.Block{b}, mtime)
 	if err == nil && mgr != nil {
 		mgr.SetExpected(b.ID, b.GenStamp, uint64(fi.ID), replicas, true)
 	}
@@ -110,7 +118,7 @@ func buildStructs(files, perDir int) (*structs, error) {
 	start := time.Now()
 	tree := namespace.New(namespace.DefaultLimits(), superuser, supergroup)
 	caller := namespace.Policy{Superuser: superuser, Supergroup: supergroup}.Caller(superuser, nil, "nnscale")
-	s := tree.As(caller)
+	s := tree.As(caller, "nnscale")
 	mtime := time.Now().UnixMilli()
 	type rec struct {
 		b     namespace.Block
@@ -123,7 +131,7 @@ func buildStructs(files, perDir int) (*structs, error) {
 		dir, p := filePath(i, perDir)
 		if i%perDir == 0 {
 			mu.Lock()
-			err := s.Mkdirs(dir, namespace.MkdirsOpts{Perm: 0o755, Parents: true, MtimeMs: mtime})
+			err := s.Mkdirs(mustParse(dir), namespace.MkdirsOpts{Perm: 0o755, Parents: true, MtimeMs: mtime})
 			mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -206,7 +214,7 @@ type snapshotRun struct {
 // Raft's apply goroutine would. It returns the writer's latencies outside
 // the encode too. The image is left in dir/image.
 func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Duration, dir string) (snapshotRun, []float64, error) {
-	s := st.tree.As(st.caller)
+	s := st.tree.As(st.caller, "nnscale")
 	mtime := time.Now().UnixMilli()
 	var (
 		stop atomic.Bool
@@ -230,7 +238,11 @@ func snapshot(st *structs, mu *sync.RWMutex, seq *atomic.Int64, calm time.Durati
 			p := fmt.Sprintf("/load/d%04d/f%06d", i/1000, i%1000)
 			mu.Lock()
 			defer mu.Unlock()
-			_, _, err := s.Create(p, namespace.CreateOpts{Perm: 0o644, Replication: replicas, BlockSize: 128 << 20, CreateParent: true, MtimeMs: mtime})
+			pp, err := namespace.ParsePath(p)
+			if err != nil {
+				return err
+			}
+			_, _, err = s.Create(pp, namespace.CreateOpts{Perm: 0o644, Replication: replicas, BlockSize: 128 << 20, CreateParent: true, MtimeMs: mtime})
 			return err
 		}, nil, &w, &stop, kick)
 	}()
@@ -302,4 +314,13 @@ func restore(file string) (float64, int, error) {
 	}
 	files, _, _ := t.Counts()
 	return float64(d.Nanoseconds()) / 1e6, files, nil
+}
+
+// mustParse parses p, a path this program made.
+func mustParse(p string) namespace.Path {
+	pp, err := namespace.ParsePath(p)
+	if err != nil {
+		panic(err)
+	}
+	return pp
 }

@@ -14,23 +14,23 @@ import (
 // take the group of their parent directory, as in HDFS.
 
 func (f *FSM) applyMkdirs(c *api.MkdirsCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "mkdirs", c.Path)
+	s, p, err := f.asPath(c.Caller, "Mkdirs", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.Mkdirs(c.Path, namespace.MkdirsOpts{Perm: c.Perm, Parents: c.Parents, MtimeMs: c.MtimeUnixMs})
+	return nil, s.Mkdirs(p, namespace.MkdirsOpts{Perm: c.Perm, Parents: c.Parents, MtimeMs: c.MtimeUnixMs})
 }
 
 func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "create", c.Path)
+	s, p, err := f.asPath(c.Caller, "Create", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	fi, removed, err := s.Create(c.Path, namespace.CreateOpts{
+	fi, removed, err := s.Create(p, namespace.CreateOpts{
 		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
 		Replication: c.Replication, BlockSize: c.BlockSize, MtimeMs: c.MtimeUnixMs,
 		UnderConstruction: func(fi namespace.FileInfo) error {
-			return f.checkTakeover(c.Caller, "create", c.Path, fi.ID, fi.Writer, c.MtimeUnixMs, c.SoftLimitMs)
+			return f.checkTakeover(c.Caller, "Create", c.Path, fi.ID, fi.Writer, c.MtimeUnixMs, c.SoftLimitMs)
 		},
 	})
 	if err != nil {
@@ -48,10 +48,10 @@ func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 // retrying an AddBlock whose answer it lost gets the same block again
 // (namespace.Session.AddBlock), not a second allocation.
 func (f *FSM) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("addBlock", c.Path, c.InodeId); err != nil {
+	if err := f.notRecovering("AddBlock", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
-	s, err := f.as(c.Caller, "addBlock", c.Path)
+	s, p, err := f.asPath(c.Caller, "AddBlock", c.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (f *FSM) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 		b := FromAPIBlock(c.Previous)
 		prev = &b
 	}
-	nb, err := s.AddBlock(c.Path, namespace.ID(c.InodeId), prev, c.MtimeUnixMs)
+	nb, err := s.AddBlock(p, namespace.ID(c.InodeId), prev, c.MtimeUnixMs)
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
@@ -72,10 +72,10 @@ func (f *FSM) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 }
 
 func (f *FSM) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("complete", c.Path, c.InodeId); err != nil {
+	if err := f.notRecovering("Complete", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
-	s, err := f.as(c.Caller, "complete", c.Path)
+	s, p, err := f.asPath(c.Caller, "Complete", c.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (f *FSM) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) 
 	for i, b := range c.Blocks {
 		bs[i] = FromAPIBlock(b)
 	}
-	fi, err := s.Complete(c.Path, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
+	fi, err := s.Complete(p, namespace.ID(c.InodeId), bs, c.MtimeUnixMs)
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
@@ -97,15 +97,15 @@ func (f *FSM) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) 
 }
 
 func (f *FSM) applyAbandonBlock(c *api.AbandonBlockCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("abandonBlock", c.Path, c.InodeId); err != nil {
+	if err := f.notRecovering("AbandonBlock", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
-	s, err := f.as(c.Caller, "abandonBlock", c.Path)
+	s, p, err := f.asPath(c.Caller, "AbandonBlock", c.Path)
 	if err != nil {
 		return nil, err
 	}
 	b := FromAPIBlock(c.Block)
-	if err := s.AbandonBlock(c.Path, namespace.ID(c.InodeId), b); err != nil {
+	if err := s.AbandonBlock(p, namespace.ID(c.InodeId), b); err != nil {
 		return nil, err
 	}
 	f.forget([]namespace.Block{b})
@@ -113,11 +113,11 @@ func (f *FSM) applyAbandonBlock(c *api.AbandonBlockCommand) (*api.CommandResult,
 }
 
 func (f *FSM) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "delete", c.Path)
+	s, p, err := f.asPath(c.Caller, "Delete", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	removed, err := s.Delete(c.Path, c.Recursive, c.MtimeUnixMs)
+	removed, err := s.Delete(p, c.Recursive, c.MtimeUnixMs)
 	if err != nil {
 		return nil, err
 	}
@@ -131,20 +131,20 @@ func (f *FSM) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
 }
 
 func (f *FSM) applyAppend(c *api.AppendCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "append", c.Path)
+	s, p, err := f.asPath(c.Caller, "Append", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.guardUnderConstruction(c.Caller, "append", c.Path, c.MtimeUnixMs, c.SoftLimitMs); err != nil {
+	if err := f.guardUnderConstruction(c.Caller, s, p, c.MtimeUnixMs, c.SoftLimitMs); err != nil {
 		return nil, err
 	}
 	var fi namespace.FileInfo
 	var reopened *namespace.Block
 	if c.NewBlock {
-		fi, err = s.Append(c.Path, c.MtimeUnixMs)
+		fi, err = s.Append(p, c.MtimeUnixMs)
 	} else {
 		// The stamp is taken only if the block is reopened.
-		fi, reopened, err = s.AppendLast(c.Path, f.st.tree.NextGenStamp(), c.MtimeUnixMs)
+		fi, reopened, err = s.AppendLast(p, f.st.tree.NextGenStamp(), c.MtimeUnixMs)
 	}
 	if err != nil {
 		return nil, err
@@ -165,33 +165,37 @@ func (f *FSM) applyAppend(c *api.AppendCommand) (*api.CommandResult, error) {
 }
 
 func (f *FSM) applyRename(c *api.RenameCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "rename", c.Src)
+	s, src, err := f.asPath(c.Caller, "Rename", c.Src)
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.Rename(c.Src, c.Dst, c.MtimeUnixMs)
+	dst, err := namespace.ParsePath(c.Dst)
+	if err != nil {
+		return nil, errs.WithOp(err, "Rename")
+	}
+	return nil, s.Rename(src, dst, c.MtimeUnixMs)
 }
 
 func (f *FSM) applySetPermission(c *api.SetPermissionCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "setPermission", c.Path)
+	s, p, err := f.asPath(c.Caller, "SetPermission", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.SetPermission(c.Path, c.Perm, c.MtimeUnixMs)
+	return nil, s.SetPermission(p, c.Perm, c.MtimeUnixMs)
 }
 
 func (f *FSM) applySetOwner(c *api.SetOwnerCommand) (*api.CommandResult, error) {
-	s, err := f.as(c.Caller, "setOwner", c.Path)
+	s, p, err := f.asPath(c.Caller, "SetOwner", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.SetOwner(c.Path, c.Owner, c.Group)
+	return nil, s.SetOwner(p, c.Owner, c.Group)
 }
 
 func (f *FSM) applySetMember(c *api.SetMemberCommand) (*api.CommandResult, error) {
 	m := proto.Clone(c.Member).(*api.Member)
 	if m == nil || m.Id == "" {
-		return nil, errs.New(errs.Invalid, "set member", "", "member id is required")
+		return nil, errs.New(errs.Invalid, "SetMember", "", "member id is required")
 	}
 	f.st.members[m.Id] = m
 	return nil, nil

@@ -70,15 +70,15 @@ func (f *FSM) notRecovering(op, p string, id uint64) error {
 // construction that the caller could write (else the namespace refuses it
 // for what it is: a Permission error). Append's; Create asks the same
 // through namespace.CreateOpts.UnderConstruction, within its own walk.
-func (f *FSM) guardUnderConstruction(c *api.Caller, op, p string, nowMs, softMs int64) error {
-	fi, err := f.st.tree.Stat(p)
+func (f *FSM) guardUnderConstruction(c *api.Caller, s namespace.Session, p namespace.Path, nowMs, softMs int64) error {
+	fi, err := f.st.tree.As(nil, s.Op()).Stat(p)
 	if err != nil || fi.IsDir || fi.State != namespace.UnderConstruction {
 		return nil
 	}
-	if s, err := f.as(c, op, p); err != nil || s.CheckWrite(p) != nil {
+	if s.CheckWrite(p) != nil {
 		return nil
 	}
-	return f.checkTakeover(c, op, p, fi.ID, fi.Writer, nowMs, softMs)
+	return f.checkTakeover(c, s.Op(), p.String(), fi.ID, fi.Writer, nowMs, softMs)
 }
 
 // pruneLeases drops leases of files no longer under construction by
@@ -94,11 +94,11 @@ func (f *FSM) pruneLeases() {
 func (f *FSM) applyRenewLease(c *api.RenewLeaseCommand) (*api.CommandResult, error) {
 	w := writerOf(c.Caller)
 	if w.User == "" {
-		return nil, errs.New(errs.Unauthenticated, "renewLease", "", "the caller has no user name")
+		return nil, errs.New(errs.Unauthenticated, "RenewLease", "", "the caller has no user name")
 	}
 	n := f.st.leases.Renew(w, c.NowUnixMs)
 	if n == 0 {
-		return nil, errs.Newf(errs.Precondition, "renewLease", "", "%s: client %q (user %s) holds no lease", ExcLeaseExpired, w.Client, w.User)
+		return nil, errs.Newf(errs.Precondition, "RenewLease", "", "%s: client %q (user %s) holds no lease", ExcLeaseExpired, w.Client, w.User)
 	}
 	return &api.CommandResult{Files: uint32(n)}, nil
 }
@@ -106,7 +106,7 @@ func (f *FSM) applyRenewLease(c *api.RenewLeaseCommand) (*api.CommandResult, err
 // applyRecoverLease starts (or restarts) recovery of the file. A file
 // whose last block holds nothing is closed at once.
 func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult, error) {
-	const op = "recoverLease"
+	const op = "RecoverLease"
 	tree := f.st.tree
 	var fi namespace.FileInfo
 	if c.System {
@@ -116,18 +116,18 @@ func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 		}
 		fi = info
 	} else {
-		s, err := f.as(c.Caller, op, c.Path)
+		s, p, err := f.asPath(c.Caller, op, c.Path)
 		if err != nil {
 			return nil, err
 		}
 		// Write access is needed, as for append: recovery closes the file.
-		if fi, err = s.Stat(c.Path); err != nil {
+		if fi, err = s.Stat(p); err != nil {
 			return nil, err
 		}
 		if fi.IsDir {
 			return nil, errs.New(errs.IsDir, op, c.Path, "path is a directory, not a file")
 		}
-		if err := s.CheckWrite(c.Path); err != nil {
+		if err := s.CheckWrite(p); err != nil {
 			return nil, err
 		}
 	}
@@ -148,7 +148,7 @@ func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 	_, bs, _ := tree.FileByID(id)
 	if len(bs) == 0 || (bs[len(bs)-1].Length == 0 && !bs[len(bs)-1].HasCRC && len(c.Replicas) == 0) {
 		// Nothing was written to the last block anywhere we know of.
-		closed, dropped, err := tree.CloseEmpty(id, c.NowUnixMs)
+		closed, dropped, err := tree.CloseEmpty(op, id, c.NowUnixMs)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +163,11 @@ func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 	last := bs[len(bs)-1]
 	if last.HasCRC {
 		// The writer committed every block but never closed the file.
-		fi2, err := tree.As(nil).Complete(c.Path, id, bs, c.NowUnixMs)
+		p, err := namespace.ParsePath(fi.Path) // the tree's own path of the file
+		if err != nil {
+			return nil, errs.WithOp(err, op)
+		}
+		fi2, err := tree.As(nil, op).Complete(p, id, bs, c.NowUnixMs)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +204,7 @@ func (f *FSM) expectAll(fi namespace.FileInfo, bs []namespace.Block) {
 // applyCommitBlockSync ends a recovery the primary datanode reports. Only
 // the recovery in progress (same recovery id) is accepted.
 func (f *FSM) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandResult, error) {
-	const op = "commitBlockSynchronization"
+	const op = "CommitBlockSynchronization"
 	id := namespace.ID(c.InodeId)
 	r, ok := f.st.leases.Recovering(id)
 	if !ok || r.ID != c.RecoveryId || r.Block.ID != c.Block.GetId() {
@@ -219,7 +223,7 @@ func (f *FSM) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 	if c.Crc32C != nil {
 		rec.CRC, rec.HasCRC = *c.Crc32C, true
 	}
-	fi, _, err := f.st.tree.CommitRecovery(id, rec, c.MtimeUnixMs)
+	fi, _, err := f.st.tree.CommitRecovery(op, id, rec, c.MtimeUnixMs)
 	if err != nil {
 		return nil, err
 	}
@@ -235,14 +239,14 @@ func (f *FSM) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 }
 
 func (f *FSM) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("fsync", c.Path, c.InodeId); err != nil {
+	if err := f.notRecovering("Fsync", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
-	s, err := f.as(c.Caller, "fsync", c.Path)
+	s, p, err := f.asPath(c.Caller, "Fsync", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := s.Fsync(c.Path, namespace.ID(c.InodeId), FromAPIBlock(c.Block), 0)
+	fi, err := s.Fsync(p, namespace.ID(c.InodeId), FromAPIBlock(c.Block), 0)
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
@@ -250,15 +254,15 @@ func (f *FSM) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
 }
 
 func (f *FSM) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("updateBlockForPipeline", c.Path, c.InodeId); err != nil {
+	if err := f.notRecovering("UpdateBlockForPipeline", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
-	s, err := f.as(c.Caller, "updateBlockForPipeline", c.Path)
+	s, p, err := f.asPath(c.Caller, "UpdateBlockForPipeline", c.Path)
 	if err != nil {
 		return nil, err
 	}
 	b := FromAPIBlock(c.Block)
-	gs, err := s.AllocPipelineStamp(c.Path, namespace.ID(c.InodeId), b)
+	gs, err := s.AllocPipelineStamp(p, namespace.ID(c.InodeId), b)
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}
@@ -267,14 +271,14 @@ func (f *FSM) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) 
 }
 
 func (f *FSM) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("updatePipeline", c.Path, c.InodeId); err != nil {
+	if err := f.notRecovering("UpdatePipeline", c.Path, c.InodeId); err != nil {
 		return nil, err
 	}
-	s, err := f.as(c.Caller, "updatePipeline", c.Path)
+	s, p, err := f.asPath(c.Caller, "UpdatePipeline", c.Path)
 	if err != nil {
 		return nil, err
 	}
-	nb, err := s.UpdatePipeline(c.Path, namespace.ID(c.InodeId), FromAPIBlock(c.OldBlock), FromAPIBlock(c.NewBlock))
+	nb, err := s.UpdatePipeline(p, namespace.ID(c.InodeId), FromAPIBlock(c.OldBlock), FromAPIBlock(c.NewBlock))
 	if err != nil {
 		return nil, f.leaseError(err, c.Caller, namespace.ID(c.InodeId))
 	}

@@ -24,7 +24,7 @@ func (f *FSM) policy() namespace.Policy {
 // (one the server could not identify) is refused everything.
 func (f *FSM) as(c *api.Caller, op, p string) (namespace.Session, error) {
 	if c == nil {
-		return f.st.tree.As(nil), nil
+		return f.st.tree.As(nil, op), nil
 	}
 	return f.asIn(new(namespace.Caller), c.User, c.Groups, c.ClientId, op, p)
 }
@@ -43,5 +43,17 @@ func (f *FSM) asIn(nc *namespace.Caller, user string, groups []string, clientID,
 		return namespace.Session{}, errs.New(errs.Unauthenticated, op, p, "the caller has no user name")
 	}
 	*nc = *f.policy().Caller(user, groups, clientID)
-	return f.st.tree.As(nc), nil
+	return f.st.tree.As(nc, op), nil
+}
+
+// asPath parses p, a command's path, as the command applies (the log is
+// input too; the error is the one the RPC edge gives) and returns it with
+// the session of caller c for op.
+func (f *FSM) asPath(c *api.Caller, op, p string) (namespace.Session, namespace.Path, error) {
+	pp, err := namespace.ParsePath(p)
+	if err != nil {
+		return namespace.Session{}, namespace.Path{}, errs.WithOp(err, op)
+	}
+	s, err := f.as(c, op, p)
+	return s, pp, err
 }

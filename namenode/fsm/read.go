@@ -22,9 +22,9 @@ func (f *FSM) View(fn func(Reader)) {
 // read only (slices of blocks may be shared with the state).
 type Reader struct{ f *FSM }
 
-// As returns the read session of caller c (nil: the namenode itself, which
-// passes every check). A caller without a user name is refused, with op
-// and p in the error.
+// As returns the read session of caller c for op (nil: the namenode
+// itself, which passes every check). A caller without a user name is
+// refused, with op and p in the error; the session's errors name op.
 func (r Reader) As(c *api.Caller, op, p string) (ReadSession, error) {
 	s, err := r.f.as(c, op, p)
 	return ReadSession{s}, err
@@ -39,7 +39,7 @@ func (r Reader) AsUser(nc *namespace.Caller, user string, groups []string, op, p
 }
 
 // Stat stats p as the namenode itself (no permission checks).
-func (r Reader) Stat(p string) (namespace.FileInfo, error) { return r.f.st.tree.Stat(p) }
+func (r Reader) Stat(p namespace.Path) (namespace.FileInfo, error) { return r.f.st.tree.Stat(p) }
 
 // FileByID returns file id and its blocks.
 func (r Reader) FileByID(id namespace.ID) (namespace.FileInfo, []namespace.Block, bool) {
@@ -65,18 +65,18 @@ func (r Reader) Holders() []leases.Holder { return r.f.st.leases.Holders() }
 type ReadSession struct{ s namespace.Session }
 
 // Stat returns p's FileInfo.
-func (s ReadSession) Stat(p string) (namespace.FileInfo, error) { return s.s.Stat(p) }
+func (s ReadSession) Stat(p namespace.Path) (namespace.FileInfo, error) { return s.s.Stat(p) }
 
 // List returns up to limit entries of directory p after startAfter, and
 // whether more follow.
-func (s ReadSession) List(p, startAfter string, limit int) ([]namespace.FileInfo, bool, error) {
+func (s ReadSession) List(p namespace.Path, startAfter string, limit int) ([]namespace.FileInfo, bool, error) {
 	return s.s.List(p, startAfter, limit)
 }
 
 // FileInto returns file p and its blocks in one walk; a file of one block
 // returns it in *one (no allocation). The blocks are read only, and valid
 // only inside View.
-func (s ReadSession) FileInto(p string, one *[1]namespace.Block) (namespace.FileInfo, []namespace.Block, error) {
+func (s ReadSession) FileInto(p namespace.Path, one *[1]namespace.Block) (namespace.FileInfo, []namespace.Block, error) {
 	return s.s.FileInto(p, one)
 }
 
