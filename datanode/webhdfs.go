@@ -13,8 +13,8 @@ import (
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/serve"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // WebHDFS data steps: the second step of CREATE, APPEND and OPEN, to which a

@@ -7,8 +7,8 @@ import (
 
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // append reopens the token's file as its user and writes the request

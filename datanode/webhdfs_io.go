@@ -8,8 +8,8 @@ import (
 
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // webReadChunk is how much of the file one ReadAt fetches while OPEN

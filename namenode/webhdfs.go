@@ -7,8 +7,8 @@ import (
 
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/serve"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // WebHDFS: Hadoop's REST API at /webhdfs/v1/<path>?op=... on the HTTP

@@ -6,8 +6,8 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // webAppend is APPEND's first step: it checks what a stat as the caller

@@ -11,9 +11,9 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // The first step of CREATE and OPEN: check the caller and the operation

@@ -11,7 +11,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/crc32c"
-	"github.com/blockfs/blockfs/internal/webhdfs"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // The metadata ops: each calls the clientService method of its RPC.

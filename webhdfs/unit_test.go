@@ -8,7 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // TestParams: parameter parsing accepts Hadoop's forms and refuses the
