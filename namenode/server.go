@@ -44,7 +44,7 @@ func (n *Namenode) startGRPC() {
 // pages.
 func (n *Namenode) startHTTP() (err error) {
 	routes := n.uiRoutes()
-	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs.go)
+	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs_door.go)
 	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.TLS, Routes: routes}
 	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)
 	return err

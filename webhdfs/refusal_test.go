@@ -63,60 +63,73 @@ func TestRefusals(t *testing.T) {
 	}
 	root := func(p, op string, kv ...string) string { return as("root", p, op, kv...) }
 	long := "/" + strings.Repeat("x", 300)
+	// A case with follow refuses at the datanode: the namenode's first
+	// step redirects (it decides no rule of the core), and the core's
+	// Create or Append, called by the datanode before it stores a byte,
+	// refuses with the status and exception the first step once did.
+	const follow = true
 	cases := []struct {
 		name   string
 		method string
 		url    string
 		status int
 		ex     string
+		follow bool
 	}{
-		{"unknown op", "GET", root("/a", "FOO"), 400, "IllegalArgumentException"},
-		{"no op", "GET", nn + "/a?user.name=root", 400, "IllegalArgumentException"},
-		{"op under another method", "PUT", root("/a", "GETFILESTATUS"), 400, "IllegalArgumentException"},
-		{"APPEND under PUT", "PUT", root("/a/f", "APPEND"), 400, "IllegalArgumentException"},
-		{"append to a directory", "POST", root("/a/sub", "APPEND"), 404, "FileNotFoundException"},
-		{"append to a missing file", "POST", root("/a/none", "APPEND"), 404, "FileNotFoundException"},
-		{"append to a file being written", "POST", root("/a/open", "APPEND"), 403, "AlreadyBeingCreatedException"},
-		{"append with a bad buffer size", "POST", root("/a/f", "APPEND", "buffersize", "0"), 400, "IllegalArgumentException"},
-		{"SETREPLICATION", "PUT", root("/a/f", "SETREPLICATION", "replication", "2"), 400, "UnsupportedOperationException"},
-		{"TRUNCATE", "POST", root("/a/f", "TRUNCATE", "newlength", "1"), 400, "UnsupportedOperationException"},
-		{"CONCAT", "POST", root("/a/f", "CONCAT", "sources", "/a/g"), 400, "UnsupportedOperationException"},
-		{"malformed boolean", "DELETE", root("/a", "DELETE", "recursive", "maybe"), 400, "IllegalArgumentException"},
-		{"malformed permission", "PUT", root("/a/new", "MKDIRS", "permission", "999"), 400, "IllegalArgumentException"},
-		{"permission too large", "PUT", root("/a", "SETPERMISSION", "permission", "7777"), 400, "IllegalArgumentException"},
-		{"negative offset", "GET", root("/a/f", "OPEN", "offset", "-1"), 400, "IllegalArgumentException"},
-		{"offset not a number", "GET", root("/a/f", "GETFILEBLOCKLOCATIONS", "offset", "ten"), 400, "IllegalArgumentException"},
-		{"negative length", "GET", root("/a/f", "OPEN", "length", "-5"), 400, "IllegalArgumentException"},
-		{"rename without destination", "PUT", root("/a/f", "RENAME"), 400, "IllegalArgumentException"},
-		{"relative destination", "PUT", root("/a/f", "RENAME", "destination", "a/g"), 400, "InvalidPathException"},
-		{"NUL in path", "GET", nn + "/a%00b?op=GETFILESTATUS&user.name=root", 400, "InvalidPathException"},
-		{"component too long", "PUT", root(long, "MKDIRS"), 400, "InvalidPathException"},
-		{"bad block size", "PUT", root("/a/g", "CREATE", "blocksize", "1"), 400, "IllegalArgumentException"},
-		{"bad replication", "PUT", root("/a/g", "CREATE", "replication", "0"), 400, "IllegalArgumentException"},
-		{"setowner without owner or group", "PUT", root("/a/f", "SETOWNER"), 400, "IllegalArgumentException"},
-		{"no user", "GET", nn + "/a?op=GETFILESTATUS", 401, "SecurityException"},
-		{"bad user name", "GET", as("a%b", "/a", "GETFILESTATUS"), 401, "SecurityException"},
-		{"proxy user", "GET", root("/a", "GETFILESTATUS", "doas", "bob"), 403, "AccessControlException"},
-		{"stat missing", "GET", root("/nope", "GETFILESTATUS"), 404, "FileNotFoundException"},
-		{"list missing", "GET", root("/nope", "LISTSTATUS"), 404, "FileNotFoundException"},
-		{"open a directory", "GET", root("/a", "OPEN"), 404, "FileNotFoundException"},
-		{"checksum of a directory", "GET", root("/a", "GETFILECHECKSUM"), 404, "FileNotFoundException"},
-		{"open past the end", "GET", root("/a/f", "OPEN", "offset", "5"), 403, "EOFException"},
-		{"block locations past the end", "GET", root("/a/f", "GETFILEBLOCKLOCATIONS", "offset", "5"), 400, "IllegalArgumentException"},
-		{"create over a file", "PUT", root("/a/f", "CREATE"), 403, "FileAlreadyExistsException"},
-		{"create over a directory", "PUT", root("/a/sub", "CREATE", "overwrite", "true"), 403, "FileAlreadyExistsException"},
-		{"create without parent", "PUT", root("/b/c", "CREATE", "createparent", "false"), 404, "FileNotFoundException"},
-		{"delete a non-empty directory", "DELETE", root("/a", "DELETE"), 403, "PathIsNotEmptyDirectoryException"},
-		{"rename under a file", "PUT", root("/a/sub", "RENAME", "destination", "/a/f/x"), 403, "ParentNotDirectoryException"},
-		{"mkdirs without permission", "PUT", as("eve", "/a/x", "MKDIRS"), 403, "AccessControlException"},
-		{"delete without permission", "DELETE", as("eve", "/a/f", "DELETE"), 403, "AccessControlException"},
-		{"chmod by a non-owner", "PUT", as("eve", "/a/f", "SETPERMISSION", "permission", "777"), 403, "AccessControlException"},
-		{"chown by a non-superuser", "PUT", as("eve", "/a/f", "SETOWNER", "owner", "eve"), 403, "AccessControlException"},
-		{"rename without permission", "PUT", as("eve", "/a/f", "RENAME", "destination", "/a/g"), 403, "AccessControlException"},
+		{"unknown op", "GET", root("/a", "FOO"), 400, "IllegalArgumentException", false},
+		{"no op", "GET", nn + "/a?user.name=root", 400, "IllegalArgumentException", false},
+		{"op under another method", "PUT", root("/a", "GETFILESTATUS"), 400, "IllegalArgumentException", false},
+		{"APPEND under PUT", "PUT", root("/a/f", "APPEND"), 400, "IllegalArgumentException", false},
+		{"append to a directory", "POST", root("/a/sub", "APPEND"), 404, "FileNotFoundException", follow},
+		{"append to a missing file", "POST", root("/a/none", "APPEND"), 404, "FileNotFoundException", false},
+		{"append to a file being written", "POST", root("/a/open", "APPEND"), 403, "AlreadyBeingCreatedException", follow},
+		{"append with a bad buffer size", "POST", root("/a/f", "APPEND", "buffersize", "0"), 400, "IllegalArgumentException", false},
+		{"SETREPLICATION", "PUT", root("/a/f", "SETREPLICATION", "replication", "2"), 400, "UnsupportedOperationException", false},
+		{"TRUNCATE", "POST", root("/a/f", "TRUNCATE", "newlength", "1"), 400, "UnsupportedOperationException", false},
+		{"CONCAT", "POST", root("/a/f", "CONCAT", "sources", "/a/g"), 400, "UnsupportedOperationException", false},
+		{"malformed boolean", "DELETE", root("/a", "DELETE", "recursive", "maybe"), 400, "IllegalArgumentException", false},
+		{"malformed permission", "PUT", root("/a/new", "MKDIRS", "permission", "999"), 400, "IllegalArgumentException", false},
+		{"permission too large", "PUT", root("/a", "SETPERMISSION", "permission", "7777"), 400, "IllegalArgumentException", false},
+		{"negative offset", "GET", root("/a/f", "OPEN", "offset", "-1"), 400, "IllegalArgumentException", false},
+		{"offset not a number", "GET", root("/a/f", "GETFILEBLOCKLOCATIONS", "offset", "ten"), 400, "IllegalArgumentException", false},
+		{"negative length", "GET", root("/a/f", "OPEN", "length", "-5"), 400, "IllegalArgumentException", false},
+		{"rename without destination", "PUT", root("/a/f", "RENAME"), 400, "IllegalArgumentException", false},
+		{"relative destination", "PUT", root("/a/f", "RENAME", "destination", "a/g"), 400, "InvalidPathException", false},
+		{"NUL in path", "GET", nn + "/a%00b?op=GETFILESTATUS&user.name=root", 400, "InvalidPathException", false},
+		{"component too long", "PUT", root(long, "MKDIRS"), 400, "InvalidPathException", false},
+		{"bad block size", "PUT", root("/a/g", "CREATE", "blocksize", "1"), 400, "IllegalArgumentException", follow},
+		{"zero block size", "PUT", root("/a/g", "CREATE", "blocksize", "0"), 400, "IllegalArgumentException", false},
+		{"bad replication", "PUT", root("/a/g", "CREATE", "replication", "0"), 400, "IllegalArgumentException", false},
+		{"setowner without owner or group", "PUT", root("/a/f", "SETOWNER"), 400, "IllegalArgumentException", false},
+		{"no user", "GET", nn + "/a?op=GETFILESTATUS", 401, "SecurityException", false},
+		{"bad user name", "GET", as("a%b", "/a", "GETFILESTATUS"), 401, "SecurityException", false},
+		{"proxy user", "GET", root("/a", "GETFILESTATUS", "doas", "bob"), 403, "AccessControlException", false},
+		{"stat missing", "GET", root("/nope", "GETFILESTATUS"), 404, "FileNotFoundException", false},
+		{"list missing", "GET", root("/nope", "LISTSTATUS"), 404, "FileNotFoundException", false},
+		{"open a directory", "GET", root("/a", "OPEN"), 404, "FileNotFoundException", false},
+		{"checksum of a directory", "GET", root("/a", "GETFILECHECKSUM"), 404, "FileNotFoundException", false},
+		{"open past the end", "GET", root("/a/f", "OPEN", "offset", "5"), 403, "EOFException", false},
+		{"block locations past the end", "GET", root("/a/f", "GETFILEBLOCKLOCATIONS", "offset", "5"), 400, "IllegalArgumentException", false},
+		{"create over a file", "PUT", root("/a/f", "CREATE"), 403, "FileAlreadyExistsException", follow},
+		{"create over a directory", "PUT", root("/a/sub", "CREATE", "overwrite", "true"), 403, "FileAlreadyExistsException", follow},
+		{"create without parent", "PUT", root("/b/c", "CREATE", "createparent", "false"), 404, "FileNotFoundException", follow},
+		{"delete a non-empty directory", "DELETE", root("/a", "DELETE"), 403, "PathIsNotEmptyDirectoryException", false},
+		{"rename under a file", "PUT", root("/a/sub", "RENAME", "destination", "/a/f/x"), 403, "ParentNotDirectoryException", false},
+		{"mkdirs without permission", "PUT", as("eve", "/a/x", "MKDIRS"), 403, "AccessControlException", false},
+		{"delete without permission", "DELETE", as("eve", "/a/f", "DELETE"), 403, "AccessControlException", false},
+		{"chmod by a non-owner", "PUT", as("eve", "/a/f", "SETPERMISSION", "permission", "777"), 403, "AccessControlException", false},
+		{"chown by a non-superuser", "PUT", as("eve", "/a/f", "SETOWNER", "owner", "eve"), 403, "AccessControlException", false},
+		{"rename without permission", "PUT", as("eve", "/a/f", "RENAME", "destination", "/a/g"), 403, "AccessControlException", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st, _, b := e.do(c.method, c.url, nil)
+			st, h, b := e.do(c.method, c.url, nil)
+			if c.follow {
+				if st != http.StatusTemporaryRedirect {
+					t.Fatalf("step 1: %d %s, want a redirect", st, b)
+				}
+				st, _, b = e.do(c.method, h.Get("Location"), strings.NewReader("x"))
+			}
 			ex, ok := remote(b)
 			if st != c.status || !ok || ex != c.ex {
 				t.Fatalf("got %d %s, want %d %s", st, b, c.status, c.ex)
