@@ -113,7 +113,7 @@ func AppendError(err error) error {
 // is answered by its kind.
 func CreateError(err error) error {
 	if errs.KindOf(err) == errs.IsDir {
-		return &Error{Ex: FileAlreadyExists, Msg: "failed to create", Err: err}
+		return &Error{Ex: FileAlreadyExists, Msg: "a directory of that name exists", Err: err}
 	}
 	return err
 }
