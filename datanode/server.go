@@ -25,7 +25,7 @@ func (d *Datanode) startGRPC() {
 }
 
 // startHTTP serves /metrics, /healthz and the WebHDFS data steps
-// (webhdfs.go) on the HTTP port: HTTPS with the datanode's certificate
+// (webhdfs_door.go) on the HTTP port: HTTPS with the datanode's certificate
 // when it has TLS (always under mTLS), where, as on the namenode, only
 // WebHDFS needs a client certificate.
 func (d *Datanode) startHTTP() (err error) {

@@ -47,7 +47,7 @@ func (n *Namenode) startHTTP() (err error) {
 	if err != nil {
 		return err
 	}
-	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs.go)
+	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs_door.go)
 	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.Auth.TLS, Routes: routes}
 	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)
 	return err

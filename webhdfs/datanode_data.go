@@ -1,4 +1,4 @@
-package datanode
+package webhdfs
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -20,21 +19,21 @@ const webReadChunk = 4 << 20
 // open streams [offset, offset+length) of the token's file (the range
 // admit checked against the token); the file must still be the inode the
 // namenode checked.
-func (wh *webServer) open(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect, q webhdfs.Query) {
+func (d *DatanodeDoor) open(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
 	// admit checked that the URL's range is the signed one.
 	off, length, hasLength := red.Offset, red.Length, red.HasLength
 	rd, err := c.Open(ctx, red.Path)
 	if err != nil {
-		webhdfs.WriteError(w, err)
+		WriteError(w, err)
 		return
 	}
 	if rd.Locations().InodeId != red.Inode {
-		webhdfs.WriteError(w, errs.New(errs.NotFound, "open", red.Path, "the file was replaced after the namenode redirected here"))
+		WriteError(w, errs.New(errs.NotFound, "open", red.Path, "the file was replaced after the namenode redirected here"))
 		return
 	}
 	size := uint64(rd.Size())
 	if off > size {
-		webhdfs.WriteError(w, webhdfs.Errorf(webhdfs.EOF, "Cannot seek after EOF: offset "+strconv.FormatUint(off, 10)+" is past the end of "+red.Path))
+		WriteError(w, Errorf(EOF, "Cannot seek after EOF: offset "+strconv.FormatUint(off, 10)+" is past the end of "+red.Path))
 		return
 	}
 	n := size - off
@@ -54,7 +53,7 @@ func (wh *webServer) open(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if _, err := rd.ReadAt(buf[:k], int64(off)); err != nil {
 			// The status is sent: cut the connection so that the client
 			// sees a short body, never a wrong one.
-			wh.d.log.Warn("webhdfs open: read failed mid-stream", "path", red.Path, "offset", off, "err", err)
+			d.log.Warn("webhdfs open: read failed mid-stream", "path", red.Path, "offset", off, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 		if _, err := w.Write(buf[:k]); err != nil {
@@ -66,26 +65,28 @@ func (wh *webServer) open(ctx context.Context, w http.ResponseWriter, r *http.Re
 }
 
 // create makes the file with the parameters the namenode signed and
-// writes the request body into it through the write pipeline. A refused
-// Create changes nothing; a body that fails midway leaves the file under
-// construction (not completed), as an interrupted HDFS write does.
-func (wh *webServer) create(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
+// writes the request body into it through the write pipeline. Create
+// decides, before a byte is stored, whether the file may be made; its
+// refusal is answered as CreateError says and changes nothing. A body that
+// fails midway leaves the file under construction (not completed), as an
+// interrupted HDFS write does.
+func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
 	cp := red.Create
 	wr, err := c.Create(ctx, red.Path, client.CreateOptions{Perm: cp.Perm, Overwrite: cp.Overwrite,
 		NonRecursive: !cp.CreateParent, Replication: cp.Replication, BlockSize: cp.BlockSize})
 	if err != nil {
-		webhdfs.WriteError(w, err)
+		WriteError(w, CreateError(err))
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
 		if errs.KindOf(err) == errs.Other {
 			err = errs.Wrap(errs.IO, "create", red.Path, err) // the body, not the cluster
 		}
-		webhdfs.WriteError(w, err)
+		WriteError(w, err)
 		return
 	}
 	if err := wr.Close(); err != nil {
-		webhdfs.WriteError(w, err)
+		WriteError(w, err)
 		return
 	}
 	w.Header().Set("Location", "webhdfs://"+r.Host+red.Path)
@@ -93,9 +94,49 @@ func (wh *webServer) create(ctx context.Context, w http.ResponseWriter, r *http.
 	w.WriteHeader(http.StatusCreated)
 }
 
+// append reopens the token's file as its user and writes the request
+// body after the file's bytes (HDFS's NEW_BLOCK append: a new block after
+// the last). With an APPEND token the file must still be the inode the
+// namenode redirected for; a CREATE token (the appends of the write it
+// started) names no inode. Append decides, before a byte is stored,
+// whether the file may be appended to; its refusal changes nothing. A
+// body that fails midway leaves the file under construction, as an
+// interrupted HDFS write does.
+func (d *DatanodeDoor) append(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
+	if red.Op == security.RedirectAppend {
+		st, err := c.Stat(ctx, red.Path)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		if st.InodeId != red.Inode {
+			WriteError(w, errs.New(errs.NotFound, "append", red.Path, "the file was replaced after the namenode redirected here"))
+			return
+		}
+	}
+	wr, err := c.Append(ctx, red.Path)
+	if err != nil {
+		WriteError(w, AppendError(err))
+		return
+	}
+	if _, err := io.Copy(wr, r.Body); err != nil {
+		if errs.KindOf(err) == errs.Other {
+			err = errs.Wrap(errs.IO, "append", red.Path, err) // the body, not the cluster
+		}
+		WriteError(w, err)
+		return
+	}
+	if err := wr.Close(); err != nil {
+		WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
 // signedRange checks that an OPEN URL asks for the range its redirect
 // token was signed for.
-func signedRange(q webhdfs.Query, red security.Redirect) error {
+func signedRange(q Query, red security.Redirect) error {
 	off, err := q.Uint("offset", 0)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/webhdfs"
+	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // TestParams: parameter parsing accepts Hadoop's forms and refuses the
@@ -87,6 +87,12 @@ func TestLookupOp(t *testing.T) {
 	}
 	if ex := webhdfs.ExceptionFor(webhdfs.AppendError(errs.New(errs.Permission, "append", "/f", "no w"))); ex != webhdfs.AccessControl {
 		t.Errorf("append without w: %v", ex)
+	}
+	if ex := webhdfs.ExceptionFor(webhdfs.CreateError(errs.New(errs.IsDir, "create", "/d", "is a directory"))); ex != webhdfs.FileAlreadyExists || ex.Status != 403 {
+		t.Errorf("create over a directory: %v", ex)
+	}
+	if ex := webhdfs.ExceptionFor(webhdfs.CreateError(errs.New(errs.NotFound, "create", "/d/f", "no parent"))); ex != webhdfs.FileNotFound {
+		t.Errorf("create without a parent: %v", ex)
 	}
 	for _, o := range webhdfs.Ops() {
 		if o.Name == "" || o.Method == "" {

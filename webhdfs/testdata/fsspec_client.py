@@ -131,8 +131,12 @@ df = pandas.read_csv("webhdfs://%s:%d/py/table.csv" % (host, port), storage_opti
 out["py_csv_rows"] = len(df)
 out["py_csv_sum"] = int(df["v"].sum())
 
-# Appending to a file someone is writing is refused, as HDFS refuses it.
+# Appending to a file someone is writing is refused, as HDFS refuses it:
+# by Append, which the datanode the namenode redirects to calls before it
+# stores a byte.
 r = fs.session.post(fs.url + "/go/open.bin", params=dict(fs.pars, op="APPEND"), allow_redirects=False)
+expect(r.status_code == 307, "APPEND's first step redirects")
+r = fs.session.post(r.headers["Location"], data=b"x", allow_redirects=False)
 out["append_open"] = "%d %s" % (r.status_code, r.json()["RemoteException"]["exception"])
 
 out["checksum"] = fs.ukey("/py/moved.bin")

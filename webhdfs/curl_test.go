@@ -20,7 +20,7 @@ func TestCurlExamples(t *testing.T) {
 	if err != nil {
 		t.Skip("SKIPPED LOUDLY: no curl to run the documented examples with")
 	}
-	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
+	doc, err := os.ReadFile("../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,11 @@ import (
 )
 
 // Op is one WebHDFS operation: the HTTP method Hadoop's specification
-// gives it and whether blockfs serves it. A known op that blockfs does not
-// serve is answered with UnsupportedOperationException (400), an unknown
-// one, or a known one under another method, with IllegalArgumentException
-// (400), as Hadoop does.
+// gives it, whether blockfs serves it, and the handlers that serve it on
+// each kind of server. A known op that blockfs does not serve is answered
+// with UnsupportedOperationException (400), an unknown one, or a known one
+// under another method, with IllegalArgumentException (400), as Hadoop
+// does.
 type Op struct {
 	Name   string
 	Method string
@@ -19,6 +20,13 @@ type Op struct {
 	// Redirect ops are answered by the namenode with 307 to a datanode,
 	// which moves the bytes.
 	Redirect bool
+
+	// namenode serves the op on a namenode (NamenodeDoor): the whole op,
+	// or for a Redirect op its first step.
+	namenode namenodeHandler
+	// datanode serves a Redirect op's data step on a datanode
+	// (DatanodeDoor); nil for every other op.
+	datanode datanodeHandler
 }
 
 // Supported reports whether blockfs serves op.
@@ -33,28 +41,30 @@ const (
 )
 
 // ops is the table of every operation of Hadoop's WebHDFS specification
-// that blockfs knows by name.
+// that blockfs knows by name: the one list both doors dispatch from, so
+// serving a new op is one row here and its handlers.
 var ops = map[string]Op{
-	// Served: metadata on the namenode.
-	"GETFILESTATUS":         {Name: "GETFILESTATUS", Method: http.MethodGet},
-	"LISTSTATUS":            {Name: "LISTSTATUS", Method: http.MethodGet},
-	"LISTSTATUS_BATCH":      {Name: "LISTSTATUS_BATCH", Method: http.MethodGet},
-	"GETCONTENTSUMMARY":     {Name: "GETCONTENTSUMMARY", Method: http.MethodGet},
-	"GETFILEBLOCKLOCATIONS": {Name: "GETFILEBLOCKLOCATIONS", Method: http.MethodGet},
-	"GET_BLOCK_LOCATIONS":   {Name: "GET_BLOCK_LOCATIONS", Method: http.MethodGet},
-	"GETFILECHECKSUM":       {Name: "GETFILECHECKSUM", Method: http.MethodGet},
-	"GETHOMEDIRECTORY":      {Name: "GETHOMEDIRECTORY", Method: http.MethodGet},
-	"MKDIRS":                {Name: "MKDIRS", Method: http.MethodPut},
-	"RENAME":                {Name: "RENAME", Method: http.MethodPut},
-	"SETPERMISSION":         {Name: "SETPERMISSION", Method: http.MethodPut},
-	"SETOWNER":              {Name: "SETOWNER", Method: http.MethodPut},
-	"DELETE":                {Name: "DELETE", Method: http.MethodDelete},
-	// Served: data, redirected to a datanode.
-	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true},
-	"CREATE": {Name: "CREATE", Method: http.MethodPut, Redirect: true},
+	// Served: metadata on the namenode (namenode_meta.go).
+	"GETFILESTATUS":         {Name: "GETFILESTATUS", Method: http.MethodGet, namenode: (*NamenodeDoor).getFileStatus},
+	"LISTSTATUS":            {Name: "LISTSTATUS", Method: http.MethodGet, namenode: (*NamenodeDoor).listStatus},
+	"LISTSTATUS_BATCH":      {Name: "LISTSTATUS_BATCH", Method: http.MethodGet, namenode: (*NamenodeDoor).listStatusBatch},
+	"GETCONTENTSUMMARY":     {Name: "GETCONTENTSUMMARY", Method: http.MethodGet, namenode: (*NamenodeDoor).contentSummary},
+	"GETFILEBLOCKLOCATIONS": {Name: "GETFILEBLOCKLOCATIONS", Method: http.MethodGet, namenode: (*NamenodeDoor).blockLocations},
+	"GET_BLOCK_LOCATIONS":   {Name: "GET_BLOCK_LOCATIONS", Method: http.MethodGet, namenode: (*NamenodeDoor).locatedBlocks},
+	"GETFILECHECKSUM":       {Name: "GETFILECHECKSUM", Method: http.MethodGet, namenode: (*NamenodeDoor).checksum},
+	"GETHOMEDIRECTORY":      {Name: "GETHOMEDIRECTORY", Method: http.MethodGet, namenode: (*NamenodeDoor).homeDirectory},
+	"MKDIRS":                {Name: "MKDIRS", Method: http.MethodPut, namenode: (*NamenodeDoor).mkdirs},
+	"RENAME":                {Name: "RENAME", Method: http.MethodPut, namenode: (*NamenodeDoor).rename},
+	"SETPERMISSION":         {Name: "SETPERMISSION", Method: http.MethodPut, namenode: (*NamenodeDoor).setPermission},
+	"SETOWNER":              {Name: "SETOWNER", Method: http.MethodPut, namenode: (*NamenodeDoor).setOwner},
+	"DELETE":                {Name: "DELETE", Method: http.MethodDelete, namenode: (*NamenodeDoor).delete},
+	// Served: data, redirected by the namenode (namenode_data.go) to a
+	// datanode (datanode_data.go).
+	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true, namenode: (*NamenodeDoor).open, datanode: (*DatanodeDoor).open},
+	"CREATE": {Name: "CREATE", Method: http.MethodPut, Redirect: true, namenode: (*NamenodeDoor).create, datanode: (*DatanodeDoor).create},
 	// APPEND has HDFS's NEW_BLOCK semantics: the appended bytes start a
 	// new block after the file's last one.
-	"APPEND": {Name: "APPEND", Method: http.MethodPost, Redirect: true},
+	"APPEND": {Name: "APPEND", Method: http.MethodPost, Redirect: true, namenode: (*NamenodeDoor).append, datanode: (*DatanodeDoor).append},
 
 	// Known, not served.
 	"SETREPLICATION": {Name: "SETREPLICATION", Method: http.MethodPut, Why: whyRepl},
@@ -80,6 +90,18 @@ func init() {
 		ops[n] = Op{Name: n, Method: http.MethodPost, Why: whyNoXAttr}
 	}
 	ops["DELETESNAPSHOT"] = Op{Name: "DELETESNAPSHOT", Method: http.MethodDelete, Why: whyNoXAttr}
+}
+
+// methods returns the HTTP methods of the ops that served reports true
+// for, sorted: the routes a door registers.
+func methods(served func(Op) bool) []string {
+	var out []string
+	for _, o := range Ops() {
+		if served(o) && (len(out) == 0 || out[len(out)-1] != o.Method) {
+			out = append(out, o.Method)
+		}
+	}
+	return out
 }
 
 // Ops returns every known op, sorted by method and name (for docs and tests).

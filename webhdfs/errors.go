@@ -1,8 +1,3 @@
-// Package webhdfs holds what the namenode's and the datanodes' WebHDFS
-// endpoints share: the operation table, query parameter parsing, the JSON
-// shapes of Hadoop's WebHDFS REST API, and its RemoteException error body
-// with the HTTP status Hadoop gives each exception. The handlers live in
-// namenode/webhdfs*.go and datanode/webhdfs*.go.
 package webhdfs
 
 import (
@@ -108,6 +103,17 @@ func ExceptionFor(err error) Exception {
 func AppendError(err error) error {
 	if errs.KindOf(err) == errs.Precondition {
 		return &Error{Ex: AlreadyBeingCreated, Msg: "failed to append", Err: err}
+	}
+	return err
+}
+
+// CreateError is the error to answer a refused Create with: a directory
+// of that name (errs.IsDir) is FileAlreadyExistsException, as HDFS answers
+// it (where a read of a directory is FileNotFoundException); anything else
+// is answered by its kind.
+func CreateError(err error) error {
+	if errs.KindOf(err) == errs.IsDir {
+		return &Error{Ex: FileAlreadyExists, Msg: "a directory of that name exists", Err: err}
 	}
 	return err
 }
