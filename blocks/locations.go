@@ -3,7 +3,7 @@ package blocks
 import (
 	"time"
 
-	"github.com/blockfs/blockfs/internal/rwlock"
+	"github.com/blockfs/blockfs/internal/base/rwlock"
 )
 
 // Locations returns the live datanodes holding a good replica of blockID,

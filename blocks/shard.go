@@ -3,7 +3,7 @@ package blocks
 import (
 	"time"
 
-	"github.com/blockfs/blockfs/internal/rwlock"
+	"github.com/blockfs/blockfs/internal/base/rwlock"
 )
 
 // numShards is the number of block-map shards (a power of two).

@@ -6,7 +6,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // Append reopens the closed file p for writing and returns a Writer whose

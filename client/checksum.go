@@ -6,7 +6,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/crc32c"
+	"github.com/blockfs/blockfs/internal/base/crc32c"
 )
 
 // CompositeCRC32C names the file checksum FileChecksum computes, as

@@ -9,7 +9,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/crc32c"
+	"github.com/blockfs/blockfs/internal/base/crc32c"
 )
 
 // reply builds a whole-file GetBlockLocations reply for data cut into

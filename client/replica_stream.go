@@ -8,7 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // replicaStream reads the range [pos, end) of one replica: a ReadBlock

@@ -7,8 +7,8 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/blockstream"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
+	"github.com/blockfs/blockfs/internal/node/blockstream"
 )
 
 // BadNodeKey is the trailer key in which a datanode names the pipeline

@@ -22,8 +22,8 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/internal/chunks"
-	"github.com/blockfs/blockfs/internal/leaktest"
+	"github.com/blockfs/blockfs/internal/base/chunks"
+	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )

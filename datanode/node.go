@@ -22,7 +22,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )

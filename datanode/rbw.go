@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/lbm"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/blockstream"
+	"github.com/blockfs/blockfs/internal/node/blockstream"
 )
 
 // transferWindow is the packets a transfer keeps unacknowledged.

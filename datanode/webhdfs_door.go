@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/security"
 	"github.com/blockfs/blockfs/webhdfs"
 )

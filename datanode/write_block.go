@@ -12,7 +12,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )

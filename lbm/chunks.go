@@ -7,11 +7,11 @@ import (
 	"io"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // DefaultBytesPerChecksum is the chunk size of Put/PutBatch blocks. Which
-// chunk sizes are valid is internal/chunks' rule (chunks.CheckSize).
+// chunk sizes are valid is internal/base/chunks' rule (chunks.CheckSize).
 const DefaultBytesPerChecksum = chunks.Default
 
 const chunkCRCLen = 4 // one u32 LE per chunk in the table

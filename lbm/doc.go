@@ -45,7 +45,7 @@
 // same plaintext at the same offset is the same ciphertext, so no CTR
 // keystream position encrypts two plaintexts. The writer keeps a running
 // CRC over whole chunks and the short chunk's CRC, combined once at Commit
-// (internal/crc32c.Combine). Truncate (pipeline and block recovery) cuts
+// (internal/base/crc32c.Combine). Truncate (pipeline and block recovery) cuts
 // the write back, recomputing the CRCs from the bytes read back; bytes
 // written again past the cut must be the bytes written there before.
 // SetGenStamp raises the genstamp Commit records; BlockWriter.ReadChunks

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // Open opens (creating if needed) the data dirs of cfg and replays every

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
-	crcmath "github.com/blockfs/blockfs/internal/crc32c"
+	"github.com/blockfs/blockfs/internal/base/chunks"
+	crcmath "github.com/blockfs/blockfs/internal/base/crc32c"
 )
 
 // BlockWriter is a streamed write of one block into one container, which

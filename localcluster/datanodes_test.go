@@ -17,7 +17,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/datanode"
-	"github.com/blockfs/blockfs/internal/leaktest"
+	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/security"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/security"
 )

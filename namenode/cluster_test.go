@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/internal/leaktest"
+	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/chunks"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -210,7 +210,7 @@ type NamespaceConfig struct {
 	DefaultBlockSize   uint64
 	// BytesPerChecksum is the cluster's checksum chunk: a writer checksums
 	// every chunk of this many bytes of a block (AddBlockResponse carries
-	// it). A power of two in [chunks.Min, chunks.Max] (internal/chunks).
+	// it). A power of two in [chunks.Min, chunks.Max] (internal/base/chunks).
 	BytesPerChecksum uint32
 	// MinBlockSize and MaxBlockSize bound the block size a Create may ask
 	// for, as HDFS's dfs.namenode.fs-limits.{min,max}-block-size do; the
@@ -278,7 +278,7 @@ func (c *NamespaceConfig) Validate() error {
 }
 
 // blockSizeProblem says what is wrong with block size bs under c's limits,
-// or returns "": the rule is internal/chunks' BlockSizeProblem.
+// or returns "": the rule is internal/base/chunks' BlockSizeProblem.
 func (c *NamespaceConfig) blockSizeProblem(bs uint64) string {
 	return chunks.BlockSizeProblem(bs, c.MinBlockSize, c.MaxBlockSize, c.BytesPerChecksum)
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"

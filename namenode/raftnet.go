@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/raftnet"
+	"github.com/blockfs/blockfs/internal/node/raftnet"
 )
 
 // raftNetTimeout is the I/O timeout of Raft RPCs (what raft.NewTCPTransport

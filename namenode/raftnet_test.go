@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/internal/raftnet"
-	"github.com/blockfs/blockfs/internal/raftnet/raftnettest"
+	"github.com/blockfs/blockfs/internal/node/raftnet"
+	"github.com/blockfs/blockfs/internal/testutil/raftnettest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/security"
 )
 

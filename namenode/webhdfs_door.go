@@ -5,7 +5,7 @@ import (
 
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/security"
 	"github.com/blockfs/blockfs/webhdfs"
 )

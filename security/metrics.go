@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/blockfs/blockfs/internal/rwlock"
+	"github.com/blockfs/blockfs/internal/base/rwlock"
 )
 
 // stripedCounter is a prometheus.Counter whose increments go to per-slot

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blockfs/blockfs/internal/rwlock"
+	"github.com/blockfs/blockfs/internal/base/rwlock"
 )
 
 // lruCache is the cache behind both token caches: a fixed number of

@@ -12,7 +12,7 @@ import (
 
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/security"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/internal/leaktest"
+	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/security"
 )

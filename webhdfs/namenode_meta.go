@@ -10,7 +10,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/crc32c"
+	"github.com/blockfs/blockfs/internal/base/crc32c"
 )
 
 // The metadata ops: each calls the client service method of its RPC.

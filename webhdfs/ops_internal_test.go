@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/blockfs/blockfs/internal/serve"
+	"github.com/blockfs/blockfs/internal/node/serve"
 )
 
 // TestOpTableDispatch: the op table is the one list both doors dispatch

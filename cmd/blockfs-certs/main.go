@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/internal/node/cliflag"
 
 	"github.com/blockfs/blockfs/security"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blockfs/blockfs/internal/k8stest"
+	"github.com/blockfs/blockfs/internal/testutil/k8stest"
 	"github.com/blockfs/blockfs/security"
 )
 

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/blockfs/blockfs/datanode"
-	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/internal/node/cliflag"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )

@@ -3,8 +3,9 @@ package main
 import (
 	"testing"
 
-	"github.com/blockfs/blockfs/lbm"
 	"time"
+
+	"github.com/blockfs/blockfs/lbm"
 )
 
 func TestParseFlagsAndEnv(t *testing.T) {

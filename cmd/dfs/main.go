@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/internal/node/cliflag"
 
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"

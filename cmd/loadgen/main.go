@@ -28,9 +28,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/blockfs/blockfs/internal/cliflag"
-	"github.com/blockfs/blockfs/security"
 	"google.golang.org/grpc"
+
+	"github.com/blockfs/blockfs/internal/node/cliflag"
+	"github.com/blockfs/blockfs/security"
 )
 
 func main() {

@@ -19,8 +19,8 @@ import (
 	"os/user"
 	"syscall"
 
-	"github.com/blockfs/blockfs/internal/chunks"
-	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/internal/base/chunks"
+	"github.com/blockfs/blockfs/internal/node/cliflag"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
 )

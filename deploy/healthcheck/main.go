@@ -45,7 +45,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/internal/cliflag"
+	"github.com/blockfs/blockfs/internal/node/cliflag"
 	"github.com/blockfs/blockfs/security"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/rwlock"
+	"github.com/blockfs/blockfs/internal/base/rwlock"
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namespace"
 )

@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/rwlock"
-	"github.com/blockfs/blockfs/leases"
-	"github.com/blockfs/blockfs/namespace"
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/rwlock"
+	"github.com/blockfs/blockfs/leases"
+	"github.com/blockfs/blockfs/namespace"
 )
 
 // --- snapshots ---

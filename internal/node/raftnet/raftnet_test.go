@@ -11,9 +11,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/blockfs/blockfs/internal/leaktest"
-	"github.com/blockfs/blockfs/internal/raftnet"
-	"github.com/blockfs/blockfs/internal/raftnet/raftnettest"
+	"github.com/blockfs/blockfs/internal/node/raftnet"
+	"github.com/blockfs/blockfs/internal/testutil/leaktest"
+	"github.com/blockfs/blockfs/internal/testutil/raftnettest"
 	"github.com/blockfs/blockfs/security"
 )
 

@@ -4,7 +4,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/blockfs/blockfs/internal/raftnet"
+	"github.com/blockfs/blockfs/internal/node/raftnet"
 )
 
 // TestAdvertise: a layer with Advertise gives Raft that name as its

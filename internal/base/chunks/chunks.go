@@ -28,7 +28,7 @@ import (
 	"fmt"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/crc32c"
+	"github.com/blockfs/blockfs/internal/base/crc32c"
 )
 
 // Default is the chunk size when none is given, as HDFS's

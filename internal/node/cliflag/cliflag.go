@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blockfs/blockfs/security"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/blockfs/blockfs/security"
 )
 
 // Set wraps a FlagSet with an environment prefix, e.g. "BLOCKFS_NN_".

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/blockfs/blockfs/internal/raftnet"
+	"github.com/blockfs/blockfs/internal/node/raftnet"
 )
 
 // outsider dials with a fixed TLS config (nil: plain TCP) and accepts on a
