@@ -126,8 +126,7 @@ func (n *Namenode) memberRaftAddr(id string) (string, bool) {
 
 // Snapshot takes a Raft snapshot on the node that receives the call. Its
 // index and term come from the store's listing: the future's Open would
-// read the whole image back to check its CRC (70 ms for 107 MiB, a
-// million files) only to return them.
+// read the whole image back to check its CRC only to return them.
 func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (*api.SnapshotResponse, error) {
 	f := s.n.raft.Snapshot()
 	if err := f.Error(); err != nil {

@@ -16,14 +16,13 @@ const (
 // logStore is the Raft log on bbolt, compacted in chunks. After every
 // snapshot Raft drops the log it covers with one DeleteRange, which in
 // bbolt is one write transaction; bbolt has one writer at a time, so the
-// leader's StoreLogs (every client write) waited behind the whole of it:
-// 14410 entries took 33 ms, and a Create arriving then took 38 ms against
-// a median of 0.35 ms. Deleting compactChunk entries per transaction,
+// leader's StoreLogs (every client write) waited behind the whole of it.
+// Deleting compactChunk entries per transaction,
 // oldest first, bounds that wait to one chunk. Between chunks it pauses as
 // long as the chunk took: bbolt's writer lock is a Go mutex, which lets the
 // compaction take it again before a parked StoreLogs wakes, and without the
-// pause a Create waited 15 to 33 ms behind several chunks of the 132k
-// entries the first snapshot of a million files compacts. A crash between
+// pause a Create waited behind several chunks (docs/OPERATIONS.md,
+// "Measured figures behind design choices"). A crash between
 // chunks leaves a shorter prefix deleted and the log still contiguous; the
 // next compaction starts from the log's first index again. Raft also calls
 // DeleteRange from a follower's main loop (compacting after an installed

@@ -9,8 +9,8 @@ import (
 // at millions of files, while the node goes on serving. The snapshot store
 // fsyncs the file when Persist ends; everything still dirty is written
 // then, and on ext4 the Raft log's own fsync (every write's commit) waits
-// behind it: measured, a 21 MB image held a Create for 10 to 15 ms at a
-// median of 0.35 ms. persistWriter has the kernel write the file back as
+// behind it, so a large final fsync stalls every write (docs/OPERATIONS.md,
+// "Measured figures behind design choices"). persistWriter has the kernel write the file back as
 // it grows (sync_file_range, on Linux), waiting for each syncEvery chunk
 // before the next, so little more than two chunks (and the sink's buffer)
 // is ever dirty and the final fsync finds almost nothing left. (The encode

@@ -25,10 +25,9 @@ const persistNice = 10
 // still locked to it), so the priority goes nowhere else. The encode is
 // background work that keeps a core busy for as long as the image takes;
 // at normal priority the threads a Create needs (the Raft log writer woken
-// from its fsync, the handlers) waited for the CPU behind it. Four
-// alternating pairs of nnscale runs at 200k files: the longest Create
-// during a snapshot had a per-run median of 3.3 ms niced against 4.2 ms
-// not (16 runs each). If the priority cannot be set, fn runs at the
+// from its fsync, the handlers) waited for the CPU behind it
+// (docs/OPERATIONS.md, "Measured figures behind design choices"). If the
+// priority cannot be set, fn runs at the
 // thread's own.
 func inBackground(fn func() error) error {
 	done := make(chan error, 1)

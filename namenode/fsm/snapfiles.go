@@ -28,11 +28,10 @@ const reapingSuffix = ".reaping.tmp"
 
 // SnapshotStore is the node's raft.FileSnapshotStore with its reaping done
 // by the namenode. Raft's own reaping removes each old snapshot with one
-// unlink, and freeing a 107 MB file (a million files) in one go held the
-// Raft log's fsync, so every write, 13 to 19 ms on this machine's ext4;
-// reap frees it reapStep at a time instead, pausing as long as each step
-// took (about 1 ms per step, and a concurrent fsync then waited at most
-// 2 ms). Raft is given SnapshotStore itself as its store, so it counts the
+// unlink, and freeing a large file in one go holds the Raft log's fsync,
+// so every write, on ext4; reap frees it reapStep at a time instead,
+// pausing as long as each step took (docs/OPERATIONS.md, "Measured
+// figures behind design choices"). Raft is given SnapshotStore itself as its store, so it counts the
 // readers of each snapshot (a leader streaming one to a follower, an
 // admin Snapshot call checking it) and reap leaves one that is being read
 // for a later reap: truncating it would cut the stream short. It also
@@ -141,8 +140,8 @@ func (sf *SnapshotStore) stateFile(sink raft.SnapshotSink) string {
 // time and the directory removed. Failures are logged: a snapshot left
 // behind is reaped on the next try. It runs on the goroutine that calls
 // it: after Persist, Raft's snapshot goroutine; after Restore, the FSM's,
-// where it adds about 2 ms per 4 MiB of old snapshot to an install or a
-// start.
+// where each reapStep of old snapshot adds one truncation and its pause to
+// an install or a start.
 func (sf *SnapshotStore) reap() {
 	if sf == nil {
 		return

@@ -37,8 +37,8 @@ const (
 // marshals the retry cache and encodes the namespace from the view holding
 // none of the FSM's locks, streaming to the sink: applies go on beside it,
 // and no second copy of the image is ever in memory. Marshalling the full
-// retry cache (16384 results) under the lock took 12 to 15 ms, a stall of
-// every write and read at every snapshot.
+// retry cache under the lock instead stalled every write and read at every
+// snapshot (docs/OPERATIONS.md, "Measured figures behind design choices").
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
