@@ -59,8 +59,9 @@ func (n *Namenode) blockLocationsAt(user string, groups []string, p namespace.Pa
 // locate is blockLocationsAt inside the FSM's View: the blocks it reads
 // are valid only there.
 func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespace.Path, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
-	var nc namespace.Caller // on the stack: see fsm.Reader.AsUser
-	ns, err := r.AsUser(&nc, user, groups, opGetBlockLocations, req.Path)
+	sc := scratches.Get().(*scratch)
+	defer sc.release()
+	ns, err := r.AsUser(&sc.nc, user, groups, opGetBlockLocations, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +86,6 @@ func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespac
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, which
 	// names each datanode once, in entries the reply owns (replies.go).
-	sc := scratches.Get().(*scratch)
-	defer sc.release()
 	rd := &sc.rd
 	rd.Reset(n.blocks)
 	sc.infos = out.Datanodes
@@ -206,6 +205,10 @@ func blockOffset(bs []namespace.Block, i int) uint64 {
 // scratch is one request's replica reader and datanode table, recycled
 // through scratches.
 type scratch struct {
+	// nc is the reader's namespace caller: the session keeps a pointer to
+	// it, and one on the stack would escape (namespace.Session's errors
+	// carry its op), costing an allocation a call.
+	nc namespace.Caller
 	rd blocks.LocationReader
 	// slot maps a datanode's number (blocks.LocationReader.Append) to 1 +
 	// its index in infos, 0 when not yet in this reply; used lists the
@@ -241,6 +244,7 @@ func (sc *scratch) release() {
 		sc.slot[num] = 0
 	}
 	sc.used, sc.infos = sc.used[:0], nil
+	sc.nc = namespace.Caller{}
 	sc.rd.Reset(nil)
 	scratches.Put(sc)
 }
