@@ -48,10 +48,7 @@ func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 // retrying an AddBlock whose answer it lost gets the same block again
 // (namespace.Session.AddBlock), not a second allocation.
 func (f *FSM) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("AddBlock", c.Path, c.InodeId); err != nil {
-		return nil, err
-	}
-	s, p, err := f.asPath(c.Caller, "AddBlock", c.Path)
+	s, p, err := f.asWriter("AddBlock", c)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +69,7 @@ func (f *FSM) applyAddBlock(c *api.AddBlockCommand) (*api.CommandResult, error) 
 }
 
 func (f *FSM) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("Complete", c.Path, c.InodeId); err != nil {
-		return nil, err
-	}
-	s, p, err := f.asPath(c.Caller, "Complete", c.Path)
+	s, p, err := f.asWriter("Complete", c)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +91,7 @@ func (f *FSM) applyComplete(c *api.CompleteCommand) (*api.CommandResult, error) 
 }
 
 func (f *FSM) applyAbandonBlock(c *api.AbandonBlockCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("AbandonBlock", c.Path, c.InodeId); err != nil {
-		return nil, err
-	}
-	s, p, err := f.asPath(c.Caller, "AbandonBlock", c.Path)
+	s, p, err := f.asWriter("AbandonBlock", c)
 	if err != nil {
 		return nil, err
 	}

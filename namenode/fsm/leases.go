@@ -239,10 +239,7 @@ func (f *FSM) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 }
 
 func (f *FSM) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("Fsync", c.Path, c.InodeId); err != nil {
-		return nil, err
-	}
-	s, p, err := f.asPath(c.Caller, "Fsync", c.Path)
+	s, p, err := f.asWriter("Fsync", c)
 	if err != nil {
 		return nil, err
 	}
@@ -254,10 +251,7 @@ func (f *FSM) applyFsync(c *api.FsyncCommand) (*api.CommandResult, error) {
 }
 
 func (f *FSM) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("UpdateBlockForPipeline", c.Path, c.InodeId); err != nil {
-		return nil, err
-	}
-	s, p, err := f.asPath(c.Caller, "UpdateBlockForPipeline", c.Path)
+	s, p, err := f.asWriter("UpdateBlockForPipeline", c)
 	if err != nil {
 		return nil, err
 	}
@@ -271,10 +265,7 @@ func (f *FSM) applyUpdateBlockForPipeline(c *api.UpdateBlockForPipelineCommand) 
 }
 
 func (f *FSM) applyUpdatePipeline(c *api.UpdatePipelineCommand) (*api.CommandResult, error) {
-	if err := f.notRecovering("UpdatePipeline", c.Path, c.InodeId); err != nil {
-		return nil, err
-	}
-	s, p, err := f.asPath(c.Caller, "UpdatePipeline", c.Path)
+	s, p, err := f.asWriter("UpdatePipeline", c)
 	if err != nil {
 		return nil, err
 	}

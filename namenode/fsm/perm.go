@@ -57,3 +57,21 @@ func (f *FSM) asPath(c *api.Caller, op, p string) (namespace.Session, namespace.
 	s, err := f.as(c, op, p)
 	return s, pp, err
 }
+
+// writerCommand is a command of a file's writer on its open file, named
+// by path and inode.
+type writerCommand interface {
+	GetCaller() *api.Caller
+	GetPath() string
+	GetInodeId() uint64
+}
+
+// asWriter is the prologue of a writer's command: refused while the file's
+// lease is being recovered (the recovery owns the last block), then the
+// caller's session for op and the parsed path.
+func (f *FSM) asWriter(op string, c writerCommand) (namespace.Session, namespace.Path, error) {
+	if err := f.notRecovering(op, c.GetPath(), c.GetInodeId()); err != nil {
+		return namespace.Session{}, namespace.Path{}, err
+	}
+	return f.asPath(c.GetCaller(), op, c.GetPath())
+}
