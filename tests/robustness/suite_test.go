@@ -1,13 +1,11 @@
 package robustness
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,12 +15,10 @@ import (
 	"github.com/anishathalye/porcupine"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
@@ -133,92 +129,6 @@ func root(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, namenode.UserKey, "root")
 }
 
-type fault struct {
-	name string
-	// inject runs while the workload does; it must leave every node
-	// running and every link healed when it returns.
-	inject func(ctx context.Context, s *suite, r *rand.Rand)
-}
-
-var faults = []fault{
-	{"kill-leader", func(ctx context.Context, s *suite, r *rand.Rand) {
-		l := s.leader(ctx)
-		s.stop(l)
-		s.hold(ctx)
-		s.restart(ctx, l)
-	}},
-	{"kill-follower", func(ctx context.Context, s *suite, r *rand.Rand) {
-		f := s.follower(ctx, r)
-		s.stop(f)
-		s.hold(ctx)
-		s.restart(ctx, f)
-	}},
-	{"partition-leader", func(ctx context.Context, s *suite, r *rand.Rand) {
-		l := s.leader(ctx)
-		s.count()
-		s.c.Isolate(l)
-		s.hold(ctx)
-		s.c.Heal()
-	}},
-	{"partition-follower", func(ctx context.Context, s *suite, r *rand.Rand) {
-		f := s.follower(ctx, r)
-		s.count()
-		s.c.Isolate(f)
-		s.hold(ctx)
-		s.c.Heal()
-	}},
-	{"restart-node", func(ctx context.Context, s *suite, r *rand.Rand) {
-		for range 2 {
-			i := r.IntN(3)
-			s.stop(i)
-			s.restart(ctx, i)
-			sleep(ctx, holdTime()/2)
-		}
-	}},
-	{"snapshot-catch-up", func(ctx context.Context, s *suite, r *rand.Rand) {
-		f := s.follower(ctx, r)
-		id := fmt.Sprintf("nn%d", f+1)
-		s.mu.Lock()
-		before := s.snapshots[id]
-		s.mu.Unlock()
-		s.count()
-		s.c.Isolate(f)
-		// Let the leader get well past the follower, then compact its log.
-		behind := s.c.Namenode(f).AppliedIndex()
-		deadline := time.Now().Add(15 * time.Second)
-		for ctx.Err() == nil && time.Now().Before(deadline) {
-			if l := s.c.Leader(); l >= 0 && l != f && s.c.Namenode(l).AppliedIndex() > behind+4*snapshotEvery {
-				break
-			}
-			sleep(ctx, 20*time.Millisecond)
-		}
-		l := s.leader(ctx)
-		sctx, cancel := context.WithTimeout(root(ctx), 10*time.Second)
-		resp, err := api.NewAdminClient(s.conns[l]).Snapshot(sctx, &api.SnapshotRequest{})
-		cancel()
-		if err != nil {
-			s.t.Errorf("snapshot on leader nn%d: %v", l+1, err)
-		} else {
-			s.t.Logf("leader nn%d snapshot at index %d; nn%d isolated at %d", l+1, resp.Index, f+1, behind)
-		}
-		s.c.Heal()
-		deadline = time.Now().Add(20 * time.Second)
-		for {
-			s.mu.Lock()
-			got := s.snapshots[id]
-			s.mu.Unlock()
-			if got > before {
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				s.t.Errorf("nn%d was never sent a snapshot after falling %d+ entries behind a compacted log", f+1, 4*snapshotEvery)
-				break
-			}
-			sleep(ctx, 20*time.Millisecond)
-		}
-	}},
-}
-
 func holdTime() time.Duration {
 	if testing.Short() {
 		return 700 * time.Millisecond
@@ -273,23 +183,6 @@ func (s *suite) restart(ctx context.Context, i int) {
 	s.incarnation[i].Add(1)
 }
 
-// staleRead is one stale read's header, for the monotonicity check.
-type staleRead struct {
-	call, ret int64
-	idx       uint64
-	inc       int64 // the namenode's incarnation
-}
-
-type run struct {
-	s       *suite
-	root    string
-	hist    *History
-	mu      sync.Mutex
-	reads   [][]staleRead // per namenode
-	rywErrs []string
-	ryw     atomic.Int64
-}
-
 // setup creates the run's root directories, with retries, before the
 // history starts.
 func (s *suite) setup(ctx context.Context, dirs ...string) {
@@ -307,124 +200,6 @@ func (s *suite) setup(ctx context.Context, dirs ...string) {
 			sleep(ctx, 50*time.Millisecond)
 		}
 	}
-}
-
-func (r *run) worker(ctx context.Context, id int, rng *rand.Rand) {
-	s := r.s
-	target := id % 3
-	var ro *api.ReadOptions
-	if s.stale {
-		ro = &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
-	}
-	n := 0
-	backoff := 20 * time.Millisecond
-	for ctx.Err() == nil {
-		n++
-		if s.stale && n%8 == 0 {
-			r.readYourWrites(ctx, id, n, rng)
-			continue
-		}
-		inc := s.incarnation[target].Load()
-		if inc%2 == 1 || s.conns[target].GetState() == connectivity.TransientFailure {
-			// Known down: a client would not send there (and a write that
-			// cannot be delivered only adds an indeterminate operation).
-			target = (target + 1) % 3
-			sleep(ctx, 5*time.Millisecond)
-			continue
-		}
-		in := randomOp(rng)
-		cctx, cancel := context.WithTimeout(root(ctx), opTimeout)
-		call := r.hist.Now()
-		out, hdr, valid := Exec(cctx, s.nns[target], r.root, in, ro)
-		ret := r.hist.Now()
-		cancel()
-		if ctx.Err() != nil && (!valid || out.Unknown) {
-			// Cut short by the end of the run: a read is dropped, a
-			// write is recorded as indeterminate.
-			if in.Kind.IsWrite() {
-				r.hist.Add(id, in, call, Output{Unknown: true}, ret)
-			}
-			return
-		}
-		switch {
-		case !in.Kind.IsWrite() && s.stale:
-			if hdr != nil && inc == s.incarnation[target].Load() && inc%2 == 0 {
-				r.mu.Lock()
-				r.reads[target] = append(r.reads[target], staleRead{call, ret, hdr.AppliedIndex, inc})
-				r.mu.Unlock()
-			}
-		case valid:
-			r.hist.Add(id, in, call, out, ret)
-		}
-		if !valid || out.Unknown {
-			// Back off as a client would: an election takes a while. After
-			// a write with no verdict, wait longer: every further write
-			// sent into an election is another indeterminate operation,
-			// and each one multiplies the linearizability search.
-			target = (target + 1) % 3
-			if out.Unknown {
-				backoff = max(backoff, 150*time.Millisecond)
-			}
-			sleep(ctx, backoff)
-			backoff = min(2*backoff, 600*time.Millisecond)
-		} else {
-			backoff = 20 * time.Millisecond
-		}
-	}
-}
-
-func randomOp(rng *rand.Rand) Input {
-	p := opPaths[rng.IntN(len(opPaths))]
-	switch x := rng.IntN(100); {
-	case x < 15:
-		return Input{Kind: OpMkdir, Path: p}
-	case x < 30:
-		return Input{Kind: OpCreate, Path: p}
-	case x < 42:
-		return Input{Kind: OpDelete, Path: p}
-	case x < 57:
-		return Input{Kind: OpRename, Path: p, Dst: opPaths[rng.IntN(len(opPaths))]}
-	case x < 80:
-		return Input{Kind: OpStat, Path: p}
-	default:
-		return Input{Kind: OpList, Path: listDirs[rng.IntN(len(listDirs))]}
-	}
-}
-
-// readYourWrites creates a private file through one namenode and reads it
-// back, stale but with the create's index, through another.
-func (r *run) readYourWrites(ctx context.Context, id, n int, rng *rand.Rand) {
-	s := r.s
-	p := fmt.Sprintf("%s-ryw/w%d-%d", r.root, id, n)
-	w, rd := rng.IntN(3), rng.IntN(3)
-	cctx, cancel := context.WithTimeout(root(ctx), opTimeout)
-	resp, err := s.nns[w].Create(cctx, &api.CreateRequest{Path: p, Mode: 0o644, Replication: 1, ClientName: "ryw"})
-	cancel()
-	if err != nil {
-		sleep(ctx, 20*time.Millisecond)
-		return
-	}
-	idx := resp.GetHeader().GetAppliedIndex()
-	cctx, cancel = context.WithTimeout(root(ctx), opTimeout)
-	defer cancel()
-	var trailer metadata.MD
-	st, err := s.nns[rd].GetFileInfo(cctx, &api.GetFileInfoRequest{Path: p, Read: &api.ReadOptions{
-		Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE, MinAppliedIndex: idx,
-	}}, grpc.Trailer(&trailer))
-	r.ryw.Add(1)
-	switch {
-	case err == nil && st.GetHeader().GetAppliedIndex() < idx:
-		r.fail("read-your-writes: nn%d answered %s at applied index %d < the create's %d", rd+1, p, st.GetHeader().GetAppliedIndex(), idx)
-	case err == nil:
-	case errs.KindOf(errs.FromStatus(err, trailer)) == errs.NotFound:
-		r.fail("read-your-writes: nn%d says %s (created through nn%d at index %d) does not exist", rd+1, p, w+1, idx)
-	}
-}
-
-func (r *run) fail(format string, a ...any) {
-	r.mu.Lock()
-	r.rywErrs = append(r.rywErrs, fmt.Sprintf(format, a...))
-	r.mu.Unlock()
 }
 
 // runFault runs the workload on a fresh root with one fault injected in the
@@ -549,37 +324,6 @@ func (s *suite) finalRead(ctx context.Context, r *run, in Input) Output {
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
-}
-
-// checkMonotonic: a stale read that starts after another read from the same
-// namenode process returned must not report a lower applied index.
-func (r *run) checkMonotonic(t *testing.T) {
-	total := 0
-	for node, all := range r.reads {
-		total += len(all)
-		groups := map[int64][]staleRead{}
-		for _, rd := range all {
-			groups[rd.inc] = append(groups[rd.inc], rd)
-		}
-		for _, reads := range groups {
-			byRet := slices.Clone(reads)
-			slices.SortFunc(byRet, func(a, b staleRead) int { return cmp.Compare(a.ret, b.ret) })
-			slices.SortFunc(reads, func(a, b staleRead) int { return cmp.Compare(a.call, b.call) })
-			var maxIdx uint64
-			j := 0
-			for _, rd := range reads {
-				for j < len(byRet) && byRet[j].ret < rd.call {
-					maxIdx = max(maxIdx, byRet[j].idx)
-					j++
-				}
-				if rd.idx < maxIdx {
-					t.Errorf("stale reads on nn%d went back in time: applied index %d after %d had been returned", node+1, rd.idx, maxIdx)
-					break
-				}
-			}
-		}
-	}
-	t.Logf("stale reads checked for monotonicity: %d; read-your-writes probes: %d", total, r.ryw.Load())
 }
 
 func (s *suite) runAll(t *testing.T) {
