@@ -19,19 +19,19 @@ import (
 // call id, so the namenode's retry cache answers it rather than refusing
 // it as "already being written".
 func (c *Client) Append(ctx context.Context, p string) (*Writer, error) {
-	return c.append(ctx, p, false)
+	return c.append(ctx, "client.Client.Append", p, false)
 }
 
 // AppendNewBlock is Append that never reopens the last block: the
 // Writer's bytes start a new block however short the last one is (HDFS's
 // CreateFlag.NEW_BLOCK).
 func (c *Client) AppendNewBlock(ctx context.Context, p string) (*Writer, error) {
-	return c.append(ctx, p, true)
+	return c.append(ctx, "client.Client.AppendNewBlock", p, true)
 }
 
-func (c *Client) append(ctx context.Context, p string, newBlock bool) (*Writer, error) {
+func (c *Client) append(ctx context.Context, op, p string, newBlock bool) (*Writer, error) {
 	var r *api.AppendResponse
-	err := c.call(ctx, "append", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := c.call(ctx, "Append", func(ctx context.Context, nn api.ClientServiceClient) error {
 		var err error
 		r, err = nn.Append(ctx, &api.AppendRequest{Path: p, ClientName: c.cfg.User, NewBlock: newBlock}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
@@ -42,7 +42,7 @@ func (c *Client) append(ctx context.Context, p string, newBlock bool) (*Writer, 
 	}
 	st := r.GetStatus()
 	if st.GetBlockSize() == 0 || st.GetBlockSize() > maxBlockSize {
-		return nil, errs.Newf(errs.Internal, "append", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
+		return nil, errs.Newf(errs.Internal, op, p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
 	}
 	c.leases.hold(r.GetLeaseSoftLimitMs())
 	// Complete lists every block of the file, so the Writer starts with
@@ -53,7 +53,7 @@ func (c *Client) append(ctx context.Context, p string, newBlock bool) (*Writer, 
 		return w, nil
 	}
 	w.blocks = w.blocks[:len(w.blocks)-1] // the reopened block is the Writer's
-	if err := w.resume(lb, r.Token, int(r.BytesPerChecksum)); err != nil {
+	if err := w.resume(op, lb, r.Token, int(r.BytesPerChecksum)); err != nil {
 		w.Abort()
 		return nil, err
 	}
@@ -62,15 +62,15 @@ func (c *Client) append(ctx context.Context, p string, newBlock bool) (*Writer, 
 
 // resume opens the pipeline of a reopened last block on the datanodes
 // that hold it, at its length.
-func (w *Writer) resume(lb *api.LocatedBlock, token []byte, bpc int) error {
+func (w *Writer) resume(op string, lb *api.LocatedBlock, token []byte, bpc int) error {
 	if bpc == 0 {
 		bpc = chunks.Default
 	}
 	if !chunks.Valid(bpc) {
-		return errs.Newf(errs.Invalid, "append", w.path, "namenode gave bytes per checksum %d", bpc)
+		return errs.Newf(errs.Invalid, op, w.path, "namenode gave bytes per checksum %d", bpc)
 	}
 	if len(lb.Locations) == 0 {
-		return errs.Newf(errs.Unavailable, "append", w.path, "no live datanode holds the last block %d", lb.Block.Id)
+		return errs.Newf(errs.Unavailable, op, w.path, "no live datanode holds the last block %d", lb.Block.Id)
 	}
 	l := int64(lb.Block.Length)
 	b := &blockWrite{lb: lb, token: token, bpc: bpc, base: l, sent: l, synced: l}

@@ -30,7 +30,7 @@ type FileChecksum struct {
 // errs.Precondition error naming the path.
 func (c *Client) FileChecksum(ctx context.Context, p string) (FileChecksum, error) {
 	var r *api.GetBlockLocationsResponse
-	err := c.call(ctx, "checksum", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := c.call(ctx, "GetBlockLocations", func(ctx context.Context, nn api.ClientServiceClient) error {
 		out, err := nn.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: p, Read: c.readOpts()}, trailerOpt(ctx))
 		r = out
 		return err
@@ -49,7 +49,7 @@ func (c *Client) FileChecksum(ctx context.Context, p string) (FileChecksum, erro
 // reply into the file's CRC32C. It trusts nothing in r: every array
 // length, offset and sum is checked, so no reply makes it panic.
 func compositeCRC(p string, r *api.GetBlockLocationsResponse) (uint32, error) {
-	const op = "checksum"
+	const op = "client.Client.FileChecksum"
 	if r.GetUnderConstruction() {
 		return 0, errs.New(errs.Precondition, op, p, "file is under construction: its checksum is known once it is closed")
 	}

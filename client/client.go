@@ -69,15 +69,15 @@ func DefaultConfig(namenodes ...string) Config {
 func (c *Config) Validate() error {
 	switch {
 	case len(c.Namenodes) == 0:
-		return errs.New(errs.Invalid, "client config", "", "at least one namenode address is required")
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "at least one namenode address is required")
 	case c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff:
-		return errs.New(errs.Invalid, "client config", "", "backoff bounds must be positive and ordered")
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "backoff bounds must be positive and ordered")
 	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20:
-		return errs.New(errs.Invalid, "client config", "", "chunk (packet) size must be in (0, 4 MiB]")
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "chunk (packet) size must be in (0, 4 MiB]")
 	case c.Window <= 0:
-		return errs.New(errs.Invalid, "client config", "", "window must be positive")
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "window must be positive")
 	case c.LeaseRenewInterval < 0:
-		return errs.New(errs.Invalid, "client config", "", "lease renew interval must not be negative")
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "lease renew interval must not be negative")
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	var id [16]byte
 	if _, err := crand.Read(id[:]); err != nil {
-		return nil, errs.Wrap(errs.Internal, "client", "", err)
+		return nil, errs.Wrap(errs.Internal, "client.New", "", err)
 	}
 	if cfg.LeaseRenewInterval == 0 {
 		cfg.LeaseRenewInterval = 20 * time.Second
@@ -130,7 +130,7 @@ func (c *Client) Close() error {
 	return first
 }
 
-func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+func (c *Client) conn(op, addr string) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if conn, ok := c.conns[addr]; ok {
@@ -144,7 +144,7 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 		c.cfg.DialOptions...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, "dial", addr, err)
+		return nil, errs.Wrap(errs.Unavailable, op, addr, err)
 	}
 	c.conns[addr] = conn
 	return conn, nil
@@ -159,7 +159,7 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 	ctx = metadata.AppendToOutgoingContext(ctx, clientIDKey, c.id, callIDKey, strconv.FormatUint(c.calls.Add(1), 10))
 	for attempt := 0; ; attempt++ {
 		addr := c.current.Load().(string)
-		conn, err := c.conn(addr)
+		conn, err := c.conn(op, addr)
 		if err == nil {
 			var trailer metadata.MD
 			err = fn(ctxWithTrailer(ctx, &trailer), api.NewClientServiceClient(conn))

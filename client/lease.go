@@ -98,7 +98,7 @@ func (l *leaseRenewer) run(stop, done chan struct{}) {
 // for writing) with one call. The Writers' background renewal calls it;
 // a Client that holds none gets errs.Precondition (LeaseExpired).
 func (c *Client) RenewLease(ctx context.Context) error {
-	return c.call(ctx, "renew lease", func(ctx context.Context, nn api.ClientServiceClient) error {
+	return c.call(ctx, "RenewLease", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.RenewLease(ctx, &api.RenewLeaseRequest{}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		return err
@@ -115,7 +115,7 @@ func (c *Client) RenewLease(ctx context.Context) error {
 // AlreadyBeingCreated). A file not under construction is
 // errs.Precondition.
 func (c *Client) RecoverLease(ctx context.Context, p string) (closed bool, err error) {
-	err = c.call(ctx, "recover lease", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err = c.call(ctx, "RecoverLease", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.RecoverLease(ctx, &api.RecoverLeaseRequest{Path: p}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		closed = r.GetClosed()
@@ -137,7 +137,7 @@ func (c *Client) WaitClosed(ctx context.Context, p string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return errs.Wrap(errs.Timeout, "wait closed", p, ctx.Err())
+			return errs.Wrap(errs.Timeout, "client.Client.WaitClosed", p, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 // Mkdirs creates a directory; with parents, like mkdir -p.
 func (c *Client) Mkdirs(ctx context.Context, p string, perm uint32, parents bool) error {
-	return c.call(ctx, "mkdirs", func(ctx context.Context, nn api.ClientServiceClient) error {
+	return c.call(ctx, "Mkdirs", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Mkdirs(ctx, &api.MkdirsRequest{Path: p, Mode: perm, Parents: parents}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		return err
@@ -21,7 +21,7 @@ func (c *Client) Mkdirs(ctx context.Context, p string, perm uint32, parents bool
 // Stat returns a path's status.
 func (c *Client) Stat(ctx context.Context, p string) (*api.FileStatus, error) {
 	var out *api.FileStatus
-	err := c.call(ctx, "stat", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := c.call(ctx, "GetFileInfo", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: p, Read: c.readOpts()}, trailerOpt(ctx))
 		out = r.GetStatus()
 		return err
@@ -36,7 +36,7 @@ func (c *Client) List(ctx context.Context, p string) iter.Seq2[*api.FileStatus, 
 		after := ""
 		for {
 			var page *api.ListStatusResponse
-			err := c.call(ctx, "list", func(ctx context.Context, nn api.ClientServiceClient) error {
+			err := c.call(ctx, "ListStatus", func(ctx context.Context, nn api.ClientServiceClient) error {
 				r, err := nn.ListStatus(ctx, &api.ListStatusRequest{Path: p, StartAfter: after, Read: c.readOpts()}, trailerOpt(ctx))
 				page = r
 				return err
@@ -60,7 +60,7 @@ func (c *Client) List(ctx context.Context, p string) iter.Seq2[*api.FileStatus, 
 
 // Delete removes a path; a non-empty directory needs recursive.
 func (c *Client) Delete(ctx context.Context, p string, recursive bool) error {
-	return c.call(ctx, "delete", func(ctx context.Context, nn api.ClientServiceClient) error {
+	return c.call(ctx, "Delete", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Delete(ctx, &api.DeleteRequest{Path: p, Recursive: recursive}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		return err
@@ -69,7 +69,7 @@ func (c *Client) Delete(ctx context.Context, p string, recursive bool) error {
 
 // Rename moves src to dst with HDFS's rules (into dst if it is a directory).
 func (c *Client) Rename(ctx context.Context, src, dst string) error {
-	return c.call(ctx, "rename", func(ctx context.Context, nn api.ClientServiceClient) error {
+	return c.call(ctx, "Rename", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Rename(ctx, &api.RenameRequest{Src: src, Dst: dst}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		return err
@@ -80,7 +80,7 @@ func (c *Client) Rename(ctx context.Context, src, dst string) error {
 // to the end) and where their replicas are.
 func (c *Client) GetBlockLocations(ctx context.Context, p string, off, n uint64) (*api.GetBlockLocationsResponse, error) {
 	var out *api.GetBlockLocationsResponse
-	err := c.call(ctx, "get block locations", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := c.call(ctx, "GetBlockLocations", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: p, Offset: off, Length: n, Read: c.readOpts()}, trailerOpt(ctx))
 		out = r
 		return err
@@ -98,7 +98,7 @@ func (c *Client) GetBlockLocations(ctx context.Context, p string, off, n uint64)
 func ExpandLocations(r *api.GetBlockLocationsResponse) error {
 	n := len(r.BlockIds)
 	bad := func(what string) error {
-		return errs.Newf(errs.Internal, "get block locations", "", "malformed reply: %s", what)
+		return errs.Newf(errs.Internal, "client.ExpandLocations", "", "malformed reply: %s", what)
 	}
 	if len(r.GenStamps) != n || len(r.Lengths) != n || len(r.ReplicaCounts) != n ||
 		(len(r.BlockTokens) != 0 && len(r.BlockTokens) != n) || (len(r.Crc32Cs) != 0 && len(r.Crc32Cs) != n) {
@@ -156,7 +156,7 @@ func (c *Client) FindLeader(ctx context.Context) error {
 		return err
 	}
 	if st.LeaderAddr == "" {
-		return errs.New(errs.Unavailable, "find leader", "", "the cluster has no leader")
+		return errs.New(errs.Unavailable, "client.Client.FindLeader", "", "the cluster has no leader")
 	}
 	c.current.Store(st.LeaderAddr)
 	return nil
@@ -165,7 +165,7 @@ func (c *Client) FindLeader(ctx context.Context) error {
 // ClusterStatus returns the namenodes' view of the cluster.
 func (c *Client) ClusterStatus(ctx context.Context) (*api.ClusterStatusResponse, error) {
 	var out *api.ClusterStatusResponse
-	err := c.call(ctx, "cluster status", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := c.call(ctx, "ClusterStatus", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.ClusterStatus(ctx, &api.ClusterStatusRequest{}, trailerOpt(ctx))
 		out = r
 		return err

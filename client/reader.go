@@ -87,7 +87,7 @@ func (r *Reader) Seek(off int64, whence int) (int64, error) {
 		off += r.Size()
 	}
 	if off < 0 {
-		return r.pos, errs.New(errs.Invalid, "seek", r.path, "negative position")
+		return r.pos, errs.New(errs.Invalid, "client.Reader.Seek", r.path, "negative position")
 	}
 	r.pos = off
 	return off, nil
@@ -98,7 +98,7 @@ func (r *Reader) Seek(off int64, whence int) (int64, error) {
 // corrupt one to the namenode).
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, errs.New(errs.Invalid, "read", r.path, "negative offset")
+		return 0, errs.New(errs.Invalid, "client.Reader.ReadAt", r.path, "negative offset")
 	}
 	size := r.Size()
 	if off >= size {
@@ -170,7 +170,7 @@ func (c *Client) readBlock(ctx context.Context, locs *api.GetBlockLocationsRespo
 	if len(token) == 0 {
 		token = locs.Token
 	}
-	var lastErr error = errs.Newf(errs.Unavailable, "read block", "", "block %d has no live replica", lb.Block.Id)
+	var lastErr error = errs.Newf(errs.Unavailable, "client.Reader.ReadAt", "", "block %d has no live replica", lb.Block.Id)
 	for _, d := range lb.Locations {
 		n, err := c.readReplica(ctx, d, lb.Block, locs.InodeId, token, from, dst)
 		if err == nil {
@@ -188,7 +188,7 @@ func (c *Client) readBlock(ctx context.Context, locs *api.GetBlockLocationsRespo
 }
 
 func (c *Client) reportBad(ctx context.Context, b *api.Block, datanode string) {
-	_ = c.call(ctx, "report bad blocks", func(ctx context.Context, nn api.ClientServiceClient) error {
+	_ = c.call(ctx, "ReportBadBlocks", func(ctx context.Context, nn api.ClientServiceClient) error {
 		_, err := nn.ReportBadBlocks(ctx, &api.ReportBadBlocksRequest{Blocks: []*api.Block{b}, DatanodeId: datanode}, trailerOpt(ctx))
 		return err
 	})

@@ -27,7 +27,7 @@ type replicaStream struct {
 
 // openReplica starts reading n bytes at from of replica d of b.
 func (c *Client) openReplica(ctx context.Context, d *api.DatanodeInfo, b *api.Block, inode uint64, token []byte, from, n int64) (*replicaStream, error) {
-	conn, err := c.conn(d.Addr)
+	conn, err := c.conn("ReadBlock", d.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (s *replicaStream) read(p []byte) (int, error) {
 
 // fill receives and checks the next message.
 func (s *replicaStream) fill() error {
-	const op = "read block"
+	const op = "ReadBlock"
 	name := blockName(s.block.Id)
 	m, err := s.stream.Recv()
 	if err == io.EOF {

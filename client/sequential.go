@@ -44,7 +44,7 @@ func (q *sequential) read(r *Reader, p []byte) (int, error) {
 	n, err := q.cur.s.read(p[:min(int64(len(p)), q.cur.end-q.cur.at)])
 	q.cur.at += int64(n)
 	if err == io.EOF && n == 0 {
-		err = errs.Newf(errs.Unavailable, "read", r.path, "stream ended early at %d", q.cur.at)
+		err = errs.Newf(errs.Unavailable, "client.Reader.Read", r.path, "stream ended early at %d", q.cur.at)
 	}
 	if err == io.EOF {
 		err = nil
@@ -72,7 +72,7 @@ func (r *Reader) openCursor(off int64) (*cursor, error) {
 			continue
 		}
 		if len(lb.Locations) == 0 {
-			return nil, errs.Newf(errs.Unavailable, "read", r.path, "block %d has no live replica", lb.Block.Id)
+			return nil, errs.Newf(errs.Unavailable, "client.Reader.Read", r.path, "block %d has no live replica", lb.Block.Id)
 		}
 		token := lb.Token
 		if len(token) == 0 {
@@ -84,7 +84,7 @@ func (r *Reader) openCursor(off int64) (*cursor, error) {
 		}
 		return &cursor{block: i, at: off, end: start + n, s: s}, nil
 	}
-	return nil, errs.Newf(errs.Invalid, "read", r.path, "offset %d is in no block", off)
+	return nil, errs.Newf(errs.Invalid, "client.Reader.Read", r.path, "offset %d is in no block", off)
 }
 
 // blockEnd is the file offset where the block holding off ends.

@@ -73,7 +73,7 @@ func (b *blockWrite) end() int64 { return b.base + int64(len(b.buf)) }
 func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer, error) {
 	var st *api.FileStatus
 	var soft int64
-	err := c.call(ctx, "create", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := c.call(ctx, "Create", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Create(ctx, &api.CreateRequest{
 			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
 			Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
@@ -86,7 +86,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 		return nil, err
 	}
 	if st.GetBlockSize() == 0 || st.GetBlockSize() > maxBlockSize {
-		return nil, errs.Newf(errs.Internal, "create", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
+		return nil, errs.Newf(errs.Internal, "client.Client.Create", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
 	}
 	c.leases.hold(soft)
 	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize}, nil
@@ -106,7 +106,7 @@ func fill(buffered int, blockSize uint64, p int) int {
 
 // Write adds p to the file, sending each full packet down the pipeline.
 func (w *Writer) Write(p []byte) (int, error) {
-	if err := w.usable("write"); err != nil {
+	if err := w.usable("client.Writer.Write"); err != nil {
 		return 0, err
 	}
 	n := len(p)
@@ -152,11 +152,11 @@ func (w *Writer) fail(n int, err error) (int, error) {
 // every datanode of it acknowledged them, and records the length with the
 // namenode: a reader that opens the file afterwards sees them (HDFS's
 // hflush).
-func (w *Writer) Hflush() error { return w.flush("hflush", false) }
+func (w *Writer) Hflush() error { return w.flush("client.Writer.Hflush", false) }
 
 // Hsync is Hflush that also makes the bytes durable (fsync) on every
 // datanode of the pipeline before they are acknowledged (HDFS's hsync).
-func (w *Writer) Hsync() error { return w.flush("hsync", true) }
+func (w *Writer) Hsync() error { return w.flush("client.Writer.Hsync", true) }
 
 func (w *Writer) flush(op string, hsync bool) error {
 	if err := w.usable(op); err != nil {
@@ -167,7 +167,7 @@ func (w *Writer) flush(op string, hsync bool) error {
 		// Every block so far is finished; the last one is committed only
 		// by the next AddBlock or Complete, so its length is recorded now.
 		if n := len(w.blocks); n > 0 && !w.lastSynced {
-			if err := w.fsync(op, w.blocks[n-1]); err != nil {
+			if err := w.fsync(w.blocks[n-1]); err != nil {
 				w.err = err
 				return err
 			}
@@ -195,7 +195,7 @@ func (w *Writer) flush(op string, hsync bool) error {
 	if b.sent == b.synced {
 		return nil
 	}
-	if err := w.fsync(op, &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: uint64(b.sent)}); err != nil {
+	if err := w.fsync(&api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: uint64(b.sent)}); err != nil {
 		w.err = err
 		return err
 	}
@@ -204,9 +204,9 @@ func (w *Writer) flush(op string, hsync bool) error {
 }
 
 // fsync records the length of the file's last block with the namenode.
-func (w *Writer) fsync(op string, blk *api.Block) error {
+func (w *Writer) fsync(blk *api.Block) error {
 	blk = &api.Block{Id: blk.Id, GenStamp: blk.GenStamp, Length: blk.Length}
-	return w.c.call(w.ctx, op, func(ctx context.Context, nn api.ClientServiceClient) error {
+	return w.c.call(w.ctx, "Fsync", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Fsync(ctx, &api.FsyncRequest{Path: w.path, InodeId: w.inode, Block: blk}, trailerOpt(ctx))
 		w.c.saw(r.GetHeader())
 		return err
@@ -229,7 +229,7 @@ func (w *Writer) Close() error {
 			return err
 		}
 	}
-	w.err = w.c.call(w.ctx, "complete", func(ctx context.Context, nn api.ClientServiceClient) error {
+	w.err = w.c.call(w.ctx, "Complete", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks}, trailerOpt(ctx))
 		w.c.saw(r.GetHeader())
 		return err
@@ -249,7 +249,7 @@ func (w *Writer) Abort() {
 	if w.cur != nil && w.cur.stream != nil {
 		w.cur.stream.Abort()
 	}
-	w.err = errs.New(errs.Canceled, "write", w.path, "writer aborted")
+	w.err = errs.New(errs.Canceled, "client.Writer.Abort", w.path, "writer aborted")
 	w.c.leases.release()
 }
 
@@ -273,7 +273,7 @@ func (w *Writer) startBlock() error {
 			bpc = chunks.Default
 		}
 		if !chunks.Valid(bpc) {
-			return errs.Newf(errs.Invalid, "write block", blockName(ab.Block.Block.Id), "namenode gave bytes per checksum %d", bpc)
+			return errs.Newf(errs.Invalid, "WriteBlock", blockName(ab.Block.Block.Id), "namenode gave bytes per checksum %d", bpc)
 		}
 		b := &blockWrite{lb: ab.Block, token: ab.Token, bpc: bpc}
 		bad, err := w.c.openPipeline(w.ctx, b, w.inode, b.lb.Locations, 0, 0)
@@ -282,13 +282,13 @@ func (w *Writer) startBlock() error {
 			return nil
 		}
 		lastErr = err
-		_ = w.c.call(w.ctx, "abandon block", func(ctx context.Context, nn api.ClientServiceClient) error {
+		_ = w.c.call(w.ctx, "AbandonBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
 			_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: ab.Block.Block}, trailerOpt(ctx))
 			return err
 		})
 		exclude = append(exclude, bad)
 	}
-	return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "every pipeline failed", Err: lastErr}
+	return &errs.Error{Kind: errs.Unavailable, Op: "WriteBlock", Path: w.path, Msg: "every pipeline failed", Err: lastErr}
 }
 
 // openPipeline opens the stream of b to nodes (the first, which forwards
@@ -296,7 +296,7 @@ func (w *Writer) startBlock() error {
 // resume under its new stamp, its replicas holding it under prevGen.
 func (c *Client) openPipeline(ctx context.Context, b *blockWrite, inode uint64, nodes []*api.DatanodeInfo, resume, prevGen uint64) (string, error) {
 	first := nodes[0]
-	conn, err := c.conn(first.Addr)
+	conn, err := c.conn("WriteBlock", first.Addr)
 	if err != nil {
 		return first.Id, err
 	}
@@ -404,7 +404,7 @@ func (w *Writer) finishBlock() error {
 	}
 	b := w.cur
 	if ack.GetLength() != uint64(b.end()) || (b.base == 0 && ack.GetCrc32C() != chunks.CRC(b.buf)) {
-		return errs.New(errs.Corrupt, "write block", blockName(b.lb.Block.Id), "datanode acknowledged different bytes than were sent")
+		return errs.New(errs.Corrupt, "WriteBlock", blockName(b.lb.Block.Id), "datanode acknowledged different bytes than were sent")
 	}
 	blk := &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: ack.Length}
 	crc := ack.Crc32C
@@ -431,13 +431,13 @@ func (w *Writer) recoverPipeline(cause error) error {
 		}
 		if len(nodes) == 0 {
 			if acked > 0 || b.base > 0 {
-				return &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: w.path, Msg: "every datanode of the pipeline failed", Err: cause}
+				return &errs.Error{Kind: errs.Unavailable, Op: "WriteBlock", Path: w.path, Msg: "every datanode of the pipeline failed", Err: cause}
 			}
 			return w.restartBlock(bad, cause)
 		}
 		old := b.lb.Block
 		var nb *api.UpdateBlockForPipelineResponse
-		err := w.c.call(w.ctx, "update block for pipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
+		err := w.c.call(w.ctx, "UpdateBlockForPipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
 			var err error
 			nb, err = nn.UpdateBlockForPipeline(ctx, &api.UpdateBlockForPipelineRequest{Path: w.path, InodeId: w.inode, Block: old}, trailerOpt(ctx))
 			w.c.saw(nb.GetHeader())
@@ -461,7 +461,7 @@ func (w *Writer) recoverPipeline(cause error) error {
 		for i, d := range nodes {
 			ids[i] = d.Id
 		}
-		err = w.c.call(w.ctx, "update pipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
+		err = w.c.call(w.ctx, "UpdatePipeline", func(ctx context.Context, nn api.ClientServiceClient) error {
 			r, err := nn.UpdatePipeline(ctx, &api.UpdatePipelineRequest{Path: w.path, InodeId: w.inode, OldBlock: old,
 				NewBlock: b.lb.Block, Datanodes: ids}, trailerOpt(ctx))
 			w.c.saw(r.GetHeader())
@@ -480,13 +480,13 @@ func (w *Writer) recoverPipeline(cause error) error {
 // and places it anew without bad, keeping its bytes.
 func (w *Writer) restartBlock(bad string, cause error) error {
 	b := w.cur
-	_ = w.c.call(w.ctx, "abandon block", func(ctx context.Context, nn api.ClientServiceClient) error {
+	_ = w.c.call(w.ctx, "AbandonBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
 		_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: b.lb.Block}, trailerOpt(ctx))
 		return err
 	})
 	ab, err := w.addBlock([]string{bad})
 	if err != nil {
-		return &errs.Error{Kind: errs.KindOf(err), Op: "write block", Path: w.path, Msg: "re-placing the block failed", Err: cause}
+		return &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "re-placing the block failed", Err: cause}
 	}
 	nb := &blockWrite{lb: ab.Block, token: ab.Token, bpc: b.bpc, buf: b.buf}
 	if _, err := w.c.openPipeline(w.ctx, nb, w.inode, nb.lb.Locations, 0, 0); err != nil {
@@ -502,14 +502,14 @@ func (w *Writer) addBlock(exclude []string) (*api.AddBlockResponse, error) {
 		prev = w.blocks[len(w.blocks)-1]
 	}
 	var out *api.AddBlockResponse
-	err := w.c.call(w.ctx, "add block", func(ctx context.Context, nn api.ClientServiceClient) error {
+	err := w.c.call(w.ctx, "AddBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.AddBlock(ctx, &api.AddBlockRequest{Path: w.path, InodeId: w.inode, Previous: prev, ExcludeNodes: exclude}, trailerOpt(ctx))
 		out = r
 		w.c.saw(r.GetHeader())
 		return err
 	})
 	if err == nil && len(out.GetBlock().GetLocations()) == 0 {
-		err = errs.New(errs.Unavailable, "add block", w.path, "namenode returned an empty pipeline")
+		err = errs.New(errs.Unavailable, "AddBlock", w.path, "namenode returned an empty pipeline")
 	}
 	return out, err
 }

@@ -155,7 +155,7 @@ const (
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
 	bad := func(format string, a ...any) error {
-		return errs.Newf(errs.Invalid, "datanode config", "", format, a...)
+		return errs.Newf(errs.Invalid, "datanode.Config.Validate", "", format, a...)
 	}
 	switch {
 	case len(c.DataDirs) == 0:

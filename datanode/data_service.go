@@ -27,7 +27,7 @@ func (s *dataService) ReadBlock(req *api.ReadBlockRequest, stream grpc.ServerStr
 
 func (s *dataService) TransferBlock(ctx context.Context, req *api.TransferBlockRequest) (*api.TransferBlockResponse, error) {
 	if req.GetBlock() == nil {
-		return nil, errs.New(errs.Invalid, "transfer block", "", "block is required")
+		return nil, errs.New(errs.Invalid, "TransferBlock", "", "block is required")
 	}
 	if err := s.d.tokens.checkCopy(ctx, req.Token, s.d.ownerInode(req.Block, req.InodeId), req.Block); err != nil {
 		return nil, err

@@ -24,13 +24,13 @@ type downstream struct {
 func (d *Datanode) openDownstream(ctx context.Context, h *api.WriteBlockHeader, bpc int) (*downstream, error) {
 	ds := &downstream{node: h.Pipeline[0]}
 	name := blockName(h.Block.GetId())
-	conn, err := d.conn(ds.node.Addr)
+	conn, err := d.conn("WriteBlock", ds.node.Addr)
 	if err != nil {
-		return nil, &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: name, Msg: "downstream datanode " + ds.node.Id, Err: err}
+		return nil, &errs.Error{Kind: errs.Unavailable, Op: "WriteBlock", Path: name, Msg: "downstream datanode " + ds.node.Id, Err: err}
 	}
 	ds.stream, err = api.NewDataServiceClient(conn).WriteBlock(ctx)
 	if err != nil {
-		return nil, &errs.Error{Kind: errs.Unavailable, Op: "write block", Path: name, Msg: "downstream datanode " + ds.node.Id, Err: errs.FromStatus(err, nil)}
+		return nil, &errs.Error{Kind: errs.Unavailable, Op: "WriteBlock", Path: name, Msg: "downstream datanode " + ds.node.Id, Err: errs.FromStatus(err, nil)}
 	}
 	fwd := &api.WriteBlockHeader{Block: h.Block, InodeId: h.InodeId, Token: h.Token, Pipeline: h.Pipeline[1:],
 		Replication: h.Replication, BytesPerChecksum: uint32(bpc),

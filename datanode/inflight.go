@@ -63,7 +63,7 @@ func (l *inflight) acquire(ctx context.Context, n int64) error {
 			l.waiting.Add(-1)
 		case <-ctx.Done():
 			l.waiting.Add(-1)
-			return errs.Wrap(errs.Canceled, "write block", "", context.Cause(ctx))
+			return errs.Wrap(errs.Canceled, "WriteBlock", "", context.Cause(ctx))
 		}
 	}
 	return nil

@@ -31,8 +31,8 @@ func newActor(d *Datanode, addr string) *actor {
 		verified: map[uint64]*api.Block{}, kick: make(chan struct{}, 1)}
 }
 
-func (a *actor) client() (api.DatanodeProtocolClient, error) {
-	conn, err := a.d.conn(a.addr)
+func (a *actor) client(op string) (api.DatanodeProtocolClient, error) {
+	conn, err := a.d.conn(op, a.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (a *actor) rpcCtx() (context.Context, context.CancelFunc) {
 
 // register registers with the namenode and sends a full block report.
 func (a *actor) register() error {
-	nn, err := a.client()
+	nn, err := a.client("Register")
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (a *actor) register() error {
 // fullReport sends every stored block. Queued incremental reports are
 // dropped first: the snapshot taken after covers them.
 func (a *actor) fullReport() error {
-	nn, err := a.client()
+	nn, err := a.client("BlockReport")
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (a *actor) fullReport() error {
 }
 
 func (a *actor) heartbeat() (*api.HeartbeatResponse, error) {
-	nn, err := a.client()
+	nn, err := a.client("Heartbeat")
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (a *actor) flushIncremental() error {
 	for _, b := range ver {
 		req.Verified = append(req.Verified, b)
 	}
-	nn, err := a.client()
+	nn, err := a.client("IncrementalBlockReport")
 	if err == nil {
 		ctx, cancel := a.rpcCtx()
 		_, err = nn.IncrementalBlockReport(ctx, req)
@@ -299,7 +299,7 @@ func (d *Datanode) reportCorrupt(b lbm.BlockInfo) {
 		go func() {
 			defer d.wg.Done()
 			for attempt := 0; attempt < 5; attempt++ {
-				conn, err := d.conn(addr)
+				conn, err := d.conn("ReportBadBlocks", addr)
 				if err == nil {
 					ctx, cancel := context.WithTimeout(d.ctx, d.cfg.RPCTimeout)
 					_, err = api.NewClientServiceClient(conn).ReportBadBlocks(ctx, req)

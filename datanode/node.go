@@ -119,7 +119,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	}
 	if lis == nil {
 		if lis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
-			return nil, errs.Wrap(errs.Unavailable, "datanode listen", cfg.GRPCAddr, err)
+			return nil, errs.Wrap(errs.Unavailable, "datanode.Start", cfg.GRPCAddr, err)
 		}
 	}
 	d.grpcLis = lis
@@ -157,7 +157,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 // loadID returns the datanode id: want if set (checked against the stored
 // one), else the stored one, else a new uuid, which is then stored.
 func loadID(fs lbm.FS, dir, want string) (string, error) {
-	const op = "datanode id"
+	const op = "datanode.Start"
 	path := filepath.Join(dir, IDFile)
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return "", errs.Wrap(errs.IO, op, dir, err)
@@ -203,14 +203,14 @@ func newUUID() string {
 }
 
 // conn returns a shared client connection to addr.
-func (d *Datanode) conn(addr string) (*grpc.ClientConn, error) {
+func (d *Datanode) conn(op, addr string) (*grpc.ClientConn, error) {
 	d.connMu.Lock()
 	defer d.connMu.Unlock()
 	if c, ok := d.conns[addr]; ok {
 		return c, nil
 	}
 	if d.conns == nil {
-		return nil, errs.New(errs.Unavailable, "dial", addr, "datanode is closing")
+		return nil, errs.New(errs.Unavailable, op, addr, "datanode is closing")
 	}
 	// The last transport credentials win: DialOptions may replace these.
 	// Under simple auth every call states this datanode's identity.
@@ -221,7 +221,7 @@ func (d *Datanode) conn(addr string) (*grpc.ClientConn, error) {
 	opts = append(opts, d.cfg.DialOptions...)
 	c, err := grpc.NewClient(addr, opts...)
 	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, "dial", addr, err)
+		return nil, errs.Wrap(errs.Unavailable, op, addr, err)
 	}
 	d.conns[addr] = c
 	return c, nil

@@ -77,7 +77,7 @@ func (s *rbwSet) remove(r *rbw) {
 
 // claim stops r's owning stream, if any, waits (bounded by ctx) until it
 // lets go, and makes owner (nil: a block recovery) the new owner.
-func (r *rbw) claim(ctx context.Context, owner context.CancelFunc) error {
+func (r *rbw) claim(ctx context.Context, op string, owner context.CancelFunc) error {
 	for {
 		r.mu.Lock()
 		if r.owner == nil {
@@ -94,7 +94,7 @@ func (r *rbw) claim(ctx context.Context, owner context.CancelFunc) error {
 		select {
 		case <-released:
 		case <-ctx.Done():
-			return errs.Wrap(errs.Timeout, "claim replica", blockName(r.id), context.Cause(ctx))
+			return errs.Wrap(errs.Timeout, op, blockName(r.id), context.Cause(ctx))
 		}
 	}
 }

@@ -19,12 +19,12 @@ func (d *Datanode) readBlock(req *api.ReadBlockRequest, stream grpc.ServerStream
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	var sendW peerWait
-	return d.watch(cancel, "read block", blockName(req.GetBlock().GetId()), d.cfg.StreamIdleTimeout, []*peerWait{&sendW},
+	return d.watch(cancel, "ReadBlock", blockName(req.GetBlock().GetId()), d.cfg.StreamIdleTimeout, []*peerWait{&sendW},
 		func() error { return d.serveRead(ctx, req, stream, &sendW) })
 }
 
 func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, stream grpc.ServerStreamingServer[api.ReadBlockResponse], sendW *peerWait) error {
-	const op = "read block"
+	const op = "ReadBlock"
 	start := time.Now()
 	b := req.GetBlock()
 	if b == nil {

@@ -38,7 +38,7 @@ func (d *Datanode) checkRecovery(ctx context.Context, op string, token []byte, i
 }
 
 func (s *dataService) InitReplicaRecovery(ctx context.Context, req *api.InitReplicaRecoveryRequest) (*api.InitReplicaRecoveryResponse, error) {
-	const op = "init replica recovery"
+	const op = "InitReplicaRecovery"
 	b := req.GetBlock()
 	if b == nil || req.RecoveryId == 0 {
 		return nil, errs.New(errs.Invalid, op, "", "block and recovery_id are required")
@@ -52,7 +52,7 @@ func (s *dataService) InitReplicaRecovery(ctx context.Context, req *api.InitRepl
 // initReplicaRecovery reports the local replica of block id, stopping and
 // claiming one being written for recovery rid.
 func (d *Datanode) initReplicaRecovery(ctx context.Context, id, rid uint64) (*api.InitReplicaRecoveryResponse, error) {
-	const op = "init replica recovery"
+	const op = "InitReplicaRecovery"
 	if r := d.rbws.get(id); r != nil {
 		r.mu.Lock()
 		newer := r.recovering > rid
@@ -63,7 +63,7 @@ func (d *Datanode) initReplicaRecovery(ctx context.Context, id, rid uint64) (*ap
 		if newer {
 			return nil, errs.Newf(errs.Precondition, op, blockName(id), "a newer recovery (%d) holds the replica", r.recovering)
 		}
-		if err := r.claim(ctx, nil); err != nil {
+		if err := r.claim(ctx, op, nil); err != nil {
 			return nil, err
 		}
 		r.release() // stays detached; UpdateReplicaUnderRecovery finalizes it
@@ -88,7 +88,7 @@ func (d *Datanode) initReplicaRecovery(ctx context.Context, id, rid uint64) (*ap
 }
 
 func (s *dataService) UpdateReplicaUnderRecovery(ctx context.Context, req *api.UpdateReplicaUnderRecoveryRequest) (*api.UpdateReplicaUnderRecoveryResponse, error) {
-	const op = "update replica under recovery"
+	const op = "UpdateReplicaUnderRecovery"
 	b := req.GetBlock()
 	if b == nil || req.RecoveryId == 0 {
 		return nil, errs.New(errs.Invalid, op, "", "block and recovery_id are required")
@@ -107,7 +107,7 @@ func (s *dataService) UpdateReplicaUnderRecovery(ctx context.Context, req *api.U
 // updateReplicaUnderRecovery cuts the local replica of block id to n bytes
 // and finalizes it under recovery id rid.
 func (d *Datanode) updateReplicaUnderRecovery(ctx context.Context, id, rid uint64, n int64) (lbm.BlockInfo, error) {
-	const op = "update replica under recovery"
+	const op = "UpdateReplicaUnderRecovery"
 	if r := d.rbws.get(id); r != nil {
 		r.mu.Lock()
 		mine := r.recovering == rid
@@ -115,7 +115,7 @@ func (d *Datanode) updateReplicaUnderRecovery(ctx context.Context, id, rid uint6
 		if !mine {
 			return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(id), "the replica is not held by recovery %d", rid)
 		}
-		if err := r.claim(ctx, nil); err != nil {
+		if err := r.claim(ctx, op, nil); err != nil {
 			return lbm.BlockInfo{}, err
 		}
 		if r.bw.Written() < n {
@@ -275,7 +275,7 @@ func (d *Datanode) peerInit(ctx context.Context, dn *api.DatanodeInfo, c *api.Re
 	if dn.Id == d.id {
 		return d.initReplicaRecovery(ctx, c.Block.GetId(), c.RecoveryId)
 	}
-	conn, err := d.conn(dn.Addr)
+	conn, err := d.conn("InitReplicaRecovery", dn.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func (d *Datanode) peerUpdate(ctx context.Context, dn *api.DatanodeInfo, c *api.
 		crc := info.CRC
 		return &api.Block{Id: info.ID, GenStamp: info.GenStamp, Length: uint64(info.Length), Crc32C: &crc}, nil
 	}
-	conn, err := d.conn(dn.Addr)
+	conn, err := d.conn("UpdateReplicaUnderRecovery", dn.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +314,7 @@ func (d *Datanode) peerUpdate(ctx context.Context, dn *api.DatanodeInfo, c *api.
 func (d *Datanode) commitBlockSync(ctx context.Context, req *api.CommitBlockSynchronizationRequest) error {
 	var last error
 	for _, addr := range d.cfg.Namenodes {
-		conn, err := d.conn(addr)
+		conn, err := d.conn("CommitBlockSynchronization", addr)
 		if err != nil {
 			last = err
 			continue

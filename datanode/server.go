@@ -44,7 +44,7 @@ func (authEnv) IsMember(string) bool    { return true }
 // certIdentity names the datanode by its own certificate under mTLS: it
 // must be a datanode certificate of the cluster's trust domain.
 func certIdentity(cfg Config) (security.Identity, error) {
-	const op = "datanode certificate"
+	const op = "datanode.Start"
 	if cfg.Auth != AuthMTLS {
 		return security.Identity{}, nil
 	}

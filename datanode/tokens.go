@@ -129,7 +129,7 @@ func (t *tokens) refresh(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nn, err := a.client()
+			nn, err := a.client("GetKeys")
 			if err != nil {
 				return
 			}
@@ -247,7 +247,7 @@ func (t *tokens) checkWrite(ctx context.Context, caller security.Identity, h *ap
 		_, err := t.check(ctx, h.Token, want)
 		return err
 	}
-	const op = "write block"
+	const op = "WriteBlock"
 	if caller.Role != security.RoleDatanode {
 		return errs.Newf(errs.Permission, op, blockName(want.BlockID), "%s may not write a replica: replication writes come from datanodes", caller)
 	}

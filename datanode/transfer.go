@@ -18,7 +18,7 @@ const transferWindow = 8
 // the namespace gave one, goes in the header for the targets to check
 // the whole block against, and is checked here first.
 func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, token []byte, targets []*api.DatanodeInfo) ([]string, error) {
-	const op = "transfer block"
+	const op = "TransferBlock"
 	name := blockName(b.GetId())
 	if len(targets) == 0 {
 		return nil, errs.New(errs.Invalid, op, name, "no targets")
@@ -34,7 +34,7 @@ func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, tok
 	if info.Inode != 0 {
 		inode = info.Inode
 	}
-	conn, err := d.conn(targets[0].Addr)
+	conn, err := d.conn(op, targets[0].Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -84,5 +84,5 @@ func (d *Datanode) transferFailed(name, first string, w *blockstream.Writer, err
 			bad = b
 		}
 	}
-	return &errs.Error{Kind: errs.Unavailable, Op: "transfer block", Path: name, Msg: "target datanode " + bad + " failed", Err: err}
+	return &errs.Error{Kind: errs.Unavailable, Op: "TransferBlock", Path: name, Msg: "target datanode " + bad + " failed", Err: err}
 }

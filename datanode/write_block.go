@@ -76,7 +76,7 @@ func (d *Datanode) writeBlock(up grpc.BidiStreamingServer[api.WriteBlockRequest,
 	ctx, cancel := context.WithCancel(up.Context())
 	defer cancel()
 	w := &writeStream{d: d, up: up, ctx: ctx, cancel: cancel, start: time.Now(), acks: make(chan pendingAck, ackQueue), badOff: -1}
-	return d.watch(cancel, "write block", "", d.cfg.StreamIdleTimeout,
+	return d.watch(cancel, "WriteBlock", "", d.cfg.StreamIdleTimeout,
 		[]*peerWait{&w.recvW, &w.sendW, &w.fwdW, &w.dsAckW}, w.run)
 }
 
@@ -125,7 +125,7 @@ func (w *writeStream) run() error {
 // open reads and checks the header, starts the local replica and opens
 // the stream to the next datanode.
 func (w *writeStream) open() error {
-	const op = "write block"
+	const op = "WriteBlock"
 	d := w.d
 	w.recvW.begin()
 	first, err := w.up.Recv()
@@ -187,7 +187,7 @@ func (w *writeStream) staleHere() bool {
 
 // openReplica starts the local replica of a write of known length.
 func (w *writeStream) openReplica() error {
-	const op = "write block"
+	const op = "WriteBlock"
 	d, h, b := w.d, w.h, w.h.Block
 	meta := lbm.BlockMeta{ID: b.Id, Inode: h.InodeId, GenStamp: b.GenStamp, Length: w.length}
 	var err error
@@ -246,7 +246,7 @@ func (w *writeStream) receive() error {
 // take handles one message the receive loop read (with recvMu held):
 // done after the last packet, or once the call is over.
 func (w *writeStream) take(m *api.WriteBlockRequest, err error, hold int64, seq *uint64, off *int64) (bool, error) {
-	const op = "write block"
+	const op = "WriteBlock"
 	d := w.d
 	if w.quit {
 		d.inflightBytes.release(hold)
@@ -290,7 +290,7 @@ func packetOverhead(n, bpc int) int64 { return int64(4*chunks.Count(n, bpc)) + 6
 // store checks packet p (the seq-th, expected at off), forwards it, and
 // writes it; on the last packet it commits the replica.
 func (w *writeStream) store(m *api.WriteBlockRequest, p *api.WritePacket, seq uint64, off int64) error {
-	const op = "write block"
+	const op = "WriteBlock"
 	if p == nil {
 		if m.GetHeader() != nil {
 			return errs.New(errs.Invalid, op, w.name, "header sent twice")
@@ -346,7 +346,7 @@ func (w *writeStream) checkAndForward(m *api.WriteBlockRequest, p *api.WritePack
 	if bad := verifyPacket(off, p.Data, p.Crcs, w.bpc); bad >= 0 {
 		w.d.met.corruptPackets.Inc()
 		w.setBad(w.d.id, bad)
-		return errs.Newf(errs.Corrupt, "write block", w.name, "chunk at offset %d: checksum mismatch on datanode %s", bad, w.d.id)
+		return errs.Newf(errs.Corrupt, "WriteBlock", w.name, "chunk at offset %d: checksum mismatch on datanode %s", bad, w.d.id)
 	}
 	if w.ds != nil {
 		w.fwdW.begin()
@@ -360,7 +360,7 @@ func (w *writeStream) checkAndForward(m *api.WriteBlockRequest, p *api.WritePack
 // off, against crcs: a mismatch is Corrupt naming block and offset.
 func verifyChunks(name string, off int64, bpc int, data []byte, crcs []uint32) error {
 	if i := chunks.Verify(data, crcs, bpc); i >= 0 {
-		return errs.Newf(errs.Corrupt, "write block", name, "chunk at offset %d: checksum mismatch", off+int64(i*bpc))
+		return errs.Newf(errs.Corrupt, "WriteBlock", name, "chunk at offset %d: checksum mismatch", off+int64(i*bpc))
 	}
 	return nil
 }
@@ -368,7 +368,7 @@ func verifyChunks(name string, off int64, bpc int, data []byte, crcs []uint32) e
 // respond acknowledges each stored packet once the downstream datanode
 // acknowledged it too.
 func (w *writeStream) respond() error {
-	const op = "write block"
+	const op = "WriteBlock"
 	for {
 		var pa pendingAck
 		select {
@@ -515,7 +515,7 @@ func (r *existingReplica) Written() int64 { return r.n }
 
 func (r *existingReplica) Commit(context.Context) (lbm.BlockInfo, error) {
 	if r.n != r.info.Length || r.crc != r.info.CRC {
-		return r.info, errs.Newf(errs.Exist, "write block", r.name, "a different replica (content) is already stored")
+		return r.info, errs.Newf(errs.Exist, "WriteBlock", r.name, "a different replica (content) is already stored")
 	}
 	return r.info, nil
 }

@@ -23,7 +23,7 @@ const claimWait = 10 * time.Second
 
 // openRBW starts or reopens the local replica of an open-ended write.
 func (w *writeStream) openRBW() error {
-	const op = "write block"
+	const op = "WriteBlock"
 	d, h, b := w.d, w.h, w.h.Block
 	fresh := h.ResumeOffset == 0 && h.PreviousGenStamp == 0
 	if !fresh && h.ResumeOffset == 0 && d.rbws.get(b.Id) == nil {
@@ -83,10 +83,10 @@ func (w *writeStream) adopt(r *rbw) {
 // resumeRBW takes over a replica being written (its old stream is stopped
 // first), cut to resume bytes, under the header's new stamp.
 func (w *writeStream) resumeRBW(r *rbw, resume int64) error {
-	const op = "write block"
+	const op = "WriteBlock"
 	ctx, cancel := context.WithTimeout(w.ctx, claimWait)
 	defer cancel()
-	if err := r.claim(ctx, w.cancel); err != nil {
+	if err := r.claim(ctx, op, w.cancel); err != nil {
 		return err
 	}
 	fail := func(err error) error { r.release(); return err }
@@ -145,7 +145,7 @@ func verifyPacket(off int64, data []byte, crcs []uint32, bpc int) int64 {
 // the stored bytes before it complete its first chunk, and the bytes it
 // repeats must be the stored ones.
 func (w *writeStream) storeOpen(m *api.WriteBlockRequest, p *api.WritePacket, seq uint64) error {
-	const op = "write block"
+	const op = "WriteBlock"
 	n, off := int64(len(p.Data)), int64(p.Offset)
 	bw, bpc := w.r.bw, int64(w.bpc)
 	written := bw.Written()

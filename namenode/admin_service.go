@@ -21,11 +21,11 @@ type adminService struct {
 
 func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest) (*api.AddServerResponse, error) {
 	if req.Id == "" || req.RaftAddr == "" || req.GrpcAddr == "" {
-		return nil, errs.New(errs.Invalid, "add server", req.Id, "id, raft_addr and grpc_addr are required")
+		return nil, errs.New(errs.Invalid, "AddServer", req.Id, "id, raft_addr and grpc_addr are required")
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
-		conn, err := n.leaderConn(ctx)
+		conn, err := n.leaderConn(ctx, "AddServer")
 		if err != nil {
 			return nil, err
 		}
@@ -33,9 +33,9 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 	}
 	f := n.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
-		return nil, n.raftError("add server", err)
+		return nil, n.raftError("AddServer", err)
 	}
-	_, idx, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: &api.Member{
+	_, idx, err := n.propose(ctx, "AddServer", fsm.CmdSetMember, &api.SetMemberCommand{Member: &api.Member{
 		Id: req.Id, RaftAddr: req.RaftAddr, GrpcAddr: req.GrpcAddr, HttpAddr: req.HttpAddr, Voter: true,
 	}})
 	if err != nil {
@@ -47,26 +47,26 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 
 func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
 	if req.Id == "" {
-		return nil, errs.New(errs.Invalid, "remove server", "", "id is required")
+		return nil, errs.New(errs.Invalid, "RemoveServer", "", "id is required")
 	}
 	n := s.n
 	if n.raft.State() != raft.Leader {
-		conn, err := n.leaderConn(ctx)
+		conn, err := n.leaderConn(ctx, "RemoveServer")
 		if err != nil {
 			return nil, err
 		}
 		return api.NewAdminClient(conn).RemoveServer(ctx, req)
 	}
 	if !n.isMember(req.Id) {
-		return nil, errs.New(errs.NotFound, "remove server", req.Id, "no such server in the Raft configuration")
+		return nil, errs.New(errs.NotFound, "RemoveServer", req.Id, "no such server in the Raft configuration")
 	}
 	// Drop the member entry first, while this node surely still leads.
-	if _, _, err := n.propose(ctx, fsm.CmdRemoveMember, &api.RemoveMemberCommand{Id: req.Id}); err != nil {
+	if _, _, err := n.propose(ctx, "RemoveServer", fsm.CmdRemoveMember, &api.RemoveMemberCommand{Id: req.Id}); err != nil {
 		return nil, err
 	}
 	f := n.raft.RemoveServer(raft.ServerID(req.Id), 0, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
-		return nil, n.raftError("remove server", err)
+		return nil, n.raftError("RemoveServer", err)
 	}
 	n.log.Info("removed server", "id", req.Id)
 	return &api.RemoveServerResponse{Index: f.Index()}, nil
@@ -88,7 +88,7 @@ func (n *Namenode) isMember(id string) bool {
 func (s *adminService) TransferLeadership(ctx context.Context, req *api.TransferLeadershipRequest) (*api.TransferLeadershipResponse, error) {
 	n := s.n
 	if n.raft.State() != raft.Leader {
-		conn, err := n.leaderConn(ctx)
+		conn, err := n.leaderConn(ctx, "TransferLeadership")
 		if err != nil {
 			return nil, err
 		}
@@ -100,12 +100,12 @@ func (s *adminService) TransferLeadership(ctx context.Context, req *api.Transfer
 	} else {
 		addr, ok := n.memberRaftAddr(req.Id)
 		if !ok {
-			return nil, errs.New(errs.NotFound, "transfer leadership", req.Id, "no such server")
+			return nil, errs.New(errs.NotFound, "TransferLeadership", req.Id, "no such server")
 		}
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(req.Id), raft.ServerAddress(addr))
 	}
 	if err := f.Error(); err != nil {
-		return nil, n.raftError("transfer leadership", err)
+		return nil, n.raftError("TransferLeadership", err)
 	}
 	_, id := n.raft.LeaderWithID()
 	return &api.TransferLeadershipResponse{NewLeaderId: string(id)}, nil
@@ -130,11 +130,11 @@ func (n *Namenode) memberRaftAddr(id string) (string, bool) {
 func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (*api.SnapshotResponse, error) {
 	f := s.n.raft.Snapshot()
 	if err := f.Error(); err != nil {
-		return nil, errs.Wrap(errs.Precondition, "snapshot", "", err)
+		return nil, errs.Wrap(errs.Precondition, "Snapshot", "", err)
 	}
 	meta, err := s.n.snaps.Newest()
 	if err != nil {
-		return nil, errs.Wrap(errs.IO, "snapshot", "", err)
+		return nil, errs.Wrap(errs.IO, "Snapshot", "", err)
 	}
 	return &api.SnapshotResponse{Index: meta.Index, Term: meta.Term}, nil
 }
@@ -148,23 +148,23 @@ type internalService struct {
 
 func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
 	if s.n.raft.State() != raft.Leader {
-		return nil, s.n.raftError("apply", raft.ErrNotLeader)
+		return nil, s.n.raftError("Apply", raft.ErrNotLeader)
 	}
 	peer, _ := security.IdentityFromContext(ctx)
 	data, err := forwardedCommand(req.Command, peer.Name)
 	if err != nil {
 		return nil, err
 	}
-	res, idx, err := s.n.applyLocal(ctx, data)
+	res, idx, err := s.n.applyLocal(ctx, "Apply", data)
 	if res == nil {
 		if err == nil {
-			err = errs.New(errs.Internal, "apply", "", "no result")
+			err = errs.New(errs.Internal, "Apply", "", "no result")
 		}
 		return nil, err
 	}
 	b, merr := proto.Marshal(res)
 	if merr != nil {
-		return nil, errs.Wrap(errs.Internal, "apply", "", merr)
+		return nil, errs.Wrap(errs.Internal, "Apply", "", merr)
 	}
 	return &api.ApplyResponse{Result: b, Index: idx}, nil
 }
@@ -176,10 +176,10 @@ func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*ap
 // leader's own work), its own member entry only, and only its own signing
 // keys, which the leader stamps with peer as the proposer.
 func forwardedCommand(data []byte, peer string) ([]byte, error) {
-	const op = "apply"
+	const op = "Apply"
 	t, msg, err := fsm.Decode(data)
 	if err != nil {
-		return nil, err
+		return nil, errs.WithOp(err, op)
 	}
 	switch t {
 	case fsm.CmdBatch, fsm.CmdPruneKeys, fsm.CmdRemoveMember:
@@ -205,9 +205,9 @@ func forwardedCommand(data []byte, peer string) ([]byte, error) {
 
 func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexRequest) (*api.ReadIndexResponse, error) {
 	if s.n.raft.State() != raft.Leader {
-		return nil, s.n.raftError("read index", raft.ErrNotLeader)
+		return nil, s.n.raftError("ReadIndex", raft.ErrNotLeader)
 	}
-	idx, err := s.n.leaderReadIndex(ctx)
+	idx, err := s.n.leaderReadIndex(ctx, "ReadIndex")
 	if err != nil {
 		return nil, err
 	}

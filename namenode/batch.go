@@ -25,6 +25,7 @@ type proposer struct {
 }
 
 type proposal struct {
+	op   string // the operation proposing, named by its errors
 	data []byte
 	done chan proposalResult
 }
@@ -46,15 +47,16 @@ func newProposer(n *Namenode, maxInflight, maxBatch int) *proposer {
 }
 
 // submit proposes data and waits for its result. ctx only bounds the wait
-// to enter the queue: once in Raft, the command's fate is Raft's.
-func (p *proposer) submit(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
-	pr := &proposal{data: data, done: make(chan proposalResult, 1)}
+// to enter the queue: once in Raft, the command's fate is Raft's. op names
+// the operation in the errors of the proposal itself.
+func (p *proposer) submit(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
+	pr := &proposal{op: op, data: data, done: make(chan proposalResult, 1)}
 	select {
 	case p.in <- pr:
 	case <-ctx.Done():
-		return nil, 0, errs.Wrap(errs.Timeout, "propose", "", ctx.Err())
+		return nil, 0, errs.Wrap(errs.Timeout, op, "", ctx.Err())
 	case <-p.stop:
-		return nil, 0, errs.New(errs.Unavailable, "propose", "", "namenode is stopping")
+		return nil, 0, errs.New(errs.Unavailable, op, "", "namenode is stopping")
 	}
 	r := <-pr.done
 	return r.res, r.idx, r.err
@@ -108,7 +110,7 @@ func (p *proposer) run() {
 
 func (p *proposer) fail(batch []*proposal) {
 	for _, pr := range batch {
-		pr.done <- proposalResult{err: errs.New(errs.Unavailable, "propose", "", "namenode is stopping")}
+		pr.done <- proposalResult{err: errs.New(errs.Unavailable, pr.op, "", "namenode is stopping")}
 	}
 }
 
@@ -118,7 +120,7 @@ func (p *proposer) apply(batch []*proposal) {
 	defer func() { <-p.inflight }()
 	p.n.met.proposal.Observe(float64(len(batch)))
 	if len(batch) == 1 {
-		res, idx, err := p.n.applyRaft(batch[0].data)
+		res, idx, err := p.n.applyRaft(batch[0].op, batch[0].data)
 		batch[0].done <- proposalResult{res: asResult(res), idx: idx, err: err}
 		return
 	}
@@ -126,19 +128,20 @@ func (p *proposer) apply(batch []*proposal) {
 	for i, pr := range batch {
 		cmds[i] = pr.data
 	}
+	// The entry's own errors are every proposal's, each under its op.
 	data, err := fsm.Encode(fsm.CmdBatch, &api.BatchCommand{Commands: cmds})
 	var out any
 	var idx uint64
 	if err == nil {
-		out, idx, err = p.n.applyRaft(data)
+		out, idx, err = p.n.applyRaft("", data)
 	}
 	results, ok := out.(fsm.BatchResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
-		err = errs.New(errs.Internal, "propose", "", "FSM returned a malformed batch result")
+		err = errs.New(errs.Internal, "", "", "FSM returned a malformed batch result")
 	}
 	for i, pr := range batch {
 		if err != nil {
-			pr.done <- proposalResult{err: err}
+			pr.done <- proposalResult{err: errs.WithOp(err, pr.op)}
 			continue
 		}
 		pr.done <- proposalResult{res: results[i], idx: idx, err: fsm.ResultErr(results[i])}

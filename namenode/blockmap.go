@@ -29,7 +29,7 @@ const maxBadBlocksPerReport = 1024
 // A datanode may only report its own replicas. A malformed request changes
 // nothing; a request naming no replica this namenode knows of is NotFound.
 func (n *Namenode) reportBadBlocks(ctx context.Context, req *api.ReportBadBlocksRequest) (*api.ReportBadBlocksResponse, error) {
-	const op = "report bad blocks"
+	const op = "ReportBadBlocks"
 	refuse := func(err error) (*api.ReportBadBlocksResponse, error) {
 		n.blocks.Refuse(blocks.RefusedBadBlock)
 		return nil, err

@@ -26,7 +26,7 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*ap
 	if err != nil {
 		return nil, err
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdMkdirs, &api.MkdirsCommand{
+	_, idx, err := s.n.propose(ctx, "Mkdirs", fsm.CmdMkdirs, &api.MkdirsCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -55,13 +55,13 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*ap
 		return nil, errs.Newf(errs.Invalid, "Create", req.Path, "block size %d is %s", bs, msg)
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, fsm.CmdCreate, &api.CreateCommand{
+	res, idx, err := s.n.propose(ctx, "Create", fsm.CmdCreate, &api.CreateCommand{
 		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
-		return nil, s.n.takeOver(ctx, c, p, err)
+		return nil, s.n.takeOver(ctx, "Create", c, p, err)
 	}
 	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}, nil
 }
@@ -83,7 +83,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		// This node may lag the create (a client that moved to it after a
 		// leader change, a node catching up after a restart): catch up to
 		// the leader's read index and look again.
-		if berr := s.n.readBarrier(ctx, nil); berr == nil {
+		if berr := s.n.readBarrier(ctx, op, nil); berr == nil {
 			info, err = s.statLocal(c, op, p)
 		}
 	}
@@ -101,7 +101,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	for i, d := range targets {
 		ids[i] = d.ID
 	}
-	res, idx, err := s.n.propose(ctx, fsm.CmdAddBlock, &api.AddBlockCommand{
+	res, idx, err := s.n.propose(ctx, op, fsm.CmdAddBlock, &api.AddBlockCommand{
 		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(), Targets: ids,
 	})
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 			return nil, err
 		}
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdComplete, &api.CompleteCommand{
+	_, idx, err := s.n.propose(ctx, "Complete", fsm.CmdComplete, &api.CompleteCommand{
 		Caller: c, Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -175,12 +175,12 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*ap
 		return nil, err
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, fsm.CmdAppend, &api.AppendCommand{
+	res, idx, err := s.n.propose(ctx, "Append", fsm.CmdAppend, &api.AppendCommand{
 		Caller: c, Path: req.Path, MtimeUnixMs: nowMs(), NewBlock: req.NewBlock,
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
-		return nil, s.n.takeOver(ctx, c, p, err)
+		return nil, s.n.takeOver(ctx, "Append", c, p, err)
 	}
 	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum,
 		LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}
@@ -206,7 +206,7 @@ func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockR
 	if req.InodeId == 0 || req.Block == nil || req.Block.Id == 0 {
 		return nil, errs.New(errs.Invalid, "AbandonBlock", req.Path, "inode_id and block are required")
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdAbandonBlock, &api.AbandonBlockCommand{
+	_, idx, err := s.n.propose(ctx, "AbandonBlock", fsm.CmdAbandonBlock, &api.AbandonBlockCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block,
 	})
 	if err != nil {
@@ -219,7 +219,7 @@ func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*ap
 	if err := validatePath("Delete", req.Path); err != nil {
 		return nil, err
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdDelete, &api.DeleteCommand{
+	_, idx, err := s.n.propose(ctx, "Delete", fsm.CmdDelete, &api.DeleteCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -235,7 +235,7 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*ap
 	if err := validatePath("Rename", req.Dst); err != nil {
 		return nil, err
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdRename, &api.RenameCommand{
+	_, idx, err := s.n.propose(ctx, "Rename", fsm.CmdRename, &api.RenameCommand{
 		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -250,7 +250,7 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	if err != nil {
 		return nil, err
 	}
-	if err := s.n.readBarrier(ctx, req.Read); err != nil {
+	if err := s.n.readBarrier(ctx, op, req.Read); err != nil {
 		return nil, err
 	}
 	var fi namespace.FileInfo
@@ -276,7 +276,7 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	if limit <= 0 || limit > s.n.cfg.Namespace.MaxListPage {
 		limit = s.n.cfg.Namespace.MaxListPage
 	}
-	if err := s.n.readBarrier(ctx, req.Read); err != nil {
+	if err := s.n.readBarrier(ctx, op, req.Read); err != nil {
 		return nil, err
 	}
 	var entries []namespace.FileInfo
@@ -304,7 +304,7 @@ func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissio
 	if req.Mode&^0o1777 != 0 {
 		return nil, errs.Newf(errs.Invalid, "SetPermission", req.Path, "mode %#o has bits outside 01777", req.Mode)
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdSetPermission, &api.SetPermissionCommand{
+	_, idx, err := s.n.propose(ctx, "SetPermission", fsm.CmdSetPermission, &api.SetPermissionCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Perm: req.Mode, MtimeUnixMs: nowMs(),
 	})
 	if err != nil {
@@ -320,7 +320,7 @@ func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) 
 	if req.Owner == "" && req.Group == "" {
 		return nil, errs.New(errs.Invalid, "SetOwner", req.Path, "owner or group is required")
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdSetOwner, &api.SetOwnerCommand{
+	_, idx, err := s.n.propose(ctx, "SetOwner", fsm.CmdSetOwner, &api.SetOwnerCommand{
 		Caller: s.n.caller(ctx), Path: req.Path, Owner: req.Owner, Group: req.Group,
 	})
 	if err != nil {

@@ -80,13 +80,13 @@ func DefaultConfig() Config {
 func (c *Config) Validate() error {
 	switch {
 	case c.ID == "":
-		return badConfig("id is required")
+		return badConfig("namenode.Config.Validate", "id is required")
 	case c.DataDir == "":
-		return badConfig("data dir is required")
+		return badConfig("namenode.Config.Validate", "data dir is required")
 	case c.MaxRequestSize <= 0:
-		return badConfig("max request size must be positive")
+		return badConfig("namenode.Config.Validate", "max request size must be positive")
 	case c.WorkInterval <= 0:
-		return badConfig("work interval must be positive")
+		return badConfig("namenode.Config.Validate", "work interval must be positive")
 	}
 	if err := c.Raft.Validate(); err != nil {
 		return err
@@ -101,7 +101,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Raft.Insecure && c.Auth.Mode != AuthSimple {
-		return badConfig("insecure raft applies only to auth simple; under mtls Raft always runs over mTLS")
+		return badConfig("namenode.Config.Validate", "insecure raft applies only to auth simple; under mtls Raft always runs over mTLS")
 	}
 	if err := c.Tokens.Validate(); err != nil {
 		return err
@@ -109,8 +109,9 @@ func (c *Config) Validate() error {
 	return c.Blocks.Validate()
 }
 
-func badConfig(format string, a ...any) error {
-	return errs.Newf(errs.Invalid, "namenode config", "", format, a...)
+// badConfig is the error of the Validate method op.
+func badConfig(op, format string, a ...any) error {
+	return errs.Newf(errs.Invalid, op, "", format, a...)
 }
 
 // RaftConfig is how the namenode takes part in Raft.
@@ -175,21 +176,21 @@ func DefaultRaftConfig() RaftConfig {
 func (c *RaftConfig) Validate() error {
 	switch {
 	case c.Addr == "" && c.Transport == nil:
-		return badConfig("raft address is required")
+		return badConfig("namenode.RaftConfig.Validate", "raft address is required")
 	case c.Bootstrap && c.Join != "":
-		return badConfig("bootstrap and join are exclusive")
+		return badConfig("namenode.RaftConfig.Validate", "bootstrap and join are exclusive")
 	case c.HandshakeTimeout <= 0:
-		return badConfig("raft handshake timeout must be positive")
+		return badConfig("namenode.RaftConfig.Validate", "raft handshake timeout must be positive")
 	case c.Heartbeat <= 0 || c.Election <= 0:
-		return badConfig("raft heartbeat %v and election %v timeouts must be positive", c.Heartbeat, c.Election)
+		return badConfig("namenode.RaftConfig.Validate", "raft heartbeat %v and election %v timeouts must be positive", c.Heartbeat, c.Election)
 	case c.ApplyTimeout <= 0:
-		return badConfig("apply timeout must be positive")
+		return badConfig("namenode.RaftConfig.Validate", "apply timeout must be positive")
 	case c.MaxInflightApplies <= 0 || c.MaxBatch <= 0:
-		return badConfig("max in-flight applies and max batch must be positive")
+		return badConfig("namenode.RaftConfig.Validate", "max in-flight applies and max batch must be positive")
 	}
 	for _, p := range c.Peers {
 		if p.ID == "" || p.RaftAddr == "" || p.GRPCAddr == "" {
-			return badConfig("peer %+v needs id, raft and grpc addresses", p)
+			return badConfig("namenode.RaftConfig.Validate", "peer %+v needs id, raft and grpc addresses", p)
 		}
 	}
 	return nil
@@ -252,27 +253,27 @@ func DefaultNamespaceConfig() NamespaceConfig {
 
 // Validate reports the first problem with the namespace section.
 func (c *NamespaceConfig) Validate() error {
-	if err := chunks.CheckSize("namenode config", c.BytesPerChecksum); err != nil {
+	if err := chunks.CheckSize("namenode.NamespaceConfig.Validate", c.BytesPerChecksum); err != nil {
 		return err
 	}
 	switch {
 	case c.Superuser == "":
-		return badConfig("superuser is required")
+		return badConfig("namenode.NamespaceConfig.Validate", "superuser is required")
 	case c.DefaultReplication < 1 || c.DefaultReplication > 32:
-		return badConfig("default replication %d out of 1..32", c.DefaultReplication)
+		return badConfig("namenode.NamespaceConfig.Validate", "default replication %d out of 1..32", c.DefaultReplication)
 	case c.MinBlockSize == 0 || c.MinBlockSize > c.MaxBlockSize:
-		return badConfig("block size limits [%d, %d]: want 0 < min <= max", c.MinBlockSize, c.MaxBlockSize)
+		return badConfig("namenode.NamespaceConfig.Validate", "block size limits [%d, %d]: want 0 < min <= max", c.MinBlockSize, c.MaxBlockSize)
 	case c.MaxBlockSize < uint64(c.BytesPerChecksum):
-		return badConfig("max block size %d is below bytes per checksum %d: no block size is allowed", c.MaxBlockSize, c.BytesPerChecksum)
+		return badConfig("namenode.NamespaceConfig.Validate", "max block size %d is below bytes per checksum %d: no block size is allowed", c.MaxBlockSize, c.BytesPerChecksum)
 	case c.DefaultBlockSize == 0:
-		return badConfig("default block size must be positive")
+		return badConfig("namenode.NamespaceConfig.Validate", "default block size must be positive")
 	case c.MaxListPage <= 0:
-		return badConfig("max list page must be positive")
+		return badConfig("namenode.NamespaceConfig.Validate", "max list page must be positive")
 	case c.MinReplication < 0 || c.MinReplication > int(c.DefaultReplication) || (c.MinReplication > 0 && c.CompleteWait <= 0):
-		return badConfig("min replication %d must be in 0..default replication %d, with a positive complete wait", c.MinReplication, c.DefaultReplication)
+		return badConfig("namenode.NamespaceConfig.Validate", "min replication %d must be in 0..default replication %d, with a positive complete wait", c.MinReplication, c.DefaultReplication)
 	}
 	if msg := c.blockSizeProblem(c.DefaultBlockSize); msg != "" {
-		return badConfig("default block size %d: %s", c.DefaultBlockSize, msg)
+		return badConfig("namenode.NamespaceConfig.Validate", "default block size %d: %s", c.DefaultBlockSize, msg)
 	}
 	return nil
 }
@@ -308,7 +309,7 @@ func DefaultLeaseConfig() LeaseConfig {
 // Validate reports the first problem with the lease section.
 func (c *LeaseConfig) Validate() error {
 	if c.SoftLimit <= 0 || c.HardLimit < c.SoftLimit || c.RecoveryTimeout <= 0 || c.CheckInterval <= 0 {
-		return badConfig("lease limits: soft %v must be positive and at most hard %v; recovery timeout %v and check interval %v positive",
+		return badConfig("namenode.LeaseConfig.Validate", "lease limits: soft %v must be positive and at most hard %v; recovery timeout %v and check interval %v positive",
 			c.SoftLimit, c.HardLimit, c.RecoveryTimeout, c.CheckInterval)
 	}
 	return nil
@@ -378,13 +379,13 @@ func (c *AuthConfig) Validate() error {
 	case AuthSimple:
 	case AuthMTLS:
 		if c.TLS == nil {
-			return badConfig("auth mtls (the default) needs TLS: give --tls-ca, --tls-cert and --tls-key, or --auth=simple on a trusted network")
+			return badConfig("namenode.AuthConfig.Validate", "auth mtls (the default) needs TLS: give --tls-ca, --tls-cert and --tls-key, or --auth=simple on a trusted network")
 		}
 		if c.PeerTLS == nil {
-			return badConfig("auth mtls needs the peer TLS config too: Raft and calls to other namenodes use it")
+			return badConfig("namenode.AuthConfig.Validate", "auth mtls needs the peer TLS config too: Raft and calls to other namenodes use it")
 		}
 	default:
-		return badConfig("auth %v: want simple or mtls", c.Mode)
+		return badConfig("namenode.AuthConfig.Validate", "auth %v: want simple or mtls", c.Mode)
 	}
 	return nil
 }

@@ -23,9 +23,9 @@ func (s *datanodeService) Register(ctx context.Context, req *api.RegisterRequest
 	d := req.GetNode()
 	if d.GetId() == "" || d.GetAddr() == "" {
 		s.n.blocks.Refuse(blocks.RefusedReport)
-		return nil, errs.New(errs.Invalid, "register", "", "datanode id and addr are required")
+		return nil, errs.New(errs.Invalid, "Register", "", "datanode id and addr are required")
 	}
-	if err := s.n.checkDatanodeCaller(ctx, "register", d.Id); err != nil {
+	if err := s.n.checkDatanodeCaller(ctx, "Register", d.Id); err != nil {
 		return nil, err
 	}
 	if err := s.n.blocks.Register(blocks.Datanode{
@@ -40,9 +40,9 @@ func (s *datanodeService) Register(ctx context.Context, req *api.RegisterRequest
 func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {
 	if req.DatanodeId == "" {
 		s.n.blocks.Refuse(blocks.RefusedReport)
-		return nil, errs.New(errs.Invalid, "heartbeat", "", "datanode_id is required")
+		return nil, errs.New(errs.Invalid, "Heartbeat", "", "datanode_id is required")
 	}
-	if err := s.n.checkDatanodeCaller(ctx, "heartbeat", req.DatanodeId); err != nil {
+	if err := s.n.checkDatanodeCaller(ctx, "Heartbeat", req.DatanodeId); err != nil {
 		return nil, err
 	}
 	if !s.n.blocks.Heartbeat(req.DatanodeId, req.Capacity, req.Used, req.FailedVolumes) {
@@ -64,7 +64,7 @@ func (s *datanodeService) GetKeys(ctx context.Context, req *api.GetKeysRequest) 
 }
 
 func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportRequest) (*api.BlockReportResponse, error) {
-	const op = "block report"
+	const op = "BlockReport"
 	if req.DatanodeId == "" {
 		s.n.blocks.Refuse(blocks.RefusedReport)
 		return nil, errs.New(errs.Invalid, op, "", "datanode_id is required")
@@ -88,7 +88,7 @@ func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportR
 }
 
 func (s *datanodeService) IncrementalBlockReport(ctx context.Context, req *api.IncrementalBlockReportRequest) (*api.IncrementalBlockReportResponse, error) {
-	const op = "incremental block report"
+	const op = "IncrementalBlockReport"
 	if req.DatanodeId == "" {
 		s.n.blocks.Refuse(blocks.RefusedReport)
 		return nil, errs.New(errs.Invalid, op, "", "datanode_id is required")

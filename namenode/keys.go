@@ -70,7 +70,7 @@ func (n *Namenode) rotateKey(now time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
 	defer cancel()
-	if _, _, err := n.propose(ctx, fsm.CmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: n.cfg.ID}); err != nil {
+	if _, _, err := n.propose(ctx, "RegisterKey", fsm.CmdRegisterKey, &api.RegisterKeyCommand{PublicKey: pub, Proposer: n.cfg.ID}); err != nil {
 		return err
 	}
 	if err := n.keys.Install(kp); err != nil {
@@ -95,7 +95,7 @@ func (n *Namenode) pruneKeys(now time.Time, cfg security.Config) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
 	defer cancel()
-	if _, _, err := n.propose(ctx, fsm.CmdPruneKeys, &api.PruneKeysCommand{CutoffUnixMs: cutoff.UnixMilli()}); err != nil {
+	if _, _, err := n.propose(ctx, "PruneKeys", fsm.CmdPruneKeys, &api.PruneKeysCommand{CutoffUnixMs: cutoff.UnixMilli()}); err != nil {
 		n.log.Warn("prune keys", "err", err)
 	}
 }

@@ -30,7 +30,7 @@ type recoveryQueue struct {
 }
 
 func (s *clientService) RenewLease(ctx context.Context, req *api.RenewLeaseRequest) (*api.RenewLeaseResponse, error) {
-	res, idx, err := s.n.propose(ctx, fsm.CmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: nowMs()})
+	res, idx, err := s.n.propose(ctx, "RenewLease", fsm.CmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: nowMs()})
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 		return nil, err
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.startRecovery(ctx, c, p, 0)
+	res, idx, err := s.n.startRecovery(ctx, "RecoverLease", c, p, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -56,8 +56,9 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 // startRecovery proposes recovery of file p (or, for the system, inode
 // id), choosing the primary among the datanodes that may hold the last
 // block: the one after the previous primary, so a restarted recovery
-// moves on.
-func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p namespace.Path, id namespace.ID) (*api.CommandResult, uint64, error) {
+// moves on. op names the operation that asked: RecoverLease, or the
+// Create or Append that took the file over.
+func (n *Namenode) startRecovery(ctx context.Context, op string, c *api.Caller, p namespace.Path, id namespace.ID) (*api.CommandResult, uint64, error) {
 	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p.String(), InodeId: uint64(id), NowUnixMs: nowMs(),
 		SoftLimitMs: n.cfg.Leases.SoftLimit.Milliseconds(), System: c == nil}
 	var last *namespace.Block
@@ -91,7 +92,7 @@ func (n *Namenode) startRecovery(ctx context.Context, c *api.Caller, p namespace
 			cmd.Primary = ids[i%len(ids)]
 		}
 	}
-	return n.propose(ctx, fsm.CmdRecoverLease, cmd)
+	return n.propose(ctx, op, fsm.CmdRecoverLease, cmd)
 }
 
 func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.FsyncResponse, error) {
@@ -101,7 +102,7 @@ func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.
 	if req.InodeId == 0 || req.Block == nil {
 		return nil, errs.New(errs.Invalid, "Fsync", req.Path, "inode_id and block are required")
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdFsync, &api.FsyncCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block})
+	_, idx, err := s.n.propose(ctx, "Fsync", fsm.CmdFsync, &api.FsyncCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId, Block: req.Block})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (s *clientService) UpdateBlockForPipeline(ctx context.Context, req *api.Upd
 		return nil, errs.New(errs.Invalid, op, req.Path, "inode_id and block are required")
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, fsm.CmdUpdateBlockForPipeline, &api.UpdateBlockForPipelineCommand{Caller: c, Path: req.Path, InodeId: req.InodeId, Block: req.Block})
+	res, idx, err := s.n.propose(ctx, op, fsm.CmdUpdateBlockForPipeline, &api.UpdateBlockForPipelineCommand{Caller: c, Path: req.Path, InodeId: req.InodeId, Block: req.Block})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func (s *clientService) UpdatePipeline(ctx context.Context, req *api.UpdatePipel
 	if len(req.Datanodes) == 0 || len(req.Datanodes) > namespace.MaxReplication {
 		return nil, errs.Newf(errs.Invalid, op, req.Path, "%d datanodes: want 1..%d", len(req.Datanodes), namespace.MaxReplication)
 	}
-	_, idx, err := s.n.propose(ctx, fsm.CmdUpdatePipeline, &api.UpdatePipelineCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId,
+	_, idx, err := s.n.propose(ctx, op, fsm.CmdUpdatePipeline, &api.UpdatePipelineCommand{Caller: s.n.caller(ctx), Path: req.Path, InodeId: req.InodeId,
 		OldBlock: req.OldBlock, NewBlock: req.NewBlock, Datanodes: req.Datanodes})
 	if err != nil {
 		return nil, err
@@ -152,14 +153,14 @@ func (s *clientService) UpdatePipeline(ctx context.Context, req *api.UpdatePipel
 // recovery; the FSM accepts it only from the primary of the recovery in
 // progress.
 func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *api.CommitBlockSynchronizationRequest) (*api.CommitBlockSynchronizationResponse, error) {
-	const op = "commitBlockSynchronization"
+	const op = "CommitBlockSynchronization"
 	if req.DatanodeId == "" || req.Block == nil || req.InodeId == 0 {
 		return nil, errs.New(errs.Invalid, op, "", "datanode_id, block and inode_id are required")
 	}
 	if err := s.n.checkDatanodeCaller(ctx, op, req.DatanodeId); err != nil {
 		return nil, err
 	}
-	_, _, err := s.n.propose(ctx, fsm.CmdCommitBlockSync, &api.CommitBlockSyncCommand{
+	_, _, err := s.n.propose(ctx, op, fsm.CmdCommitBlockSync, &api.CommitBlockSyncCommand{
 		DatanodeId: req.DatanodeId, InodeId: req.InodeId, Block: req.Block, RecoveryId: req.RecoveryId,
 		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: nowMs(), StoredOn: req.StoredOn,
 	})
@@ -258,7 +259,7 @@ func (n *Namenode) checkLeases() {
 			why = "restart"
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Leases.CheckInterval*4)
-		res, _, err := n.startRecovery(ctx, nil, namespace.Path{}, id)
+		res, _, err := n.startRecovery(ctx, "RecoverLease", nil, namespace.Path{}, id)
 		cancel()
 		if err != nil {
 			n.log.Warn("lease recovery did not start", "inode", id, "err", err)
@@ -273,19 +274,19 @@ func (n *Namenode) checkLeases() {
 // the file: when that holder's soft limit passed, recovery starts (as
 // HDFS's recoverLeaseInternal does) and the caller is told to retry once
 // the file is closed.
-func (n *Namenode) takeOver(ctx context.Context, c *api.Caller, path namespace.Path, err error) error {
+func (n *Namenode) takeOver(ctx context.Context, op string, c *api.Caller, path namespace.Path, err error) error {
 	p := path.String()
 	var e *errs.Error
 	if !errors.As(err, &e) || e.Kind != errs.Precondition || !strings.Contains(e.Msg, "soft limit passed") {
 		return err
 	}
-	res, _, rerr := n.startRecovery(ctx, c, path, 0)
+	res, _, rerr := n.startRecovery(ctx, op, c, path, 0)
 	if rerr != nil {
 		return err
 	}
 	if res.GetClosed() {
-		return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired and the file was closed; retry", fsm.ExcRecoveryInProgress)
+		return errs.Newf(errs.Precondition, op, p, "%s: the previous writer's lease expired and the file was closed; retry", fsm.ExcRecoveryInProgress)
 	}
 	n.met.recoveries.WithLabelValues("client").Inc()
-	return errs.Newf(errs.Precondition, e.Op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", fsm.ExcRecoveryInProgress, res.GetRecoveryId())
+	return errs.Newf(errs.Precondition, op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", fsm.ExcRecoveryInProgress, res.GetRecoveryId())
 }

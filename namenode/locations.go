@@ -21,7 +21,7 @@ func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlock
 	if err != nil {
 		return nil, err
 	}
-	if err := s.n.readBarrier(ctx, req.Read); err != nil {
+	if err := s.n.readBarrier(ctx, opGetBlockLocations, req.Read); err != nil {
 		return nil, err
 	}
 	user, groups := s.n.reader(ctx)

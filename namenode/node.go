@@ -121,7 +121,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 
 	if lis == nil {
 		if lis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
-			return nil, errs.Wrap(errs.Unavailable, "namenode listen", cfg.GRPCAddr, err)
+			return nil, errs.Wrap(errs.Unavailable, "namenode.Start", cfg.GRPCAddr, err)
 		}
 	}
 	n.grpcLis = lis
@@ -161,7 +161,7 @@ func (n *Namenode) hadState() bool {
 func (n *Namenode) startRaft() error {
 	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return errs.Wrap(errs.IO, "namenode", cfg.DataDir, err)
+		return errs.Wrap(errs.IO, "namenode.Start", cfg.DataDir, err)
 	}
 	logw := &slogWriter{log: n.log}
 	rc := raft.DefaultConfig()
@@ -189,7 +189,7 @@ func (n *Namenode) startRaft() error {
 		},
 	})
 	if err != nil {
-		return errs.Wrap(errs.IO, "open raft store", cfg.DataDir, err)
+		return errs.Wrap(errs.IO, "namenode.Start", cfg.DataDir, err)
 	}
 	n.store = store
 	logs, err := raft.NewLogCache(1024, logStore{store})
@@ -198,7 +198,7 @@ func (n *Namenode) startRaft() error {
 	}
 	sf, err := fsm.OpenSnapshotStore(cfg.DataDir, logw, n.log)
 	if err != nil {
-		return errs.Wrap(errs.IO, "open snapshot store", cfg.DataDir, err)
+		return errs.Wrap(errs.IO, "namenode.Start", cfg.DataDir, err)
 	}
 	n.snaps = sf
 	n.fsm = fsm.New(fsm.Config{Superuser: cfg.Namespace.Superuser, Supergroup: cfg.Namespace.Supergroup,
@@ -219,7 +219,7 @@ func (n *Namenode) startRaft() error {
 	}
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, sf, trans)
 	if err != nil {
-		return errs.Wrap(errs.Internal, "start raft", "", err)
+		return errs.Wrap(errs.Internal, "namenode.Start", "", err)
 	}
 	n.raft = r
 	setRaft(r)
@@ -232,7 +232,7 @@ func (n *Namenode) startRaft() error {
 			conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
 		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			return errs.Wrap(errs.Internal, "bootstrap", "", err)
+			return errs.Wrap(errs.Internal, "namenode.Start", "", err)
 		}
 	}
 	return nil
@@ -245,7 +245,7 @@ func (n *Namenode) join(ctx context.Context) error {
 	}
 	backoff := 100 * time.Millisecond
 	for {
-		conn, err := n.peers.get(n.cfg.Raft.Join)
+		conn, err := n.peers.get("AddServer", n.cfg.Raft.Join)
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_, err = api.NewAdminClient(conn).AddServer(cctx, req)
@@ -258,9 +258,9 @@ func (n *Namenode) join(ctx context.Context) error {
 		n.log.Warn("join failed, retrying", "via", n.cfg.Raft.Join, "err", err)
 		select {
 		case <-ctx.Done():
-			return errs.Wrap(errs.Unavailable, "join", n.cfg.Raft.Join, err)
+			return errs.Wrap(errs.Unavailable, "namenode.Start", n.cfg.Raft.Join, err)
 		case <-n.stop:
-			return errs.New(errs.Unavailable, "join", n.cfg.Raft.Join, "node stopped")
+			return errs.New(errs.Unavailable, "namenode.Start", n.cfg.Raft.Join, "node stopped")
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
@@ -306,7 +306,7 @@ func (n *Namenode) registerMembers() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
-		_, _, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: m})
+		_, _, err := n.propose(ctx, "SetMember", fsm.CmdSetMember, &api.SetMemberCommand{Member: m})
 		cancel()
 		if err != nil {
 			n.log.Warn("register member", "id", m.Id, "err", err)
@@ -327,7 +327,7 @@ func (n *Namenode) registerSelf() {
 		}
 		if n.raft.Leader() != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Raft.ApplyTimeout)
-			_, _, err := n.propose(ctx, fsm.CmdSetMember, &api.SetMemberCommand{Member: self})
+			_, _, err := n.propose(ctx, "SetMember", fsm.CmdSetMember, &api.SetMemberCommand{Member: self})
 			cancel()
 			if err != nil {
 				n.log.Debug("register own member entry", "err", err)
@@ -413,7 +413,7 @@ func (n *Namenode) NamespaceHash() [32]byte {
 // WaitApplied waits until the node has applied idx.
 func (n *Namenode) WaitApplied(ctx context.Context, idx uint64) error {
 	if !n.fsm.WaitApplied(ctx.Done(), idx) {
-		return errs.Wrap(errs.Timeout, "wait applied", fmt.Sprint(idx), ctx.Err())
+		return errs.Wrap(errs.Timeout, "namenode.Namenode.WaitApplied", fmt.Sprint(idx), ctx.Err())
 	}
 	return nil
 }

@@ -19,34 +19,36 @@ import (
 	"github.com/blockfs/blockfs/security"
 )
 
-// propose replicates one command and returns the FSM's result and the log
-// index it was applied at. On a follower the command is forwarded to the
-// leader once; the leader never forwards again.
-func (n *Namenode) propose(ctx context.Context, t fsm.CmdType, msg proto.Message) (*api.CommandResult, uint64, error) {
+// propose replicates one command for operation op (the RPC that sends it,
+// or the command's name when no RPC does: errs/doc.go) and returns the
+// FSM's result and the log index it was applied at. On a follower the
+// command is forwarded to the leader once; the leader never forwards
+// again. Every error of the replication itself names op.
+func (n *Namenode) propose(ctx context.Context, op string, t fsm.CmdType, msg proto.Message) (*api.CommandResult, uint64, error) {
 	data, err := fsm.Encode(t, msg)
 	if err != nil {
-		return nil, 0, errs.Wrap(errs.Internal, "encode command", "", err)
+		return nil, 0, errs.Wrap(errs.Internal, op, "", err)
 	}
 	if n.raft.State() == raft.Leader {
-		res, idx, err := n.applyLocal(ctx, data)
+		res, idx, err := n.applyLocal(ctx, op, data)
 		if !errs.Is(err, errs.NotLeader) {
 			return res, idx, err
 		}
 	}
-	return n.forwardApply(ctx, data)
+	return n.forwardApply(ctx, op, data)
 }
 
 // applyLocal proposes one encoded command on this node, which must be the
 // leader, batched with concurrent proposals.
-func (n *Namenode) applyLocal(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
-	return n.proposer.submit(ctx, data)
+func (n *Namenode) applyLocal(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
+	return n.proposer.submit(ctx, op, data)
 }
 
 // applyRaft puts one log entry through Raft and returns the FSM's response.
-func (n *Namenode) applyRaft(data []byte) (any, uint64, error) {
+func (n *Namenode) applyRaft(op string, data []byte) (any, uint64, error) {
 	f := n.raft.Apply(data, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
-		return nil, 0, n.raftError("apply", err)
+		return nil, 0, n.raftError(op, err)
 	}
 	switch r := f.Response().(type) {
 	case *api.CommandResult:
@@ -54,7 +56,7 @@ func (n *Namenode) applyRaft(data []byte) (any, uint64, error) {
 	case fsm.BatchResult:
 		return r, f.Index(), nil
 	}
-	return nil, f.Index(), errs.New(errs.Internal, "apply", "", "FSM returned no result")
+	return nil, f.Index(), errs.New(errs.Internal, op, "", "FSM returned no result")
 }
 
 // raftError translates hashicorp/raft errors into our kinds, with a leader
@@ -78,23 +80,23 @@ func (n *Namenode) raftError(op string, err error) error {
 }
 
 // forwardApply sends an encoded command to the leader.
-func (n *Namenode) forwardApply(ctx context.Context, data []byte) (*api.CommandResult, uint64, error) {
-	conn, err := n.leaderConn(ctx)
+func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
+	conn, err := n.leaderConn(ctx, op)
 	if err != nil {
 		return nil, 0, err
 	}
 	resp, err := api.NewNamenodeInternalClient(conn).Apply(ctx, &api.ApplyRequest{Command: data})
 	if err != nil {
-		return nil, 0, n.forwardError("forward apply", err)
+		return nil, 0, n.forwardError(op, err)
 	}
 	res := &api.CommandResult{}
 	if err := proto.Unmarshal(resp.Result, res); err != nil {
-		return nil, 0, errs.Wrap(errs.Internal, "forward apply", "", err)
+		return nil, 0, errs.Wrap(errs.Internal, op, "", err)
 	}
 	// Wait until this node has applied the write too, so a client that
 	// reads back from this node sees it.
 	if !n.fsm.WaitApplied(ctx.Done(), resp.Index) {
-		return res, resp.Index, errs.Wrap(errs.Timeout, "forward apply", "", ctx.Err())
+		return res, resp.Index, errs.Wrap(errs.Timeout, op, "", ctx.Err())
 	}
 	return res, resp.Index, fsm.ResultErr(res)
 }
@@ -121,25 +123,26 @@ func (n *Namenode) leaderGRPC() string {
 
 // leaderConn returns a connection to the leader. With no leader known it
 // waits (up to two election timeouts, within ctx) for one to be elected,
-// then gives up with Unavailable.
-func (n *Namenode) leaderConn(ctx context.Context) (*grpc.ClientConn, error) {
+// then gives up with Unavailable. Its errors name op, the operation that
+// needs the leader.
+func (n *Namenode) leaderConn(ctx context.Context, op string) (*grpc.ClientConn, error) {
 	deadline := time.Now().Add(2 * n.cfg.Raft.Election)
 	for {
 		addr := n.leaderGRPC()
 		if addr != "" && addr != n.grpcAddr {
-			return n.peers.get(addr)
+			return n.peers.get(op, addr)
 		}
 		if addr == n.grpcAddr && n.raft.State() == raft.Leader {
-			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "this node became leader; retry"}
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "this node became leader; retry"}
 		}
 		if time.Now().After(deadline) {
-			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "no leader known"}
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "no leader known"}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "no leader known", Err: ctx.Err()}
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "no leader known", Err: ctx.Err()}
 		case <-n.stop:
-			return nil, &errs.Error{Kind: errs.Unavailable, Op: "find leader", Msg: "namenode is stopping"}
+			return nil, &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "namenode is stopping"}
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -164,7 +167,7 @@ func peerIdentity(cfg Config) security.Identity {
 	return security.Identity{Role: security.RoleNamenode, Name: cfg.ID}
 }
 
-func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
+func (p *peerConns) get(op, addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.conns[addr]; ok {
@@ -177,7 +180,7 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	}
 	c, err := grpc.NewClient(addr, append(opts, grpc.WithTransportCredentials(creds))...)
 	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, "dial peer", addr, err)
+		return nil, errs.Wrap(errs.Unavailable, op, addr, err)
 	}
 	p.conns[addr] = c
 	return c, nil
@@ -214,8 +217,9 @@ func newReadBatcher(r *raft.Raft, applied func() uint64) *readBatcher {
 	return &readBatcher{r: r, applied: applied}
 }
 
-// readIndex returns a commit index confirmed by a quorum after the call began.
-func (b *readBatcher) readIndex(ctx context.Context) (uint64, error) {
+// readIndex returns a commit index confirmed by a quorum after the call
+// began; op names the operation that reads.
+func (b *readBatcher) readIndex(ctx context.Context, op string) (uint64, error) {
 	b.mu.Lock()
 	if b.next == nil {
 		b.next = &readRound{done: make(chan struct{})}
@@ -229,7 +233,7 @@ func (b *readBatcher) readIndex(ctx context.Context) (uint64, error) {
 	case <-rd.done:
 		return rd.index, rd.err
 	case <-ctx.Done():
-		return 0, errs.Wrap(errs.Timeout, "read index", "", ctx.Err())
+		return 0, errs.Wrap(errs.Timeout, op, "", ctx.Err())
 	}
 }
 
@@ -256,55 +260,56 @@ func (b *readBatcher) startLocked() {
 }
 
 // readBarrier makes this node ready to serve a read with the requested
-// consistency, and returns after the local state is recent enough.
-func (n *Namenode) readBarrier(ctx context.Context, opts *api.ReadOptions) error {
+// consistency, and returns after the local state is recent enough. Its
+// errors name op, the read's RPC.
+func (n *Namenode) readBarrier(ctx context.Context, op string, opts *api.ReadOptions) error {
 	if opts.GetConsistency() == api.ReadConsistency_READ_CONSISTENCY_STALE {
 		if min := opts.GetMinAppliedIndex(); min > 0 && !n.fsm.WaitApplied(ctx.Done(), min) {
-			return errs.Newf(errs.Timeout, "read", "", "index %d not applied here before the deadline", min)
+			return errs.Newf(errs.Timeout, op, "", "index %d not applied here before the deadline", min)
 		}
 		return nil
 	}
-	idx, err := n.linearizableIndex(ctx)
+	idx, err := n.linearizableIndex(ctx, op)
 	if err != nil {
 		return err
 	}
 	if !n.fsm.WaitApplied(ctx.Done(), max(idx, opts.GetMinAppliedIndex())) {
-		return errs.New(errs.Timeout, "read", "", "read index not applied before the deadline")
+		return errs.New(errs.Timeout, op, "", "read index not applied before the deadline")
 	}
 	return nil
 }
 
 // linearizableIndex returns the index a linearizable read must wait for.
-func (n *Namenode) linearizableIndex(ctx context.Context) (uint64, error) {
+func (n *Namenode) linearizableIndex(ctx context.Context, op string) (uint64, error) {
 	if n.raft.State() == raft.Leader {
-		return n.leaderReadIndex(ctx)
+		return n.leaderReadIndex(ctx, op)
 	}
-	conn, err := n.leaderConn(ctx)
+	conn, err := n.leaderConn(ctx, op)
 	if err != nil {
 		return 0, err
 	}
 	resp, err := api.NewNamenodeInternalClient(conn).ReadIndex(ctx, &api.ReadIndexRequest{})
 	if err != nil {
-		return 0, n.forwardError("read index", err)
+		return 0, n.forwardError(op, err)
 	}
 	return resp.Index, nil
 }
 
-func (n *Namenode) leaderReadIndex(ctx context.Context) (uint64, error) {
+func (n *Namenode) leaderReadIndex(ctx context.Context, op string) (uint64, error) {
 	for !n.ready.Load() {
 		if n.raft.State() != raft.Leader {
-			return 0, n.raftError("read index", raft.ErrNotLeader)
+			return 0, n.raftError(op, raft.ErrNotLeader)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, errs.New(errs.Unavailable, "read index", "", "leader not ready yet")
+			return 0, errs.New(errs.Unavailable, op, "", "leader not ready yet")
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	idx, err := n.reads.readIndex(ctx)
+	idx, err := n.reads.readIndex(ctx, op)
 	if err != nil {
 		if errs.KindOf(err) == errs.Other {
-			return 0, n.raftError("read index", err)
+			return 0, n.raftError(op, err)
 		}
 		return 0, err
 	}

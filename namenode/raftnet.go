@@ -30,7 +30,7 @@ const (
 // expected at each address it dials.
 func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, func(*raft.Raft), error) {
 	cfg := n.cfg
-	const op = "raft transport"
+	const op = "namenode.Start"
 	lis, err := net.Listen("tcp", cfg.Raft.Addr)
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Unavailable, op, cfg.Raft.Addr, err)
@@ -80,7 +80,7 @@ func (n *Namenode) allowPlainRaft(addr net.Addr) error {
 		return nil
 	}
 	if !n.cfg.Raft.Insecure {
-		return errs.Newf(errs.Invalid, "raft transport", addr.String(),
+		return errs.Newf(errs.Invalid, "namenode.Start", addr.String(),
 			"refusing plaintext Raft on a non-loopback address: anyone who reaches it can rewrite the namespace; "+
 				"give --tls-ca/--tls-cert/--tls-key (Raft then runs over mTLS), bind loopback, or pass --insecure-raft")
 	}

@@ -46,7 +46,7 @@ type partialReport struct {
 // way (other than a new part 0, which starts over), or past the bounds is
 // an error that drops the report: the datanode starts again at part 0.
 func (p *reportParts) add(dn string, req *api.BlockReportRequest, rs []blocks.Replica) (all []blocks.Replica, reported []*api.ReportedBlock, done bool, err error) {
-	const op = "block report"
+	const op = "BlockReport"
 	parts, part := req.GetParts(), req.GetPart()
 	if parts <= 1 {
 		if part != 0 {

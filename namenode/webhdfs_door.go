@@ -46,7 +46,7 @@ func (w webDatanodes) ReadDatanode(holders []string) (webhdfs.Target, error) {
 			}
 		}
 	}
-	return anyOf(live)
+	return anyOf("webhdfs.DatanodePicker.ReadDatanode", live)
 }
 
 // WriteDatanode: the block manager's choice of a target for a block of
@@ -58,7 +58,7 @@ func (w webDatanodes) WriteDatanode(blockSize uint64) (webhdfs.Target, error) {
 	if ts, err := w.n.blocks.ChooseTargets(1, blockSize, nil); err == nil && ts[0].HTTPAddr != "" {
 		return webTarget(ts[0]), nil
 	}
-	return anyOf(w.live())
+	return anyOf("webhdfs.DatanodePicker.WriteDatanode", w.live())
 }
 
 // live is the live datanodes that serve HTTP.
@@ -72,9 +72,9 @@ func (w webDatanodes) live() []blocks.Datanode {
 	return live
 }
 
-func anyOf(live []blocks.Datanode) (webhdfs.Target, error) {
+func anyOf(op string, live []blocks.Datanode) (webhdfs.Target, error) {
 	if len(live) == 0 {
-		return webhdfs.Target{}, errs.New(errs.Unavailable, "webhdfs", "", "no live datanode serves HTTP")
+		return webhdfs.Target{}, errs.New(errs.Unavailable, op, "", "no live datanode serves HTTP")
 	}
 	return webTarget(live[rand.IntN(len(live))]), nil
 }

@@ -53,11 +53,11 @@ func (s uiSource) Node() webui.Node {
 func (s uiSource) Members() ([]webui.Member, error) {
 	n := s.n
 	if n.raft == nil {
-		return nil, errs.New(errs.Unavailable, "raft configuration", "", "raft is not running")
+		return nil, errs.New(errs.Unavailable, "webui.StatusSource.Members", "", "raft is not running")
 	}
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
-		return nil, errs.Wrap(errs.Unavailable, "raft configuration", "", err)
+		return nil, errs.Wrap(errs.Unavailable, "webui.StatusSource.Members", "", err)
 	}
 	table := n.fsm.Members()
 	servers := cf.Configuration().Servers
@@ -73,7 +73,7 @@ func (s uiSource) Members() ([]webui.Member, error) {
 }
 
 func (s uiSource) PeerStatus(ctx context.Context, grpcAddr string) (*api.ClusterStatusResponse, error) {
-	conn, err := s.n.peers.get(grpcAddr)
+	conn, err := s.n.peers.get("ClusterStatus", grpcAddr)
 	if err != nil {
 		return nil, err
 	}

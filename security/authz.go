@@ -126,8 +126,8 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 			}
 		}
 	}
-	if err := a.check(rule, id, req); err != nil {
-		return ctx, a.refuse(method, err)
+	if reason, err := a.check(rule, id, req); err != nil {
+		return ctx, a.refuse(method, reason, err)
 	}
 	return WithIdentity(ctx, id), nil
 }
@@ -157,44 +157,49 @@ func (a *Authorizer) delegate(dn Identity, method, token string, req any) (Ident
 	return Identity{Role: RoleUser, Name: r.User}, nil
 }
 
-func (a *Authorizer) refuse(method string, err *errs.Error) error {
-	reason := "check"
-	if err.Op == "role" {
-		reason = "role"
-	}
+// refuse counts a refusal of method by check for reason and names method
+// as the refused operation.
+func (a *Authorizer) refuse(method, reason string, err *errs.Error) error {
 	a.denied.WithLabelValues(method, reason).Inc()
 	err.Op = method
 	return err
 }
 
-// check applies rule to id: the role, then the role's standing check.
-func (a *Authorizer) check(rule Rule, id Identity, req any) *errs.Error {
+// Reasons check gives for a refusal (the label of the denied counter).
+const (
+	reasonRole  = "role"  // the caller's role may not call the endpoint
+	reasonCheck = "check" // the role may, but its standing check failed
+)
+
+// check applies rule to id: the role, then the role's standing check. A
+// refusal comes with its reason; its op is left for refuse to set.
+func (a *Authorizer) check(rule Rule, id Identity, req any) (reason string, err *errs.Error) {
 	if !rule.Allows(id.Role) {
-		return errs.Newf(errs.Permission, "role", id.Name, "%s may not call this: needs role %s", id, rolesString(rule.Roles))
+		return reasonRole, errs.Newf(errs.Permission, "", id.Name, "%s may not call this: needs role %s", id, rolesString(rule.Roles))
 	}
 	switch id.Role {
 	case RoleNamenode:
 		if rule.Open || a.cfg.Env == nil {
-			return nil
+			return "", nil
 		}
 		if rule.SelfJoin {
 			if r, ok := req.(*api.AddServerRequest); ok && r.GetId() == id.Name {
-				return nil
+				return "", nil
 			}
 		}
 		if !a.cfg.Env.IsMember(id.Name) {
-			return errs.Newf(errs.Permission, "member", id.Name, "%s is not a namenode of this cluster", id)
+			return reasonCheck, errs.Newf(errs.Permission, "", id.Name, "%s is not a namenode of this cluster", id)
 		}
 	case RoleDatanode:
 		if dn, ok := requestDatanode(req); ok && dn != id.Name {
-			return errs.Newf(errs.Permission, "datanode id", id.Name, "%s may only speak for itself, not for datanode %q", id, dn)
+			return reasonCheck, errs.Newf(errs.Permission, "", id.Name, "%s may only speak for itself, not for datanode %q", id, dn)
 		}
 	case RoleUser:
 		if rule.Superuser && (a.cfg.Env == nil || !a.cfg.Env.IsSuperuser(id.Name)) {
-			return errs.Newf(errs.Permission, "superuser", id.Name, "%s may not do this: needs the superuser or the supergroup", id)
+			return reasonCheck, errs.Newf(errs.Permission, "", id.Name, "%s may not do this: needs the superuser or the supergroup", id)
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // requestDatanode returns the datanode a request speaks for, if it names one.
@@ -252,8 +257,8 @@ func (a *Authorizer) HTTPWith(pattern string, h http.Handler, deny HTTPDenied) h
 			deny(w, r, http.StatusUnauthorized, err)
 			return
 		}
-		if err := a.check(rule, id, nil); err != nil {
-			deny(w, r, http.StatusForbidden, a.refuse(pattern, err))
+		if reason, err := a.check(rule, id, nil); err != nil {
+			deny(w, r, http.StatusForbidden, a.refuse(pattern, reason, err))
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))

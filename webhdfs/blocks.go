@@ -16,12 +16,13 @@ import (
 // same, and each datanode's part is encoded once per answer.
 
 // packedBlocks walks a GetBlockLocations reply's packed arrays, checking
-// every length and index, and calls fn for each block with its file
+// every length and index (a malformed reply is an error of op, the
+// exported encoder it serves), and calls fn for each block with its file
 // offset and replica datanode-table indexes.
-func packedBlocks(r *api.GetBlockLocationsResponse, fn func(i int, off uint64, replicas []uint32)) error {
+func packedBlocks(op string, r *api.GetBlockLocationsResponse, fn func(i int, off uint64, replicas []uint32)) error {
 	n := len(r.BlockIds)
 	bad := func(what string) error {
-		return errs.Newf(errs.Internal, "block locations", "", "malformed reply: %s", what)
+		return errs.Newf(errs.Internal, op, "", "malformed reply: %s", what)
 	}
 	if len(r.GenStamps) != n || len(r.Lengths) != n || len(r.ReplicaCounts) != n {
 		return bad("array lengths differ")
@@ -79,7 +80,7 @@ func BlockLocations(r *api.GetBlockLocationsResponse) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	err := packedBlocks(r, func(i int, off uint64, reps []uint32) {
+	err := packedBlocks("webhdfs.BlockLocations", r, func(i int, off uint64, reps []uint32) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -124,7 +125,7 @@ func LocatedBlocks(r *api.GetBlockLocationsResponse, blockPool string) ([]byte, 
 	b = append(b, `,"isUnderConstruction":`...)
 	b = strconv.AppendBool(b, r.UnderConstruction)
 	b = append(b, `,"locatedBlocks":[`...)
-	err := packedBlocks(r, func(i int, off uint64, reps []uint32) {
+	err := packedBlocks("webhdfs.LocatedBlocks", r, func(i int, off uint64, reps []uint32) {
 		if i > 0 {
 			b = append(b, ',')
 		}

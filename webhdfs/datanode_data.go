@@ -28,7 +28,7 @@ func (d *DatanodeDoor) open(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	if rd.Locations().InodeId != red.Inode {
-		WriteError(w, errs.New(errs.NotFound, "open", red.Path, "the file was replaced after the namenode redirected here"))
+		WriteError(w, errs.New(errs.NotFound, "GetBlockLocations", red.Path, "the file was replaced after the namenode redirected here"))
 		return
 	}
 	size := uint64(rd.Size())
@@ -80,7 +80,7 @@ func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
 		if errs.KindOf(err) == errs.Other {
-			err = errs.Wrap(errs.IO, "create", red.Path, err) // the body, not the cluster
+			err = errs.Wrap(errs.IO, "Create", red.Path, err) // the body, not the cluster
 		}
 		WriteError(w, err)
 		return
@@ -110,7 +110,7 @@ func (d *DatanodeDoor) append(ctx context.Context, w http.ResponseWriter, r *htt
 			return
 		}
 		if st.InodeId != red.Inode {
-			WriteError(w, errs.New(errs.NotFound, "append", red.Path, "the file was replaced after the namenode redirected here"))
+			WriteError(w, errs.New(errs.NotFound, "Append", red.Path, "the file was replaced after the namenode redirected here"))
 			return
 		}
 	}
@@ -121,7 +121,7 @@ func (d *DatanodeDoor) append(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
 		if errs.KindOf(err) == errs.Other {
-			err = errs.Wrap(errs.IO, "append", red.Path, err) // the body, not the cluster
+			err = errs.Wrap(errs.IO, "Append", red.Path, err) // the body, not the cluster
 		}
 		WriteError(w, err)
 		return

@@ -127,7 +127,7 @@ func (d *NamenodeDoor) append(ctx context.Context, req *request) (answer, error)
 	}
 	st, err := d.svc.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: req.path})
 	if errs.KindOf(err) == errs.NotFound {
-		return answer{}, errs.New(errs.NotFound, "append", req.path, "failed to append to non-existent file "+req.path)
+		return answer{}, errs.New(errs.NotFound, "Append", req.path, "failed to append to non-existent file "+req.path)
 	}
 	if err != nil {
 		return answer{}, err

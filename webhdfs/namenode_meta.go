@@ -182,7 +182,7 @@ func (d *NamenodeDoor) locations(ctx context.Context, req *request, encode func(
 // namespace recorded (no byte is read, so no datanode is involved, where
 // HDFS redirects to one): COMPOSITE-CRC32C, as `dfs checksum` prints it.
 func (d *NamenodeDoor) checksum(ctx context.Context, req *request) (answer, error) {
-	const op = "checksum"
+	const op = "GetBlockLocations"
 	r, err := d.svc.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: req.path})
 	if err != nil {
 		return answer{}, err

@@ -199,7 +199,7 @@ func (f *FSM) applyOne(data []byte) *api.CommandResult {
 		return resultError(err)
 	}
 	if t == CmdBatch {
-		return resultError(errs.New(errs.Invalid, "fsm.Apply", "", "batches do not nest"))
+		return resultError(errs.New(errs.Invalid, "fsm.FSM.Apply", "", "batches do not nest"))
 	}
 	var key callKey
 	named := false

@@ -19,7 +19,7 @@ import (
 // leader prunes keys that can no longer have signed a live token.
 
 func (f *FSM) applyRegisterKey(c *api.RegisterKeyCommand) (*api.CommandResult, error) {
-	const op = "register key"
+	const op = "RegisterKey"
 	var pk security.PublicKey
 	if err := pk.UnmarshalBinary(c.PublicKey); err != nil {
 		return nil, errs.Wrap(errs.Invalid, op, "", err)
@@ -110,7 +110,7 @@ func writeKeys(w io.Writer, keys map[string][]byte) error {
 }
 
 func readKeys(r io.Reader) (map[string][]byte, error) {
-	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
+	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", msg) }
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, corrupt("truncated key count")

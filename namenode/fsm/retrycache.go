@@ -148,7 +148,7 @@ func writeRetryEntries(w io.Writer, rc *retryCache) error {
 }
 
 func readRetryCache(r io.Reader) (*retryCache, error) {
-	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
+	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", msg) }
 	var b [8]byte
 	if _, err := io.ReadFull(r, b[:4]); err != nil {
 		return nil, corrupt("truncated retry cache count")

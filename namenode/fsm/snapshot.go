@@ -113,7 +113,7 @@ func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 }
 
 func readSnapshot(r io.Reader) (*state, uint64, error) {
-	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "restore snapshot", "", msg) }
+	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", msg) }
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapshotMagic && string(magic) != snapshotMagicV1) {
 		return nil, 0, corrupt("bad magic")
@@ -215,13 +215,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 // of the FSM's locks: applies and reads run beside the encode.
 func (s *fsmSnapshot) writeTo(w io.Writer) error {
 	if _, err := w.Write(s.head); err != nil {
-		return errs.Wrap(errs.IO, "snapshot", "", err)
+		return errs.Wrap(errs.IO, "fsm.FSM.Snapshot", "", err)
 	}
 	if err := writeRetryEntries(w, s.retries); err != nil {
-		return errs.Wrap(errs.IO, "snapshot", "", err)
+		return errs.Wrap(errs.IO, "fsm.FSM.Snapshot", "", err)
 	}
 	if _, err := w.Write(s.leases); err != nil {
-		return errs.Wrap(errs.IO, "snapshot", "", err)
+		return errs.Wrap(errs.IO, "fsm.FSM.Snapshot", "", err)
 	}
 	return s.view.Encode(w)
 }

@@ -117,7 +117,7 @@ func (u *UI) file(ctx context.Context, w http.ResponseWriter, r *http.Request, s
 	}
 	n := len(locs.BlockIds)
 	if len(locs.GenStamps) < n || len(locs.Lengths) < n || len(locs.ReplicaCounts) < n {
-		return errs.New(errs.Internal, "browse", self.Path, "malformed block locations reply")
+		return errs.New(errs.Internal, "GetBlockLocations", self.Path, "malformed block locations reply")
 	}
 	v := fileView{Self: self, Crumbs: crumbs(self.Path)}
 	off, next := locs.FirstOffset, 0
@@ -129,11 +129,11 @@ func (u *UI) file(ctx context.Context, w http.ResponseWriter, r *http.Request, s
 		}
 		end := next + int(locs.ReplicaCounts[i])
 		if end > len(locs.ReplicaIndexes) {
-			return errs.New(errs.Internal, "browse", self.Path, "malformed block locations reply")
+			return errs.New(errs.Internal, "GetBlockLocations", self.Path, "malformed block locations reply")
 		}
 		for _, di := range locs.ReplicaIndexes[next:end] {
 			if int(di) >= len(locs.Datanodes) {
-				return errs.New(errs.Internal, "browse", self.Path, "malformed block locations reply")
+				return errs.New(errs.Internal, "GetBlockLocations", self.Path, "malformed block locations reply")
 			}
 			d := locs.Datanodes[di]
 			b.Replicas = append(b.Replicas, replicaView{Datanode: d.Id, Live: d.State == "live"})

@@ -161,7 +161,7 @@ func (u *UI) datanode(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	d, ok := u.status.Datanode(id)
 	if !ok {
-		return errs.New(errs.NotFound, "datanode", id, "no datanode of this id has registered with this namenode")
+		return errs.New(errs.NotFound, "webui.StatusSource.Datanode", id, "no datanode of this id has registered with this namenode")
 	}
 	u.render(w, http.StatusOK, "datanode", u.newPage(r, "Datanode "+id, newDatanodeView(d, u.scheme())))
 	return nil

@@ -129,7 +129,7 @@ func TestBrowseThroughClientService(t *testing.T) {
 		{"file", "/browse/d/f", nil, 200, "Blocks (1)", []string{"GetFileInfo /d/f", "GetBlockLocations /d/f"}},
 		{"refused", "/browse/secret/x", nil, 403, "user=alice lacks x", []string{"GetFileInfo /secret/x"}},
 		{"missing", "/browse/nowhere", nil, 404, "no such file", []string{"GetFileInfo /nowhere"}},
-		{"no leader for the read barrier", "/browse/d", errs.New(errs.Unavailable, "read index", "", "leader unreachable"), 503, "leader unreachable", []string{"GetFileInfo /d"}},
+		{"no leader for the read barrier", "/browse/d", errs.New(errs.Unavailable, "GetFileInfo", "", "leader unreachable"), 503, "leader unreachable", []string{"GetFileInfo /d"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,7 +62,7 @@ type UI struct {
 // client. It fails only if an embedded template does not parse.
 func New(cfg Config, status StatusSource, client api.ClientServiceServer) (*UI, error) {
 	if status == nil || client == nil {
-		return nil, errs.New(errs.Invalid, "new web UI", "", "a status source and a client service are needed")
+		return nil, errs.New(errs.Invalid, "webui.New", "", "a status source and a client service are needed")
 	}
 	u := &UI{cfg: cfg, status: status, client: client, pages: map[string]*template.Template{}, log: cfg.Log}
 	if u.log == nil {

@@ -121,7 +121,7 @@ func (w *Writer) WaitAcked() error {
 		if w.err != nil {
 			return w.err
 		}
-		return errs.New(errs.Unavailable, "write block", "", "stream ended with packets unacknowledged")
+		return errs.New(errs.Unavailable, "WriteBlock", "", "stream ended with packets unacknowledged")
 	}
 	return nil
 }
@@ -174,7 +174,7 @@ func (w *Writer) readAcks() {
 		a, err := w.stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = errs.New(errs.Unavailable, "write block", "", "datanode ended the stream before the final ack")
+				err = errs.New(errs.Unavailable, "WriteBlock", "", "datanode ended the stream before the final ack")
 			} else {
 				w.mu.Lock()
 				w.trailer = w.stream.Trailer()
@@ -185,7 +185,7 @@ func (w *Writer) readAcks() {
 			return
 		}
 		if a.Seqno != next {
-			w.setErr(errs.Newf(errs.Internal, "write block", "", "ack for packet %d, expected %d", a.Seqno, next))
+			w.setErr(errs.Newf(errs.Internal, "WriteBlock", "", "ack for packet %d, expected %d", a.Seqno, next))
 			return
 		}
 		next++
@@ -199,7 +199,7 @@ func (w *Writer) readAcks() {
 		select {
 		case <-w.slots:
 		default:
-			w.setErr(errs.Newf(errs.Internal, "write block", "", "ack for packet %d that was not sent", a.Seqno))
+			w.setErr(errs.Newf(errs.Internal, "WriteBlock", "", "ack for packet %d that was not sent", a.Seqno))
 			return
 		}
 		if a.Last {

@@ -110,7 +110,7 @@ func New(lis net.Listener, o Options) (*StreamLayer, error) {
 	s.server.MinVersion = tls.VersionTLS13
 	s.server.ClientAuth = tls.RequireAndVerifyClientCert
 	s.server.NextProtos = []string{ALPN}
-	s.server.VerifyConnection = s.verifier("", false)
+	s.server.VerifyConnection = s.verifier("raftnet.StreamLayer.Accept", "", false)
 	s.client = o.ClientTLS.Clone()
 	s.client.MinVersion = tls.VersionTLS13
 	s.client.NextProtos = []string{ALPN}
@@ -198,14 +198,14 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if s.opts.PeerName != nil {
 		want, known = s.opts.PeerName(address)
 	}
-	cfg.VerifyConnection = s.verifier(want, known)
+	cfg.VerifyConnection = s.verifier("raftnet.StreamLayer.Dial", want, known)
 	tc := tls.Client(c, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
 		s.refuse(Outbound, c.RemoteAddr(), err)
-		return nil, errs.Wrap(errs.Unauthenticated, "raft dial", string(address), err)
+		return nil, errs.Wrap(errs.Unauthenticated, "raftnet.StreamLayer.Dial", string(address), err)
 	}
 	return tc, nil
 }

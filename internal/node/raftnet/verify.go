@@ -37,14 +37,13 @@ type refusal struct {
 func (r *refusal) Error() string { return "raft peer refused (" + r.reason + "): " + r.err.Error() }
 func (r *refusal) Unwrap() error { return r.err }
 
-// verifier returns the VerifyConnection callback: the peer's verified
+// verifier returns the VerifyConnection callback of op (Dial or Accept): the peer's verified
 // certificate must name a namenode of the trust domain (and, when known,
 // the namenode want), and the ALPN must be Raft's.
-func (s *StreamLayer) verifier(want string, known bool) func(tls.ConnectionState) error {
+func (s *StreamLayer) verifier(op, want string, known bool) func(tls.ConnectionState) error {
 	td := s.opts.TrustDomain
 	namenodeOnly := security.RequireRole(td, security.RoleNamenode)
 	return func(cs tls.ConnectionState) error {
-		const op = "raftnet.verify"
 		if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
 			return &refusal{ReasonNoCertificate, errs.New(errs.Unauthenticated, op, "", "no verified peer certificate")}
 		}

@@ -136,7 +136,7 @@ func StartHTTP(cfg HTTPConfig, wg *sync.WaitGroup, log *slog.Logger) (*http.Serv
 	}
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.Unavailable, "http listen", cfg.Addr, err)
+		return nil, nil, errs.Wrap(errs.Unavailable, "serve.StartHTTP", cfg.Addr, err)
 	}
 	mux := http.NewServeMux()
 	handle := func(pattern string, r Route) { mux.Handle(pattern, cfg.Authz.HTTPWith(pattern, r.Handler, r.Denied)) }
