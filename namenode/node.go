@@ -158,10 +158,16 @@ func (n *Namenode) hadState() bool {
 	return last > 0
 }
 
+// startError is a failure of Start at step (what it was doing), with its
+// cause.
+func startError(k errs.Kind, path, step string, cause error) error {
+	return &errs.Error{Kind: k, Op: "namenode.Start", Path: path, Msg: step, Err: cause}
+}
+
 func (n *Namenode) startRaft() error {
 	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return errs.Wrap(errs.IO, "namenode.Start", cfg.DataDir, err)
+		return startError(errs.IO, cfg.DataDir, "make the data directory", err)
 	}
 	logw := &slogWriter{log: n.log}
 	rc := raft.DefaultConfig()
@@ -189,7 +195,7 @@ func (n *Namenode) startRaft() error {
 		},
 	})
 	if err != nil {
-		return errs.Wrap(errs.IO, "namenode.Start", cfg.DataDir, err)
+		return startError(errs.IO, cfg.DataDir, "open the raft store", err)
 	}
 	n.store = store
 	logs, err := raft.NewLogCache(1024, logStore{store})
@@ -198,7 +204,7 @@ func (n *Namenode) startRaft() error {
 	}
 	sf, err := fsm.OpenSnapshotStore(cfg.DataDir, logw, n.log)
 	if err != nil {
-		return errs.Wrap(errs.IO, "namenode.Start", cfg.DataDir, err)
+		return startError(errs.IO, cfg.DataDir, "open the snapshot store", err)
 	}
 	n.snaps = sf
 	n.fsm = fsm.New(fsm.Config{Superuser: cfg.Namespace.Superuser, Supergroup: cfg.Namespace.Supergroup,
@@ -219,7 +225,7 @@ func (n *Namenode) startRaft() error {
 	}
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, sf, trans)
 	if err != nil {
-		return errs.Wrap(errs.Internal, "namenode.Start", "", err)
+		return startError(errs.Internal, "", "start raft", err)
 	}
 	n.raft = r
 	setRaft(r)
@@ -232,7 +238,7 @@ func (n *Namenode) startRaft() error {
 			conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
 		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			return errs.Wrap(errs.Internal, "namenode.Start", "", err)
+			return startError(errs.Internal, "", "bootstrap", err)
 		}
 	}
 	return nil
@@ -258,7 +264,7 @@ func (n *Namenode) join(ctx context.Context) error {
 		n.log.Warn("join failed, retrying", "via", n.cfg.Raft.Join, "err", err)
 		select {
 		case <-ctx.Done():
-			return errs.Wrap(errs.Unavailable, "namenode.Start", n.cfg.Raft.Join, err)
+			return startError(errs.Unavailable, n.cfg.Raft.Join, "join", err)
 		case <-n.stop:
 			return errs.New(errs.Unavailable, "namenode.Start", n.cfg.Raft.Join, "node stopped")
 		case <-time.After(backoff):
