@@ -65,7 +65,7 @@ type Namenode struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
-	// recoveries are the block recoveries this leader sent (leases.go).
+	// recoveries are the block recoveries this leader sent (leases_leader.go).
 	recoveries recoveryQueue
 	closeErr   error
 	closed     sync.Once
