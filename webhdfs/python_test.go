@@ -2,6 +2,7 @@ package webhdfs_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blockfs/blockfs/client"
 )
@@ -93,7 +95,12 @@ func TestFsspecClient(t *testing.T) {
 				// requests prefers these variables to a session's verify.
 				env = append(env, "REQUESTS_CA_BUNDLE="+ca, "CURL_CA_BUNDLE="+ca)
 			}
-			cmd := exec.CommandContext(ctx, py, args...)
+			// The mTLS case moves 64 MiB each way through Python under the
+			// race detector: give the script more than ctxT's minute, so a
+			// loaded machine slows it rather than fails it.
+			pctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(pctx, py, args...)
 			cmd.Env = env
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
