@@ -181,6 +181,9 @@ func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *a
 		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: nowMs(), StoredOn: req.StoredOn,
 	})
 	if err != nil {
+		if k := errs.KindOf(err); k == errs.Permission || k == errs.Precondition {
+			s.n.blocks.Refuse(blocks.RefusedRecovery)
+		}
 		return nil, err
 	}
 	s.n.log.Info("block recovery committed", "inode", req.InodeId, "block", req.Block.Id, "recovery", req.RecoveryId, "length", req.NewLength, "stored_on", req.StoredOn)
