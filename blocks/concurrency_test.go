@@ -235,6 +235,7 @@ func TestCollector(t *testing.T) {
 		"blockfs_blocks_refused_total{reason=bad_report}":           0,
 		"blockfs_blocks_refused_total{reason=bad_block_report}":     0,
 		"blockfs_blocks_refused_total{reason=unrequested_verified}": 0,
+		"blockfs_blocks_refused_total{reason=recovery_commit}":      0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

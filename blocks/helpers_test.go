@@ -63,16 +63,19 @@ func dn(i int) string { return fmt.Sprintf("dn%d", i) }
 
 func rep(id uint64) Replica { return Replica{BlockID: id, GenStamp: 1, Length: blkSize, Inode: 100} }
 
-// place makes block id expected (gen 1, complete, replication r) and
-// reports it on the given datanodes.
+// place makes block id expected (gen 1, complete, replication r) as its
+// pipeline, the given datanodes, wrote it: they report it received while it
+// is under construction, so their replicas are verified.
 func place(t testing.TB, m *Manager, id uint64, r uint32, holders ...string) {
 	t.Helper()
-	m.SetExpected(id, 1, 100, r, true)
+	m.SetExpected(id, 1, 100, r, false)
+	m.SetPipeline(id, holders)
 	for _, h := range holders {
 		if !m.IncrementalReport(h, []Replica{rep(id)}, nil) {
 			t.Fatalf("report from %s rejected", h)
 		}
 	}
+	m.SetExpected(id, 1, 100, r, true)
 }
 
 func ids(ds []Datanode) []string {

@@ -27,7 +27,7 @@ func NewCollector(m *Manager) prometheus.Collector {
 		m:     m,
 		nodes: prometheus.NewDesc("blockfs_blocks_datanodes", "Registered datanodes by state.", []string{"state"}, nil),
 		refused: prometheus.NewDesc("blockfs_blocks_refused_total",
-			"Datanode and bad-block reports refused or ignored, by reason (register_conflict, bad_report, bad_block_report, unrequested_verified).",
+			"Datanode and bad-block reports refused or ignored, by reason (register_conflict, bad_report, bad_block_report, unrequested_verified, recovery_commit).",
 			[]string{"reason"}, nil),
 		gauge: []gaugeDesc{
 			g("capacity_bytes", "Capacity of live datanodes.", func(s *Stats) float64 { return float64(s.Capacity) }),

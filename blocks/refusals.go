@@ -20,6 +20,10 @@ const (
 	// RefusedVerified: a "verified" answer to no verify this namenode is
 	// waiting for.
 	RefusedVerified
+	// RefusedRecovery: a CommitBlockSynchronization the FSM refused: not
+	// from the recovery's primary, for no recovery in progress, or below
+	// the length the writer made durable.
+	RefusedRecovery
 	numRefusals
 )
 
@@ -28,6 +32,7 @@ var refusalNames = [numRefusals]string{
 	RefusedReport:   "bad_report",
 	RefusedBadBlock: "bad_block_report",
 	RefusedVerified: "unrequested_verified",
+	RefusedRecovery: "recovery_commit",
 }
 
 func (r Refusal) String() string {

@@ -157,9 +157,10 @@ type shard struct {
 	// nanoseconds of their first report.
 	unknown map[uint64]int64
 	pending map[uint64]*pending
-	// writing: the pipeline chosen for each block under construction
-	// (pipeline.go); dropped when the block completes or is forgotten.
-	writing map[uint64][]*node
+	// writing: the datanode ids of each block's recorded pipeline
+	// (pipeline.go); dropped when the block is forgotten, or complete and
+	// every live member holds a verified replica.
+	writing map[uint64][]string
 	// suspect: blocks with a suspect replica; verifying: blocks with a
 	// Verify outstanding, by the time it is given up (verify.go).
 	suspect   map[uint64]struct{}
@@ -180,7 +181,7 @@ func (s *shard) init(m *Manager) {
 	s.corrupt = make(map[uint64]struct{})
 	s.unknown = make(map[uint64]int64)
 	s.pending = make(map[uint64]*pending)
-	s.writing = make(map[uint64][]*node)
+	s.writing = make(map[uint64][]string)
 	s.suspect = make(map[uint64]struct{})
 	s.verifying = make(map[uint64]time.Time)
 }
@@ -210,7 +211,7 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	} else {
 		delete(s.corrupt, id)
 	}
-	if !b.expected() || b.complete() {
+	if _, ok := s.writing[id]; ok && (!b.expected() || b.complete() && s.pipelineDone(b)) {
 		delete(s.writing, id)
 	}
 	if !b.expected() || !b.complete() {

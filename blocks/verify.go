@@ -7,24 +7,28 @@ import "time"
 //
 //   - it arrived in an incremental report (the datanode just stored it)
 //     with the expected generation stamp from a datanode of the block's
-//     write pipeline (the AddBlock targets, pipeline.go), or, for a block
-//     whose pipeline this namenode does not know, while the block had fewer
-//     verified replicas than its replication, or
+//     recorded write pipeline (the AddBlock or UpdatePipeline targets,
+//     pipeline.go), or
 //   - its datanode was a target of a replication this namenode scheduled,
 //     or
 //   - its datanode re-read it on a Verify command this namenode ordered and
 //     answered that the stored checksum matches (ReportVerified).
 //
 // A replica that only appears in a full report (a namenode restart, a
-// datanode coming back, or a datanode claiming blocks it never received) is
-// unverified. Verification is soft state like the rest of the map: a
+// datanode coming back, or a datanode claiming blocks it never received),
+// or in a "received" report for a block without a recorded pipeline (every
+// block after a namenode restart), is unverified: its datanode's word is
+// all there is, and any datanode can name any block id. Verification is soft state like the rest of the map: a
 // restarted or newly elected namenode re-verifies before it relies on it.
 //
 // ComputeWork uses it so that no report can talk the namenode into deleting
-// the real copies: over-replication deletes unverified copies first and
-// never the last verified one, and corrupt replicas are deleted only while a
-// verified good copy exists. When a block needs one and has none, the
-// namenode orders Verify commands and deletes nothing until answers arrive.
+// the real copies: a block loses a replica (excess or corrupt) only once it
+// has at least its replication in verified good replicas (enoughVerified),
+// over-replication then deletes unverified copies first and never the last
+// verified one, and a replication copies only from a verified source. When
+// a block has too few, the namenode orders Verify commands of its
+// unverified replicas and deletes nothing until answers arrive: after a
+// restart, an unverified replica never outranks the copies a block has.
 
 // verifiedGood counts b's good replicas that are verified. Caller holds
 // s.mu.
@@ -51,10 +55,15 @@ func (s *shard) writtenHere(id uint64, b *blockInfo, l loc) bool {
 			}
 		}
 	}
-	if member, known := s.inPipeline(id, l.num()); known {
-		return member
-	}
-	return s.verifiedGood(b) < int(b.replication)
+	member, _ := s.inPipeline(id, l.num())
+	return member
+}
+
+// enoughVerified reports whether b has at least its replication (and at
+// least one) in verified good replicas, the condition for deleting any of
+// its replicas. Caller holds s.mu.
+func (s *shard) enoughVerified(b *blockInfo) bool {
+	return s.verifiedGood(b) >= max(1, int(b.replication))
 }
 
 // orderVerify queues a Verify command for replica *l of b, unless one is

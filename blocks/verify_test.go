@@ -113,15 +113,24 @@ func TestOverReplicationWithoutVerifiedCopyVerifiesFirst(t *testing.T) {
 	if st := m.Stats(); st.Verifying != 1 {
 		t.Fatalf("stats = %+v", st)
 	}
-	// Only dn4 answers: it is the one copy known good, so it stays though
-	// it is the fullest; two unverified ones go.
+	// Only dn4 answers: one verified copy is fewer than the replication,
+	// so nothing goes yet (the unverified ones may be the only real ones).
 	if k := m.ReportVerified(dn(4), []Replica{rep(1)}); k != 1 {
 		t.Fatalf("ReportVerified accepted %d", k)
 	}
 	m.ComputeWork()
+	if d := deletes(drainAll(m, 4)); len(d) != 0 {
+		t.Fatalf("deleted with 1 of 2 copies verified: %v", d)
+	}
+	// dn1 answers too: two verified, so the two unverified ones go, and
+	// dn4 stays though it is the fullest.
+	if k := m.ReportVerified(dn(1), []Replica{rep(1)}); k != 1 {
+		t.Fatalf("ReportVerified accepted %d", k)
+	}
+	m.ComputeWork()
 	d := deletes(drainAll(m, 4))
-	if len(d) != 2 || d[dn(4)] != nil {
-		t.Fatalf("deletes = %v, want two of dn1..dn3", d)
+	if len(d) != 2 || d[dn(4)] != nil || d[dn(1)] != nil {
+		t.Fatalf("deletes = %v, want dn2 and dn3", d)
 	}
 }
 

@@ -14,17 +14,19 @@ import (
 //     scheduled for deletion;
 //   - verifies unanswered after ReplicationTimeout are given up, and every
 //     suspect replica (see ReportSuspect) without one gets a Verify command;
-//   - corrupt and stale replicas of complete blocks that have enough good
-//     replicas, one of them verified, are scheduled for deletion (never the
-//     last replica);
-//   - over-replicated blocks lose their excess replicas: unverified copies
-//     first, then suspect ones, then verified ones, each from the fullest
-//     holders first, never the last verified copy (see verify.go);
-//   - a corrupt or over-replicated block with no verified good replica gets
-//     a Verify command for each good one instead, and loses nothing until
-//     an answer arrives;
+//   - corrupt and stale replicas of complete blocks that have their
+//     replication in verified good replicas are scheduled for deletion
+//     (never the last replica);
+//   - over-replicated blocks with their replication in verified good
+//     replicas lose their excess replicas: unverified copies first, then
+//     suspect ones, then verified ones, each from the fullest holders
+//     first, never the last verified copy (see verify.go);
+//   - a corrupt or over-replicated block with fewer verified good replicas
+//     than its replication gets a Verify command for each unverified good
+//     one instead, and loses nothing until enough answers arrive;
 //   - under-replicated blocks, fewest good replicas first, get a Replicate
-//     command on a live good holder with fewer than MaxReplicationStreams
+//     command on a live verified good holder (without one, Verify commands
+//     for the unverified) with fewer than MaxReplicationStreams
 //     replications in flight, to targets from ChooseTargets that exclude
 //     every current holder; the block is then pending until its targets
 //     report it or ReplicationTimeout passes, and is not scheduled again
@@ -77,7 +79,7 @@ func (m *Manager) ComputeWork() {
 			if !b.complete() || before.good < max(1, int(b.replication)) {
 				continue
 			}
-			if s.verifiedGood(b) == 0 {
+			if !s.enoughVerified(b) {
 				s.verifyUnverified(b, due)
 				continue
 			}
@@ -92,7 +94,7 @@ func (m *Manager) ComputeWork() {
 		for id := range s.over {
 			b := s.blocks.get(id)
 			before := s.tally(b)
-			if s.verifiedGood(b) == 0 {
+			if !s.enoughVerified(b) {
 				s.verifyUnverified(b, due)
 				continue
 			}
@@ -174,12 +176,18 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 	if need <= 0 {
 		return false
 	}
-	// Source: a live good holder with a free stream, the least busy one.
+	// Source: a live verified good holder with a free stream, the least
+	// busy one. An unverified one may be a datanode that only claims the
+	// block, and its targets would then count as verified copies.
+	if s.verifiedGood(b) == 0 {
+		s.verifyUnverified(b, now.Add(m.cfg.ReplicationTimeout))
+		return false
+	}
 	var src *node
 	var srcLoc loc
 	for _, l := range s.locs(b) {
 		n := s.node(l)
-		if !s.isGood(b, l) || n.snap.Load().State != Live ||
+		if !s.isGood(b, l) || !l.has(locVerified) || n.snap.Load().State != Live ||
 			int(n.streams.Load()) >= m.cfg.MaxReplicationStreams {
 			continue
 		}

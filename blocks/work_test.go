@@ -336,13 +336,15 @@ func TestLastReplicaCorruptIsKept(t *testing.T) {
 
 func TestStaleGenStampIsCorrupt(t *testing.T) {
 	m, _ := newTestManager(t, 4)
-	m.SetExpected(1, 2, 100, 3, true)
+	m.SetExpected(1, 2, 100, 3, false)
+	m.SetPipeline(1, []string{dn(1), dn(2), dn(3), dn(4)})
 	stale := Replica{BlockID: 1, GenStamp: 1, Length: 10, Inode: 100}
 	fresh := Replica{BlockID: 1, GenStamp: 2, Length: 20, Inode: 100}
 	m.IncrementalReport(dn(1), []Replica{stale}, nil)
 	for i := 2; i <= 4; i++ {
 		m.IncrementalReport(dn(i), []Replica{fresh}, nil)
 	}
+	m.SetExpected(1, 2, 100, 3, true)
 	if st := m.Stats(); st.Corrupt != 1 || st.Replicas != 3 {
 		t.Fatalf("stats = %+v", st)
 	}

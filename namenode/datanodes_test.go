@@ -83,13 +83,15 @@ func TestDeadDatanodeBlocksQueuedForReplication(t *testing.T) {
 	}
 	x.converge()
 	for id := range holders {
-		_, err := dp.BlockReport(asDatanode(x.t.Context(), id), &api.BlockReportRequest{DatanodeId: id, Blocks: []*api.ReportedBlock{{Block: b, InodeId: cr.Status.InodeId}}})
+		_, err := dp.IncrementalBlockReport(asDatanode(x.t.Context(), id), &api.IncrementalBlockReportRequest{DatanodeId: id, Received: []*api.ReportedBlock{{Block: b, InodeId: cr.Status.InodeId}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Complete after the replicas are reported, as a real pipeline does
-	// (datanodes report as they store; the client completes after the ack).
+	// Complete after the pipeline reported its replicas received (they are
+	// verified: only a verified replica is a replication source), as a
+	// real pipeline does (datanodes report as they store; the client
+	// completes after the ack).
 	if _, err := c.Complete(x.root(), &api.CompleteRequest{Path: "/f", InodeId: cr.Status.InodeId, Blocks: []*api.Block{b}}); err != nil {
 		t.Fatal(err)
 	}

@@ -54,10 +54,16 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 }
 
 // startRecovery proposes recovery of file p (or, for the system, inode
-// id), choosing the primary among the datanodes that may hold the last
-// block: the one after the previous primary, so a restarted recovery
-// moves on. op names the operation that asked: RecoverLease, or the
-// Create or Append that took the file over.
+// id), choosing the primary among the last block's expected locations: the
+// datanodes of its recorded pipeline (AddBlock, UpdatePipeline), in
+// pipeline order, never a datanode that merely reported the block (HDFS
+// chooses among the expected locations too). The primary is the one after
+// the previous primary, so a restarted recovery moves on. Only when this
+// namenode knows no pipeline for the block (it was written before the
+// snapshot this namenode restored) does it fall back to every datanode
+// that may hold it; the FSM's floor at the durable length still holds
+// then. op names the operation that asked: RecoverLease, or the Create or
+// Append that took the file over.
 func (n *Namenode) startRecovery(ctx context.Context, op string, c *api.Caller, p namespace.Path, id namespace.ID) (*api.CommandResult, uint64, error) {
 	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p.String(), InodeId: uint64(id), NowUnixMs: nowMs(),
 		SoftLimitMs: n.cfg.Leases.SoftLimit.Milliseconds(), System: c == nil}
@@ -78,21 +84,31 @@ func (n *Namenode) startRecovery(ctx context.Context, op string, c *api.Caller, 
 		}
 	})
 	if last != nil {
-		var ids []string
-		for _, d := range n.blocks.WriteTargets(last.ID) {
-			ids = append(ids, d.ID)
-		}
-		slices.Sort(ids)
-		cmd.Replicas = ids
-		if len(ids) > 0 {
-			i, _ := slices.BinarySearch(ids, prev)
-			if i < len(ids) && ids[i] == prev {
-				i++
-			}
-			cmd.Primary = ids[i%len(ids)]
+		cmd.Replicas = n.recoveryCandidates(last.ID)
+		if k := len(cmd.Replicas); k > 0 {
+			i := slices.Index(cmd.Replicas, prev) + 1 // 0 when prev is none of them
+			cmd.Primary = cmd.Replicas[i%k]
 		}
 	}
 	return n.propose(ctx, op, fsm.CmdRecoverLease, cmd)
+}
+
+// recoveryCandidates returns the datanodes block recovery of block id
+// asks: its pipeline in pipeline order, or, when no pipeline is recorded
+// here, every live datanode that may hold it, sorted by id.
+func (n *Namenode) recoveryCandidates(id uint64) []string {
+	ds, known := n.blocks.Pipeline(id)
+	if !known {
+		ds = n.blocks.WriteTargets(id)
+	}
+	ids := make([]string, 0, len(ds))
+	for _, d := range ds {
+		ids = append(ids, d.ID)
+	}
+	if !known {
+		slices.Sort(ids)
+	}
+	return ids
 }
 
 func (s *clientService) Fsync(ctx context.Context, req *api.FsyncRequest) (*api.FsyncResponse, error) {
@@ -165,6 +181,9 @@ func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *a
 		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: nowMs(), StoredOn: req.StoredOn,
 	})
 	if err != nil {
+		if k := errs.KindOf(err); k == errs.Permission || k == errs.Precondition {
+			s.n.blocks.Refuse(blocks.RefusedRecovery)
+		}
 		return nil, err
 	}
 	s.n.log.Info("block recovery committed", "inode", req.InodeId, "block", req.Block.Id, "recovery", req.RecoveryId, "length", req.NewLength, "stored_on", req.StoredOn)

@@ -1,6 +1,8 @@
 package namespace
 
 import (
+	"fmt"
+
 	"github.com/blockfs/blockfs/errs"
 )
 
@@ -181,6 +183,17 @@ func (t *Tree) CommitRecovery(op string, id ID, r Recovery, mtimeMs int64) (File
 	}
 	if r.Length > f.blockSize {
 		return FileInfo{}, Block{}, errs.Newf(errs.Invalid, op, p, "recovered length %d exceeds the block size %d", r.Length, f.blockSize)
+	}
+	// The last block's length is the durable floor: what an hflush
+	// (Fsync) or the append that reopened it recorded every datanode of
+	// the pipeline holds. A recovery below it would drop acknowledged
+	// bytes, so it must come from a primary that lied or lost them.
+	if r.Delete && last.Length > 0 || r.Length < last.Length {
+		got := fmt.Sprintf("length %d", r.Length)
+		if r.Delete {
+			got = "deleting the block"
+		}
+		return FileInfo{}, Block{}, errs.Newf(errs.Precondition, op, p, "recovery %d of %v: %s is below the %d bytes recorded durable", r.RecoveryID, r.Block, got, last.Length)
 	}
 	t.touch(f)
 	var out Block
