@@ -22,7 +22,7 @@ const raftAdmitRefresh = 500 * time.Millisecond
 // raftAdmission decides which namenode certificates may speak Raft to this
 // node (under mTLS only): the servers of the latest Raft configuration,
 // voters and non-voters, plus the server an AddServer on this leader is
-// adding; never a name on the replicated deny list. A node whose
+// adding. A node whose
 // configuration is empty (it is joining and has received nothing yet)
 // admits the servers of the cluster it asked to join (the ClusterStatus of
 // --join, read over mTLS before AddServer) and its --peers: the leader
@@ -64,9 +64,6 @@ func newRaftAdmission(n *Namenode) *raftAdmission {
 // admit is raftnet's Options.Admit.
 func (a *raftAdmission) admit(name string) error {
 	const op = "namenode.raftAdmission"
-	if a.n.revoked(name) {
-		return raftnet.Refuse(raftnet.ReasonRevoked, errs.New(errs.Permission, op, name, "the namenode certificate name is on the cluster's deny list"))
-	}
 	c := a.cur.Load()
 	if _, ok := c.servers[name]; ok || slices.Contains(c.pending, name) || len(c.servers) == 0 && slices.Contains(c.seed, name) {
 		return nil
@@ -150,7 +147,3 @@ func (a *raftAdmission) loop(stop <-chan struct{}) {
 		}
 	}
 }
-
-// revoked reports whether name is on the replicated deny list of namenode
-// certificate names.
-func (n *Namenode) revoked(name string) bool { return false }
