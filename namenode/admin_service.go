@@ -31,6 +31,9 @@ func (s *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 		}
 		return api.NewAdminClient(conn).AddServer(ctx, req)
 	}
+	if n.raftAdmit != nil {
+		defer n.raftAdmit.adding(req.Id)()
+	}
 	f := n.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, n.cfg.Raft.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return nil, n.raftError("AddServer", err)
@@ -65,6 +68,9 @@ func (s *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 		return nil, err
 	}
 	f := n.raft.RemoveServer(raft.ServerID(req.Id), 0, n.cfg.Raft.ApplyTimeout)
+	if n.raftAdmit != nil {
+		defer n.raftAdmit.refresh() // refuse the removed server here at once
+	}
 	if err := f.Error(); err != nil {
 		return nil, n.raftError("RemoveServer", err)
 	}

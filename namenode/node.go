@@ -60,6 +60,9 @@ type Namenode struct {
 	authz    *security.Authorizer
 	groups   *security.GroupMapping
 	members  memberCache
+	// raftAdmit says who may speak Raft to this node (raftadmit.go); nil
+	// without TLS.
+	raftAdmit *raftAdmission
 	// reportParts collects multi-part full block reports (reportparts.go).
 	reportParts reportParts
 
@@ -144,6 +147,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	go n.leaseLoop()
 	go n.keyLoop()
 	go n.registerSelf()
+	if n.raftAdmit != nil {
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.raftAdmit.loop(n.stop) }()
+	}
 	if n.cfg.Raft.Join != "" && !n.hadState() {
 		if err := n.join(ctx); err != nil {
 			return nil, err
@@ -252,6 +259,12 @@ func (n *Namenode) join(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
 		conn, err := n.peers.get("AddServer", n.cfg.Raft.Join)
+		if err == nil && n.raftAdmit != nil {
+			// Admit the cluster's servers before asking it to replicate here.
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = n.raftAdmit.seedFrom(cctx, api.NewClientServiceClient(conn))
+			cancel()
+		}
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_, err = api.NewAdminClient(conn).AddServer(cctx, req)

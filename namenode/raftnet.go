@@ -27,7 +27,8 @@ const (
 // configs (always under --auth=mtls), otherwise plain TCP, which must be on
 // loopback unless InsecureRaft says otherwise. The returned func hands the
 // transport the running Raft, whose configuration names the namenode
-// expected at each address it dials.
+// expected at each address it dials and, under mTLS, the namenodes it
+// accepts (raftadmit.go).
 func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, func(*raft.Raft), error) {
 	cfg := n.cfg
 	const op = "namenode.Start"
@@ -46,8 +47,12 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 		Name: "blockfs_raft_conn_refused_total",
 		Help: "Raft connections refused, by direction (in: accepted, out: dialed) and reason (no_certificate, untrusted, identity, role, name, timeout, ...).",
 	}, "direction", "reason")
+	rpcRefused := registerCounterVec(n.reg, prometheus.CounterOpts{
+		Name: "blockfs_raft_rpc_refused_total",
+		Help: "Raft RPCs refused on an accepted mTLS connection (which is then closed), by rpc and reason (header_id, header_addr, not_member, revoked, malformed).",
+	}, "rpc", "reason")
 	var current atomic.Pointer[raft.Raft]
-	stream, err := raftnet.New(lis, raftnet.Options{
+	o := raftnet.Options{
 		ServerTLS:        cfg.Auth.TLS,
 		ClientTLS:        cfg.Auth.PeerTLS,
 		TrustDomain:      cfg.Auth.TrustDomain,
@@ -58,7 +63,23 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 			refused.WithLabelValues(dir, reason).Inc()
 			n.log.Warn("raft connection refused", "direction", dir, "reason", reason, "remote", remote.String(), "err", err)
 		},
-	})
+	}
+	set := current.Store
+	if secure {
+		a := newRaftAdmission(n)
+		n.raftAdmit = a
+		o.Admit, o.PeerAddr, o.Changed = a.admit, a.peerAddr, a.refresh
+		o.RPCRefused = func(rpc, reason, name string, remote net.Addr, err error) {
+			rpcRefused.WithLabelValues(rpc, reason).Inc()
+			n.log.Warn("raft RPC refused, connection closed", "rpc", rpc, "reason", reason, "peer", name, "remote", remote.String(), "err", err)
+		}
+		set = func(r *raft.Raft) {
+			current.Store(r)
+			a.raft.Store(r)
+			a.refresh()
+		}
+	}
+	stream, err := raftnet.New(lis, o)
 	if err != nil {
 		lis.Close()
 		return nil, nil, err
@@ -69,7 +90,7 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 		Timeout: raftNetTimeout,
 		Logger:  hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Info, Output: logw}),
 	})
-	return trans, current.Store, nil
+	return trans, set, nil
 }
 
 // allowPlainRaft refuses an unauthenticated Raft port off loopback unless

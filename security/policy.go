@@ -80,7 +80,9 @@ func Policy() map[string]Rule {
 		api.ClientService_SetPermission_FullMethodName:     {Roles: users},
 		api.ClientService_SetOwner_FullMethodName:          {Roles: users},
 		api.ClientService_ReportBadBlocks_FullMethodName:   {Roles: usersDNs},
-		api.ClientService_ClusterStatus_FullMethodName:     {Roles: anyRole},
+		// Open: a namenode joining reads whom to admit on its Raft port
+		// (what any user and the web UI's open /namenodes page may read).
+		api.ClientService_ClusterStatus_FullMethodName: {Roles: anyRole, Open: true},
 		// Leases: the writer's calls (a WebHDFS datanode writes for its
 		// user); RecoverLease by any user with write access to the file.
 		api.ClientService_RenewLease_FullMethodName:             {Roles: users, Delegated: true},

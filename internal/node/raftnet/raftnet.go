@@ -8,6 +8,12 @@
 // Write (in the goroutine Raft starts for that connection), bounded by a
 // handshake timeout. A refused connection is reported through
 // Options.Refused, and Raft sees only an end of stream: no RPC is decoded.
+//
+// Under TLS a connection is bound to the namenode its certificate names:
+// Options.Admit decides at the handshake and before every RPC whether that
+// name is (still) a server of the configuration, and every RPC's header
+// must name the same server (guard.go). A refused RPC closes the
+// connection and is reported through Options.RPCRefused.
 package raftnet
 
 import (
@@ -62,6 +68,29 @@ type Options struct {
 	// Raft records in its configuration instead of the listener's: a
 	// stable DNS name where the IP changes (a Kubernetes StatefulSet pod).
 	Advertise string
+
+	// Admit, if set, says whether the namenode name (its certificate's)
+	// may speak Raft to this node: asked during every inbound handshake
+	// and again before every RPC on the connection is handed to Raft. An
+	// error refuses it (a handshake refusal, or the connection is closed);
+	// its reason is the one given to Refuse, else ReasonNotMember. It runs
+	// on Raft's connection goroutines, so it must be cheap and never wait
+	// for Raft.
+	Admit func(name string) error
+	// PeerAddr, if set, gives the address the Raft configuration has for
+	// a server id. An RPC whose header gives another sender address is
+	// refused (ReasonHeaderAddr).
+	PeerAddr func(id string) (raft.ServerAddress, bool)
+	// Changed, if set, runs after Raft has handled an inbound RPC that may
+	// have changed this node's configuration (an AppendEntries carrying a
+	// configuration entry, an InstallSnapshot) and before its answer is
+	// written, so the admission Admit reads can be brought up to date.
+	Changed func()
+	// RPCRefused, if set, is told about every inbound RPC refused after
+	// the handshake (the connection is then closed): the RPC's name, the
+	// reason (ReasonHeaderID, ReasonHeaderAddr, ReasonNotMember,
+	// ReasonRevoked, ReasonMalformed), the certificate's name and the cause.
+	RPCRefused func(rpc, reason, name string, remote net.Addr, err error)
 }
 
 // StreamLayer is a raft.StreamLayer over a TCP listener, with or without
@@ -110,7 +139,7 @@ func New(lis net.Listener, o Options) (*StreamLayer, error) {
 	s.server.MinVersion = tls.VersionTLS13
 	s.server.ClientAuth = tls.RequireAndVerifyClientCert
 	s.server.NextProtos = []string{ALPN}
-	s.server.VerifyConnection = s.verifier("raftnet.StreamLayer.Accept", "", false)
+	s.server.VerifyConnection = s.verifier("raftnet.StreamLayer.Accept", "", false, true)
 	s.client = o.ClientTLS.Clone()
 	s.client.MinVersion = tls.VersionTLS13
 	s.client.NextProtos = []string{ALPN}
@@ -198,7 +227,7 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if s.opts.PeerName != nil {
 		want, known = s.opts.PeerName(address)
 	}
-	cfg.VerifyConnection = s.verifier("raftnet.StreamLayer.Dial", want, known)
+	cfg.VerifyConnection = s.verifier("raftnet.StreamLayer.Dial", want, known, false)
 	tc := tls.Client(c, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
@@ -217,12 +246,14 @@ func (s *StreamLayer) refuse(dir string, remote net.Addr, err error) {
 }
 
 // serverConn is an accepted TLS connection whose handshake runs on first
-// use, in the goroutine that reads it, not in Accept.
+// use, in the goroutine that reads it, not in Accept. After the handshake
+// every request is checked by its guard before Raft reads it.
 type serverConn struct {
 	*tls.Conn
-	s    *StreamLayer
-	once sync.Once
-	err  error
+	s     *StreamLayer
+	once  sync.Once
+	err   error
+	guard *guard
 }
 
 func (c *serverConn) handshake() error {
@@ -235,24 +266,36 @@ func (c *serverConn) handshake() error {
 			// Raft's connection loop ends quietly on EOF; the refusal has
 			// been reported once, above.
 			c.err = io.EOF
+			return
 		}
+		// The verifier has checked the chain and the identity.
+		cert := c.Conn.ConnectionState().PeerCertificates[0]
+		id, err := security.IdentityFromCert(cert, c.s.opts.TrustDomain)
+		if err != nil {
+			c.Close()
+			c.err = io.EOF
+			return
+		}
+		c.guard = newGuard(c, id.Name)
 	})
 	return c.err
 }
 
-// Read completes the handshake, then reads.
+// Read completes the handshake, then reads checked requests.
 func (c *serverConn) Read(p []byte) (int, error) {
 	if err := c.handshake(); err != nil {
 		return 0, err
 	}
-	return c.Conn.Read(p)
+	return c.guard.read(p)
 }
 
-// Write completes the handshake, then writes.
+// Write completes the handshake, then writes (an answer to the request
+// the guard last checked).
 func (c *serverConn) Write(p []byte) (int, error) {
 	if err := c.handshake(); err != nil {
 		return 0, err
 	}
+	c.guard.written()
 	return c.Conn.Write(p)
 }
 

@@ -65,7 +65,7 @@ type layer struct {
 	refused chan string // "direction/reason"
 }
 
-func (p *pki) layer(name string, timeout time.Duration, peerName func(raft.ServerAddress) (string, bool)) *layer {
+func (p *pki) layer(name string, timeout time.Duration, peerName func(raft.ServerAddress) (string, bool), adjust ...func(*raftnet.Options)) *layer {
 	p.t.Helper()
 	c, k := p.pair(p.ca, security.DefaultTrustDomain, security.RoleNamenode, name)
 	srv, err := security.ServerTLSConfig(p.ca.CertPEM, c, k)
@@ -81,11 +81,15 @@ func (p *pki) layer(name string, timeout time.Duration, peerName func(raft.Serve
 		p.t.Fatal(err)
 	}
 	l := &layer{refused: make(chan string, 16)}
-	l.StreamLayer, err = raftnet.New(lis, raftnet.Options{
+	o := raftnet.Options{
 		ServerTLS: srv, ClientTLS: cli, TrustDomain: security.DefaultTrustDomain,
 		PeerName: peerName, HandshakeTimeout: timeout,
 		Refused: func(dir, reason string, _ net.Addr, _ error) { l.refused <- dir + "/" + reason },
-	})
+	}
+	for _, f := range adjust {
+		f(&o)
+	}
+	l.StreamLayer, err = raftnet.New(lis, o)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -130,8 +134,9 @@ type attack struct {
 	send func(tr raft.Transport, target raft.ServerAddress) error
 }
 
-func attacks() []attack {
-	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("mallory"), Addr: []byte("127.0.0.1:1")}
+// attacks are sent as from, the sender id of their RPC headers.
+func attacks(from string) []attack {
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(from), Addr: []byte("127.0.0.1:1")}
 	return []attack{
 		{"AppendEntries", func(tr raft.Transport, target raft.ServerAddress) error {
 			var resp raft.AppendEntriesResponse
@@ -202,7 +207,7 @@ func TestOutsidersRefused(t *testing.T) {
 	_, got := server(t, srv)
 	target := raft.ServerAddress(srv.Addr().String())
 	for _, o := range p.outsiders() {
-		for _, a := range attacks() {
+		for _, a := range attacks("mallory") {
 			t.Run(o.name+"/"+a.name, func(t *testing.T) {
 				tr, err := raftnettest.Transport(o.cert, o.useTLS)
 				if err != nil {
@@ -225,7 +230,7 @@ func TestOutsidersRefused(t *testing.T) {
 	member := p.layer("nn2", 0, nil)
 	tr := raft.NewNetworkTransport(member, 1, 5*time.Second, io.Discard)
 	defer tr.Close()
-	for _, a := range attacks() {
+	for _, a := range attacks("nn2") {
 		if err := a.send(tr, target); err != nil {
 			t.Fatalf("%s from a cluster namenode: %v", a.name, err)
 		}
@@ -323,7 +328,7 @@ func TestSilentPeer(t *testing.T) {
 	member := p.layer("nn2", 0, nil)
 	tr := raft.NewNetworkTransport(member, 1, 5*time.Second, io.Discard)
 	defer tr.Close()
-	if err := attacks()[1].send(tr, raft.ServerAddress(srv.Addr().String())); err != nil {
+	if err := attacks("nn2")[1].send(tr, raft.ServerAddress(srv.Addr().String())); err != nil {
 		t.Fatalf("member blocked behind a silent peer: %v", err)
 	}
 	if r := srv.next(t); r != raftnet.Inbound+"/"+raftnet.ReasonTimeout {
@@ -357,7 +362,7 @@ func TestPlainAndAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := attacks()[1].send(tr, raft.ServerAddress(plain.Addr().String())); err != nil || got.Load() != 1 {
+	if err := attacks("mallory")[1].send(tr, raft.ServerAddress(plain.Addr().String())); err != nil || got.Load() != 1 {
 		t.Fatalf("plain RPC: %v, %d delivered", err, got.Load())
 	}
 

@@ -26,6 +26,15 @@ const (
 	ReasonProtocol      = "protocol"       // the peer did not agree on the Raft ALPN
 	ReasonClosed        = "closed"         // the peer went away mid-handshake
 	ReasonHandshake     = "handshake"      // any other handshake failure
+
+	// Refusals of membership, at the handshake or at any later RPC.
+	ReasonNotMember = "not_member" // a namenode that is not a server of the Raft configuration (Options.Admit)
+	ReasonRevoked   = "revoked"    // a namenode name on the replicated deny list (Options.Admit)
+
+	// Refusals of one RPC on an admitted connection (Options.RPCRefused).
+	ReasonHeaderID   = "header_id"   // the RPC header's sender id is not the certificate's name
+	ReasonHeaderAddr = "header_addr" // the RPC header's sender address is not the configuration's for that id
+	ReasonMalformed  = "malformed"   // the request does not decode as a Raft RPC
 )
 
 // refusal is why the verifier turned away a peer whose chain did verify.
@@ -39,8 +48,9 @@ func (r *refusal) Unwrap() error { return r.err }
 
 // verifier returns the VerifyConnection callback of op (Dial or Accept): the peer's verified
 // certificate must name a namenode of the trust domain (and, when known,
-// the namenode want), and the ALPN must be Raft's.
-func (s *StreamLayer) verifier(op, want string, known bool) func(tls.ConnectionState) error {
+// the namenode want; inbound, one Options.Admit admits), and the ALPN must
+// be Raft's.
+func (s *StreamLayer) verifier(op, want string, known, inbound bool) func(tls.ConnectionState) error {
 	td := s.opts.TrustDomain
 	namenodeOnly := security.RequireRole(td, security.RoleNamenode)
 	return func(cs tls.ConnectionState) error {
@@ -61,6 +71,11 @@ func (s *StreamLayer) verifier(op, want string, known bool) func(tls.ConnectionS
 		if known && id.Name != want {
 			return &refusal{ReasonName, errs.Newf(errs.Permission, op, id.Name,
 				"the Raft configuration has namenode %q at this address, but its certificate names %s", want, id)}
+		}
+		if inbound {
+			if err := s.admit(id.Name); err != nil {
+				return err
+			}
 		}
 		if cs.NegotiatedProtocol != ALPN {
 			return &refusal{ReasonProtocol, errs.Newf(errs.Unauthenticated, op, id.Name,
