@@ -347,11 +347,14 @@ func locationsFixtureWith(b *testing.B, path string, nblocks, others int) (api.C
 
 // locationsCluster is locationsFixtureWith returning the cluster and its
 // leader too, for callers that go through gRPC.
-func locationsCluster(b testing.TB, path string, nblocks, others int) (*tc, int, api.ClientServiceServer, *api.GetBlockLocationsRequest) {
+func locationsCluster(b testing.TB, path string, nblocks, others int, adjust ...func(*namenode.Config)) (*tc, int, api.ClientServiceServer, *api.GetBlockLocationsRequest) {
 	x := startCluster(b, 1, func(i int, c *namenode.Config) {
 		c.Logger = quietLogger()
 		if others > 0 {
 			c.MaxRequestSize = 256 << 20 // the datanodes' full reports of the other files
+		}
+		for _, a := range adjust {
+			a(c)
 		}
 	})
 	x.registerDatanodes(5)

@@ -18,7 +18,8 @@ type clientService struct {
 	n *Namenode
 }
 
-func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*api.MkdirsResponse, error) {
+func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (resp *api.MkdirsResponse, err error) {
+	defer func() { s.n.audited(ctx, "mkdirs", req.Path, "", nil, err) }()
 	if err := validatePath("Mkdirs", req.Path); err != nil {
 		return nil, err
 	}
@@ -35,7 +36,8 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (*ap
 	return &api.MkdirsResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
-func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (*api.CreateResponse, error) {
+func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (resp *api.CreateResponse, err error) {
+	defer func() { s.n.audited(ctx, "create", req.Path, "", resp.GetStatus(), err) }()
 	p, err := parsePath("Create", req.Path)
 	if err != nil {
 		return nil, err
@@ -169,7 +171,8 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 // Append reopens a closed file for the caller (the FSM checks w on it
 // and that nobody is writing it). The caller's retry of a lost answer is
 // answered from the retry cache, not refused as "already being written".
-func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
+func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (resp *api.AppendResponse, err error) {
+	defer func() { s.n.audited(ctx, "append", req.Path, "", nil, err) }()
 	p, err := parsePath("Append", req.Path)
 	if err != nil {
 		return nil, err
@@ -215,7 +218,8 @@ func (s *clientService) AbandonBlock(ctx context.Context, req *api.AbandonBlockR
 	return &api.AbandonBlockResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
-func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*api.DeleteResponse, error) {
+func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (resp *api.DeleteResponse, err error) {
+	defer func() { s.n.audited(ctx, "delete", req.Path, "", nil, err) }()
 	if err := validatePath("Delete", req.Path); err != nil {
 		return nil, err
 	}
@@ -228,7 +232,8 @@ func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (*ap
 	return &api.DeleteResponse{Header: s.n.writeHeader(idx), Deleted: true}, nil
 }
 
-func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*api.RenameResponse, error) {
+func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (resp *api.RenameResponse, err error) {
+	defer func() { s.n.audited(ctx, "rename", req.Src, req.Dst, nil, err) }()
 	if err := validatePath("Rename", req.Src); err != nil {
 		return nil, err
 	}
@@ -244,7 +249,8 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (*ap
 	return &api.RenameResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
-func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoRequest) (*api.GetFileInfoResponse, error) {
+func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoRequest) (resp *api.GetFileInfoResponse, err error) {
+	defer func() { s.n.audited(ctx, "getfileinfo", req.Path, "", nil, err) }()
 	const op = "GetFileInfo"
 	p, err := parsePath(op, req.Path)
 	if err != nil {
@@ -266,7 +272,8 @@ func (s *clientService) GetFileInfo(ctx context.Context, req *api.GetFileInfoReq
 	return &api.GetFileInfoResponse{Header: s.n.header(), Status: fsm.ToFileStatus(fi)}, nil
 }
 
-func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusRequest) (*api.ListStatusResponse, error) {
+func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusRequest) (resp *api.ListStatusResponse, err error) {
+	defer func() { s.n.audited(ctx, "listStatus", req.Path, "", nil, err) }()
 	const op = "ListStatus"
 	p, err := parsePath(op, req.Path)
 	if err != nil {
@@ -297,7 +304,8 @@ func (s *clientService) ListStatus(ctx context.Context, req *api.ListStatusReque
 	return out, nil
 }
 
-func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissionRequest) (*api.SetPermissionResponse, error) {
+func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissionRequest) (resp *api.SetPermissionResponse, err error) {
+	defer func() { s.n.audited(ctx, "setPermission", req.Path, "", nil, err) }()
 	if err := validatePath("SetPermission", req.Path); err != nil {
 		return nil, err
 	}
@@ -313,7 +321,8 @@ func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissio
 	return &api.SetPermissionResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
-func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) (*api.SetOwnerResponse, error) {
+func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) (resp *api.SetOwnerResponse, err error) {
+	defer func() { s.n.audited(ctx, "setOwner", req.Path, "", nil, err) }()
 	if err := validatePath("SetOwner", req.Path); err != nil {
 		return nil, err
 	}

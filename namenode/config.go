@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/blockfs/blockfs/audit"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
@@ -55,6 +56,9 @@ type Config struct {
 	Tokens security.Config
 	// Blocks configures the block map: liveness, placement, replication.
 	Blocks blocks.Config
+	// Audit configures the audit log (package audit): off unless it has
+	// a path or Stdout.
+	Audit audit.Config
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node
@@ -73,6 +77,7 @@ func DefaultConfig() Config {
 		Auth:           DefaultAuthConfig(),
 		Tokens:         security.DefaultConfig(),
 		Blocks:         blocks.DefaultConfig(),
+		Audit:          audit.DefaultConfig(),
 	}
 }
 
@@ -104,6 +109,9 @@ func (c *Config) Validate() error {
 		return badConfig("namenode.Config.Validate", "insecure raft applies only to auth simple; under mtls Raft always runs over mTLS")
 	}
 	if err := c.Tokens.Validate(); err != nil {
+		return err
+	}
+	if err := c.Audit.Validate(); err != nil {
 		return err
 	}
 	return c.Blocks.Validate()

@@ -37,7 +37,8 @@ func (s *clientService) RenewLease(ctx context.Context, req *api.RenewLeaseReque
 	return &api.RenewLeaseResponse{Header: s.n.writeHeader(idx), Files: res.GetFiles()}, nil
 }
 
-func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseRequest) (*api.RecoverLeaseResponse, error) {
+func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseRequest) (resp *api.RecoverLeaseResponse, err error) {
+	defer func() { s.n.audited(ctx, "recoverLease", req.Path, "", nil, err) }()
 	p, err := parsePath("RecoverLease", req.Path)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,8 @@ import (
 // offset+length) with their live replicas. It runs under the FSM's read
 // lock only (shared), and the block map is sharded, so concurrent calls do
 // not serialize.
-func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlockLocationsRequest) (*api.GetBlockLocationsResponse, error) {
+func (s *clientService) GetBlockLocations(ctx context.Context, req *api.GetBlockLocationsRequest) (resp *api.GetBlockLocationsResponse, err error) {
+	defer func() { s.n.audited(ctx, "open", req.Path, "", nil, err) }()
 	p, err := parsePath(opGetBlockLocations, req.Path)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/audit"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/node/serve"
@@ -33,13 +34,17 @@ import (
 // Namenode is one running namenode: Raft, the FSM, the block map, and the
 // gRPC and HTTP servers.
 type Namenode struct {
-	cfg    Config
-	log    *slog.Logger
-	reg    *prometheus.Registry
-	met    *metrics
-	fsm    *fsm.FSM
-	snaps  *fsm.SnapshotStore
-	blocks *blocks.Manager
+	cfg   Config
+	log   *slog.Logger
+	reg   *prometheus.Registry
+	met   *metrics
+	fsm   *fsm.FSM
+	snaps *fsm.SnapshotStore
+	// audit is the audit log (audit.go); nil when off. auditAuth is how
+	// callers are authenticated, as its lines say it.
+	audit     *audit.Logger
+	auditAuth string
+	blocks    *blocks.Manager
 
 	raft      *raft.Raft
 	store     *raftboltdb.BoltStore
@@ -116,6 +121,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}),
 	})
 	n.met = newMetrics(reg, n)
+	if err := n.openAudit(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -465,6 +473,9 @@ func (n *Namenode) Close() error {
 		}
 		n.peers.close()
 		n.wg.Wait()
+		if err := n.audit.Close(); err != nil && n.closeErr == nil {
+			n.closeErr = err
+		}
 	})
 	return n.closeErr
 }

@@ -261,7 +261,8 @@ func (a *Authorizer) HTTPWith(pattern string, h http.Handler, deny HTTPDenied) h
 			deny(w, r, http.StatusForbidden, a.refuse(pattern, reason, err))
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+		ctx := WithOrigin(WithIdentity(r.Context(), id), httpOrigin(pattern, r.RemoteAddr))
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

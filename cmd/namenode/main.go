@@ -85,6 +85,10 @@ func parse(args []string) (namenode.Config, error) {
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
+	f.String(&cfg.Audit.Path, "audit-log", "", "audit log file: one line per namespace operation, allowed or refused, in HDFS's FSNamesystem.audit shape (empty: no file)")
+	f.Int(&cfg.Audit.MaxSizeMB, "audit-log-max-size-mb", cfg.Audit.MaxSizeMB, "size in MiB at which the audit log is rotated to <file>.1")
+	f.Int(&cfg.Audit.MaxBackups, "audit-log-max-backups", cfg.Audit.MaxBackups, "rotated audit logs kept (0: all)")
+	f.Bool(&cfg.Audit.Stdout, "audit-stdout", false, "write the audit log to standard output too")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
 		return cfg, err
