@@ -38,7 +38,9 @@ func writerOf(c *api.Caller) namespace.Writer {
 }
 
 // checkTakeover refuses op by caller c on path p (inode id, under
-// construction by w) unless c is its writer. softMs is the leader's soft
+// construction by w) unless c is its writer. The refusal names the
+// writer's user, never its client id: a client id is its holder's, and
+// another caller who learned it could renew or speak for that lease. softMs is the leader's soft
 // limit: past it the message says how to take the file over.
 func (f *FSM) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w namespace.Writer, nowMs, softMs int64) error {
 	if leases.Key(w) == leases.Key(writerOf(c)) && w.User == c.GetUser() {
@@ -48,11 +50,11 @@ func (f *FSM) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w name
 		return errs.Newf(errs.Precondition, op, p, "%s: the lease of %s is being recovered; retry when the file is closed", ExcRecoveryInProgress, p)
 	}
 	if softMs > 0 && f.st.leases.Expired(id, nowMs, softMs) {
-		return errs.Newf(errs.Precondition, op, p, "%s: %s is held by client %s (user %s) whose soft limit passed; recoverLease takes it over",
-			ExcAlreadyBeingCreated, p, w.Client, w.User)
+		return errs.Newf(errs.Precondition, op, p, "%s: %s is held by another client (user %s) whose soft limit passed; recoverLease takes it over",
+			ExcAlreadyBeingCreated, p, w.User)
 	}
-	return errs.Newf(errs.Precondition, op, p, "%s: %s is open for writing by client %s (user %s), whose lease is current",
-		ExcAlreadyBeingCreated, p, w.Client, w.User)
+	return errs.Newf(errs.Precondition, op, p, "%s: %s is open for writing by another client (user %s), whose lease is current",
+		ExcAlreadyBeingCreated, p, w.User)
 }
 
 // notRecovering refuses a writer's call on file id while its lease is
@@ -141,8 +143,8 @@ func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 		}
 		if !f.st.leases.Expired(id, c.NowUnixMs, c.SoftLimitMs) {
 			left := time.Duration(c.SoftLimitMs-(c.NowUnixMs-f.st.leases.RenewedMs(id))) * time.Millisecond
-			return nil, errs.Newf(errs.Precondition, op, c.Path, "%s: %s is open for writing by client %s (user %s), whose soft limit ends in %v",
-				ExcAlreadyBeingCreated, c.Path, fi.Writer.Client, fi.Writer.User, left.Round(time.Millisecond))
+			return nil, errs.Newf(errs.Precondition, op, c.Path, "%s: %s is open for writing by another client (user %s), whose soft limit ends in %v",
+				ExcAlreadyBeingCreated, c.Path, fi.Writer.User, left.Round(time.Millisecond))
 		}
 	}
 	_, bs, _ := tree.FileByID(id)

@@ -71,6 +71,17 @@ func TestLeaseRefusals(t *testing.T) {
 			if f.st.leases.Hash() != before || f.st.tree.Hash() != treeBefore {
 				t.Fatal("a refused call changed the state")
 			}
+			// A refusal names no client but the caller's own: another
+			// client's id lets whoever reads it speak for that lease
+			// (issue 21, finding 7).
+			for _, other := range []*api.Caller{alice, bob, alice2} {
+				if caller, ok := c.msg.(interface{ GetCaller() *api.Caller }); ok && caller.GetCaller() == other {
+					continue
+				}
+				if strings.Contains(r.ErrorMsg, `"`+other.ClientId+`"`) || strings.Contains(r.ErrorMsg, "client "+other.ClientId) {
+					t.Fatalf("the refusal %q names client %s, not the caller's", r.ErrorMsg, other.ClientId)
+				}
+			}
 		})
 	}
 }
