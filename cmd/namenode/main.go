@@ -86,6 +86,9 @@ func parse(args []string) (namenode.Config, error) {
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
 	cfg.Limits.Serve.RegisterFlags(f)
+	f.Int64(&cfg.Limits.ReportBytesPerDatanode, "report-bytes-per-datanode", cfg.Limits.ReportBytesPerDatanode, "bytes an unfinished multi-part block report of one datanode may hold; a part past it is refused (ResourceExhausted) and the report dropped")
+	f.Int64(&cfg.Limits.ReportBytesTotal, "report-bytes-total", cfg.Limits.ReportBytesTotal, "bytes all unfinished multi-part block reports together may hold")
+	f.Duration(&cfg.Limits.ReportTTL, "report-ttl", cfg.Limits.ReportTTL, "drop a multi-part block report not finished within this (checked every quarter of it)")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
 		return cfg, err
