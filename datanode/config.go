@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
 )
@@ -114,6 +115,10 @@ type Config struct {
 	// they must carry the datanode's certificate.
 	DialOptions []grpc.DialOption
 
+	// Serve bounds the gRPC connections (streams, pings) and the HTTP
+	// requests (header, idle and progress timeouts): see serve.Limits.
+	Serve serve.Limits
+
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node
 }
@@ -143,6 +148,7 @@ func DefaultConfig() Config {
 		Store:                  lbm.DefaultConfig(),
 		Auth:                   AuthMTLS,
 		TrustDomain:            security.DefaultTrustDomain,
+		Serve:                  serve.DefaultLimits(),
 	}
 }
 
@@ -191,6 +197,9 @@ func (c *Config) Validate() error {
 		if a == "" {
 			return bad("empty namenode address")
 		}
+	}
+	if err := c.Serve.Validate("datanode.Config.Validate"); err != nil {
+		return err
 	}
 	if err := security.ValidateTrustDomain(c.TrustDomain); err != nil {
 		return err

@@ -19,7 +19,7 @@ const maxRecvMsg = 8 << 20
 func (d *Datanode) startGRPC() {
 	d.grpcSrv = serve.NewGRPC(d.cfg.TLS, func(method, code string, dur time.Duration) {
 		d.met.rpc.WithLabelValues(path.Base(method), code).Observe(dur.Seconds())
-	}, d.authz, grpc.MaxRecvMsgSize(maxRecvMsg))
+	}, d.authz, d.cfg.Serve, d.reg, grpc.MaxRecvMsgSize(maxRecvMsg))
 	api.RegisterDataServiceServer(d.grpcSrv, &dataService{d: d})
 	serve.GRPC(d.grpcSrv, d.grpcLis, &d.wg, d.log)
 }
@@ -29,7 +29,7 @@ func (d *Datanode) startGRPC() {
 // when it has TLS (always under mTLS), where, as on the namenode, only
 // WebHDFS needs a client certificate.
 func (d *Datanode) startHTTP() (err error) {
-	cfg := serve.HTTPConfig{Addr: d.cfg.HTTPAddr, Registry: d.reg, Authz: d.authz, TLS: d.cfg.TLS, Routes: d.webhdfsRoutes()}
+	cfg := serve.HTTPConfig{Addr: d.cfg.HTTPAddr, Registry: d.reg, Authz: d.authz, TLS: d.cfg.TLS, Routes: d.webhdfsRoutes(), Limits: d.cfg.Serve}
 	d.httpSrv, d.httpLis, err = serve.StartHTTP(cfg, &d.wg, d.log)
 	return err
 }

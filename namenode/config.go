@@ -51,6 +51,7 @@ type Config struct {
 	Namespace NamespaceConfig
 	Leases    LeaseConfig
 	Auth      AuthConfig
+	Limits    LimitsConfig
 	// Tokens configures block tokens: mode (per-block, per-request,
 	// cached), lifetime, key rotation, clock skew. NodeID is set from ID.
 	Tokens security.Config
@@ -75,6 +76,7 @@ func DefaultConfig() Config {
 		Namespace:      DefaultNamespaceConfig(),
 		Leases:         DefaultLeaseConfig(),
 		Auth:           DefaultAuthConfig(),
+		Limits:         DefaultLimitsConfig(),
 		Tokens:         security.DefaultConfig(),
 		Blocks:         blocks.DefaultConfig(),
 		Audit:          audit.DefaultConfig(),
@@ -103,6 +105,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Auth.Validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
 	if c.Raft.Insecure && c.Auth.Mode != AuthSimple {

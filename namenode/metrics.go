@@ -15,6 +15,9 @@ type metrics struct {
 	// why: "client" (recoverLease, or a takeover) or "hard-limit" /
 	// "restart" (the lease monitor).
 	recoveries *prometheus.CounterVec
+	// refused counts the requests a limit (LimitsConfig) refused, by
+	// limit.
+	refused *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
@@ -33,11 +36,15 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 			Name: "blockfs_namenode_lease_recoveries_total",
 			Help: "Lease recoveries this namenode proposed as leader, by why: client (recoverLease or a takeover), hard-limit, or restart (a stalled recovery started again).",
 		}, []string{"why"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blockfs_namenode_limit_refusals_total",
+			Help: "Requests refused with ResourceExhausted by a limit, by limit: report_bytes_per_datanode, report_bytes_total.",
+		}, []string{"limit"}),
 	}
 	gauge := func(name, help string, fn func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
 	}
-	reg.MustRegister(m.rpc, m.proposal, m.recoveries,
+	reg.MustRegister(m.rpc, m.proposal, m.recoveries, m.refused,
 		gauge("blockfs_namenode_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.", func() float64 {
 			s, _, _, _, _ := n.raftStats()
 			return float64(s)

@@ -124,6 +124,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.openAudit(); err != nil {
 		return nil, err
 	}
+	n.reportParts = newReportParts(cfg.Limits, func(limit string) { n.met.refused.WithLabelValues(limit).Inc() })
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -149,7 +150,8 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startHTTP(); err != nil {
 		return nil, err
 	}
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go n.reapReportsLoop()
 	go n.watchLeadership()
 	go n.workLoop()
 	go n.leaseLoop()

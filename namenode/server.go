@@ -29,7 +29,7 @@ const (
 func (n *Namenode) startGRPC() {
 	n.grpcSrv = serve.NewGRPC(n.cfg.Auth.TLS, func(method, code string, d time.Duration) {
 		n.met.rpc.WithLabelValues(method, code).Observe(d.Seconds())
-	}, n.authz, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
+	}, n.authz, n.cfg.Limits.Serve, n.reg, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
 		grpc.ForceServerCodecV2(serve.Codec(releaseReply))) // recycles GetBlockLocations replies (replies.go)
 	api.RegisterClientServiceServer(n.grpcSrv, &clientService{n: n})
 	api.RegisterDatanodeProtocolServer(n.grpcSrv, &datanodeService{n: n})
@@ -48,7 +48,7 @@ func (n *Namenode) startHTTP() (err error) {
 		return err
 	}
 	maps.Copy(routes, n.webhdfsRoutes()) // WebHDFS REST API (webhdfs_door.go)
-	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.Auth.TLS, Routes: routes}
+	cfg := serve.HTTPConfig{Addr: n.cfg.HTTPAddr, Registry: n.reg, Authz: n.authz, TLS: n.cfg.Auth.TLS, Routes: routes, Limits: n.cfg.Limits.Serve}
 	n.httpSrv, n.httpLis, err = serve.StartHTTP(cfg, &n.wg, n.log)
 	return err
 }

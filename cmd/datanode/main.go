@@ -75,6 +75,7 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.String(&tlsKey, "tls-key", "", "this node's private key (PEM) for mTLS")
 	f.String(&cfg.Auth, "auth", cfg.Auth, "how callers are identified: mtls (certificates; needs --tls-*) or simple (request metadata, trusted network only)")
 	f.String(&cfg.TrustDomain, "trust-domain", cfg.TrustDomain, "the cluster's SPIFFE trust domain: certificates name spiffe://<trust-domain>/<role>/<name>")
+	cfg.Serve.RegisterFlags(f)
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
 		return cfg, "", err

@@ -89,6 +89,10 @@ func parse(args []string) (namenode.Config, error) {
 	f.Int(&cfg.Audit.MaxSizeMB, "audit-log-max-size-mb", cfg.Audit.MaxSizeMB, "size in MiB at which the audit log is rotated to <file>.1")
 	f.Int(&cfg.Audit.MaxBackups, "audit-log-max-backups", cfg.Audit.MaxBackups, "rotated audit logs kept (0: all)")
 	f.Bool(&cfg.Audit.Stdout, "audit-stdout", false, "write the audit log to standard output too")
+	cfg.Limits.Serve.RegisterFlags(f)
+	f.Int64(&cfg.Limits.ReportBytesPerDatanode, "report-bytes-per-datanode", cfg.Limits.ReportBytesPerDatanode, "bytes an unfinished multi-part block report of one datanode may hold; a part past it is refused (ResourceExhausted) and the report dropped")
+	f.Int64(&cfg.Limits.ReportBytesTotal, "report-bytes-total", cfg.Limits.ReportBytesTotal, "bytes all unfinished multi-part block reports together may hold")
+	f.Duration(&cfg.Limits.ReportTTL, "report-ttl", cfg.Limits.ReportTTL, "drop a multi-part block report not finished within this (checked every quarter of it)")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
 		return cfg, err

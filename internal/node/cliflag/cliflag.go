@@ -99,6 +99,20 @@ func (s *Set) Uint64(p *uint64, name string, def uint64, usage string) {
 	s.FS.Uint64Var(p, name, def, fmt.Sprintf("%s [$%s]", usage, key))
 }
 
+// Int64 registers an int64 flag.
+func (s *Set) Int64(p *int64, name string, def int64, usage string) {
+	key, v, ok := s.env(name)
+	if ok {
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", key, err))
+		} else {
+			def = i
+		}
+	}
+	s.FS.Int64Var(p, name, def, fmt.Sprintf("%s [$%s]", usage, key))
+}
+
 // Duration registers a duration flag.
 func (s *Set) Duration(p *time.Duration, name string, def time.Duration, usage string) {
 	key, v, ok := s.env(name)

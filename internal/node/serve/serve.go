@@ -33,8 +33,14 @@ type Observe func(method, code string, d time.Duration)
 // NewGRPC returns a gRPC server with opts, TLS credentials when tlsConf is
 // set, and interceptors that time every call (unary and streaming), pass it
 // through authz (every method, including health and reflection, needs a
-// rule in security.Policy) and turn returned errors into statuses.
-func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, opts ...grpc.ServerOption) *grpc.Server {
+// rule in security.Policy) and turn returned errors into statuses. limits
+// bounds each connection's streams and pings; reg counts the streams that
+// reach the limit.
+func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, limits Limits, reg prometheus.Registerer, opts ...grpc.ServerOption) *grpc.Server {
+	if limits == (Limits{}) {
+		limits = DefaultLimits()
+	}
+	opts = append(opts, limits.grpcOptions(reg)...)
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			start := time.Now()
@@ -118,6 +124,8 @@ type HTTPConfig struct {
 	// Routes maps more "METHOD /path" patterns to their handlers, each
 	// served through its rule in security.Policy.
 	Routes map[string]Route
+	// Limits gives the HTTP timeouts (its HTTP* fields).
+	Limits Limits
 }
 
 // Route is one HTTP endpoint beyond /metrics and /healthz.
@@ -138,6 +146,9 @@ func StartHTTP(cfg HTTPConfig, wg *sync.WaitGroup, log *slog.Logger) (*http.Serv
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Unavailable, "serve.StartHTTP", cfg.Addr, err)
 	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits()
+	}
 	mux := http.NewServeMux()
 	handle := func(pattern string, r Route) { mux.Handle(pattern, cfg.Authz.HTTPWith(pattern, r.Handler, r.Denied)) }
 	handle("GET /metrics", Route{Handler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})})
@@ -145,7 +156,12 @@ func StartHTTP(cfg HTTPConfig, wg *sync.WaitGroup, log *slog.Logger) (*http.Serv
 	for pattern, r := range cfg.Routes {
 		handle(pattern, r)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// No whole-request ReadTimeout or WriteTimeout: WebHDFS streams bodies
+	// of any size; progress (progress.go) bounds a stall instead.
+	// Every request, routed or not, gets fresh deadlines: without a
+	// WriteTimeout the server never resets the one the last request left.
+	h := progress(mux, cfg.Limits.HTTPProgressTimeout, newStallCounter(cfg.Registry))
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: cfg.Limits.HTTPReadHeaderTimeout, IdleTimeout: cfg.Limits.HTTPIdleTimeout}
 	if cfg.TLS != nil {
 		srv.TLSConfig = cfg.TLS.Clone()
 		srv.TLSConfig.ClientAuth = tls.VerifyClientCertIfGiven
