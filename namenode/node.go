@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.etcd.io/bbolt"
 	"google.golang.org/grpc"
 
 	"github.com/blockfs/blockfs/api"
@@ -27,6 +25,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/raftstore"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -186,7 +185,7 @@ func (n *Namenode) startRaft() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return startError(errs.IO, cfg.DataDir, "make the data directory", err)
 	}
-	logw := &slogWriter{log: n.log}
+	logw := raftstore.LogWriter(n.log)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.Raft.Heartbeat
@@ -199,26 +198,11 @@ func (n *Namenode) startRaft() error {
 	rc.MaxAppendEntries = 512
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: logw})
 
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(cfg.DataDir, "raft.db"),
-		// As etcd does: don't rewrite the freelist on every commit (it is
-		// rebuilt on open), keep it as a hashmap, and map enough up front
-		// that the log rarely forces a remap. Every commit still fsyncs.
-		BoltOptions: &bbolt.Options{
-			Timeout:         time.Second,
-			NoFreelistSync:  true,
-			FreelistType:    bbolt.FreelistMapType,
-			InitialMmapSize: 64 << 20,
-		},
-	})
+	store, logs, err := raftstore.Open(cfg.DataDir)
 	if err != nil {
 		return startError(errs.IO, cfg.DataDir, "open the raft store", err)
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(1024, logStore{store})
-	if err != nil {
-		return err
-	}
 	sf, err := fsm.OpenSnapshotStore(cfg.DataDir, logw, n.log)
 	if err != nil {
 		return startError(errs.IO, cfg.DataDir, "open the snapshot store", err)

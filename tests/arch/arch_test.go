@@ -90,6 +90,7 @@ func TestFloors(t *testing.T) {
 		{"security", []string{"security"}, append([]string{"api"}, base...)},
 		{"node plumbing", []string{"internal/node/"}, append([]string{"api", "security", "internal/node/"}, base...)},
 		{"the FSM is a core of its own", []string{"namenode/fsm"}, libs},
+		{"the Raft store", []string{"namenode/raftstore"}, base},
 		{"the web UI door", []string{"namenode/webui"}, append([]string{"internal/node/"}, libs...)},
 		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "internal/node/"}, libs...)},
 	}

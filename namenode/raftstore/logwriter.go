@@ -1,11 +1,16 @@
-package namenode
+package raftstore
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
 )
+
+// LogWriter returns a writer for raft's (and its transport's and snapshot
+// store's) log output that logs each line to log.
+func LogWriter(log *slog.Logger) io.Writer { return &slogWriter{log: log} }
 
 // slogWriter adapts raft's line-oriented log output to slog. hashicorp/raft
 // writes "[LEVEL] component: message" lines; the level is kept.

@@ -1,4 +1,4 @@
-package namenode
+package raftstore
 
 import (
 	"errors"
