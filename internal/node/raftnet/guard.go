@@ -116,6 +116,18 @@ func (g *guard) read(p []byte) (int, error) {
 }
 
 // next reads, decodes and checks the next request.
+// appendEntriesHead is the part of raft.AppendEntriesRequest the guard
+// reads: the header, the old leader field and each entry's type. Its
+// fields have raft's names and types, so the same codec fills them with
+// the values raft's own decode will see (a repeated key is the last one
+// for both); the entries' data is skipped, not copied, which keeps the
+// guard's second decode of every AppendEntries cheap.
+type appendEntriesHead struct {
+	raft.RPCHeader
+	Leader  []byte
+	Entries []struct{ Type raft.LogType }
+}
+
 func (g *guard) next() error {
 	const op = "raftnet.StreamLayer.Accept"
 	g.rec.buf, g.pending, g.off = g.rec.buf[:0], nil, 0
@@ -128,7 +140,7 @@ func (g *guard) next() error {
 	var legacy []byte // the pre-RPCHeader address field (Leader, Candidate)
 	switch t {
 	case rpcAppendEntries:
-		var req raft.AppendEntriesRequest
+		var req appendEntriesHead
 		if err = g.dec.Decode(&req); err == nil {
 			hdr, legacy = req.RPCHeader, req.Leader
 			for _, e := range req.Entries {
