@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
@@ -14,27 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/blockfs/blockfs/internal/testutil/leaktest"
+	"github.com/blockfs/blockfs/internal/testutil/syncbuf"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestLines(t *testing.T) {
 	at := time.Date(2026, 12, 1, 22, 57, 24, 123e6, time.UTC)
@@ -67,7 +49,7 @@ func TestLines(t *testing.T) {
 }
 
 func TestLoggerWritesInTimeOrder(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := DefaultConfig()
 	cfg.Output, cfg.FlushInterval = &out, time.Hour // only Flush and Close write
 	l, err := New(cfg)

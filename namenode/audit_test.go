@@ -1,9 +1,7 @@
 package namenode_test
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,39 +9,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/internal/testutil/syncbuf"
 	"github.com/blockfs/blockfs/namenode"
 )
-
-// lockedBuffer is one namenode's audit output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSuffix(l.b.String(), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
-}
 
 // TestAuditLog: every namespace operation is one audit line, in HDFS's
 // shape, on the namenode that served it (a follower forwarding a write
 // logs it, the leader does not log it again), refusals included, and
 // failures that are not refusals are not logged.
 func TestAuditLog(t *testing.T) {
-	outs := make([]*lockedBuffer, 3)
+	outs := make([]*syncbuf.Buffer, 3)
 	x := startCluster(t, 3, func(i int, c *namenode.Config) {
-		outs[i] = &lockedBuffer{}
+		outs[i] = &syncbuf.Buffer{}
 		c.Audit.Output, c.Audit.FlushInterval = outs[i], 10*time.Millisecond
 	})
 	l, f := x.leader(), x.follower()
@@ -107,7 +84,7 @@ func TestAuditLog(t *testing.T) {
 		var got []string
 		for {
 			got = nil
-			for _, line := range outs[i].lines() {
+			for _, line := range outs[i].Lines() {
 				_, fields, ok := strings.Cut(line, " INFO FSNamesystem.audit: ")
 				if !ok {
 					t.Fatalf("namenode %d: line %q is not an audit line", i, line)
@@ -124,8 +101,8 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 	for i := range outs {
-		if _, ok := want[i]; !ok && len(outs[i].lines()) != 0 {
-			t.Errorf("namenode %d served nothing but logged %q", i, outs[i].lines())
+		if _, ok := want[i]; !ok && len(outs[i].Lines()) != 0 {
+			t.Errorf("namenode %d served nothing but logged %q", i, outs[i].Lines())
 		}
 	}
 }
