@@ -22,6 +22,11 @@ type LimitsConfig struct {
 	ReportBytesPerDatanode int64
 	ReportBytesTotal       int64
 	ReportTTL              time.Duration
+	// CompleteWaitsPerUser and CompleteWaitsTotal bound the Complete calls
+	// waiting for replica reports (Namespace.MinReplication), per user and
+	// in all; one past either is refused (minrepl.go).
+	CompleteWaitsPerUser int
+	CompleteWaitsTotal   int
 }
 
 // DefaultLimitsConfig returns the limits' defaults.
@@ -33,6 +38,8 @@ func DefaultLimitsConfig() LimitsConfig {
 		ReportBytesPerDatanode: 256 << 20,
 		ReportBytesTotal:       1 << 30,
 		ReportTTL:              10 * time.Minute,
+		CompleteWaitsPerUser:   64,
+		CompleteWaitsTotal:     1024,
 	}
 }
 
@@ -47,6 +54,8 @@ func (c *LimitsConfig) Validate() error {
 		return badConfig(op, "report bytes: per datanode %d must be positive and at most the total %d", c.ReportBytesPerDatanode, c.ReportBytesTotal)
 	case c.ReportTTL <= 0:
 		return badConfig(op, "report ttl must be positive")
+	case c.CompleteWaitsPerUser <= 0 || c.CompleteWaitsTotal < c.CompleteWaitsPerUser:
+		return badConfig(op, "complete waits: per user %d must be positive and at most the total %d", c.CompleteWaitsPerUser, c.CompleteWaitsTotal)
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 		}, []string{"why"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "blockfs_namenode_limit_refusals_total",
-			Help: "Requests refused with ResourceExhausted by a limit, by limit: report_bytes_per_datanode, report_bytes_total.",
+			Help: "Requests refused with ResourceExhausted by a limit, by limit: report_bytes_per_datanode, report_bytes_total, complete_waits_per_user, complete_waits_total.",
 		}, []string{"limit"}),
 	}
 	gauge := func(name, help string, fn func() float64) prometheus.Collector {
@@ -53,6 +53,12 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 		gauge("blockfs_namenode_raft_commit_index", "Raft commit index.", func() float64 { _, _, c, _, _ := n.raftStats(); return float64(c) }),
 		gauge("blockfs_namenode_raft_applied_index", "Index applied to the FSM.", func() float64 { _, _, _, a, _ := n.raftStats(); return float64(a) }),
 		gauge("blockfs_namenode_raft_last_log_index", "Last Raft log index.", func() float64 { _, _, _, _, l := n.raftStats(); return float64(l) }),
+		gauge("blockfs_namenode_complete_waits", "Complete calls waiting for replica reports now.", func() float64 {
+			if n.completeWaits == nil {
+				return 0
+			}
+			return float64(n.completeWaits.InUse())
+		}),
 		blocks.NewCollector(n.blocks),
 	)
 	return m

@@ -23,6 +23,7 @@ import (
 	"github.com/blockfs/blockfs/audit"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/raftstore"
@@ -69,6 +70,8 @@ type Namenode struct {
 	raftAdmit *raftAdmission
 	// reportParts collects multi-part full block reports (reportparts.go).
 	reportParts reportParts
+	// completeWaits caps the Complete calls waiting for reports.
+	completeWaits *caps.Caps
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -124,6 +127,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		return nil, err
 	}
 	n.reportParts = newReportParts(cfg.Limits, func(limit string) { n.met.refused.WithLabelValues(limit).Inc() })
+	n.completeWaits = caps.New(cfg.Limits.CompleteWaitsPerUser, cfg.Limits.CompleteWaitsTotal)
 	defer func() {
 		if err != nil {
 			n.Close()

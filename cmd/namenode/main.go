@@ -92,6 +92,8 @@ func parse(args []string) (namenode.Config, error) {
 	cfg.Limits.Serve.RegisterFlags(f)
 	f.Int64(&cfg.Limits.ReportBytesPerDatanode, "report-bytes-per-datanode", cfg.Limits.ReportBytesPerDatanode, "bytes an unfinished multi-part block report of one datanode may hold; a part past it is refused (ResourceExhausted) and the report dropped")
 	f.Int64(&cfg.Limits.ReportBytesTotal, "report-bytes-total", cfg.Limits.ReportBytesTotal, "bytes all unfinished multi-part block reports together may hold")
+	f.Int(&cfg.Limits.CompleteWaitsPerUser, "complete-waits-per-user", cfg.Limits.CompleteWaitsPerUser, "Complete calls of one user that may wait for replica reports at once; one more is refused (ResourceExhausted)")
+	f.Int(&cfg.Limits.CompleteWaitsTotal, "complete-waits-total", cfg.Limits.CompleteWaitsTotal, "Complete calls of all users that may wait for replica reports at once")
 	f.Duration(&cfg.Limits.ReportTTL, "report-ttl", cfg.Limits.ReportTTL, "drop a multi-part block report not finished within this (checked every quarter of it)")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {
