@@ -2,7 +2,6 @@ package audit
 
 import (
 	"cmp"
-	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -207,12 +206,11 @@ func (l *Logger) Close() error {
 }
 
 // Flush writes everything logged before it was called.
-func (l *Logger) Flush(ctx context.Context) error {
+func (l *Logger) Flush() {
 	if l == nil {
-		return nil
+		return
 	}
 	l.flush()
-	return ctx.Err()
 }
 
 func (l *Logger) run() {

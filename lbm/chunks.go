@@ -37,16 +37,6 @@ func tableLen(length int64, bpc uint32) int64 {
 // its chunk table, padding to 4096.
 func (e *blockEntry) extent() int64 { return alignUp(e.length + tableLen(e.length, e.bpc)) }
 
-// appendChunkCRCs appends the CRC32C of every bpc-byte chunk of b.
-func appendChunkCRCs(dst []uint32, b []byte, bpc int) []uint32 {
-	for len(b) > 0 {
-		n := min(bpc, len(b))
-		dst = append(dst, crc32c(b[:n]))
-		b = b[n:]
-	}
-	return dst
-}
-
 // DiskBytesRead is the number of bytes read from data files since Open
 // (also the metric blockfs_lbm_read_bytes_total).
 func (s *Store) DiskBytesRead() int64 { return s.diskRead.Load() }
@@ -95,7 +85,7 @@ func (s *Store) ReadChunks(ctx context.Context, id uint64, off, n int64, buf []b
 	}
 	data := whole[lo:hi]
 	return ChunkRange{Offset: lo, BytesPerChecksum: bpc, Data: data,
-		CRCs: appendChunkCRCs(make([]uint32, 0, (len(data)+bpc-1)/bpc), data, bpc)}, nil
+		CRCs: chunks.Sums(make([]uint32, 0, (len(data)+bpc-1)/bpc), data, bpc)}, nil
 }
 
 // readChunked reads and verifies the chunks of a new-format block that

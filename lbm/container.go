@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // dataDir is one data directory.
@@ -236,7 +237,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 			break
 		}
 		d := datas[i]
-		crcs = appendChunkCRCs(crcs[:0], d, DefaultBytesPerChecksum)
+		crcs = chunks.Sums(crcs[:0], d, DefaultBytesPerChecksum)
 		// One write of block ‖ table, encrypted at the block's offset.
 		n := len(d) + len(crcs)*chunkCRCLen
 		scratch = slices.Grow(scratch[:0], n)[:n]

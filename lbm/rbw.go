@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // Replicas waiting to be recovered (HDFS's RWR). Sync of an open-ended
@@ -182,7 +183,7 @@ func (s *Store) RecoverWaiting(ctx context.Context, id, genStamp uint64, n int64
 		crc = crc32.Update(crc, castagnoli, b)
 		if p < n {
 			piece := b[:min(int64(len(b)), n-p)]
-			crcs = appendChunkCRCs(crcs[:0], piece, int(r.BPC))
+			crcs = chunks.Sums(crcs[:0], piece, int(r.BPC))
 			if err := bw.WriteAt(p, piece, crcs); err != nil {
 				bw.Abort()
 				return BlockInfo{}, err

@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // replace rewrites a live block through an open-ended Replace writer
@@ -43,7 +44,7 @@ func (sm *storeModel) replace(t *rapid.T, tolerate bool) {
 		if calls >= 20 {
 			p = len(data)
 		}
-		if err := w.WriteAt(int64(start), data[start:p], appendChunkCRCs(nil, data[start:p], bpc)); err != nil {
+		if err := w.WriteAt(int64(start), data[start:p], chunks.Sums(nil, data[start:p], bpc)); err != nil {
 			fail("write", err)
 			return
 		}
@@ -155,7 +156,7 @@ func (sm *storeModel) stream(t *rapid.T, tolerate bool) {
 	defer w.Abort()
 	for p := 0; p < len(data); {
 		piece := data[p:min(p+bpc*rapid.IntRange(1, 5).Draw(t, "chunks"), len(data))]
-		if err := w.Write(piece, appendChunkCRCs(nil, piece, bpc)); err != nil {
+		if err := w.Write(piece, chunks.Sums(nil, piece, bpc)); err != nil {
 			fail("write", err)
 			sm.gone[id] = true
 			return
@@ -244,7 +245,7 @@ func (sm *storeModel) read(t *rapid.T, faulty bool) {
 		}
 		lo := int(cr.Offset)
 		if (end > off && (lo > off || lo+len(cr.Data) < end)) || !bytes.Equal(cr.Data, want[lo:lo+len(cr.Data)]) ||
-			!slices.Equal(cr.CRCs, appendChunkCRCs(nil, cr.Data, cr.BytesPerChecksum)) {
+			!slices.Equal(cr.CRCs, chunks.Sums(nil, cr.Data, cr.BytesPerChecksum)) {
 			t.Fatalf("read chunks %d [%d,+%d): wrong range at %d (%d bytes)", id, off, n, lo, len(cr.Data))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // streamData is n seeded bytes for block id.
@@ -19,7 +20,7 @@ func streamData(id uint64, n int) []byte {
 }
 
 // chunkCRCs is what a client computes: one CRC32C per bpc-byte chunk.
-func chunkCRCs(b []byte, bpc int) []uint32 { return appendChunkCRCs(nil, b, bpc) }
+func chunkCRCs(b []byte, bpc int) []uint32 { return chunks.Sums(nil, b, bpc) }
 
 // streamBlock writes data as block id through Create/Write/Commit, in
 // writes of `chunks` chunks each.
