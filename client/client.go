@@ -121,12 +121,14 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var first error
-	for a, conn := range c.conns {
+	for _, conn := range c.conns {
 		if err := conn.Close(); err != nil && first == nil {
 			first = err
 		}
-		delete(c.conns, a)
 	}
+	// A nil map refuses later dials: a stream still running after Close
+	// must not open a connection nobody will close.
+	c.conns = nil
 	return first
 }
 
@@ -135,6 +137,9 @@ func (c *Client) conn(op, addr string) (*grpc.ClientConn, error) {
 	defer c.mu.Unlock()
 	if conn, ok := c.conns[addr]; ok {
 		return conn, nil
+	}
+	if c.conns == nil {
+		return nil, errs.New(errs.Canceled, op, addr, "client is closed")
 	}
 	// Every call states the user for simple auth, to namenodes and
 	// datanodes alike; under mTLS the certificate decides and the servers

@@ -37,6 +37,9 @@ func (p *peerConns) get(op, addr string) (*grpc.ClientConn, error) {
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
+	if p.conns == nil {
+		return nil, errs.New(errs.Unavailable, op, addr, "namenode is closing")
+	}
 	creds := insecure.NewCredentials()
 	opts := []grpc.DialOption{grpc.WithPerRPCCredentials(security.SimpleCredentials(p.self))}
 	if p.tls != nil {
@@ -53,8 +56,10 @@ func (p *peerConns) get(op, addr string) (*grpc.ClientConn, error) {
 func (p *peerConns) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for a, c := range p.conns {
+	for _, c := range p.conns {
 		c.Close()
-		delete(p.conns, a)
 	}
+	// A nil map refuses later dials: a call racing shutdown must not
+	// open a connection nobody will close.
+	p.conns = nil
 }
