@@ -76,7 +76,7 @@ func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportR
 	if err != nil {
 		return nil, err
 	}
-	all, reported, done, err := s.n.reportParts.add(req.DatanodeId, req, rs)
+	all, reported, done, err := s.n.reportParts.Add(req.DatanodeId, req, rs)
 	if err != nil {
 		s.n.blocks.Refuse(blocks.RefusedReport)
 		return nil, err

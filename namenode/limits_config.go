@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/internal/node/serve"
+	"github.com/blockfs/blockfs/namenode/reports"
 )
 
 // LimitsConfig bounds what one caller (a user, a datanode, a connection)
@@ -15,7 +16,7 @@ type LimitsConfig struct {
 	// requests (header, idle and progress timeouts).
 	Serve serve.Limits
 	// ReportBytesPerDatanode and ReportBytesTotal bound the memory the
-	// unfinished multi-part block reports hold (reportparts.go), per
+	// unfinished multi-part block reports hold (package reports), per
 	// datanode and over all of them; a part past either drops that
 	// datanode's report. ReportTTL drops a report not finished within it,
 	// checked every ReportTTL/4 whether or not more parts arrive.
@@ -31,13 +32,12 @@ type LimitsConfig struct {
 
 // DefaultLimitsConfig returns the limits' defaults.
 func DefaultLimitsConfig() LimitsConfig {
+	rep := reports.DefaultLimits()
 	return LimitsConfig{
-		Serve: serve.DefaultLimits(),
-		// 256 MiB is about 1.4M replicas (191 B each held): a datanode
-		// with more blocks than that is far past HDFS's advice.
-		ReportBytesPerDatanode: 256 << 20,
-		ReportBytesTotal:       1 << 30,
-		ReportTTL:              10 * time.Minute,
+		Serve:                  serve.DefaultLimits(),
+		ReportBytesPerDatanode: rep.PerDatanode,
+		ReportBytesTotal:       rep.Total,
+		ReportTTL:              rep.TTL,
 		CompleteWaitsPerUser:   64,
 		CompleteWaitsTotal:     1024,
 	}

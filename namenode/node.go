@@ -27,6 +27,7 @@ import (
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/raftstore"
+	"github.com/blockfs/blockfs/namenode/reports"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -68,8 +69,8 @@ type Namenode struct {
 	// raftAdmit says who may speak Raft to this node (raftadmit.go); nil
 	// without TLS.
 	raftAdmit *raftAdmission
-	// reportParts collects multi-part full block reports (reportparts.go).
-	reportParts reportParts
+	// reportParts collects multi-part full block reports.
+	reportParts *reports.Parts
 	// completeWaits caps the Complete calls waiting for reports.
 	completeWaits *caps.Caps
 
@@ -126,7 +127,8 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.openAudit(); err != nil {
 		return nil, err
 	}
-	n.reportParts = newReportParts(cfg.Limits, func(limit string) { n.met.refused.WithLabelValues(limit).Inc() })
+	n.reportParts = reports.NewParts(reports.Limits{PerDatanode: cfg.Limits.ReportBytesPerDatanode, Total: cfg.Limits.ReportBytesTotal, TTL: cfg.Limits.ReportTTL},
+		func(limit string) { n.met.refused.WithLabelValues(limit).Inc() })
 	n.completeWaits = caps.New(cfg.Limits.CompleteWaitsPerUser, cfg.Limits.CompleteWaitsTotal)
 	defer func() {
 		if err != nil {
@@ -488,3 +490,19 @@ func (a blockEventsAdapter) Forget(bs []namespace.Block) {
 // ClientServer returns the node's ClientService implementation, for
 // in-process callers (benchmarks, embedding) that skip the network.
 func (n *Namenode) ClientServer() api.ClientServiceServer { return &clientService{n: n} }
+
+// reapReportsLoop drops expired unfinished reports every quarter TTL
+// until the namenode stops, whether or not more reports arrive.
+func (n *Namenode) reapReportsLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.Limits.ReportTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case now := <-t.C:
+			n.reportParts.Reap(now)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package namenode
+package reports
 
 import (
 	"testing"
@@ -60,10 +60,10 @@ func TestReportParts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var p reportParts
+			var p Parts
 			for i, s := range c.steps {
 				req, rs := part(s.id, s.i, s.n, s.blocks...)
-				all, reported, done, err := p.add("dn1", req, rs)
+				all, reported, done, err := p.Add("dn1", req, rs)
 				if s.kind != 0 {
 					if !errs.Is(err, s.kind) {
 						t.Fatalf("step %d: %v, want %v", i, err, s.kind)

@@ -1,4 +1,4 @@
-package namenode
+package reports
 
 import (
 	"testing"
@@ -31,12 +31,12 @@ func TestReportPartsBounded(t *testing.T) {
 	// holds three parts.
 	req, _ := part("x", 1, 0, 2, 10)
 	one := replicaBytes*10 + int64(proto.Size(req))
-	p := newReportParts(LimitsConfig{ReportBytesPerDatanode: one + one/2, ReportBytesTotal: 3*one + one/2, ReportTTL: time.Hour},
+	p := NewParts(Limits{PerDatanode: one + one/2, Total: 3*one + one/2, TTL: time.Hour},
 		func(l string) { refused[l]++ })
 
 	add := func(dn string, id uint64, i, n uint32) error {
 		req, rs := part(dn, id, i, n, 10)
-		_, _, _, err := p.add(dn, req, rs)
+		_, _, _, err := p.Add(dn, req, rs)
 		return err
 	}
 	if err := add("dn1", 1, 0, 3); err != nil {
@@ -48,7 +48,7 @@ func TestReportPartsBounded(t *testing.T) {
 	if refused["report_bytes_per_datanode"] != 1 {
 		t.Fatalf("refusals %v", refused)
 	}
-	if held, n := p.heldBytes(); held != 0 || n != 0 {
+	if held, n := p.Held(); held != 0 || n != 0 {
 		t.Fatalf("after the refusal %d bytes in %d reports are held, want none", held, n)
 	}
 	// Three datanodes fill the total; a fourth is refused; the others'
@@ -62,12 +62,12 @@ func TestReportPartsBounded(t *testing.T) {
 		t.Fatalf("past the total: %v, refusals %v", err, refused)
 	}
 	req, rs := part("dn2", 2, 1, 2, 1)
-	if all, _, done, err := p.add("dn2", req, rs); err != nil || !done || len(all) != 11 {
+	if all, _, done, err := p.Add("dn2", req, rs); err != nil || !done || len(all) != 11 {
 		t.Fatalf("dn2's report: done %v, %d replicas, %v", done, len(all), err)
 	}
 	// Reaping as of an hour later drops the rest, with no part arriving.
-	p.reap(time.Now().Add(2 * time.Hour))
-	if held, n := p.heldBytes(); held != 0 || n != 0 {
+	p.Reap(time.Now().Add(2 * time.Hour))
+	if held, n := p.Held(); held != 0 || n != 0 {
 		t.Fatalf("after reap %d bytes in %d reports are held, want none", held, n)
 	}
 }

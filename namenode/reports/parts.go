@@ -1,4 +1,7 @@
-package namenode
+// Package reports assembles the datanodes' multi-part block reports for the
+// namenode, within bounds in bytes per datanode and in total, and drops the
+// reports a datanode never finishes.
+package reports
 
 import (
 	"sync"
@@ -20,7 +23,7 @@ import (
 // replicas of the later parts look deleted in between.
 //
 // What the unfinished reports hold is bounded in bytes, per datanode and in
-// total (LimitsConfig.ReportBytes*): a part past either is refused with
+// total (Limits): a part past either is refused with
 // ResourceExhausted and drops that datanode's report, so a datanode that
 // never finishes one pins at most its share. A report not finished within
 // ReportTTL is dropped by reap, which the namenode runs on a timer.
@@ -34,16 +37,29 @@ const (
 // replicaBytes is what one blocks.Replica takes in a pending report.
 const replicaBytes = int64(unsafe.Sizeof(blocks.Replica{}))
 
-// reportParts holds the unfinished multi-part reports, one per datanode.
-// It is not on a hot path: a datanode sends a full report at registration
-// and every few hours. The zero value applies DefaultLimitsConfig's bounds
-// and counts no refusal.
-type reportParts struct {
-	// perDN, total and ttl are the bounds (LimitsConfig); refused, if set,
-	// counts a refusal by limit name.
-	perDN, total int64
-	ttl          time.Duration
-	refused      func(limit string)
+// Limits bounds the unfinished reports: the bytes one datanode's may
+// hold, the bytes all of them may hold, and how long one may stay
+// unfinished.
+type Limits struct {
+	PerDatanode, Total int64
+	TTL                time.Duration
+}
+
+// DefaultLimits returns the namenode's default bounds.
+func DefaultLimits() Limits {
+	// 256 MiB is about 1.4M replicas (191 B each held): a datanode with
+	// more blocks than that is far past HDFS's advice.
+	return Limits{PerDatanode: 256 << 20, Total: 1 << 30, TTL: 10 * time.Minute}
+}
+
+// Parts holds the unfinished multi-part reports, one per datanode. It is
+// not on a hot path: a datanode sends a full report at registration and
+// every few hours. The zero value applies DefaultLimits and counts no
+// refusal; it is safe for concurrent use.
+type Parts struct {
+	// lim is the bounds; refused, if set, counts a refusal by limit name.
+	lim     Limits
+	refused func(limit string)
 
 	mu      sync.Mutex
 	pending map[string]*partialReport
@@ -59,26 +75,27 @@ type partialReport struct {
 	bytes       int64
 }
 
-// newReportParts returns the report collector under lim.
-func newReportParts(lim LimitsConfig, refused func(string)) reportParts {
-	return reportParts{perDN: lim.ReportBytesPerDatanode, total: lim.ReportBytesTotal, ttl: lim.ReportTTL, refused: refused}
+// NewParts returns a report collector under lim; refused, if not nil, is
+// called with the limit's name at each refusal.
+func NewParts(lim Limits, refused func(limit string)) *Parts {
+	return &Parts{lim: lim, refused: refused}
 }
 
 // bounds returns p's limits, the defaults for a zero p.
-func (p *reportParts) bounds() (perDN, total int64, ttl time.Duration) {
-	if p.perDN == 0 {
-		d := DefaultLimitsConfig()
-		return d.ReportBytesPerDatanode, d.ReportBytesTotal, d.ReportTTL
+func (p *Parts) bounds() (perDN, total int64, ttl time.Duration) {
+	l := p.lim
+	if l.PerDatanode == 0 {
+		l = DefaultLimits()
 	}
-	return p.perDN, p.total, p.ttl
+	return l.PerDatanode, l.Total, l.TTL
 }
 
-// add takes one part of datanode dn's report. It returns the whole report
+// Add takes one part of datanode dn's report. It returns the whole report
 // once its last part has arrived (done true), or done false while parts
 // are missing. A part out of order, of another report than the one under
 // way (other than a new part 0, which starts over), or past the bounds is
 // an error that drops the report: the datanode starts again at part 0.
-func (p *reportParts) add(dn string, req *api.BlockReportRequest, rs []blocks.Replica) (all []blocks.Replica, reported []*api.ReportedBlock, done bool, err error) {
+func (p *Parts) Add(dn string, req *api.BlockReportRequest, rs []blocks.Replica) (all []blocks.Replica, reported []*api.ReportedBlock, done bool, err error) {
 	const op = "BlockReport"
 	parts, part := req.GetParts(), req.GetPart()
 	if parts <= 1 {
@@ -135,16 +152,16 @@ func (p *reportParts) add(dn string, req *api.BlockReportRequest, rs []blocks.Re
 	return r.replicas, r.reported, true, nil
 }
 
-// reap drops the reports unfinished for longer than the TTL, as of now: a
+// Reap drops the reports unfinished for longer than the TTL, as of now: a
 // datanode that died between parts never finishes its report.
-func (p *reportParts) reap(now time.Time) {
+func (p *Parts) Reap(now time.Time) {
 	_, _, ttl := p.bounds()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reapLocked(now, ttl)
 }
 
-func (p *reportParts) reapLocked(now time.Time, ttl time.Duration) {
+func (p *Parts) reapLocked(now time.Time, ttl time.Duration) {
 	for dn, r := range p.pending {
 		if now.Sub(r.started) > ttl {
 			p.dropLocked(dn)
@@ -153,38 +170,22 @@ func (p *reportParts) reapLocked(now time.Time, ttl time.Duration) {
 }
 
 // dropLocked forgets dn's pending report, if any.
-func (p *reportParts) dropLocked(dn string) {
+func (p *Parts) dropLocked(dn string) {
 	if r := p.pending[dn]; r != nil {
 		p.held -= r.bytes
 		delete(p.pending, dn)
 	}
 }
 
-// heldBytes returns the bytes the pending reports hold, and how many
+// Held returns the bytes the pending reports hold, and how many
 // there are.
-func (p *reportParts) heldBytes() (int64, int) {
+func (p *Parts) Held() (int64, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.held, len(p.pending)
 }
 
-// reapReportsLoop drops expired unfinished reports every quarter TTL
-// until the namenode stops, whether or not more reports arrive.
-func (n *Namenode) reapReportsLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.Limits.ReportTTL / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case now := <-t.C:
-			n.reportParts.reap(now)
-		}
-	}
-}
-
-func (p *reportParts) refuse(limit string) {
+func (p *Parts) refuse(limit string) {
 	if p.refused != nil {
 		p.refused(limit)
 	}
