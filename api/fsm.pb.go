@@ -175,18 +175,23 @@ func (x *MkdirsCommand) GetMtimeUnixMs() int64 {
 }
 
 type CreateCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Perm          uint32                 `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`
-	Overwrite     bool                   `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
-	CreateParent  bool                   `protobuf:"varint,5,opt,name=create_parent,json=createParent,proto3" json:"create_parent,omitempty"`
-	Replication   uint32                 `protobuf:"varint,6,opt,name=replication,proto3" json:"replication,omitempty"`
-	BlockSize     uint64                 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	MtimeUnixMs   int64                  `protobuf:"varint,8,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
-	SoftLimitMs   int64                  `protobuf:"varint,9,opt,name=soft_limit_ms,json=softLimitMs,proto3" json:"soft_limit_ms,omitempty"` // the leader's lease soft limit
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Caller       *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path         string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Perm         uint32                 `protobuf:"varint,3,opt,name=perm,proto3" json:"perm,omitempty"`
+	Overwrite    bool                   `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	CreateParent bool                   `protobuf:"varint,5,opt,name=create_parent,json=createParent,proto3" json:"create_parent,omitempty"`
+	Replication  uint32                 `protobuf:"varint,6,opt,name=replication,proto3" json:"replication,omitempty"`
+	BlockSize    uint64                 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	MtimeUnixMs  int64                  `protobuf:"varint,8,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	SoftLimitMs  int64                  `protobuf:"varint,9,opt,name=soft_limit_ms,json=softLimitMs,proto3" json:"soft_limit_ms,omitempty"` // the leader's lease soft limit
+	// A Create a datanode makes with a WebHDFS CREATE's redirect token
+	// spends the token's nonce (jti): the FSM refuses a second Create with
+	// it until it expires (redirect_expires_unix_ms).
+	RedirectNonce         string `protobuf:"bytes,10,opt,name=redirect_nonce,json=redirectNonce,proto3" json:"redirect_nonce,omitempty"`
+	RedirectExpiresUnixMs int64  `protobuf:"varint,11,opt,name=redirect_expires_unix_ms,json=redirectExpiresUnixMs,proto3" json:"redirect_expires_unix_ms,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *CreateCommand) Reset() {
@@ -278,6 +283,20 @@ func (x *CreateCommand) GetMtimeUnixMs() int64 {
 func (x *CreateCommand) GetSoftLimitMs() int64 {
 	if x != nil {
 		return x.SoftLimitMs
+	}
+	return 0
+}
+
+func (x *CreateCommand) GetRedirectNonce() string {
+	if x != nil {
+		return x.RedirectNonce
+	}
+	return ""
+}
+
+func (x *CreateCommand) GetRedirectExpiresUnixMs() int64 {
+	if x != nil {
+		return x.RedirectExpiresUnixMs
 	}
 	return 0
 }
@@ -1743,7 +1762,7 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04perm\x18\x03 \x01(\rR\x04perm\x12\x18\n" +
 	"\aparents\x18\x04 \x01(\bR\aparents\x12\"\n" +
-	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\xaf\x02\n" +
+	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\x8f\x03\n" +
 	"\rCreateCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1754,7 +1773,10 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\a \x01(\x04R\tblockSize\x12\"\n" +
 	"\rmtime_unix_ms\x18\b \x01(\x03R\vmtimeUnixMs\x12\"\n" +
-	"\rsoft_limit_ms\x18\t \x01(\x03R\vsoftLimitMs\"\xd9\x01\n" +
+	"\rsoft_limit_ms\x18\t \x01(\x03R\vsoftLimitMs\x12%\n" +
+	"\x0eredirect_nonce\x18\n" +
+	" \x01(\tR\rredirectNonce\x127\n" +
+	"\x18redirect_expires_unix_ms\x18\v \x01(\x03R\x15redirectExpiresUnixMs\"\xd9\x01\n" +
 	"\x0fAddBlockCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +

@@ -16,20 +16,31 @@ type Reader struct {
 	c    *Client
 	ctx  context.Context
 	path string
-	mu   sync.Mutex // guards locs
-	locs *api.GetBlockLocationsResponse
-	pos  int64
-	seq  sequential // Read's streams
+	// off and n are the range opened (OpenRange); refreshed locations are
+	// fetched for it again.
+	off, n uint64
+	mu     sync.Mutex // guards locs
+	locs   *api.GetBlockLocationsResponse
+	pos    int64
+	seq    sequential // Read's streams
 }
 
 // Open fetches p's block locations and returns a Reader. ctx bounds every
 // call the Reader makes.
 func (c *Client) Open(ctx context.Context, p string) (*Reader, error) {
-	locs, err := c.GetBlockLocations(ctx, p, 0, 0)
+	return c.OpenRange(ctx, p, 0, 0)
+}
+
+// OpenRange opens file p to read [off, off+n) only (n 0: to the end): the
+// Reader holds the locations and tokens of the blocks that range meets,
+// and reads outside it come back short (io.EOF). A WebHDFS datanode reads
+// an OPEN this way, since its redirect token admits that range alone.
+func (c *Client) OpenRange(ctx context.Context, p string, off, n uint64) (*Reader, error) {
+	locs, err := c.GetBlockLocations(ctx, p, off, n)
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{c: c, ctx: ctx, path: p, locs: locs}, nil
+	return &Reader{c: c, ctx: ctx, path: p, locs: locs, off: off, n: n}, nil
 }
 
 // Size returns the file's length when it was opened.
@@ -124,7 +135,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, r.c.cfg.MaxBackoff)
-			if fresh, ferr := r.c.GetBlockLocations(r.ctx, r.path, 0, 0); ferr == nil && fresh.FileLength == locs.FileLength {
+			if fresh, ferr := r.c.GetBlockLocations(r.ctx, r.path, r.off, r.n); ferr == nil && fresh.FileLength == locs.FileLength {
 				r.mu.Lock()
 				r.locs = fresh
 				r.mu.Unlock()

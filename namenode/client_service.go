@@ -8,6 +8,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namespace"
+	"github.com/blockfs/blockfs/security"
 )
 
 // clientService implements api.ClientServiceServer. Writes become FSM
@@ -57,11 +58,15 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 		return nil, errs.Newf(errs.Invalid, "Create", req.Path, "block size %d is %s", bs, msg)
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, "Create", fsm.CmdCreate, &api.CreateCommand{
+	cmd := &api.CreateCommand{
 		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
-	})
+	}
+	if r, ok := security.RedirectFromContext(ctx); ok && r.Op == security.RedirectCreate {
+		cmd.RedirectNonce, cmd.RedirectExpiresUnixMs = r.Nonce, r.ExpiresAt.UnixMilli()
+	}
+	res, idx, err := s.n.propose(ctx, "Create", fsm.CmdCreate, cmd)
 	if err != nil {
 		return nil, s.n.takeOver(ctx, "Create", c, p, err)
 	}

@@ -120,10 +120,12 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 	}
 	if id.Role == RoleDatanode && rule.Delegated {
 		if tok := metadata.ValueFromIncomingContext(ctx, DelegationKey); len(tok) > 0 {
-			if id, err = a.delegate(id, method, tok[0], req); err != nil {
+			r, err := a.delegate(id, method, tok[0], req)
+			if err != nil {
 				a.denied.WithLabelValues(method, "delegation").Inc()
 				return ctx, err
 			}
+			id, ctx = Identity{Role: RoleUser, Name: r.User}, WithRedirect(ctx, r)
 		}
 	}
 	if reason, err := a.check(rule, id, req); err != nil {
@@ -137,24 +139,40 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 // returns the token's user, whom the call then runs as. A token signed by
 // a key this node has not applied yet is Unavailable, so that the client
 // retries (another namenode, or this one a moment later).
-func (a *Authorizer) delegate(dn Identity, method, token string, req any) (Identity, error) {
+func (a *Authorizer) delegate(dn Identity, method, token string, req any) (Redirect, error) {
 	if a.cfg.Redirects == nil {
-		return Identity{}, errs.New(errs.Permission, method, "", "this server takes no redirect tokens")
+		return Redirect{}, errs.New(errs.Permission, method, "", "this server takes no redirect tokens")
 	}
 	r, err := a.cfg.Redirects.Verify([]byte(token))
 	if err != nil {
 		if errors.Is(err, ErrUnknownRedirectKey) {
-			return Identity{}, errs.Wrap(errs.Unavailable, method, "", err)
+			return Redirect{}, errs.Wrap(errs.Unavailable, method, "", err)
 		}
-		return Identity{}, err
+		return Redirect{}, err
 	}
 	if r.Datanode != dn.Name {
-		return Identity{}, errs.Newf(errs.Permission, method, r.Path, "%s presents a redirect token issued for datanode %q", dn, r.Datanode)
+		return Redirect{}, errs.Newf(errs.Permission, method, r.Path, "%s presents a redirect token issued for datanode %q", dn, r.Datanode)
 	}
 	if err := r.Admits(method, req); err != nil {
-		return Identity{}, err
+		return Redirect{}, err
 	}
-	return Identity{Role: RoleUser, Name: r.User}, nil
+	return r, nil
+}
+
+type redirectKey struct{}
+
+// WithRedirect returns ctx carrying the redirect token a delegated call
+// was admitted on. The authorizer sets it, so that the handler can spend
+// the token's nonce (a CREATE's Create does, through Raft).
+func WithRedirect(ctx context.Context, r Redirect) context.Context {
+	return context.WithValue(ctx, redirectKey{}, r)
+}
+
+// RedirectFromContext returns the redirect token WithRedirect placed, and
+// whether the call is a delegated one.
+func RedirectFromContext(ctx context.Context) (Redirect, bool) {
+	r, ok := ctx.Value(redirectKey{}).(Redirect)
+	return r, ok
 }
 
 // refuse counts a refusal of method by check for reason and names method

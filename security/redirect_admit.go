@@ -1,6 +1,8 @@
 package security
 
 import (
+	"math"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 )
@@ -48,6 +50,9 @@ func (r Redirect) Admits(method string, req any) error {
 			if r.Op != RedirectOpen || method != api.ClientService_GetBlockLocations_FullMethodName {
 				return deny("not an OPEN")
 			}
+			if !r.covers(q.Offset, q.Length) {
+				return deny("a range outside the token's")
+			}
 			path = q.Path
 		case *api.GetFileInfoRequest:
 			if method != api.ClientService_GetFileInfo_FullMethodName {
@@ -62,6 +67,21 @@ func (r Redirect) Admits(method string, req any) error {
 		return deny("another path")
 	}
 	return nil
+}
+
+// covers reports whether the read of [off, off+n) (n 0: to the end of the
+// file) lies within the OPEN's signed range, so that a datanode holding a
+// token for a few bytes gets the block tokens of those bytes' blocks only,
+// never the whole file's.
+func (r Redirect) covers(off, n uint64) bool {
+	if off < r.Offset {
+		return false
+	}
+	if !r.HasLength || r.Length > math.MaxUint64-r.Offset {
+		return true // to the end of the file
+	}
+	end := r.Offset + r.Length
+	return off < end && n != 0 && n <= end-off
 }
 
 // writeCall gives the method a write's call of type req belongs to and the

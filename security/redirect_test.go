@@ -149,6 +149,11 @@ func TestAuthorizeDelegated(t *testing.T) {
 	create := redirectFor(t, e, Redirect{User: "alice", Op: RedirectCreate, Path: "/f", Datanode: "dn1", Create: testCreate})
 	open := redirectFor(t, e, Redirect{User: "bob", Op: RedirectOpen, Path: "/f", Datanode: "dn1", Inode: 4})
 	appendTok := redirectFor(t, e, Redirect{User: "carol", Op: RedirectAppend, Path: "/f", Datanode: "dn1", Inode: 4})
+	ranged := redirectFor(t, e, Redirect{User: "bob", Op: RedirectOpen, Path: "/f", Datanode: "dn1", Inode: 4, Offset: 10, Length: 5, HasLength: true})
+	tail := redirectFor(t, e, Redirect{User: "bob", Op: RedirectOpen, Path: "/f", Datanode: "dn1", Inode: 4, Offset: 10})
+	gbl := func(off, n uint64) *api.GetBlockLocationsRequest {
+		return &api.GetBlockLocationsRequest{Path: "/f", Offset: off, Length: n}
+	}
 	goodCreate := &api.CreateRequest{Path: "/f", Overwrite: true, CreateParent: true, Mode: 0o640, Replication: 2, BlockSize: 1 << 20}
 	cases := []struct {
 		name   string
@@ -181,6 +186,16 @@ func TestAuthorizeDelegated(t *testing.T) {
 		{"open token creates", "dn1", open, api.ClientService_Create_FullMethodName, goodCreate, "", errs.Permission},
 		{"create token reads", "dn1", create, api.ClientService_GetBlockLocations_FullMethodName, &api.GetBlockLocationsRequest{Path: "/f"}, "", errs.Permission},
 		{"not delegated", "dn1", create, api.ClientService_Delete_FullMethodName, &api.DeleteRequest{Path: "/f"}, "", errs.Permission},
+		{"open range: the signed one", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(10, 5), "bob", 0},
+		{"open range: inside it", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(12, 3), "bob", 0},
+		{"open range: the whole file", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(0, 0), "", errs.Permission},
+		{"open range: to the end", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(10, 0), "", errs.Permission},
+		{"open range: before it", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(9, 2), "", errs.Permission},
+		{"open range: past its end", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(12, 4), "", errs.Permission},
+		{"open range: after it", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(15, 1), "", errs.Permission},
+		{"open range: a length that wraps", "dn1", ranged, api.ClientService_GetBlockLocations_FullMethodName, gbl(12, ^uint64(0)), "", errs.Permission},
+		{"open to the end: from its offset", "dn1", tail, api.ClientService_GetBlockLocations_FullMethodName, gbl(10, 0), "bob", 0},
+		{"open to the end: before its offset", "dn1", tail, api.ClientService_GetBlockLocations_FullMethodName, gbl(0, 0), "", errs.Permission},
 		{"garbage token", "dn1", []byte("x.y.z"), api.ClientService_Create_FullMethodName, goodCreate, "", errs.Unauthenticated},
 	}
 	for _, c := range cases {
@@ -198,6 +213,9 @@ func TestAuthorizeDelegated(t *testing.T) {
 			}
 			if id, _ := IdentityFromContext(ctx); id != (Identity{Role: RoleUser, Name: c.user}) {
 				t.Fatalf("runs as %v, want user/%s", id, c.user)
+			}
+			if r, ok := RedirectFromContext(ctx); !ok || r.User != c.user || r.Nonce == "" {
+				t.Fatalf("the handler sees redirect %+v (%v), want the token's", r, ok)
 			}
 		})
 	}

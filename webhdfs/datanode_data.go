@@ -22,7 +22,16 @@ const webReadChunk = 4 << 20
 func (d *DatanodeDoor) open(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
 	// admit checked that the URL's range is the signed one.
 	off, length, hasLength := red.Offset, red.Length, red.HasLength
-	rd, err := c.Open(ctx, red.Path)
+	if hasLength && length == 0 {
+		d.openEmpty(ctx, w, c, red)
+		return
+	}
+	// The token admits the locations of its range only: ask for no more.
+	var n0 uint64
+	if hasLength {
+		n0 = length
+	}
+	rd, err := c.OpenRange(ctx, red.Path, off, n0)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -62,6 +71,27 @@ func (d *DatanodeDoor) open(ctx context.Context, w http.ResponseWriter, r *http.
 		off += k
 		n -= k
 	}
+}
+
+// openEmpty answers an OPEN of length 0: no bytes, so no block locations,
+// only the file's size for the offset check.
+func (d *DatanodeDoor) openEmpty(ctx context.Context, w http.ResponseWriter, c *client.Client, red security.Redirect) {
+	fi, err := c.Stat(ctx, red.Path)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if fi.InodeId != red.Inode {
+		WriteError(w, errs.New(errs.NotFound, "GetFileInfo", red.Path, "the file was replaced after the namenode redirected here"))
+		return
+	}
+	if red.Offset > fi.Length {
+		WriteError(w, Errorf(EOF, "Cannot seek after EOF: offset "+strconv.FormatUint(red.Offset, 10)+" is past the end of "+red.Path))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
 }
 
 // create makes the file with the parameters the namenode signed and

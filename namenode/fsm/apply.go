@@ -26,6 +26,11 @@ func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A Create refused by the namespace leaves its token unspent, as it
+	// leaves the tree unchanged.
+	if err := f.st.nonces.check("Create", c.Path, c.RedirectNonce, c.MtimeUnixMs); err != nil {
+		return nil, err
+	}
 	fi, removed, err := s.Create(p, namespace.CreateOpts{
 		Perm: c.Perm, Overwrite: c.Overwrite, CreateParent: c.CreateParent,
 		Replication: c.Replication, BlockSize: c.BlockSize, MtimeMs: c.MtimeUnixMs,
@@ -35,6 +40,9 @@ func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if c.RedirectNonce != "" {
+		f.st.nonces.spend(c.RedirectNonce, c.RedirectExpiresUnixMs)
 	}
 	f.forget(removed)
 	if len(removed) > 0 {

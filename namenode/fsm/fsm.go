@@ -42,6 +42,8 @@ type state struct {
 	retries *retryCache
 	// leases are the writers' leases and the recoveries in progress.
 	leases *leases.Table
+	// nonces are the CREATE redirect tokens Creates have spent (nonces.go).
+	nonces *spentNonces
 }
 
 func newState(superuser, supergroup string) *state {
@@ -51,6 +53,7 @@ func newState(superuser, supergroup string) *state {
 		keys:    map[string][]byte{},
 		retries: newRetryCache(),
 		leases:  leases.New(),
+		nonces:  newSpentNonces(),
 	}
 }
 

@@ -21,10 +21,12 @@ import (
 // --- snapshots ---
 
 // snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
-// BFSNAP02 adds the lease table after the retry cache; BFSNAP01
-// snapshots (no lease table) still restore, with no leases.
+// BFSNAP03 adds the spent redirect nonces after the lease table; BFSNAP02
+// added the lease table after the retry cache. Older snapshots still
+// restore, with no spent nonces (and, from BFSNAP01, no leases).
 const (
-	snapshotMagic   = "BFSNAP02"
+	snapshotMagic   = "BFSNAP03"
+	snapshotMagicV2 = "BFSNAP02"
 	snapshotMagicV1 = "BFSNAP01"
 )
 
@@ -47,6 +49,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, err
 	}
 	if _, err := f.st.leases.WriteTo(&lease); err != nil {
+		return nil, err
+	}
+	if err := f.st.nonces.writeTo(&lease); err != nil {
 		return nil, err
 	}
 	return &fsmSnapshot{mu: &f.mu, head: head.b, retries: f.st.retries.frozen(), leases: lease.b, view: f.st.tree.View(), snaps: f.snaps}, nil
@@ -112,10 +117,21 @@ func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 	return writeKeys(w, st.keys)
 }
 
-func readSnapshot(r io.Reader) (*state, uint64, error) {
+func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", msg) }
 	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapshotMagic && string(magic) != snapshotMagicV1) {
+	if _, err := io.ReadFull(r, magic); err != nil {
+		return nil, 0, corrupt("bad magic")
+	}
+	version := 0
+	switch string(magic) {
+	case snapshotMagicV1:
+		version = 1
+	case snapshotMagicV2:
+		version = 2
+	case snapshotMagic:
+		version = 3
+	default:
 		return nil, 0, corrupt("bad magic")
 	}
 	var idx [8]byte
@@ -158,8 +174,14 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, err
 	}
 	st.leases = leases.New()
-	if string(magic) == snapshotMagic {
+	if version >= 2 {
 		if st.leases, err = leases.Read(r); err != nil {
+			return nil, 0, err
+		}
+	}
+	st.nonces = newSpentNonces()
+	if version >= 3 {
+		if st.nonces, err = readSpentNonces(r); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -181,7 +203,7 @@ type fsmSnapshot struct {
 	mu      *rwlock.Mutex
 	head    []byte      // header, members, keys; encoded
 	retries *retryCache // the retry cache, frozen; marshalled by writeTo
-	leases  []byte      // the lease table, encoded
+	leases  []byte      // the lease table and the spent nonces, encoded
 	view    *namespace.View
 	snaps   *SnapshotStore // the snapshot store, if known (snapfiles.go)
 }

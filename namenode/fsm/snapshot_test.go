@@ -447,7 +447,7 @@ func TestSnapshotBytesPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "8bed5c69ae946c23a605d462845421e607ae2c7dfc323feb459049a905724b4e"
+	const want = "b942b3e49309fb31daad0e84f37c1ffc1db472446b3b30cd731ed0d1bd86f6ad"
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}
