@@ -163,6 +163,7 @@ type DatanodeInfo struct {
 	State               string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`                       // "live", "dead"
 	LastHeartbeatUnixMs int64                  `protobuf:"varint,7,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
 	FailedVolumes       uint32                 `protobuf:"varint,8,opt,name=failed_volumes,json=failedVolumes,proto3" json:"failed_volumes,omitempty"`
+	Rack                string                 `protobuf:"bytes,9,opt,name=rack,proto3" json:"rack,omitempty"` // failure domain, as the namenode's topology says
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -251,6 +252,13 @@ func (x *DatanodeInfo) GetFailedVolumes() uint32 {
 		return x.FailedVolumes
 	}
 	return 0
+}
+
+func (x *DatanodeInfo) GetRack() string {
+	if x != nil {
+		return x.Rack
+	}
+	return ""
 }
 
 // LocatedBlock is one block of a file with where its replicas live.
@@ -590,7 +598,7 @@ const file_api_common_proto_rawDesc = "" +
 	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x1b\n" +
 	"\x06crc32c\x18\x04 \x01(\rH\x00R\x06crc32c\x88\x01\x01B\t\n" +
-	"\a_crc32c\"\xf1\x01\n" +
+	"\a_crc32c\"\x85\x02\n" +
 	"\fDatanodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1b\n" +
@@ -599,7 +607,8 @@ const file_api_common_proto_rawDesc = "" +
 	"\x04used\x18\x05 \x01(\x04R\x04used\x12\x14\n" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\a \x01(\x03R\x13lastHeartbeatUnixMs\x12%\n" +
-	"\x0efailed_volumes\x18\b \x01(\rR\rfailedVolumes\"\xb7\x01\n" +
+	"\x0efailed_volumes\x18\b \x01(\rR\rfailedVolumes\x12\x12\n" +
+	"\x04rack\x18\t \x01(\tR\x04rack\"\xb7\x01\n" +
 	"\fLocatedBlock\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x126\n" +

@@ -82,7 +82,7 @@ func TestConcurrentUse(t *testing.T) {
 		b := r.Uint64N(nblocks) + 1
 		m.Forget(b)
 		m.SetExpected(b, 1, 100, 3, true)
-		m.ChooseTargets(3, blkSize, []string{dn(1)})
+		m.ChooseTargets(3, blkSize, []string{dn(1)}, "")
 		m.Stats()
 		m.UnderReplicated()
 	})

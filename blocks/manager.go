@@ -23,6 +23,11 @@ type Manager struct {
 	randMu sync.Mutex // guards rng; a leaf lock
 	rng    *rand.Rand
 
+	// place is the datanodes by rack (placeindex.go); maxFree bounds every
+	// live datanode's free space from above, for placement's draws.
+	place   atomic.Pointer[placeIndex]
+	maxFree atomic.Uint64
+
 	refused refusals
 }
 
@@ -44,6 +49,7 @@ func New(cfg Config) (*Manager, error) {
 		m.shards[i].init(m)
 	}
 	m.reg.Store(&registry{byID: map[string]*node{}})
+	m.place.Store(buildPlaceIndex(m.reg.Load()))
 	return m, nil
 }
 
@@ -94,18 +100,28 @@ func (m *Manager) Register(d Datanode) error {
 				r.rank[x.num] = uint32(i)
 			}
 			m.reg.Store(r)
+			m.place.Store(buildPlaceIndex(r))
 		}
 		m.regMu.Unlock()
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if cur := n.snap.Load(); cur.State == Live && cur.Addr != d.Addr && cur.Addr != "" {
+	cur := n.snap.Load()
+	if cur.State == Live && cur.Addr != d.Addr && cur.Addr != "" {
+		n.mu.Unlock()
 		m.Refuse(RefusedRegister)
 		return errs.Newf(errs.Exist, "blocks.Manager.Register", d.ID,
 			"datanode %s is live at %s; refusing a second registration from %s until it is dead", d.ID, cur.Addr, d.Addr)
 	}
+	moved := cur.rackOrDefault() != d.rackOrDefault()
 	n.snap.Store(&d)
 	n.needFull = true
+	n.mu.Unlock()
+	raiseMaxFree(&m.maxFree, d.free())
+	if moved {
+		m.regMu.Lock()
+		m.place.Store(buildPlaceIndex(m.reg.Load()))
+		m.regMu.Unlock()
+	}
 	return nil
 }
 
@@ -128,6 +144,7 @@ func (m *Manager) Heartbeat(id string, capacity, used uint64, failed uint32) (kn
 	}
 	n.snap.Store(&d)
 	n.mu.Unlock()
+	raiseMaxFree(&m.maxFree, d.free())
 	return true
 }
 
@@ -152,11 +169,19 @@ func (m *Manager) WantsFullReport(id string) bool {
 // HeartbeatInterval) on every namenode.
 func (m *Manager) CheckLiveness() {
 	deadline := m.cfg.Now().Add(-m.cfg.deadAfter())
+	var maxFree uint64
 	for _, n := range m.nodes() {
-		if d := n.snap.Load(); d.State == Live && d.LastHeartbeat.Before(deadline) {
+		d := n.snap.Load()
+		if d.State == Live && d.LastHeartbeat.Before(deadline) {
 			m.markDead(n, deadline)
+		} else if d.State == Live {
+			maxFree = max(maxFree, d.free())
 		}
 	}
+	// Lowered to what the live nodes have now (a heartbeat racing this
+	// raises it again): placement's draws then accept at the right rate
+	// once the emptiest node has filled.
+	m.maxFree.Store(maxFree)
 }
 
 func (m *Manager) markDead(n *node, deadline time.Time) {

@@ -45,7 +45,7 @@ func TestChooseTargets(t *testing.T) {
 				m.Heartbeat(id, 100*gib, 100*gib-blkSize+1, 0)
 			}
 			for trial := 0; trial < 50; trial++ {
-				got, err := m.ChooseTargets(tc.n, blkSize, tc.exclude)
+				got, err := m.ChooseTargets(tc.n, blkSize, tc.exclude, "")
 				if tc.kind != errs.Other {
 					if !errs.Is(err, tc.kind) {
 						t.Fatalf("err = %v, want kind %v", err, tc.kind)
@@ -85,7 +85,7 @@ func TestChooseTargetsSpreads(t *testing.T) {
 		picks := map[string]int{}
 		first := map[string]int{}
 		for i := 0; i < calls; i++ {
-			got, err := m.ChooseTargets(repl, blkSize, nil)
+			got, err := m.ChooseTargets(repl, blkSize, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestChooseTargetsPrefersFreeSpace(t *testing.T) {
 	m.Heartbeat(dn(2), 100*gib, 0, 0)      // 100 GiB free
 	picks := map[string]int{}
 	for i := 0; i < 2000; i++ {
-		got, _ := m.ChooseTargets(1, blkSize, nil)
+		got, _ := m.ChooseTargets(1, blkSize, nil, "")
 		picks[got[0].ID]++
 	}
 	if picks[dn(2)] < 5*picks[dn(1)] {

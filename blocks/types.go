@@ -30,6 +30,9 @@ type Datanode struct {
 	ID       string // stable identity across restarts
 	Addr     string // data-transfer (gRPC) address
 	HTTPAddr string
+	// Rack is the datanode's failure domain as the namenode's topology
+	// resolves it ("" is DefaultRack); never the datanode's own claim.
+	Rack     string
 	Capacity uint64 // bytes
 	Used     uint64 // bytes
 	// FailedVolumes is the number of the datanode's volumes that failed.

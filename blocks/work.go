@@ -199,7 +199,15 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 		return false
 	}
 	r := s.replica(b, srcLoc)
-	picked := m.choose(need, r.Length, func(x *node) bool { return s.find(b, x) >= 0 })
+	// The good replicas count against the rack policy: a block with two
+	// copies in one rack gets its third in another.
+	var have []*node
+	for _, l := range s.locs(b) {
+		if s.isGood(b, l) {
+			have = append(have, s.node(l))
+		}
+	}
+	picked := m.choose(need, r.Length, have, nil, func(x *node) bool { return s.find(b, x) >= 0 })
 	if len(picked) == 0 {
 		return false
 	}

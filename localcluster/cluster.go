@@ -51,12 +51,23 @@ type Config struct {
 	MTLS bool
 	// Groups, if set, is the namenodes' group mapping (user -> groups).
 	Groups map[string][]string
+	// Racks, if above 0, spreads the datanodes over that many racks: the
+	// namenodes' topology file puts datanode i (0-based) in RackOf(i).
+	Racks int
+}
+
+// RackOf is the rack of datanode i (0-based) under Config.Racks.
+func (c *Cluster) RackOf(i int) string {
+	if c.cfg.Racks <= 0 {
+		return "/default-rack"
+	}
+	return fmt.Sprintf("/rack%d", i%c.cfg.Racks+1)
 }
 
 // Cluster is a running in-process cluster.
 type Cluster struct {
 	cfg     Config
-	dir     string
+	dir     string // the cluster's data
 	tempDir bool
 	log     *slog.Logger
 
@@ -102,6 +113,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.writeGroups(); err != nil {
 		return nil, err
 	}
+	topo, err := c.writeTopology()
+	if err != nil {
+		return nil, err
+	}
 	c.namenodes = make([]*namenode.Namenode, cfg.Namenodes)
 	c.nnConfigs = make([]namenode.Config, cfg.Namenodes)
 	for i := range cfg.Namenodes {
@@ -116,6 +131,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.WorkInterval = 100 * time.Millisecond
 		setBlockTimings(&nc)
 		nc.Logger = c.log
+		nc.TopologyFile = topo
 		// In-process clusters trust loopback unless Config.MTLS asks for
 		// role certificates.
 		if err := c.secureNamenode(&nc); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/blockfs/blockfs/blocks"
@@ -166,3 +168,17 @@ func (c *Cluster) RestartDatanode(ctx context.Context, i int) error {
 // Client returns a client for every namenode, as the superuser "root".
 // The caller closes it.
 func (c *Cluster) Client() (*client.Client, error) { return c.ClientAs("root") }
+
+// writeTopology writes the namenodes' topology file for Config.Racks and
+// returns its path, "" when the datanodes are in one rack.
+func (c *Cluster) writeTopology() (string, error) {
+	if c.cfg.Racks <= 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	for i := range c.cfg.Datanodes {
+		fmt.Fprintf(&b, "dn%d %s\n", i+1, c.RackOf(i))
+	}
+	path := filepath.Join(c.dir, "topology")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}

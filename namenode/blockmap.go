@@ -155,3 +155,15 @@ func (n *Namenode) reportCRCMismatches(dn string, bs []*api.ReportedBlock) {
 		}
 	}
 }
+
+// ReloadTopology rereads the topology file (the namenode command calls it
+// on SIGHUP) and moves every datanode to the rack it now names. On error
+// the old topology stays in force.
+func (n *Namenode) ReloadTopology() error {
+	if err := n.topo.Reload(); err != nil {
+		return err
+	}
+	n.blocks.Relocate(n.topo.Rack)
+	n.log.Info("topology reloaded", "file", n.topo.Path(), "racks", len(n.blocks.Racks()))
+	return nil
+}

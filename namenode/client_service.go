@@ -97,7 +97,9 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 	if err != nil {
 		return nil, err
 	}
-	targets, err := s.n.blocks.ChooseTargets(int(info.Replication), info.BlockSize, req.ExcludeNodes)
+	// A WebHDFS datanode writing for a user is the writer: its replica first.
+	red, _ := security.RedirectFromContext(ctx)
+	targets, err := s.n.blocks.ChooseTargets(int(info.Replication), info.BlockSize, req.ExcludeNodes, red.Datanode)
 	if err != nil {
 		if cerr := s.n.checkCapacity(req.Path, info.BlockSize); cerr != nil {
 			return nil, cerr

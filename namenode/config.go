@@ -57,6 +57,9 @@ type Config struct {
 	Tokens security.Config
 	// Blocks configures the block map: liveness, placement, replication.
 	Blocks blocks.Config
+	// TopologyFile maps datanodes to racks (package topology; "" puts
+	// every datanode in /default-rack), reread by ReloadTopology (SIGHUP).
+	TopologyFile string
 	// Audit configures the audit log (package audit): off unless it has
 	// a path or Stdout.
 	Audit audit.Config

@@ -30,6 +30,7 @@ import (
 	"github.com/blockfs/blockfs/namenode/reports"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/topology"
 )
 
 // Namenode is one running namenode: Raft, the FSM, the block map, and the
@@ -63,6 +64,7 @@ type Namenode struct {
 	httpSrv  *http.Server
 	httpLis  net.Listener
 	peers    *peerConns
+	topo     *topology.Resolver
 	authz    *security.Authorizer
 	groups   *security.GroupMapping
 	members  memberCache
@@ -114,10 +116,14 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err != nil {
 		return nil, err
 	}
+	topo, err := topology.NewResolver(cfg.TopologyFile)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Auth.Mode == AuthSimple {
 		log.Warn("simple authentication: every caller is trusted to state its own user name and role (user, datanode, namenode) in request metadata; anyone who can reach this port can act as any user, the superuser, a datanode or a namenode; use --auth=mtls outside a trusted loopback network")
 	}
-	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups,
+	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo,
 		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg))}
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg,

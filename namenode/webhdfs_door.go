@@ -55,7 +55,7 @@ func (w webDatanodes) WriteDatanode(blockSize uint64) (webhdfs.Target, error) {
 	if blockSize == 0 {
 		blockSize = w.n.cfg.Namespace.DefaultBlockSize
 	}
-	if ts, err := w.n.blocks.ChooseTargets(1, blockSize, nil); err == nil && ts[0].HTTPAddr != "" {
+	if ts, err := w.n.blocks.ChooseTargets(1, blockSize, nil, ""); err == nil && ts[0].HTTPAddr != "" {
 		return webTarget(ts[0]), nil
 	}
 	return anyOf("webhdfs.DatanodePicker.WriteDatanode", w.live())

@@ -115,7 +115,7 @@ func (s uiSource) datanode(d blocks.Datanode) webui.Datanode {
 	c, _ := s.n.blocks.ReplicaCount(d.ID)
 	return webui.Datanode{
 		ID: d.ID, Addr: d.Addr, HTTPAddr: d.HTTPAddr, Live: d.State == blocks.Live,
-		Capacity: d.Capacity, Used: d.Used, Replicas: c, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes,
+		Rack: d.Rack, Capacity: d.Capacity, Used: d.Used, Replicas: c, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes,
 	}
 }
 

@@ -60,13 +60,14 @@ func host(addr string) string {
 // BlockLocations encodes the GETFILEBLOCKLOCATIONS answer, Hadoop's
 // {"BlockLocations":{"BlockLocation":[...]}}: per block its offset and
 // length, the replicas' hosts, names (the data address), topology paths
-// (blockfs has one rack, /default-rack) and storage types.
+// (rack/address, the rack as the namenode's topology gives it) and
+// storage types.
 func BlockLocations(r *api.GetBlockLocationsResponse) ([]byte, error) {
 	type dn struct{ host, name, topo []byte }
 	dns := make([]dn, len(r.Datanodes))
 	for i, d := range r.Datanodes {
 		dns[i] = dn{host: appendString(nil, host(d.GetAddr())), name: appendString(nil, d.GetAddr()),
-			topo: appendString(nil, "/default-rack/"+d.GetAddr())}
+			topo: appendString(nil, rackOf(d)+"/"+d.GetAddr())}
 	}
 	b := make([]byte, 0, 64+len(r.BlockIds)*(200+3*64))
 	b = append(b, `{"BlockLocations":{"BlockLocation":[`...)
@@ -192,7 +193,9 @@ func datanodeInfo(d *api.DatanodeInfo) []byte {
 	b = strconv.AppendInt(b, int64(port), 10)
 	b = append(b, `,"lastUpdate":`...)
 	b = strconv.AppendInt(b, d.GetLastHeartbeatUnixMs(), 10)
-	b = append(b, `,"networkLocation":"/default-rack","remaining":`...)
+	b = append(b, `,"networkLocation":`...)
+	b = appendString(b, rackOf(d))
+	b = append(b, `,"remaining":`...)
 	b = strconv.AppendUint(b, d.GetCapacity()-min(d.GetUsed(), d.GetCapacity()), 10)
 	b = append(b, `,"xceiverCount":0,"xferPort":`...)
 	b = strconv.AppendInt(b, int64(port), 10)
@@ -218,4 +221,12 @@ func appendString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// rackOf is d's rack, Hadoop's /default-rack when the namenode sent none.
+func rackOf(d *api.DatanodeInfo) string {
+	if r := d.GetRack(); r != "" {
+		return r
+	}
+	return "/default-rack"
 }

@@ -112,6 +112,7 @@ func (u *UI) peerState(ctx context.Context, v *memberView) {
 // datanodeView is one datanode on the datanodes pages.
 type datanodeView struct {
 	ID, Addr      string
+	Rack          string
 	MetricsURL    string
 	Live          bool
 	Capacity      uint64
@@ -123,7 +124,7 @@ type datanodeView struct {
 }
 
 func newDatanodeView(d Datanode, scheme string) datanodeView {
-	v := datanodeView{ID: d.ID, Addr: d.Addr, Live: d.Live, Capacity: d.Capacity, Used: d.Used,
+	v := datanodeView{ID: d.ID, Addr: d.Addr, Rack: d.Rack, Live: d.Live, Capacity: d.Capacity, Used: d.Used,
 		Blocks: d.Replicas, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes, UsedPercent: "-"}
 	if d.Capacity > d.Used {
 		v.Free = d.Capacity - d.Used

@@ -89,6 +89,8 @@ type Datanode struct {
 	// Addr is its data (gRPC) address, HTTPAddr its HTTP port's ("" when
 	// it serves none).
 	Addr, HTTPAddr string
+	// Rack is its failure domain, as the namenode's topology says.
+	Rack           string
 	Live           bool
 	Capacity, Used uint64
 	// Replicas is how many block replicas it holds.
