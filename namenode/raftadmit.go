@@ -39,6 +39,12 @@ type raftAdmission struct {
 	n    *Namenode
 	raft atomic.Pointer[raft.Raft]
 	cur  atomic.Pointer[admitted]
+	// loaded is closed once raft is set and its configuration read: until
+	// then (Raft restoring its log and snapshot at start) a handshake
+	// waits for it rather than being refused for an empty configuration.
+	loaded     chan struct{}
+	loadedOnce sync.Once
+	isLoaded   atomic.Bool
 
 	mu      sync.Mutex // serializes refreshes; guards pending and seed
 	pending map[string]int
@@ -53,7 +59,7 @@ type admitted struct {
 }
 
 func newRaftAdmission(n *Namenode) *raftAdmission {
-	a := &raftAdmission{n: n, pending: map[string]int{}}
+	a := &raftAdmission{n: n, pending: map[string]int{}, loaded: make(chan struct{})}
 	for _, p := range n.cfg.Raft.Peers {
 		a.seed = append(a.seed, p.ID)
 	}
@@ -64,6 +70,15 @@ func newRaftAdmission(n *Namenode) *raftAdmission {
 // admit is raftnet's Options.Admit.
 func (a *raftAdmission) admit(name string) error {
 	const op = "namenode.raftAdmission"
+	if !a.isLoaded.Load() {
+		t := time.NewTimer(a.n.cfg.Raft.HandshakeTimeout)
+		select {
+		case <-a.loaded:
+		case <-a.n.stop:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	c := a.cur.Load()
 	if _, ok := c.servers[name]; ok || slices.Contains(c.pending, name) || len(c.servers) == 0 && slices.Contains(c.seed, name) {
 		return nil
@@ -97,6 +112,17 @@ func (a *raftAdmission) refresh() {
 		}
 	}
 	a.cur.Store(next)
+}
+
+// setRaft gives the admission its Raft, reads the configuration and lets
+// the handshakes waiting for it go on.
+func (a *raftAdmission) setRaft(r *raft.Raft) {
+	a.raft.Store(r)
+	a.refresh()
+	a.loadedOnce.Do(func() {
+		a.isLoaded.Store(true)
+		close(a.loaded)
+	})
 }
 
 // adding admits id while this leader's AddServer for it runs; the

@@ -75,8 +75,7 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 		}
 		set = func(r *raft.Raft) {
 			current.Store(r)
-			a.raft.Store(r)
-			a.refresh()
+			a.setRaft(r)
 		}
 	}
 	stream, err := raftnet.New(lis, o)
