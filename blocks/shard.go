@@ -98,7 +98,10 @@ func (s *shard) replica(b *blockInfo, l loc) Replica {
 }
 
 // tally is a block's contribution to its shard's counters.
-type tally struct{ blocks, good, bad int }
+// tally is what one block adds to its shard's counters: expected, and
+// among those complete and safe (complete with a good replica, safe mode's
+// count), and its good and bad replicas.
+type tally struct{ blocks, complete, safe, good, bad int }
 
 func (s *shard) tally(b *blockInfo) tally {
 	if !b.expected() {
@@ -111,6 +114,12 @@ func (s *shard) tally(b *blockInfo) tally {
 			t.good++
 		case s.isBad(b, l):
 			t.bad++
+		}
+	}
+	if b.complete() {
+		t.complete = 1
+		if t.good > 0 {
+			t.safe = 1
 		}
 	}
 	return t
@@ -166,7 +175,7 @@ type shard struct {
 	suspect   map[uint64]struct{}
 	verifying map[uint64]time.Time
 	// counters, kept by settle
-	nBlocks, nGood, nBad int
+	nBlocks, nComplete, nSafe, nGood, nBad int
 	// peaks are the maps' sizes for shrink (shrink.go), kept by settle.
 	peaks peaks
 	_     [64]byte // keep shards' locks on separate cache lines
@@ -203,6 +212,8 @@ func (s *shard) settle(id uint64, b *blockInfo, before tally) {
 func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	after := s.tally(b)
 	s.nBlocks += after.blocks - before.blocks
+	s.nComplete += after.complete - before.complete
+	s.nSafe += after.safe - before.safe
 	s.nGood += after.good - before.good
 	s.nBad += after.bad - before.bad
 

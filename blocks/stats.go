@@ -51,3 +51,18 @@ func (m *Manager) UnderReplicated() []uint64 {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
 }
+
+// SafeBlocks returns how many complete blocks the namespace expects
+// (total) and how many of them have at least one good replica reported
+// (safe): safe mode's threshold is safe/total. Blocks under construction
+// count in neither, as in HDFS. It reads one counter pair per shard.
+func (m *Manager) SafeBlocks() (safe, total int) {
+	for i := range m.shards {
+		s := &m.shards[i]
+		rl := s.mu.RLock()
+		safe += s.nSafe
+		total += s.nComplete
+		rl.RUnlock()
+	}
+	return safe, total
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,9 +211,18 @@ func retryable(err error) bool {
 	switch errs.KindOf(err) {
 	case errs.Unavailable, errs.NotLeader:
 		return true
+	case errs.Precondition:
+		// A leader in safe mode refuses writes until its block map has
+		// filled (namenode/safemode): wait, as HDFS clients retry its
+		// RetriableException.
+		return strings.Contains(err.Error(), safeModeMarker)
 	}
 	return false
 }
+
+// safeModeMarker names a safe-mode refusal (safemode.Marker, HDFS's
+// exception name).
+const safeModeMarker = "SafeModeException"
 
 func withOp(err error, op string) error {
 	var e *errs.Error

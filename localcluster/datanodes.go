@@ -30,6 +30,9 @@ func setBlockTimings(nc *namenode.Config) {
 	// A new leader applies its (small) log well within this; reports of a
 	// block can reach a follower before it applied the AddBlock.
 	nc.Blocks.UnknownReplicaGrace = 10 * time.Second
+	// A restarted namenode waits this long after its block map filled
+	// before it takes writes again (HDFS's extension, 30 s by default).
+	nc.SafeMode.Extension = 300 * time.Millisecond
 }
 
 func (c *Cluster) startDatanodes(ctx context.Context) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
+	"github.com/blockfs/blockfs/namenode/safemode"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -57,6 +58,8 @@ type Config struct {
 	Tokens security.Config
 	// Blocks configures the block map: liveness, placement, replication.
 	Blocks blocks.Config
+	// SafeMode is a new leader's safe mode (package safemode).
+	SafeMode safemode.Config
 	// TopologyFile maps datanodes to racks (package topology; "" puts
 	// every datanode in /default-rack), reread by ReloadTopology (SIGHUP).
 	TopologyFile string
@@ -83,6 +86,7 @@ func DefaultConfig() Config {
 		Tokens:         security.DefaultConfig(),
 		Blocks:         blocks.DefaultConfig(),
 		Audit:          audit.DefaultConfig(),
+		SafeMode:       safemode.DefaultConfig(),
 	}
 }
 
@@ -120,6 +124,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Audit.Validate(); err != nil {
+		return err
+	}
+	if err := c.SafeMode.Validate(); err != nil {
 		return err
 	}
 	return c.Blocks.Validate()

@@ -243,7 +243,7 @@ func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Bloc
 // (re)started.
 func (n *Namenode) leaseLoop() {
 	n.every(n.cfg.Leases.CheckInterval, func() {
-		if n.isReadyLeader() {
+		if n.isReadyLeader() && !n.safe.On() {
 			n.checkLeases()
 		}
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/raftstore"
 	"github.com/blockfs/blockfs/namenode/reports"
+	"github.com/blockfs/blockfs/namenode/safemode"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 	"github.com/blockfs/blockfs/topology"
@@ -65,6 +66,7 @@ type Namenode struct {
 	httpLis  net.Listener
 	peers    *peerConns
 	topo     *topology.Resolver
+	safe     *safemode.Mode
 	authz    *security.Authorizer
 	groups   *security.GroupMapping
 	members  memberCache
@@ -123,7 +125,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if cfg.Auth.Mode == AuthSimple {
 		log.Warn("simple authentication: every caller is trusted to state its own user name and role (user, datanode, namenode) in request metadata; anyone who can reach this port can act as any user, the superuser, a datanode or a namenode; use --auth=mtls outside a trusted loopback network")
 	}
-	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo,
+	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo, safe: safemode.New(cfg.SafeMode),
 		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg))}
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg,
@@ -309,8 +311,13 @@ func (n *Namenode) watchLeadership() {
 				n.log.Warn("leader barrier failed", "err", err)
 				continue
 			}
+			// A leader that heard the datanodes all along as a follower
+			// leaves safe mode at once; one whose map is still filling
+			// stays read-only until it is not (safemode.go).
+			n.safe.Enter(false)
+			n.updateSafeMode()
 			n.ready.Store(true)
-			n.log.Info("leader ready", "term", n.raft.CurrentTerm())
+			n.log.Info("leader ready", "term", n.raft.CurrentTerm(), "safe_mode", n.safe.On())
 			n.registerMembers()
 		}
 	}
@@ -371,7 +378,7 @@ func (n *Namenode) registerSelf() {
 func (n *Namenode) workLoop() {
 	n.every(n.cfg.WorkInterval, func() {
 		n.blocks.CheckLiveness()
-		if n.isReadyLeader() {
+		if n.isReadyLeader() && !n.updateSafeMode() {
 			n.blocks.ComputeWork()
 		}
 	})

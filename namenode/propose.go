@@ -36,6 +36,9 @@ func (n *Namenode) propose(ctx context.Context, op string, t fsm.CmdType, msg pr
 // applyLocal proposes one encoded command on this node, which must be the
 // leader, batched with concurrent proposals.
 func (n *Namenode) applyLocal(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
+	if n.safe.On() && len(data) > 0 && fsm.CmdType(data[0]).ChangesNamespace() {
+		return nil, 0, n.safe.Refuse(op, time.Now())
+	}
 	return n.proposer.submit(ctx, op, data)
 }
 

@@ -72,6 +72,9 @@ func parse(args []string) (namenode.Config, error) {
 	f.Duration(&cfg.Namespace.CompleteWait, "complete-wait", cfg.Namespace.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
 	f.Uint64(&cfg.Raft.SnapshotEvery, "snapshot-threshold", cfg.Raft.SnapshotEvery, "Raft log entries between snapshots")
 	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")
+	f.Float64(&cfg.SafeMode.Threshold, "safemode-threshold", cfg.SafeMode.Threshold, "fraction of complete blocks that must have a replica reported before a new leader leaves safe mode (HDFS dfs.namenode.safemode.threshold-pct)")
+	f.Duration(&cfg.SafeMode.Extension, "safemode-extension", cfg.SafeMode.Extension, "how long safe mode lasts once the threshold is met, for the reports still on their way (a leader whose map is already full leaves at once)")
+	f.Int(&cfg.SafeMode.MinDatanodes, "safemode-min-datanodes", cfg.SafeMode.MinDatanodes, "live datanodes a new leader needs, besides the block threshold, to leave safe mode")
 	f.Int(&cfg.Blocks.DeadAfterMissed, "dead-after-missed", cfg.Blocks.DeadAfterMissed, "missed heartbeats after which a datanode is dead")
 	var tokenMode, tlsCA, tlsCert, tlsKey string
 	f.String(&tokenMode, "token-mode", cfg.Tokens.Mode.String(), "block tokens: per-block (one signature per block, the HDFS baseline), per-request (one per response), cached (per-request, reused)")

@@ -37,6 +37,20 @@ const (
 	CmdUpdatePipeline         CmdType = 21
 )
 
+// ChangesNamespace reports whether commands of type t change the
+// namespace on a user's behalf: the ones safe mode refuses (HDFS refuses
+// the same calls). Membership, keys, lease renewals and the commit of a
+// recovery already under way pass.
+func (t CmdType) ChangesNamespace() bool {
+	switch t {
+	case CmdMkdirs, CmdCreate, CmdAddBlock, CmdComplete, CmdAbandonBlock, CmdDelete, CmdRename,
+		CmdSetPermission, CmdSetOwner, CmdAppend, CmdRecoverLease, CmdFsync,
+		CmdUpdateBlockForPipeline, CmdUpdatePipeline:
+		return true
+	}
+	return false
+}
+
 // command is one row of the dispatch table: how to make an empty message
 // of the type, and the handler that applies it (nil for CmdBatch, which
 // applyEntry unpacks). Handlers run under the write lock, after the

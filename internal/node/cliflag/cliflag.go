@@ -113,6 +113,20 @@ func (s *Set) Int64(p *int64, name string, def int64, usage string) {
 	s.FS.Int64Var(p, name, def, fmt.Sprintf("%s [$%s]", usage, key))
 }
 
+// Float64 registers a float64 flag.
+func (s *Set) Float64(p *float64, name string, def float64, usage string) {
+	key, v, ok := s.env(name)
+	if ok {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", key, err))
+		} else {
+			def = x
+		}
+	}
+	s.FS.Float64Var(p, name, def, fmt.Sprintf("%s [$%s]", usage, key))
+}
+
 // Duration registers a duration flag.
 func (s *Set) Duration(p *time.Duration, name string, def time.Duration, usage string) {
 	key, v, ok := s.env(name)
