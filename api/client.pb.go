@@ -1787,18 +1787,26 @@ func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
 }
 
 type ClusterStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	LeaderAddr    string                 `protobuf:"bytes,2,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
-	Term          uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	CommitIndex   uint64                 `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	Members       []*Member              `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
-	Datanodes     []*DatanodeInfo        `protobuf:"bytes,7,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
-	ServedBy      string                 `protobuf:"bytes,8,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
-	TokenMode     string                 `protobuf:"bytes,9,opt,name=token_mode,json=tokenMode,proto3" json:"token_mode,omitempty"` // per-block, per-request or cached
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId     string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderAddr   string                 `protobuf:"bytes,2,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	Term         uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	CommitIndex  uint64                 `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	Members      []*Member              `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Datanodes    []*DatanodeInfo        `protobuf:"bytes,7,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
+	ServedBy     string                 `protobuf:"bytes,8,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	TokenMode    string                 `protobuf:"bytes,9,opt,name=token_mode,json=tokenMode,proto3" json:"token_mode,omitempty"` // per-block, per-request or cached
+	// This namenode's safe mode (its block map still filling from reports;
+	// the leader's also refuses writes) and why, in HDFS's words.
+	SafeMode        bool   `protobuf:"varint,10,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"`
+	SafeModeMessage string `protobuf:"bytes,11,opt,name=safe_mode_message,json=safeModeMessage,proto3" json:"safe_mode_message,omitempty"`
+	// The trash's retention (--trash-interval; 0: no trash): clients move
+	// what they delete under /user/<user>/.Trash when it is set, as HDFS
+	// clients read fs.trash.interval from the namenode.
+	TrashIntervalMs int64 `protobuf:"varint,12,opt,name=trash_interval_ms,json=trashIntervalMs,proto3" json:"trash_interval_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -1892,6 +1900,27 @@ func (x *ClusterStatusResponse) GetTokenMode() string {
 		return x.TokenMode
 	}
 	return ""
+}
+
+func (x *ClusterStatusResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
+}
+
+func (x *ClusterStatusResponse) GetSafeModeMessage() string {
+	if x != nil {
+		return x.SafeModeMessage
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetTrashIntervalMs() int64 {
+	if x != nil {
+		return x.TrashIntervalMs
+	}
+	return 0
 }
 
 // Member is one namenode of the Raft cluster.
@@ -2657,7 +2686,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\vdatanode_id\x18\x02 \x01(\tR\n" +
 	"datanodeId\"\x19\n" +
 	"\x17ReportBadBlocksResponse\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xd3\x02\n" +
+	"\x14ClusterStatusRequest\"\xc8\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
@@ -2669,7 +2698,11 @@ const file_api_client_proto_rawDesc = "" +
 	"\tdatanodes\x18\a \x03(\v2\x18.blockfs.v1.DatanodeInfoR\tdatanodes\x12\x1b\n" +
 	"\tserved_by\x18\b \x01(\tR\bservedBy\x12\x1d\n" +
 	"\n" +
-	"token_mode\x18\t \x01(\tR\ttokenMode\"\x9d\x01\n" +
+	"token_mode\x18\t \x01(\tR\ttokenMode\x12\x1b\n" +
+	"\tsafe_mode\x18\n" +
+	" \x01(\bR\bsafeMode\x12*\n" +
+	"\x11safe_mode_message\x18\v \x01(\tR\x0fsafeModeMessage\x12*\n" +
+	"\x11trash_interval_ms\x18\f \x01(\x03R\x0ftrashIntervalMs\"\x9d\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +

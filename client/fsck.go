@@ -29,6 +29,11 @@ type FsckReport struct {
 	UnderConstruction int         `json:"under_construction"`
 	Problems          []FsckBlock `json:"problems"`
 	TotalBytes        uint64      `json:"total_bytes"`
+	// SafeMode is set when the namenode that answered was in safe mode:
+	// its block map was still filling, so a block without a replica may
+	// only not be reported yet. SafeModeMessage says how far it is.
+	SafeMode        bool   `json:"safe_mode"`
+	SafeModeMessage string `json:"safe_mode_message,omitempty"`
 }
 
 // Healthy reports whether no block is missing or corrupt.
@@ -41,6 +46,9 @@ func (r *FsckReport) Healthy() bool { return r.Missing == 0 && r.Corrupt == 0 }
 // counted but not checked. An error stops the walk.
 func (c *Client) Fsck(ctx context.Context, root string) (*FsckReport, error) {
 	rep := &FsckReport{}
+	if cs, err := c.ClusterStatus(ctx); err == nil && cs.SafeMode {
+		rep.SafeMode, rep.SafeModeMessage = true, cs.SafeModeMessage
+	}
 	st, err := c.Stat(ctx, root)
 	if err != nil {
 		return nil, err

@@ -378,7 +378,9 @@ func (n *Namenode) registerSelf() {
 func (n *Namenode) workLoop() {
 	n.every(n.cfg.WorkInterval, func() {
 		n.blocks.CheckLiveness()
-		if n.isReadyLeader() && !n.updateSafeMode() {
+		// Every namenode tracks its own map (status and fsck read it);
+		// only the leader plans from it.
+		if !n.updateSafeMode() && n.isReadyLeader() {
 			n.blocks.ComputeWork()
 		}
 	})

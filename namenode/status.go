@@ -24,6 +24,9 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 		ServedBy:     n.cfg.ID,
 		TokenMode:    n.cfg.Tokens.Mode.String(),
 	}
+	if st := n.SafeMode(); st.On {
+		out.SafeMode, out.SafeModeMessage = true, st.Message
+	}
 	members := n.fsm.Members()
 	if cf := n.raft.GetConfiguration(); cf.Error() == nil {
 		for _, s := range cf.Configuration().Servers {

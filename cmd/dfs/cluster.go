@@ -227,6 +227,8 @@ func cmdFsck(e *env, _ *flag.FlagSet, args []string) error {
 				switch {
 				case b.Corrupt:
 					what = "CORRUPT"
+				case b.Missing && rep.SafeMode:
+					what = "NOT REPORTED YET (safe mode)"
 				case b.Missing:
 					what = "MISSING"
 				}
@@ -245,13 +247,19 @@ func cmdFsck(e *env, _ *flag.FlagSet, args []string) error {
 		fmt.Fprintf(tw, "corrupt blocks:\t%d\n", rep.Corrupt)
 		fmt.Fprintf(tw, "under-replicated blocks:\t%d\n", rep.Under)
 		status := "HEALTHY"
-		if !rep.Healthy() {
+		switch {
+		case rep.Corrupt > 0 || rep.Missing > 0 && !rep.SafeMode:
 			status = "CORRUPT"
+		case rep.Missing > 0:
+			status = "UNKNOWN: the namenode is in safe mode; blocks without replicas may not be reported yet"
+		}
+		if rep.SafeMode {
+			fmt.Fprintf(tw, "safe mode:\t%s\n", rep.SafeModeMessage)
 		}
 		fmt.Fprintf(tw, "status:\t%s\n", status)
 		tw.Flush()
 	}
-	if !rep.Healthy() {
+	if rep.Corrupt > 0 || rep.Missing > 0 && !rep.SafeMode {
 		fmt.Fprintf(e.stderr, "dfs: fsck %s: %d missing, %d corrupt blocks\n", p, rep.Missing, rep.Corrupt)
 		e.failed = true
 	}

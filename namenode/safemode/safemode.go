@@ -76,14 +76,22 @@ type Mode struct {
 	last    Counts
 }
 
-// New returns a Mode, off, under cfg (assumed valid).
-func New(cfg Config) *Mode { return &Mode{cfg: cfg} }
+// New returns a Mode under cfg (assumed valid), on as a namenode's is when
+// it starts: its block map is empty, and its log may still be replaying,
+// so it leaves only once the thresholds have held for the extension.
+func New(cfg Config) *Mode {
+	m := &Mode{cfg: cfg}
+	m.on.Store(true)
+	return m
+}
 
 // On reports whether the namenode is in safe mode.
 func (m *Mode) On() bool { return m.on.Load() }
 
 // Enter puts the namenode in safe mode: manual (an operator's; it stays
-// until Leave) or at startup (a new leader's; it leaves by itself).
+// until Leave) or a new leader's, which leaves by itself, at its first
+// Update already if the map meets the thresholds then (a leader that was
+// a follower with every report).
 func (m *Mode) Enter(manual bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -48,6 +48,7 @@ func TestMode(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(cfg)
+			m.Leave()
 			m.Enter(tc.manual)
 			for i, s := range tc.steps {
 				m.Update(s.counts, t0.Add(s.at))
@@ -79,6 +80,21 @@ func TestManualHold(t *testing.T) {
 	}
 	if IsRefusal(errs.New(errs.Precondition, "Create", "/f", "other")) {
 		t.Fatal("another precondition taken for safe mode")
+	}
+}
+
+// TestStartsOn: a namenode starts in safe mode and needs the extension
+// even if its first count is full (its log may still be replaying).
+func TestStartsOn(t *testing.T) {
+	m := New(Config{Threshold: 1, Extension: time.Second})
+	t0 := time.Now()
+	m.Update(Counts{}, t0)
+	if !m.On() {
+		t.Fatal("left safe mode at the first count after start")
+	}
+	m.Update(Counts{}, t0.Add(time.Second))
+	if m.On() {
+		t.Fatal("still in safe mode after the extension")
 	}
 }
 
