@@ -54,7 +54,7 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 	if bs == 0 {
 		bs = s.n.cfg.Namespace.DefaultBlockSize
 	}
-	if msg := s.n.cfg.Namespace.blockSizeProblem(bs); msg != "" {
+	if msg := s.n.cfg.Namespace.BlockSizeProblem(bs); msg != "" {
 		return nil, errs.Newf(errs.Invalid, "Create", req.Path, "block size %d is %s", bs, msg)
 	}
 	c := s.n.caller(ctx)

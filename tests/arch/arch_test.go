@@ -92,7 +92,10 @@ func TestFloors(t *testing.T) {
 		{"the FSM is a core of its own", []string{"namenode/fsm"}, libs},
 		{"the Raft store", []string{"namenode/raftstore"}, base},
 		{"the web UI door", []string{"namenode/webui"}, append([]string{"internal/node/"}, libs...)},
-		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "internal/node/"}, libs...)},
+		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "trash", "internal/node/"}, libs...)},
+		{"the trash", []string{"trash"}, append([]string{"api"}, base...)},
+		{"the topology", []string{"topology"}, base},
+		{"safe mode and the report parts", []string{"namenode/safemode", "namenode/reports"}, append([]string{"api", "blocks"}, base...)},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
