@@ -1805,8 +1805,11 @@ type ClusterStatusResponse struct {
 	// what they delete under /user/<user>/.Trash when it is set, as HDFS
 	// clients read fs.trash.interval from the namenode.
 	TrashIntervalMs int64 `protobuf:"varint,12,opt,name=trash_interval_ms,json=trashIntervalMs,proto3" json:"trash_interval_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// caller is the user the namenode authenticated this call as (the
+	// certificate's name under mTLS): whose trash and home directory.
+	Caller        string `protobuf:"bytes,13,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -1921,6 +1924,13 @@ func (x *ClusterStatusResponse) GetTrashIntervalMs() int64 {
 		return x.TrashIntervalMs
 	}
 	return 0
+}
+
+func (x *ClusterStatusResponse) GetCaller() string {
+	if x != nil {
+		return x.Caller
+	}
+	return ""
 }
 
 // Member is one namenode of the Raft cluster.
@@ -2686,7 +2696,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\vdatanode_id\x18\x02 \x01(\tR\n" +
 	"datanodeId\"\x19\n" +
 	"\x17ReportBadBlocksResponse\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xc8\x03\n" +
+	"\x14ClusterStatusRequest\"\xe0\x03\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
@@ -2702,7 +2712,8 @@ const file_api_client_proto_rawDesc = "" +
 	"\tsafe_mode\x18\n" +
 	" \x01(\bR\bsafeMode\x12*\n" +
 	"\x11safe_mode_message\x18\v \x01(\tR\x0fsafeModeMessage\x12*\n" +
-	"\x11trash_interval_ms\x18\f \x01(\x03R\x0ftrashIntervalMs\"\x9d\x01\n" +
+	"\x11trash_interval_ms\x18\f \x01(\x03R\x0ftrashIntervalMs\x12\x16\n" +
+	"\x06caller\x18\r \x01(\tR\x06caller\"\x9d\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +

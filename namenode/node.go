@@ -174,6 +174,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.raftAdmit.loop(n.stop) }()
 	}
+	if n.cfg.TrashInterval > 0 {
+		n.wg.Add(1)
+		go n.trashLoop()
+	}
 	if n.cfg.Raft.Join != "" && !n.hadState() {
 		if err := n.join(ctx); err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/security"
 )
 
 // clusterStatus reports the Raft view and the datanodes as this node sees
@@ -23,6 +24,10 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 		CommitIndex:  n.raft.CommitIndex(),
 		ServedBy:     n.cfg.ID,
 		TokenMode:    n.cfg.Tokens.Mode.String(),
+	}
+	out.TrashIntervalMs = n.cfg.TrashInterval.Milliseconds()
+	if id, ok := security.IdentityFromContext(ctx); ok {
+		out.Caller = id.Name
 	}
 	if st := n.SafeMode(); st.On {
 		out.SafeMode, out.SafeModeMessage = true, st.Message

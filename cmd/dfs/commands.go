@@ -339,13 +339,30 @@ func cmdRm(e *env, fs *flag.FlagSet, args []string) error {
 		if err == nil && st.IsDir && !recursive {
 			err = errs.New(errs.IsDir, "", "", "is a directory (use rm -r)")
 		}
-		if err == nil {
+		var dst string
+		if err == nil && !flagBool(fs, "skipTrash") {
+			// "" with no error: no trash, or p is in it already; then
+			// the delete below is for good, as HDFS's rm does.
+			if dst, err = e.cl.MoveToTrash(e.ctx, path.Clean(p)); err == nil && dst != "" {
+				fmt.Fprintf(e.stdout, "Moved: '%s' to trash at: %s\n", p, dst)
+			}
+		}
+		if err == nil && dst == "" {
 			err = e.cl.Delete(e.ctx, p, recursive)
 		}
 		if err != nil {
 			e.fail(&pathErr{"rm", p, err})
 		}
 	}
+	return nil
+}
+
+func cmdExpunge(e *env, _ *flag.FlagSet, _ []string) error {
+	n, err := e.cl.Expunge(e.ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Deleted %d expired trash checkpoints\n", n)
 	return nil
 }
 

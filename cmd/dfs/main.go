@@ -82,15 +82,20 @@ func init() {
 		"recover-lease": {usage: "[-nowait] PATH...", help: "recover files a dead writer left open: the last block is cut to what every replica holds and the file closed (waits unless -nowait)", run: cmdRecoverLease, flags: boolFlag("nowait", "only start the recovery"), minArgs: 1, maxArgs: -1},
 		"get":           {usage: "REMOTE LOCAL", help: "copy a file out of blockfs (LOCAL - for stdout)", run: cmdGet, minArgs: 2, maxArgs: 2},
 		"cat":           {usage: "PATH...", help: "print files", run: cmdCat, minArgs: 1, maxArgs: -1},
-		"rm":            {usage: "[-r] PATH...", help: "remove files; -r removes directories and their contents", run: cmdRm, flags: boolFlag("r", "recursive"), minArgs: 1, maxArgs: -1},
-		"mv":            {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
-		"stat":          {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
-		"checksum":      {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
-		"chmod":         {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
-		"chown":         {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
-		"locations":     {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
-		"cluster":       {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
-		"fsck":          {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
+		"rm": {usage: "[-r] [-skipTrash] PATH...", help: "remove files; -r removes directories and their contents; into the trash if the cluster has one (--trash-interval), for good with -skipTrash", run: cmdRm,
+			flags: func(fs *flag.FlagSet) {
+				fs.Bool("r", false, "recursive")
+				fs.Bool("skipTrash", false, "delete for good, not into the trash")
+			}, minArgs: 1, maxArgs: -1},
+		"expunge":   {usage: "", help: "empty your trash: delete checkpoints older than the trash interval, checkpoint the rest", run: cmdExpunge, minArgs: 0, maxArgs: 0},
+		"mv":        {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
+		"stat":      {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
+		"checksum":  {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
+		"chmod":     {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
+		"chown":     {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
+		"locations": {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
+		"cluster":   {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
+		"fsck":      {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
 	}
 }
 

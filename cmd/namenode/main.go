@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"os/user"
 	"syscall"
+	"time"
 
 	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/internal/node/cliflag"
@@ -72,6 +73,9 @@ func parse(args []string) (namenode.Config, error) {
 	f.Duration(&cfg.Namespace.CompleteWait, "complete-wait", cfg.Namespace.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
 	f.Uint64(&cfg.Raft.SnapshotEvery, "snapshot-threshold", cfg.Raft.SnapshotEvery, "Raft log entries between snapshots")
 	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")
+	var trashMin, trashCheckMin float64
+	f.Float64(&trashMin, "trash-interval", 0, "minutes deleted files stay in /user/<user>/.Trash before the leader expunges them (HDFS fs.trash.interval; 0: no trash, dfs rm deletes for good)")
+	f.Float64(&trashCheckMin, "trash-checkpoint-interval", 0, "minutes between the leader's trash checkpoints (0: the trash interval)")
 	f.Float64(&cfg.SafeMode.Threshold, "safemode-threshold", cfg.SafeMode.Threshold, "fraction of complete blocks that must have a replica reported before a new leader leaves safe mode (HDFS dfs.namenode.safemode.threshold-pct)")
 	f.Duration(&cfg.SafeMode.Extension, "safemode-extension", cfg.SafeMode.Extension, "how long safe mode lasts once the threshold is met, for the reports still on their way (a leader whose map is already full leaves at once)")
 	f.Int(&cfg.SafeMode.MinDatanodes, "safemode-min-datanodes", cfg.SafeMode.MinDatanodes, "live datanodes a new leader needs, besides the block threshold, to leave safe mode")
@@ -110,6 +114,8 @@ func parse(args []string) (namenode.Config, error) {
 		}
 	}
 	cfg.Namespace.DefaultReplication = uint32(repl)
+	cfg.TrashInterval = time.Duration(trashMin * float64(time.Minute))
+	cfg.TrashCheckpoint = time.Duration(trashCheckMin * float64(time.Minute))
 	// Checked here, before the narrowing to uint32 could turn a huge value
 	// into a valid one.
 	if err := chunks.CheckSize("--bytes-per-checksum", bpc); err != nil {
