@@ -231,6 +231,7 @@ func TestCollector(t *testing.T) {
 		"blockfs_blocks_unknown":                                    0,
 		"blockfs_blocks_suspect":                                    0,
 		"blockfs_blocks_verifying":                                  0,
+		"blockfs_blocks_mis_replicated":                             0,
 		"blockfs_blocks_refused_total{reason=register_conflict}":    0,
 		"blockfs_blocks_refused_total{reason=bad_report}":           0,
 		"blockfs_blocks_refused_total{reason=bad_block_report}":     0,

@@ -42,6 +42,7 @@ func NewCollector(m *Manager) prometheus.Collector {
 			g("unknown", "Reported blocks the namespace does not know.", func(s *Stats) float64 { return float64(s.Unknown) }),
 			g("suspect", "Blocks with a replica a client reported bad, awaiting re-verification.", func(s *Stats) float64 { return float64(s.Suspect) }),
 			g("verifying", "Blocks with a verify command outstanding.", func(s *Stats) float64 { return float64(s.Verifying) }),
+			g("mis_replicated", "Blocks whose replicas sit in fewer racks than the placement policy wants.", func(s *Stats) float64 { return float64(s.MisReplicated) }),
 		},
 	}
 }

@@ -145,3 +145,45 @@ func BenchmarkChooseTargets(b *testing.B) {
 		})
 	}
 }
+
+// TestMisReplicatedFixed: a block with its three replicas in one rack of
+// two (placed before a topology change, say) is counted mis-replicated;
+// the monitor copies it to the other rack, then deletes an excess replica
+// from the crowded rack, never the lone one in the other.
+func TestMisReplicatedFixed(t *testing.T) {
+	m := newRackManager(t, 2, 3)
+	place(t, m, 1, 3, "dn0-0", "dn0-1", "dn0-2")
+	if st := m.Stats(); st.MisReplicated != 1 || st.UnderReplicated != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	m.ComputeWork()
+	var target string
+	for _, src := range []string{"dn0-0", "dn0-1", "dn0-2"} {
+		for _, c := range m.PendingCommands(src) {
+			if c.Kind == Replicate && len(c.Targets) == 1 {
+				target = c.Targets[0].ID
+			}
+		}
+	}
+	if target == "" || target[:3] != "dn1" {
+		t.Fatalf("replication target %q, want one in /r1", target)
+	}
+	if !m.IncrementalReport(target, []Replica{rep(1)}, nil) {
+		t.Fatal("report refused")
+	}
+	m.ComputeWork()
+	deleted := ""
+	for _, id := range []string{"dn0-0", "dn0-1", "dn0-2", target} {
+		for _, c := range m.PendingCommands(id) {
+			if c.Kind == Delete {
+				deleted = id
+			}
+		}
+	}
+	if deleted == "" || deleted == target {
+		t.Fatalf("deleted from %q, want one of rack /r0", deleted)
+	}
+	if st := m.Stats(); st.MisReplicated != 0 {
+		t.Fatalf("still mis-replicated: %+v", st)
+	}
+}

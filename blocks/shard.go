@@ -174,6 +174,11 @@ type shard struct {
 	// Verify outstanding, by the time it is given up (verify.go).
 	suspect   map[uint64]struct{}
 	verifying map[uint64]time.Time
+	// misplaced: complete blocks with their replication whose good
+	// replicas all sit in one rack of a cluster that has more
+	// (mis-replicated, in HDFS's word); ComputeWork adds a copy in
+	// another rack, and the excess deletion then keeps the spread.
+	misplaced map[uint64]struct{}
 	// counters, kept by settle
 	nBlocks, nComplete, nSafe, nGood, nBad int
 	// peaks are the maps' sizes for shrink (shrink.go), kept by settle.
@@ -193,6 +198,7 @@ func (s *shard) init(m *Manager) {
 	s.writing = make(map[uint64][]string)
 	s.suspect = make(map[uint64]struct{})
 	s.verifying = make(map[uint64]time.Time)
+	s.misplaced = make(map[uint64]struct{})
 }
 
 func (s *shard) dropPending(id uint64, p *pending) {
@@ -228,6 +234,7 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	if !b.expected() || !b.complete() {
 		delete(s.under, id)
 		delete(s.over, id)
+		delete(s.misplaced, id)
 		if p := s.pending[id]; p != nil {
 			s.dropPending(id, p)
 		}
@@ -263,6 +270,37 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	} else {
 		delete(s.over, id)
 	}
+	if need > 1 && after.good >= need && s.oneRack(b) {
+		s.misplaced[id] = struct{}{}
+	} else {
+		delete(s.misplaced, id)
+	}
+}
+
+// oneRack reports whether b's good replicas all sit in one rack while the
+// cluster has more than one. Caller holds s.mu.
+func (s *shard) oneRack(b *blockInfo) bool {
+	idx := s.m.place.Load()
+	if len(idx.racks) < 2 {
+		return false
+	}
+	rack := int32(-1)
+	for _, l := range s.locs(b) {
+		if !s.isGood(b, l) {
+			continue
+		}
+		num := s.node(l).num
+		if int(num) >= len(idx.rackOf) {
+			return false // a node newer than the index: decide next time
+		}
+		switch r := idx.rackOf[num]; {
+		case rack < 0:
+			rack = r
+		case r != rack:
+			return false
+		}
+	}
+	return rack >= 0
 }
 
 // addReplica records that n holds r; received is true for an incremental

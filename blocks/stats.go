@@ -30,6 +30,7 @@ func (m *Manager) Stats() Stats {
 		st.Unknown += len(s.unknown)
 		st.Suspect += len(s.suspect)
 		st.Verifying += len(s.verifying)
+		st.MisReplicated += len(s.misplaced)
 		rl.RUnlock()
 	}
 	return st

@@ -128,4 +128,7 @@ type Stats struct {
 	Suspect int
 	// Verifying: blocks with a verify command outstanding.
 	Verifying int
+	// MisReplicated: blocks with their replication in one rack of a
+	// cluster with more (the rack policy wants at least two).
+	MisReplicated int
 }

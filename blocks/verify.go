@@ -154,12 +154,18 @@ func (s *shard) excessReplica(b *blockInfo) *loc {
 	var fd *Datanode
 	fr := 0
 	ls := s.locs(b)
+	crowded := s.crowdedRacks(b)
 	for i := range ls {
 		l := &ls[i]
 		if !s.isGood(b, *l) {
 			continue
 		}
-		r, d := excessRank(*l), s.node(*l).snap.Load()
+		// Within a rank, a replica in a rack holding another one goes
+		// first, so that the block keeps the racks it spans.
+		r, d := 2*excessRank(*l), s.node(*l).snap.Load()
+		if crowded != nil && !crowded(s.node(*l)) {
+			r++
+		}
 		if f == nil || r < fr || (r == fr && (d.free() < fd.free() || (d.free() == fd.free() && d.ID > fd.ID))) {
 			f, fd, fr = l, d, r
 		}
@@ -168,6 +174,28 @@ func (s *shard) excessReplica(b *blockInfo) *loc {
 		return nil
 	}
 	return f
+}
+
+// crowdedRacks returns whether a node's rack holds more than one of b's
+// good replicas, or nil when the cluster has one rack. Caller holds s.mu.
+func (s *shard) crowdedRacks(b *blockInfo) func(*node) bool {
+	idx := s.m.place.Load()
+	if len(idx.racks) < 2 {
+		return nil
+	}
+	rackOf := func(n *node) int32 {
+		if int(n.num) < len(idx.rackOf) {
+			return idx.rackOf[n.num]
+		}
+		return -1
+	}
+	count := map[int32]int{}
+	for _, l := range s.locs(b) {
+		if s.isGood(b, l) {
+			count[rackOf(s.node(l))]++
+		}
+	}
+	return func(n *node) bool { return count[rackOf(n)] > 1 }
 }
 
 func excessRank(l loc) int {

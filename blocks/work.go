@@ -107,6 +107,14 @@ func (m *Manager) ComputeWork() {
 			}
 			s.settle(id, b, before)
 		}
+		for id := range s.misplaced {
+			if !collect {
+				break
+			}
+			if _, under := s.under[id]; s.pending[id] == nil && !under {
+				todo = append(todo, job{id, s.tally(s.blocks.get(id)).good})
+			}
+		}
 		for id := range s.under {
 			if !collect {
 				break
@@ -168,11 +176,16 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 	if b == nil || s.pending[id] != nil {
 		return false
 	}
-	if _, ok := s.under[id]; !ok {
+	_, under := s.under[id]
+	_, misplaced := s.misplaced[id]
+	if !under && !misplaced {
 		return false
 	}
 	before := s.tally(b)
 	need := int(b.replication) - before.good
+	if need <= 0 && misplaced {
+		need = 1 // a copy in another rack; the excess deletion keeps the spread
+	}
 	if need <= 0 {
 		return false
 	}

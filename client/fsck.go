@@ -16,6 +16,9 @@ type FsckBlock struct {
 	Missing    bool // no live replica
 	Corrupt    bool // every known replica is corrupt
 	Under      bool // fewer live replicas than the file's replication
+	// MisReplicated: its live replicas, more than one, sit in one rack of
+	// a cluster with more (the placement policy wants two at least).
+	MisReplicated bool
 }
 
 // FsckReport summarizes a walk.
@@ -26,9 +29,11 @@ type FsckReport struct {
 	Missing           int         `json:"missing"`
 	Corrupt           int         `json:"corrupt"`
 	Under             int         `json:"under_replicated"`
+	MisReplicated     int         `json:"mis_replicated"`
 	UnderConstruction int         `json:"under_construction"`
 	Problems          []FsckBlock `json:"problems"`
 	TotalBytes        uint64      `json:"total_bytes"`
+	racks             int         // racks with a live datanode, from ClusterStatus
 	// SafeMode is set when the namenode that answered was in safe mode:
 	// its block map was still filling, so a block without a replica may
 	// only not be reported yet. SafeModeMessage says how far it is.
@@ -46,9 +51,16 @@ func (r *FsckReport) Healthy() bool { return r.Missing == 0 && r.Corrupt == 0 }
 // counted but not checked. An error stops the walk.
 func (c *Client) Fsck(ctx context.Context, root string) (*FsckReport, error) {
 	rep := &FsckReport{}
-	if cs, err := c.ClusterStatus(ctx); err == nil && cs.SafeMode {
-		rep.SafeMode, rep.SafeModeMessage = true, cs.SafeModeMessage
+	racks := map[string]bool{}
+	if cs, err := c.ClusterStatus(ctx); err == nil {
+		rep.SafeMode, rep.SafeModeMessage = cs.SafeMode, cs.SafeModeMessage
+		for _, d := range cs.Datanodes {
+			if d.State == "live" {
+				racks[d.Rack] = true
+			}
+		}
 	}
+	rep.racks = len(racks)
 	st, err := c.Stat(ctx, root)
 	if err != nil {
 		return nil, err
@@ -85,13 +97,19 @@ func (c *Client) fsck(ctx context.Context, st *api.FileStatus, rep *FsckReport) 
 	for i, lb := range locs.Blocks {
 		rep.Blocks++
 		live := 0
+		in := map[string]bool{}
 		for _, d := range lb.Locations {
 			if d.State == "" || d.State == "live" {
 				live++
+				in[d.Rack] = true
 			}
 		}
 		fb := FsckBlock{Path: st.Path, Index: i, Block: lb.Block, Live: live, Want: int(st.Replication),
-			Missing: live == 0 && !lb.Corrupt, Corrupt: lb.Corrupt, Under: live > 0 && live < int(st.Replication)}
+			Missing: live == 0 && !lb.Corrupt, Corrupt: lb.Corrupt, Under: live > 0 && live < int(st.Replication),
+			MisReplicated: live > 1 && len(in) == 1 && rep.racks > 1}
+		if fb.MisReplicated {
+			rep.MisReplicated++
+		}
 		if fb.Missing {
 			rep.Missing++
 		}
@@ -101,7 +119,7 @@ func (c *Client) fsck(ctx context.Context, st *api.FileStatus, rep *FsckReport) 
 		if fb.Under {
 			rep.Under++
 		}
-		if fb.Missing || fb.Corrupt || fb.Under {
+		if fb.Missing || fb.Corrupt || fb.Under || fb.MisReplicated {
 			rep.Problems = append(rep.Problems, fb)
 		}
 	}

@@ -229,6 +229,8 @@ func cmdFsck(e *env, _ *flag.FlagSet, args []string) error {
 					what = "CORRUPT"
 				case b.Missing && rep.SafeMode:
 					what = "NOT REPORTED YET (safe mode)"
+				case b.MisReplicated && !b.Under:
+					what = "MIS-REPLICATED (one rack)"
 				case b.Missing:
 					what = "MISSING"
 				}
@@ -246,6 +248,7 @@ func cmdFsck(e *env, _ *flag.FlagSet, args []string) error {
 		fmt.Fprintf(tw, "missing blocks:\t%d\n", rep.Missing)
 		fmt.Fprintf(tw, "corrupt blocks:\t%d\n", rep.Corrupt)
 		fmt.Fprintf(tw, "under-replicated blocks:\t%d\n", rep.Under)
+		fmt.Fprintf(tw, "mis-replicated blocks:\t%d (replicas in one rack)\n", rep.MisReplicated)
 		status := "HEALTHY"
 		switch {
 		case rep.Corrupt > 0 || rep.Missing > 0 && !rep.SafeMode:
