@@ -156,6 +156,11 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 				return ctx, err
 			}
 			id, ctx = Identity{Role: RoleUser, Name: r.User}, WithRedirect(ctx, r)
+			// The user the datanode acts for may be revoked since.
+			if id, err = a.notRevoked(nil, id); err != nil {
+				a.denied.WithLabelValues(method, "revoked").Inc()
+				return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
+			}
 		}
 	}
 	if reason, err := a.check(rule, id, req); err != nil {
