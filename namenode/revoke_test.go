@@ -13,9 +13,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/internal/node/raftnet"
+	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
 )
@@ -299,5 +302,73 @@ func TestRevokedDatanodeRefused(t *testing.T) {
 	}
 	if metric(t, a.c.Namenode(leader), revokedMetric, map[string]string{"role": "datanode"}) == 0 {
 		t.Fatal("refusals not counted")
+	}
+}
+
+// TestRevokedClientRefusedByDatanodes: a datanode learns the deny list
+// with its key refresh (GetKeys) and refuses a revoked client
+// certificate on its own DataService before any block token is looked
+// at; another client's certificate is still only asked for its token.
+func TestRevokedClientRefusedByDatanodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Config{
+		Namenodes: 1, Datanodes: 1, Dir: t.TempDir(), MTLS: true,
+		Namenode: func(i int, nc *namenode.Config) { nc.Namespace.Superuser = "root" },
+		Datanode: func(i int, dc *datanode.Config) { dc.KeyRefreshPeriod = 50 * time.Millisecond },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	a := &authzCluster{t: t, c: c}
+	stolen, err := c.TLSFor(security.Identity{Role: security.RoleUser, Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := c.TLSFor(security.Identity{Role: security.RoleUser, Name: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(cfg *tls.Config) error {
+		cc, err := grpc.NewClient(c.DatanodeAddrs()[0], grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		s, err := api.NewDataServiceClient(cc).ReadBlock(ctx, &api.ReadBlockRequest{Block: &api.Block{Id: 1, GenStamp: 1}})
+		if err != nil {
+			return err
+		}
+		_, err = s.Recv()
+		return err
+	}
+	if err := read(stolen); err == nil || strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("before revocation: %v", err)
+	}
+	if _, err := api.NewAdminClient(a.as(0, usr, "root")).Revoke(ctx, &api.RevokeRequest{Entry: &api.RevokedEntry{Fingerprint: security.Fingerprint(leafOf(t, stolen))}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the datanode refuses the revoked certificate", func() bool {
+		err := read(stolen)
+		return statusCode(err) == codes.Unauthenticated && strings.Contains(err.Error(), "revoked")
+	})
+	if err := read(bob); err == nil || strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("another user's certificate: %v", err)
+	}
+	mfs, err := c.Datanode(0).Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted float64
+	for _, mf := range mfs {
+		if mf.GetName() == revokedMetric {
+			for _, m := range mf.GetMetric() {
+				counted += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if counted == 0 {
+		t.Fatal("the datanode did not count the refusal")
 	}
 }
