@@ -126,8 +126,8 @@ func TestRevokeRefusals(t *testing.T) {
 	}
 }
 
-// TestRevokeSurvivesSnapshot: the deny list is in the snapshot (BFSNAP03),
-// restores identically and is published on restore; a BFSNAP02 snapshot
+// TestRevokeSurvivesSnapshot: the deny list is in the snapshot (BFSNAP04),
+// restores identically and is published on restore; a BFSNAP03 snapshot
 // (no deny-list section) restores with an empty list, replacing a list the
 // node had.
 func TestRevokeSurvivesSnapshot(t *testing.T) {
@@ -142,7 +142,7 @@ func TestRevokeSurvivesSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := snapshotBytes(t, snap)
-	if string(data[:8]) != "BFSNAP03" {
+	if string(data[:8]) != "BFSNAP04" {
 		t.Fatalf("magic %q", data[:8])
 	}
 	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
@@ -156,24 +156,24 @@ func TestRevokeSurvivesSnapshot(t *testing.T) {
 		t.Fatal("restored list not published")
 	}
 
-	// The same state written as BFSNAP02: no deny-list section.
+	// The same state written as BFSNAP03: no deny-list section.
 	e := New(Config{Superuser: "root", Supergroup: "supergroup"})
 	esnap, err := e.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v3 := snapshotBytes(t, esnap)
+	v4 := snapshotBytes(t, esnap)
 	var head byteBuffer
 	if err := writeSnapshotHead(&head, e.st, e.AppliedIndex()); err != nil {
 		t.Fatal(err)
 	}
 	n := len(head.b)
-	v2 := append(append([]byte(snapshotMagicV2), v3[8:n-4]...), v3[n:]...)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(v2))); err != nil {
+	v3 := append(append([]byte(snapshotMagicV3), v4[8:n-4]...), v4[n:]...)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(v3))); err != nil {
 		t.Fatal(err)
 	}
 	if len(g.Revoked()) != 0 || g.Revocations().Load().Len() != 0 || g.Hash() != e.Hash() {
-		t.Fatalf("BFSNAP02 restore left a deny list: %v", g.Revoked())
+		t.Fatalf("BFSNAP03 restore left a deny list: %v", g.Revoked())
 	}
 	// A truncated deny-list section is corrupt and changes nothing.
 	var fhead byteBuffer
