@@ -151,14 +151,24 @@ func (d *DenyList) Check(leaf *x509.Certificate, id Identity) error {
 	if d.Len() == 0 {
 		return nil
 	}
-	e, what := d.ids[id], "identity "+id.String()
+	// The message is built only on a match: a caller that is not revoked
+	// costs the lookups and nothing else.
+	var what string
+	e := d.ids[id]
+	if e != nil {
+		what = "identity " + id.String()
+	}
 	if e == nil && leaf != nil && len(d.serials) > 0 {
 		s := SerialHex(leaf)
-		e, what = d.serials[s], "certificate serial "+s
+		if e = d.serials[s]; e != nil {
+			what = "certificate serial " + s
+		}
 	}
 	if e == nil && leaf != nil && len(d.prints) > 0 {
 		sum := sha256.Sum256(leaf.Raw)
-		e, what = d.prints[sum], "certificate sha256 "+hex.EncodeToString(sum[:])
+		if e = d.prints[sum]; e != nil {
+			what = "certificate sha256 " + hex.EncodeToString(sum[:])
+		}
 	}
 	if e == nil {
 		return nil
