@@ -576,12 +576,226 @@ func (x *ReadIndexResponse) GetIndex() uint64 {
 	return 0
 }
 
+// RevokeRequest: entry names what is revoked and why (serial, fingerprint
+// or role and name, and reason); the namenode stamps who and when.
+type RevokeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *RevokedEntry          `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRequest) Reset() {
+	*x = RevokeRequest{}
+	mi := &file_api_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRequest) ProtoMessage() {}
+
+func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRequest.ProtoReflect.Descriptor instead.
+func (*RevokeRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RevokeRequest) GetEntry() *RevokedEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type RevokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeResponse) Reset() {
+	*x = RevokeResponse{}
+	mi := &file_api_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeResponse) ProtoMessage() {}
+
+func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeResponse.ProtoReflect.Descriptor instead.
+func (*RevokeResponse) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RevokeResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+type UnrevokeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *RevokedEntry          `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnrevokeRequest) Reset() {
+	*x = UnrevokeRequest{}
+	mi := &file_api_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnrevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnrevokeRequest) ProtoMessage() {}
+
+func (x *UnrevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnrevokeRequest.ProtoReflect.Descriptor instead.
+func (*UnrevokeRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UnrevokeRequest) GetEntry() *RevokedEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type ListRevokedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRevokedRequest) Reset() {
+	*x = ListRevokedRequest{}
+	mi := &file_api_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRevokedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRevokedRequest) ProtoMessage() {}
+
+func (x *ListRevokedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRevokedRequest.ProtoReflect.Descriptor instead.
+func (*ListRevokedRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{15}
+}
+
+type ListRevokedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*RevokedEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRevokedResponse) Reset() {
+	*x = ListRevokedResponse{}
+	mi := &file_api_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRevokedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRevokedResponse) ProtoMessage() {}
+
+func (x *ListRevokedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRevokedResponse.ProtoReflect.Descriptor instead.
+func (*ListRevokedResponse) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListRevokedResponse) GetEntries() []*RevokedEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 var File_api_admin_proto protoreflect.FileDescriptor
 
 const file_api_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x0fapi/admin.proto\x12\n" +
-	"blockfs.v1\"y\n" +
+	"blockfs.v1\x1a\rapi/fsm.proto\"y\n" +
 	"\x10AddServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -608,12 +822,24 @@ const file_api_admin_proto_rawDesc = "" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index2\xd0\x02\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"?\n" +
+	"\rRevokeRequest\x12.\n" +
+	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entry\"&\n" +
+	"\x0eRevokeResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"A\n" +
+	"\x0fUnrevokeRequest\x12.\n" +
+	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entry\"\x14\n" +
+	"\x12ListRevokedRequest\"I\n" +
+	"\x13ListRevokedResponse\x122\n" +
+	"\aentries\x18\x01 \x03(\v2\x18.blockfs.v1.RevokedEntryR\aentries2\xa6\x04\n" +
 	"\x05Admin\x12H\n" +
 	"\tAddServer\x12\x1c.blockfs.v1.AddServerRequest\x1a\x1d.blockfs.v1.AddServerResponse\x12Q\n" +
 	"\fRemoveServer\x12\x1f.blockfs.v1.RemoveServerRequest\x1a .blockfs.v1.RemoveServerResponse\x12c\n" +
 	"\x12TransferLeadership\x12%.blockfs.v1.TransferLeadershipRequest\x1a&.blockfs.v1.TransferLeadershipResponse\x12E\n" +
-	"\bSnapshot\x12\x1b.blockfs.v1.SnapshotRequest\x1a\x1c.blockfs.v1.SnapshotResponse2\x9a\x01\n" +
+	"\bSnapshot\x12\x1b.blockfs.v1.SnapshotRequest\x1a\x1c.blockfs.v1.SnapshotResponse\x12?\n" +
+	"\x06Revoke\x12\x19.blockfs.v1.RevokeRequest\x1a\x1a.blockfs.v1.RevokeResponse\x12C\n" +
+	"\bUnrevoke\x12\x1b.blockfs.v1.UnrevokeRequest\x1a\x1a.blockfs.v1.RevokeResponse\x12N\n" +
+	"\vListRevoked\x12\x1e.blockfs.v1.ListRevokedRequest\x1a\x1f.blockfs.v1.ListRevokedResponse2\x9a\x01\n" +
 	"\x10NamenodeInternal\x12<\n" +
 	"\x05Apply\x12\x18.blockfs.v1.ApplyRequest\x1a\x19.blockfs.v1.ApplyResponse\x12H\n" +
 	"\tReadIndex\x12\x1c.blockfs.v1.ReadIndexRequest\x1a\x1d.blockfs.v1.ReadIndexResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
@@ -630,7 +856,7 @@ func file_api_admin_proto_rawDescGZIP() []byte {
 	return file_api_admin_proto_rawDescData
 }
 
-var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_api_admin_proto_goTypes = []any{
 	(*AddServerRequest)(nil),           // 0: blockfs.v1.AddServerRequest
 	(*AddServerResponse)(nil),          // 1: blockfs.v1.AddServerResponse
@@ -644,25 +870,40 @@ var file_api_admin_proto_goTypes = []any{
 	(*ApplyResponse)(nil),              // 9: blockfs.v1.ApplyResponse
 	(*ReadIndexRequest)(nil),           // 10: blockfs.v1.ReadIndexRequest
 	(*ReadIndexResponse)(nil),          // 11: blockfs.v1.ReadIndexResponse
+	(*RevokeRequest)(nil),              // 12: blockfs.v1.RevokeRequest
+	(*RevokeResponse)(nil),             // 13: blockfs.v1.RevokeResponse
+	(*UnrevokeRequest)(nil),            // 14: blockfs.v1.UnrevokeRequest
+	(*ListRevokedRequest)(nil),         // 15: blockfs.v1.ListRevokedRequest
+	(*ListRevokedResponse)(nil),        // 16: blockfs.v1.ListRevokedResponse
+	(*RevokedEntry)(nil),               // 17: blockfs.v1.RevokedEntry
 }
 var file_api_admin_proto_depIdxs = []int32{
-	0,  // 0: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
-	2,  // 1: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
-	4,  // 2: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
-	6,  // 3: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
-	8,  // 4: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
-	10, // 5: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
-	1,  // 6: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
-	3,  // 7: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
-	5,  // 8: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
-	7,  // 9: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
-	9,  // 10: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
-	11, // 11: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
-	6,  // [6:12] is the sub-list for method output_type
-	0,  // [0:6] is the sub-list for method input_type
-	0,  // [0:0] is the sub-list for extension type_name
-	0,  // [0:0] is the sub-list for extension extendee
-	0,  // [0:0] is the sub-list for field type_name
+	17, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	17, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	17, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
+	0,  // 3: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
+	2,  // 4: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
+	4,  // 5: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
+	6,  // 6: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
+	12, // 7: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
+	14, // 8: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
+	15, // 9: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
+	8,  // 10: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
+	10, // 11: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
+	1,  // 12: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
+	3,  // 13: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
+	5,  // 14: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
+	7,  // 15: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
+	13, // 16: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
+	13, // 17: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
+	16, // 18: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
+	9,  // 19: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
+	11, // 20: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
+	12, // [12:21] is the sub-list for method output_type
+	3,  // [3:12] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_api_admin_proto_init() }
@@ -670,13 +911,14 @@ func file_api_admin_proto_init() {
 	if File_api_admin_proto != nil {
 		return
 	}
+	file_api_fsm_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_admin_proto_rawDesc), len(file_api_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

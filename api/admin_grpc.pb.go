@@ -26,6 +26,9 @@ const (
 	Admin_RemoveServer_FullMethodName       = "/blockfs.v1.Admin/RemoveServer"
 	Admin_TransferLeadership_FullMethodName = "/blockfs.v1.Admin/TransferLeadership"
 	Admin_Snapshot_FullMethodName           = "/blockfs.v1.Admin/Snapshot"
+	Admin_Revoke_FullMethodName             = "/blockfs.v1.Admin/Revoke"
+	Admin_Unrevoke_FullMethodName           = "/blockfs.v1.Admin/Unrevoke"
+	Admin_ListRevoked_FullMethodName        = "/blockfs.v1.Admin/ListRevoked"
 )
 
 // AdminClient is the client API for Admin service.
@@ -36,6 +39,11 @@ type AdminClient interface {
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
+	// Revoke adds a certificate (serial or fingerprint) or an identity to the
+	// replicated deny list; Unrevoke lifts an entry; ListRevoked lists them.
+	Revoke(ctx context.Context, in *RevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error)
+	Unrevoke(ctx context.Context, in *UnrevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error)
+	ListRevoked(ctx context.Context, in *ListRevokedRequest, opts ...grpc.CallOption) (*ListRevokedResponse, error)
 }
 
 type adminClient struct {
@@ -86,6 +94,36 @@ func (c *adminClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ..
 	return out, nil
 }
 
+func (c *adminClient) Revoke(ctx context.Context, in *RevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeResponse)
+	err := c.cc.Invoke(ctx, Admin_Revoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Unrevoke(ctx context.Context, in *UnrevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeResponse)
+	err := c.cc.Invoke(ctx, Admin_Unrevoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListRevoked(ctx context.Context, in *ListRevokedRequest, opts ...grpc.CallOption) (*ListRevokedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRevokedResponse)
+	err := c.cc.Invoke(ctx, Admin_ListRevoked_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -94,6 +132,11 @@ type AdminServer interface {
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
 	Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
+	// Revoke adds a certificate (serial or fingerprint) or an identity to the
+	// replicated deny list; Unrevoke lifts an entry; ListRevoked lists them.
+	Revoke(context.Context, *RevokeRequest) (*RevokeResponse, error)
+	Unrevoke(context.Context, *UnrevokeRequest) (*RevokeResponse, error)
+	ListRevoked(context.Context, *ListRevokedRequest) (*ListRevokedResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -115,6 +158,15 @@ func (UnimplementedAdminServer) TransferLeadership(context.Context, *TransferLea
 }
 func (UnimplementedAdminServer) Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedAdminServer) Revoke(context.Context, *RevokeRequest) (*RevokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Revoke not implemented")
+}
+func (UnimplementedAdminServer) Unrevoke(context.Context, *UnrevokeRequest) (*RevokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Unrevoke not implemented")
+}
+func (UnimplementedAdminServer) ListRevoked(context.Context, *ListRevokedRequest) (*ListRevokedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRevoked not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -209,6 +261,60 @@ func _Admin_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Revoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Revoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Revoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Revoke(ctx, req.(*RevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Unrevoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnrevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Unrevoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Unrevoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Unrevoke(ctx, req.(*UnrevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListRevoked_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRevokedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListRevoked(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListRevoked_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListRevoked(ctx, req.(*ListRevokedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -231,6 +337,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Snapshot",
 			Handler:    _Admin_Snapshot_Handler,
+		},
+		{
+			MethodName: "Revoke",
+			Handler:    _Admin_Revoke_Handler,
+		},
+		{
+			MethodName: "Unrevoke",
+			Handler:    _Admin_Unrevoke_Handler,
+		},
+		{
+			MethodName: "ListRevoked",
+			Handler:    _Admin_ListRevoked_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -60,8 +60,11 @@ func (*GetKeysRequest) Descriptor() ([]byte, []int) {
 }
 
 type GetKeysResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keys          [][]byte               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"` // security.PublicKey binary encodings (docs/FORMATS.md)
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Keys  [][]byte               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"` // security.PublicKey binary encodings (docs/FORMATS.md)
+	// revoked is the namenode's replicated deny list: the datanode refuses
+	// these certificates and identities on its own ports too.
+	Revoked       []*RevokedEntry `protobuf:"bytes,2,rep,name=revoked,proto3" json:"revoked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -99,6 +102,13 @@ func (*GetKeysResponse) Descriptor() ([]byte, []int) {
 func (x *GetKeysResponse) GetKeys() [][]byte {
 	if x != nil {
 		return x.Keys
+	}
+	return nil
+}
+
+func (x *GetKeysResponse) GetRevoked() []*RevokedEntry {
+	if x != nil {
+		return x.Revoked
 	}
 	return nil
 }
@@ -1145,10 +1155,11 @@ var File_api_datanode_proto protoreflect.FileDescriptor
 const file_api_datanode_proto_rawDesc = "" +
 	"\n" +
 	"\x12api/datanode.proto\x12\n" +
-	"blockfs.v1\x1a\x10api/common.proto\"\x10\n" +
-	"\x0eGetKeysRequest\"%\n" +
+	"blockfs.v1\x1a\x10api/common.proto\x1a\rapi/fsm.proto\"\x10\n" +
+	"\x0eGetKeysRequest\"Y\n" +
 	"\x0fGetKeysResponse\x12\x12\n" +
-	"\x04keys\x18\x01 \x03(\fR\x04keys\"?\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\x122\n" +
+	"\arevoked\x18\x02 \x03(\v2\x18.blockfs.v1.RevokedEntryR\arevoked\"?\n" +
 	"\x0fRegisterRequest\x12,\n" +
 	"\x04node\x18\x01 \x01(\v2\x18.blockfs.v1.DatanodeInfoR\x04node\"P\n" +
 	"\x10RegisterResponse\x12\x1f\n" +
@@ -1267,46 +1278,48 @@ var file_api_datanode_proto_goTypes = []any{
 	(*RecoverBlockCommand)(nil),                // 15: blockfs.v1.RecoverBlockCommand
 	(*CommitBlockSynchronizationRequest)(nil),  // 16: blockfs.v1.CommitBlockSynchronizationRequest
 	(*CommitBlockSynchronizationResponse)(nil), // 17: blockfs.v1.CommitBlockSynchronizationResponse
-	(*DatanodeInfo)(nil),                       // 18: blockfs.v1.DatanodeInfo
-	(*Block)(nil),                              // 19: blockfs.v1.Block
+	(*RevokedEntry)(nil),                       // 18: blockfs.v1.RevokedEntry
+	(*DatanodeInfo)(nil),                       // 19: blockfs.v1.DatanodeInfo
+	(*Block)(nil),                              // 20: blockfs.v1.Block
 }
 var file_api_datanode_proto_depIdxs = []int32{
-	18, // 0: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
-	11, // 1: blockfs.v1.HeartbeatResponse.commands:type_name -> blockfs.v1.DatanodeCommand
-	19, // 2: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
-	6,  // 3: blockfs.v1.BlockReportRequest.blocks:type_name -> blockfs.v1.ReportedBlock
-	11, // 4: blockfs.v1.BlockReportResponse.commands:type_name -> blockfs.v1.DatanodeCommand
-	6,  // 5: blockfs.v1.IncrementalBlockReportRequest.received:type_name -> blockfs.v1.ReportedBlock
-	19, // 6: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
-	19, // 7: blockfs.v1.IncrementalBlockReportRequest.verified:type_name -> blockfs.v1.Block
-	12, // 8: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
-	13, // 9: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
-	14, // 10: blockfs.v1.DatanodeCommand.verify:type_name -> blockfs.v1.VerifyBlockCommand
-	15, // 11: blockfs.v1.DatanodeCommand.recover:type_name -> blockfs.v1.RecoverBlockCommand
-	19, // 12: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
-	19, // 13: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
-	18, // 14: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
-	19, // 15: blockfs.v1.VerifyBlockCommand.block:type_name -> blockfs.v1.Block
-	19, // 16: blockfs.v1.RecoverBlockCommand.block:type_name -> blockfs.v1.Block
-	18, // 17: blockfs.v1.RecoverBlockCommand.replicas:type_name -> blockfs.v1.DatanodeInfo
-	19, // 18: blockfs.v1.CommitBlockSynchronizationRequest.block:type_name -> blockfs.v1.Block
-	2,  // 19: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
-	4,  // 20: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
-	7,  // 21: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
-	9,  // 22: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
-	0,  // 23: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
-	16, // 24: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:input_type -> blockfs.v1.CommitBlockSynchronizationRequest
-	3,  // 25: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
-	5,  // 26: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
-	8,  // 27: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
-	10, // 28: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
-	1,  // 29: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
-	17, // 30: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:output_type -> blockfs.v1.CommitBlockSynchronizationResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	18, // 0: blockfs.v1.GetKeysResponse.revoked:type_name -> blockfs.v1.RevokedEntry
+	19, // 1: blockfs.v1.RegisterRequest.node:type_name -> blockfs.v1.DatanodeInfo
+	11, // 2: blockfs.v1.HeartbeatResponse.commands:type_name -> blockfs.v1.DatanodeCommand
+	20, // 3: blockfs.v1.ReportedBlock.block:type_name -> blockfs.v1.Block
+	6,  // 4: blockfs.v1.BlockReportRequest.blocks:type_name -> blockfs.v1.ReportedBlock
+	11, // 5: blockfs.v1.BlockReportResponse.commands:type_name -> blockfs.v1.DatanodeCommand
+	6,  // 6: blockfs.v1.IncrementalBlockReportRequest.received:type_name -> blockfs.v1.ReportedBlock
+	20, // 7: blockfs.v1.IncrementalBlockReportRequest.deleted:type_name -> blockfs.v1.Block
+	20, // 8: blockfs.v1.IncrementalBlockReportRequest.verified:type_name -> blockfs.v1.Block
+	12, // 9: blockfs.v1.DatanodeCommand.delete:type_name -> blockfs.v1.DeleteBlocksCommand
+	13, // 10: blockfs.v1.DatanodeCommand.replicate:type_name -> blockfs.v1.ReplicateBlockCommand
+	14, // 11: blockfs.v1.DatanodeCommand.verify:type_name -> blockfs.v1.VerifyBlockCommand
+	15, // 12: blockfs.v1.DatanodeCommand.recover:type_name -> blockfs.v1.RecoverBlockCommand
+	20, // 13: blockfs.v1.DeleteBlocksCommand.blocks:type_name -> blockfs.v1.Block
+	20, // 14: blockfs.v1.ReplicateBlockCommand.block:type_name -> blockfs.v1.Block
+	19, // 15: blockfs.v1.ReplicateBlockCommand.targets:type_name -> blockfs.v1.DatanodeInfo
+	20, // 16: blockfs.v1.VerifyBlockCommand.block:type_name -> blockfs.v1.Block
+	20, // 17: blockfs.v1.RecoverBlockCommand.block:type_name -> blockfs.v1.Block
+	19, // 18: blockfs.v1.RecoverBlockCommand.replicas:type_name -> blockfs.v1.DatanodeInfo
+	20, // 19: blockfs.v1.CommitBlockSynchronizationRequest.block:type_name -> blockfs.v1.Block
+	2,  // 20: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
+	4,  // 21: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
+	7,  // 22: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
+	9,  // 23: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
+	0,  // 24: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
+	16, // 25: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:input_type -> blockfs.v1.CommitBlockSynchronizationRequest
+	3,  // 26: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
+	5,  // 27: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
+	8,  // 28: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
+	10, // 29: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
+	1,  // 30: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
+	17, // 31: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:output_type -> blockfs.v1.CommitBlockSynchronizationResponse
+	26, // [26:32] is the sub-list for method output_type
+	20, // [20:26] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_api_datanode_proto_init() }
@@ -1315,6 +1328,7 @@ func file_api_datanode_proto_init() {
 		return
 	}
 	file_api_common_proto_init()
+	file_api_fsm_proto_init()
 	file_api_datanode_proto_msgTypes[11].OneofWrappers = []any{
 		(*DatanodeCommand_Delete)(nil),
 		(*DatanodeCommand_Replicate)(nil),

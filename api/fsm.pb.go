@@ -1746,6 +1746,202 @@ func (x *UpdatePipelineCommand) GetDatanodes() []string {
 	return nil
 }
 
+// RevokedEntry is one entry of the replicated deny list
+// (docs/SECURITY.md, "Revoking a certificate"). Exactly one of serial,
+// fingerprint or (role, name) names what is revoked:
+//   - serial: a certificate's serial number, lower-case hex without
+//     leading zeros (what a CRL lists): every leaf with that serial;
+//   - fingerprint: the SHA-256 of a leaf certificate's DER, lower-case
+//     hex: exactly that certificate;
+//   - role and name: an identity (spiffe://<td>/<role>/<name>): every
+//     certificate naming it, present and future, until lifted.
+//
+// revoked_by and revoked_unix_ms are stamped by the namenode that proposed
+// the entry (never read from a clock while applying).
+type RevokedEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Serial        string                 `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	Fingerprint   string                 `protobuf:"bytes,2,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	RevokedBy     string                 `protobuf:"bytes,5,opt,name=revoked_by,json=revokedBy,proto3" json:"revoked_by,omitempty"`
+	RevokedUnixMs int64                  `protobuf:"varint,6,opt,name=revoked_unix_ms,json=revokedUnixMs,proto3" json:"revoked_unix_ms,omitempty"`
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokedEntry) Reset() {
+	*x = RevokedEntry{}
+	mi := &file_api_fsm_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokedEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokedEntry) ProtoMessage() {}
+
+func (x *RevokedEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokedEntry.ProtoReflect.Descriptor instead.
+func (*RevokedEntry) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RevokedEntry) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *RevokedEntry) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *RevokedEntry) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *RevokedEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RevokedEntry) GetRevokedBy() string {
+	if x != nil {
+		return x.RevokedBy
+	}
+	return ""
+}
+
+func (x *RevokedEntry) GetRevokedUnixMs() int64 {
+	if x != nil {
+		return x.RevokedUnixMs
+	}
+	return 0
+}
+
+func (x *RevokedEntry) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// RevokeCommand adds an entry to the deny list (CmdRevoke); an entry with
+// the same key is replaced.
+type RevokeCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *RevokedEntry          `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeCommand) Reset() {
+	*x = RevokeCommand{}
+	mi := &file_api_fsm_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeCommand) ProtoMessage() {}
+
+func (x *RevokeCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeCommand.ProtoReflect.Descriptor instead.
+func (*RevokeCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RevokeCommand) GetEntry() *RevokedEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+// UnrevokeCommand lifts the entry with the key of entry (CmdUnrevoke);
+// only serial, fingerprint or role and name are read.
+type UnrevokeCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *RevokedEntry          `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnrevokeCommand) Reset() {
+	*x = UnrevokeCommand{}
+	mi := &file_api_fsm_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnrevokeCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnrevokeCommand) ProtoMessage() {}
+
+func (x *UnrevokeCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnrevokeCommand.ProtoReflect.Descriptor instead.
+func (*UnrevokeCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *UnrevokeCommand) GetEntry() *RevokedEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -1892,7 +2088,20 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\binode_id\x18\x03 \x01(\x04R\ainodeId\x12.\n" +
 	"\told_block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\boldBlock\x12.\n" +
 	"\tnew_block\x18\x05 \x01(\v2\x11.blockfs.v1.BlockR\bnewBlock\x12\x1c\n" +
-	"\tdatanodes\x18\x06 \x03(\tR\tdatanodesB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\tdatanodes\x18\x06 \x03(\tR\tdatanodes\"\xcf\x01\n" +
+	"\fRevokedEntry\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\x12 \n" +
+	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"revoked_by\x18\x05 \x01(\tR\trevokedBy\x12&\n" +
+	"\x0frevoked_unix_ms\x18\x06 \x01(\x03R\rrevokedUnixMs\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"?\n" +
+	"\rRevokeCommand\x12.\n" +
+	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entry\"A\n" +
+	"\x0fUnrevokeCommand\x12.\n" +
+	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entryB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_fsm_proto_rawDescOnce sync.Once
@@ -1906,7 +2115,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_api_fsm_proto_goTypes = []any{
 	(*Caller)(nil),                        // 0: blockfs.v1.Caller
 	(*MkdirsCommand)(nil),                 // 1: blockfs.v1.MkdirsCommand
@@ -1931,44 +2140,49 @@ var file_api_fsm_proto_goTypes = []any{
 	(*FsyncCommand)(nil),                  // 20: blockfs.v1.FsyncCommand
 	(*UpdateBlockForPipelineCommand)(nil), // 21: blockfs.v1.UpdateBlockForPipelineCommand
 	(*UpdatePipelineCommand)(nil),         // 22: blockfs.v1.UpdatePipelineCommand
-	(*Block)(nil),                         // 23: blockfs.v1.Block
-	(*Member)(nil),                        // 24: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 25: blockfs.v1.FileStatus
+	(*RevokedEntry)(nil),                  // 23: blockfs.v1.RevokedEntry
+	(*RevokeCommand)(nil),                 // 24: blockfs.v1.RevokeCommand
+	(*UnrevokeCommand)(nil),               // 25: blockfs.v1.UnrevokeCommand
+	(*Block)(nil),                         // 26: blockfs.v1.Block
+	(*Member)(nil),                        // 27: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 28: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	26, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	26, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	26, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	0,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	24, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	25, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	23, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	23, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	23, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	27, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	28, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	26, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	26, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	26, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
 	0,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	26, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
 	0,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	26, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
 	0,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	26, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
 	0,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	23, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	23, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	26, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	26, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	23, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
+	23, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -1985,7 +2199,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -49,3 +49,52 @@ func (c *Client) HealthCheck(ctx context.Context, addr string) error {
 	}
 	return nil
 }
+
+// admin runs fn against the Admin service of the namenode believed to
+// lead, with the retries of every namespace call (a follower forwards the
+// deny-list calls to the leader itself).
+func (c *Client) admin(ctx context.Context, op string, fn func(ctx context.Context, a api.AdminClient) error) error {
+	return c.call(ctx, op, func(ctx context.Context, _ api.ClientServiceClient) error {
+		conn, err := c.conn(op, c.CurrentNamenode())
+		if err != nil {
+			return err
+		}
+		return fn(ctx, api.NewAdminClient(conn))
+	})
+}
+
+// Revoke puts what e names (a certificate serial, a fingerprint, or an
+// identity role and name) on the cluster's replicated deny list, and
+// returns the log index it was applied at. Superuser only.
+func (c *Client) Revoke(ctx context.Context, e *api.RevokedEntry) (uint64, error) {
+	var idx uint64
+	err := c.admin(ctx, "Revoke", func(ctx context.Context, a api.AdminClient) error {
+		r, err := a.Revoke(ctx, &api.RevokeRequest{Entry: e}, trailerOpt(ctx))
+		idx = r.GetIndex()
+		return err
+	})
+	return idx, err
+}
+
+// Unrevoke lifts the deny-list entry with the key of e. Superuser only.
+func (c *Client) Unrevoke(ctx context.Context, e *api.RevokedEntry) (uint64, error) {
+	var idx uint64
+	err := c.admin(ctx, "Unrevoke", func(ctx context.Context, a api.AdminClient) error {
+		r, err := a.Unrevoke(ctx, &api.UnrevokeRequest{Entry: e}, trailerOpt(ctx))
+		idx = r.GetIndex()
+		return err
+	})
+	return idx, err
+}
+
+// ListRevoked returns the deny list as the namenode serving the call has
+// applied it. Superuser only.
+func (c *Client) ListRevoked(ctx context.Context) ([]*api.RevokedEntry, error) {
+	var out []*api.RevokedEntry
+	err := c.admin(ctx, "ListRevoked", func(ctx context.Context, a api.AdminClient) error {
+		r, err := a.ListRevoked(ctx, &api.ListRevokedRequest{}, trailerOpt(ctx))
+		out = r.GetEntries()
+		return err
+	})
+	return out, err
+}

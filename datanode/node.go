@@ -37,6 +37,9 @@ type Datanode struct {
 	met   *metrics
 	store *lbm.Store
 	authz *security.Authorizer
+	// revoked is the namenodes' deny list, as the key refresh last heard
+	// it (tokens.go); the authorizer checks every call against it.
+	revoked security.Revocations
 	// reportIDs numbers this process's multi-part full block reports.
 	reportIDs atomic.Uint64
 
@@ -105,7 +108,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	if cfg.Auth == AuthSimple {
 		log.Warn("simple authentication: every caller is trusted to state its own user name and role in request metadata; block tokens still decide what is read and written; use --auth=mtls outside a trusted loopback network")
 	}
-	d.authz = security.NewAuthorizer(security.AuthConfig{Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{}, Registry: reg})
+	d.authz = security.NewAuthorizer(security.AuthConfig{Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{}, Registry: reg, Revoked: &d.revoked})
 	d.log = log.With("datanode", d.id)
 	d.inflightBytes = newInflight(cfg.MaxInflightBytes)
 	d.met = newMetrics(reg, d)

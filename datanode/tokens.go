@@ -39,6 +39,9 @@ type tokens struct {
 	pending   bool          // a round was asked for and has not begun
 	lastAsked time.Time     // when an unknown key last got a round granted
 	changed   chan struct{} // closed (and replaced) when keys arrive or a round ends
+	// revoked is each namenode's deny list, by its address, as it last
+	// answered GetKeys; the datanode refuses the union of them.
+	revoked map[string][]*api.RevokedEntry
 }
 
 func newTokens(d *Datanode, cfg security.Config) (*tokens, error) {
@@ -54,7 +57,7 @@ func newTokens(d *Datanode, cfg security.Config) (*tokens, error) {
 	c := &d.cfg
 	return &tokens{d: d, keys: keys, verify: v, now: now,
 		period: c.KeyRefreshPeriod, interval: c.KeyRefreshInterval, timeout: c.KeyRefreshTimeout, wait: c.KeyRefreshWait,
-		wake: make(chan struct{}, 1), changed: make(chan struct{})}, nil
+		wake: make(chan struct{}, 1), changed: make(chan struct{}), revoked: map[string][]*api.RevokedEntry{}}, nil
 }
 
 // merge adds encoded public keys to the key set and prunes expired ones.
@@ -79,6 +82,25 @@ func (t *tokens) merge(encoded [][]byte) {
 		}
 	}
 	t.keys.Prune(t.now())
+}
+
+// mergeRevoked records the deny list namenode addr sent and publishes the
+// union of every namenode's last list: an entry is in force here as soon
+// as one namenode has it (they may be at different Raft indexes), and
+// lifted once none has it.
+func (t *tokens) mergeRevoked(addr string, entries []*api.RevokedEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.revoked[addr] = entries
+	var all []*api.RevokedEntry
+	for _, list := range t.revoked {
+		for _, e := range list {
+			if n, _, err := security.NormalizeRevoked(e); err == nil {
+				all = append(all, n)
+			}
+		}
+	}
+	t.d.revoked.Store(security.NewDenyList(all))
 }
 
 // keyIDs lists the kids held, for heartbeats.
@@ -141,6 +163,7 @@ func (t *tokens) refresh(ctx context.Context) {
 				return
 			}
 			t.merge(resp.Keys)
+			t.mergeRevoked(a.addr, resp.Revoked)
 		}()
 	}
 	wg.Wait()

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -143,6 +144,34 @@ func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (
 		return nil, errs.Wrap(errs.IO, "Snapshot", "", err)
 	}
 	return &api.SnapshotResponse{Index: meta.Index, Term: meta.Term}, nil
+}
+
+// Revoke and Unrevoke change the replicated deny list (fsm/revoke.go),
+// stamped with the caller and this node's clock; ListRevoked lists it.
+func (s *adminService) Revoke(ctx context.Context, req *api.RevokeRequest) (*api.RevokeResponse, error) {
+	return s.revoke(ctx, "Revoke", fsm.CmdRevoke, req.GetEntry())
+}
+
+func (s *adminService) Unrevoke(ctx context.Context, req *api.UnrevokeRequest) (*api.RevokeResponse, error) {
+	return s.revoke(ctx, "Unrevoke", fsm.CmdUnrevoke, req.GetEntry())
+}
+
+func (s *adminService) revoke(ctx context.Context, op string, t fsm.CmdType, e *api.RevokedEntry) (*api.RevokeResponse, error) {
+	caller, _ := security.IdentityFromContext(ctx)
+	msg, err := fsm.RevokeCommand(t, e, caller.String(), time.Now())
+	if err != nil {
+		return nil, errs.WithOp(err, op)
+	}
+	_, idx, err := s.n.propose(ctx, op, t, msg)
+	if err != nil {
+		return nil, err
+	}
+	s.n.log.Warn("deny list changed", "op", op, "entry", msg, "by", caller.String())
+	return &api.RevokeResponse{Index: idx}, nil
+}
+
+func (s *adminService) ListRevoked(context.Context, *api.ListRevokedRequest) (*api.ListRevokedResponse, error) {
+	return &api.ListRevokedResponse{Entries: s.n.fsm.Revoked()}, nil
 }
 
 // internalService implements api.NamenodeInternalServer (namenode to

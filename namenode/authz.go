@@ -19,8 +19,11 @@ func (e authEnv) IsSuperuser(user string) bool {
 	return user == n.cfg.Namespace.Superuser || slices.Contains(n.groups.Groups(user), n.cfg.Namespace.Supergroup)
 }
 
-// IsMember: name is a server of the Raft configuration (voter or not).
-func (e authEnv) IsMember(name string) bool { return e.n.members.has(e.n, name) }
+// IsMember: name is a server of the Raft configuration (voter or not)
+// and not a revoked namenode identity.
+func (e authEnv) IsMember(name string) bool {
+	return e.n.members.has(e.n, name) && e.n.revoked.Check(nil, security.Identity{Role: security.RoleNamenode, Name: name}) == nil
+}
 
 // memberCache holds the ids of the Raft configuration for lock-free
 // lookups on every NamenodeInternal call. Any lookup more than

@@ -138,6 +138,18 @@ var (
 		_, err := api.NewAdminClient(cc).Snapshot(ctx, &api.SnapshotRequest{})
 		return err
 	}}
+	revokeNN1 = rpc{"Admin.Revoke(namenode:nn1)", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).Revoke(ctx, &api.RevokeRequest{Entry: &api.RevokedEntry{Role: "namenode", Name: "nn1"}})
+		return err
+	}}
+	unrevokeNN1 = rpc{"Admin.Unrevoke(namenode:nn1)", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).Unrevoke(ctx, &api.UnrevokeRequest{Entry: &api.RevokedEntry{Role: "namenode", Name: "nn1"}})
+		return err
+	}}
+	listRevoked = rpc{"Admin.ListRevoked", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).ListRevoked(ctx, &api.ListRevokedRequest{})
+		return err
+	}}
 	applyMkdirs = rpc{"NamenodeInternal.Apply(mkdirs)", func(ctx context.Context, cc *grpc.ClientConn) error {
 		b, _ := proto.Marshal(&api.MkdirsCommand{Path: "/pwned", Perm: 0o777, Parents: true})
 		_, err := api.NewNamenodeInternalClient(cc).Apply(ctx, &api.ApplyRequest{Command: append([]byte{1}, b...)})
@@ -197,6 +209,9 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		{usr, "alice", addServerAlice, "superuser"},
 		{usr, "alice", removeServer, "superuser"},
 		{usr, "alice", snapshot, "superuser"},
+		{usr, "alice", revokeNN1, "superuser"},
+		{usr, "alice", unrevokeNN1, "superuser"},
+		{usr, "alice", listRevoked, "superuser"},
 		{usr, "alice", applyMkdirs, "role namenode"},
 		{usr, "alice", readIndex, "role namenode"},
 		{usr, "alice", registerDN("alice"), "role datanode"},
@@ -208,6 +223,7 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		{dnRole, "dn1", mkdirs, "role user"},
 		{dnRole, "dn1", getLocations, "role user"},
 		{dnRole, "dn1", snapshot, "role user or namenode"},
+		{dnRole, "dn1", revokeNN1, "role user or namenode"},
 		{dnRole, "dn1", applyMkdirs, "role namenode"},
 		{dnRole, "dn9", heartbeatDN("dn1"), "only speak for itself"},
 		{dnRole, "dn9", registerDN("dn1"), "only speak for itself"},
@@ -217,6 +233,7 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		{nnRole, "nn9", readIndex, "not a namenode of this cluster"},
 		{nnRole, "nn9", removeServer, "not a namenode of this cluster"},
 		{nnRole, "nn9", addServerAlice, "not a namenode of this cluster"},
+		{nnRole, "nn9", revokeNN1, "not a namenode of this cluster"},
 		{nnRole, "nn9", mkdirs, "role user"},
 		{nnRole, "nn9", heartbeatDN("nn9"), "role datanode"},
 	}

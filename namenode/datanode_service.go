@@ -60,7 +60,7 @@ func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatReque
 }
 
 func (s *datanodeService) GetKeys(ctx context.Context, req *api.GetKeysRequest) (*api.GetKeysResponse, error) {
-	return &api.GetKeysResponse{Keys: s.n.fsm.PublicKeys()}, nil
+	return &api.GetKeysResponse{Keys: s.n.fsm.PublicKeys(), Revoked: s.n.fsm.Revoked()}, nil
 }
 
 func (s *datanodeService) BlockReport(ctx context.Context, req *api.BlockReportRequest) (*api.BlockReportResponse, error) {

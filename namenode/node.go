@@ -56,6 +56,7 @@ type Namenode struct {
 	proposer  *proposer
 	keys      *security.KeyManager
 	issuer    *security.Issuer
+	revoked   *security.Revocations              // the FSM's deny list, checked on every call
 	hdr       atomic.Pointer[api.ResponseHeader] // the latest reply header (server.go)
 	ready     atomic.Bool                        // leader and caught up with its own term
 
@@ -126,9 +127,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		log.Warn("simple authentication: every caller is trusted to state its own user name and role (user, datanode, namenode) in request metadata; anyone who can reach this port can act as any user, the superuser, a datanode or a namenode; use --auth=mtls outside a trusted loopback network")
 	}
 	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo, safe: safemode.New(cfg.SafeMode),
-		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg))}
+		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg)), revoked: new(security.Revocations)}
 	n.authz = security.NewAuthorizer(security.AuthConfig{
-		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg,
+		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg, Revoked: n.revoked,
 		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}),
 	})
 	n.met = newMetrics(reg, n)
@@ -227,7 +228,7 @@ func (n *Namenode) startRaft() error {
 	}
 	n.snaps = sf
 	n.fsm = fsm.New(fsm.Config{Superuser: cfg.Namespace.Superuser, Supergroup: cfg.Namespace.Supergroup,
-		Events: blockEventsAdapter{n.blocks}, Snapshots: sf, Registerer: n.reg})
+		Events: blockEventsAdapter{n.blocks}, Snapshots: sf, Registerer: n.reg, Revocations: n.revoked})
 	var trans raft.Transport = cfg.Raft.Transport
 	setRaft := func(*raft.Raft) {}
 	if trans == nil {

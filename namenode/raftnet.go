@@ -58,6 +58,7 @@ func (n *Namenode) newRaftTransport(logw io.Writer) (*raft.NetworkTransport, fun
 		TrustDomain:      cfg.Auth.TrustDomain,
 		HandshakeTimeout: cfg.Raft.HandshakeTimeout,
 		Advertise:        cfg.Raft.Advertise,
+		Revoked:          n.revoked,
 		PeerName:         func(a raft.ServerAddress) (string, bool) { return n.raftPeerName(current.Load(), a) },
 		Refused: func(dir, reason string, remote net.Addr, err error) {
 			refused.WithLabelValues(dir, reason).Inc()

@@ -2,6 +2,7 @@ package security
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net/http"
 
@@ -46,14 +47,19 @@ type AuthConfig struct {
 	// Redirects, if set, checks the redirect tokens a datanode presents
 	// (DelegationKey metadata) to act as a WebHDFS user on a Delegated rule.
 	Redirects *RedirectVerifier
+	// Revoked, if set, is the replicated deny list: a caller whose
+	// certificate or identity it revokes is not identified at all
+	// (Unauthenticated, HTTP 401), on every call (revoke.go).
+	Revoked *Revocations
 }
 
 // Authorizer identifies the caller of every RPC and checks it against
 // [Policy]. It holds no lock: the policy is read-only after construction.
 type Authorizer struct {
-	cfg    AuthConfig
-	rules  map[string]Rule
-	denied *prometheus.CounterVec
+	cfg     AuthConfig
+	rules   map[string]Rule
+	denied  *prometheus.CounterVec
+	revoked *prometheus.CounterVec
 }
 
 // NewAuthorizer returns an Authorizer for cfg.
@@ -63,8 +69,28 @@ func NewAuthorizer(cfg AuthConfig) *Authorizer {
 	}
 	return &Authorizer{cfg: cfg, rules: Policy(), denied: register(cfg.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "blockfs_auth_denied_total",
-		Help: "Calls refused by the authorizer, by endpoint and reason (unauthenticated, role, check, unknown_endpoint).",
-	}, []string{"endpoint", "reason"}))}
+		Help: "Calls refused by the authorizer, by endpoint and reason (unauthenticated, revoked, role, check, unknown_endpoint).",
+	}, []string{"endpoint", "reason"})), revoked: register(cfg.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "blockfs_security_revoked_refused_total",
+		Help: "Calls and requests refused because the caller's certificate or identity is on the replicated deny list, by the caller's role.",
+	}, []string{"role"}))}
+}
+
+// notRevoked refuses (and counts) a caller the deny list revokes.
+func (a *Authorizer) notRevoked(leaf *x509.Certificate, id Identity) (Identity, error) {
+	if err := a.cfg.Revoked.Check(leaf, id); err != nil {
+		a.revoked.WithLabelValues(id.Role.String()).Inc()
+		return Identity{}, err
+	}
+	return id, nil
+}
+
+// unauthenticated is the denied counter's reason for an Identify error.
+func unauthenticated(err error) string {
+	if errors.Is(err, ErrRevoked) {
+		return "revoked"
+	}
+	return "unauthenticated"
 }
 
 // Identify names the caller of ctx: under mTLS from the verified client
@@ -87,7 +113,7 @@ func (a *Authorizer) Identify(ctx context.Context) (Identity, error) {
 		if err := ValidateName(user[0]); err != nil {
 			return Identity{}, errs.Wrap(errs.Unauthenticated, op, "", err)
 		}
-		return Identity{Role: role, Name: user[0]}, nil
+		return a.notRevoked(nil, Identity{Role: role, Name: user[0]})
 	}
 	p, ok := peer.FromContext(ctx)
 	if !ok {
@@ -97,7 +123,11 @@ func (a *Authorizer) Identify(ctx context.Context) (Identity, error) {
 	if !ok {
 		return Identity{}, errs.New(errs.Unauthenticated, op, "", "not a TLS connection")
 	}
-	return IdentityFromTLS(ti.State, a.cfg.TrustDomain)
+	id, err := IdentityFromTLS(ti.State, a.cfg.TrustDomain)
+	if err != nil {
+		return Identity{}, err
+	}
+	return a.notRevoked(leafOf(ti.State.VerifiedChains), id)
 }
 
 // Authorize identifies the caller of method and checks the method's rule
@@ -115,7 +145,7 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 	}
 	id, err := a.Identify(ctx)
 	if err != nil {
-		a.denied.WithLabelValues(method, "unauthenticated").Inc()
+		a.denied.WithLabelValues(method, unauthenticated(err)).Inc()
 		return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
 	}
 	if id.Role == RoleDatanode && rule.Delegated {
@@ -126,6 +156,11 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 				return ctx, err
 			}
 			id, ctx = Identity{Role: RoleUser, Name: r.User}, WithRedirect(ctx, r)
+			// The user the datanode acts for may be revoked since.
+			if id, err = a.notRevoked(nil, id); err != nil {
+				a.denied.WithLabelValues(method, "revoked").Inc()
+				return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
+			}
 		}
 	}
 	if reason, err := a.check(rule, id, req); err != nil {
@@ -271,7 +306,7 @@ func (a *Authorizer) HTTPWith(pattern string, h http.Handler, deny HTTPDenied) h
 		}
 		id, err := a.IdentifyHTTP(r)
 		if err != nil {
-			a.denied.WithLabelValues(pattern, "unauthenticated").Inc()
+			a.denied.WithLabelValues(pattern, unauthenticated(err)).Inc()
 			deny(w, r, http.StatusUnauthorized, err)
 			return
 		}
@@ -299,12 +334,16 @@ func (a *Authorizer) IdentifyHTTP(r *http.Request) (Identity, error) {
 		if err := ValidateName(name); err != nil {
 			return Identity{}, errs.Wrap(errs.Unauthenticated, op, "", err)
 		}
-		return Identity{Role: RoleUser, Name: name}, nil
+		return a.notRevoked(nil, Identity{Role: RoleUser, Name: name})
 	}
 	if r.TLS == nil {
 		return Identity{}, errs.New(errs.Unauthenticated, op, "", "not a TLS connection")
 	}
-	return IdentityFromTLS(*r.TLS, a.cfg.TrustDomain)
+	id, err := IdentityFromTLS(*r.TLS, a.cfg.TrustDomain)
+	if err != nil {
+		return Identity{}, err
+	}
+	return a.notRevoked(leafOf(r.TLS.VerifiedChains), id)
 }
 
 // SimpleCredentials states id in request metadata on every call, for a

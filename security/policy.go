@@ -97,6 +97,10 @@ func Policy() map[string]Rule {
 		api.Admin_RemoveServer_FullMethodName:       {Roles: admins, Superuser: true},
 		api.Admin_TransferLeadership_FullMethodName: {Roles: admins, Superuser: true},
 		api.Admin_Snapshot_FullMethodName:           {Roles: admins, Superuser: true},
+		// The replicated deny list (revoke.go): the superuser only.
+		api.Admin_Revoke_FullMethodName:      {Roles: admins, Superuser: true},
+		api.Admin_Unrevoke_FullMethodName:    {Roles: admins, Superuser: true},
+		api.Admin_ListRevoked_FullMethodName: {Roles: admins, Superuser: true},
 
 		// NamenodeInternal: member namenodes only. A forwarded command
 		// carries its caller, so anyone else could act as any user.

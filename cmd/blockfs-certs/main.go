@@ -11,9 +11,16 @@
 // An existing CA in --dir is reused, and an existing certificate is kept
 // (unless --force), so running it again only adds what is missing. Files
 // are written to a temporary name and renamed into place.
+//
+//	blockfs-certs fingerprint CERT.pem...
+//
+// prints each certificate's serial and SHA-256 fingerprint, what
+// `dfs admin revoke --serial` or `--fingerprint` takes, and its identity.
 package main
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +41,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "fingerprint" {
+		return fingerprint(args[1:])
+	}
 	fs := flag.NewFlagSet("blockfs-certs", flag.ContinueOnError)
 	dir := fs.String("dir", "certs", "directory to write the PEM files to")
 	namenodes := fs.String("namenodes", "", "comma-separated namenode ids (their Raft server ids)")
@@ -110,4 +120,32 @@ func loadOrMakeCA(dir, name string) (*security.CA, error) {
 func exists(name string) bool {
 	_, err := os.Stat(name)
 	return err == nil
+}
+
+// fingerprint prints, per PEM file, the leaf certificate's serial (hex),
+// its SHA-256 fingerprint (hex) and its URI SAN.
+func fingerprint(files []string) error {
+	if len(files) == 0 {
+		return errors.New("usage: blockfs-certs fingerprint CERT.pem...")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil || blk.Type != "CERTIFICATE" {
+			return fmt.Errorf("%s: no PEM certificate", f)
+		}
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		id := "-"
+		if len(cert.URIs) == 1 {
+			id = cert.URIs[0].String()
+		}
+		fmt.Printf("%s\tserial %s\tsha256 %s\t%s\n", f, security.SerialHex(cert), security.Fingerprint(cert), id)
+	}
+	return nil
 }

@@ -87,3 +87,33 @@ func TestCertsMakeAWorkingMTLSPair(t *testing.T) {
 		t.Fatal("no servers and no users should be an error")
 	}
 }
+
+// TestFingerprint: `blockfs-certs fingerprint` reads the certificates it
+// wrote and refuses a file that holds none.
+func TestFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	if err := run([]string{"--dir", dir, "--users", "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "junk.pem")
+	if err := os.WriteFile(notPEM, []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"a certificate", []string{"fingerprint", filepath.Join(dir, "user-alice.pem")}, true},
+		{"no file named", []string{"fingerprint"}, false},
+		{"missing file", []string{"fingerprint", filepath.Join(dir, "nope.pem")}, false},
+		{"not PEM", []string{"fingerprint", notPEM}, false},
+		{"a key, not a certificate", []string{"fingerprint", filepath.Join(dir, "user-alice-key.pem")}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := run(c.args); (err == nil) != c.ok {
+				t.Fatalf("err %v, want ok %v", err, c.ok)
+			}
+		})
+	}
+}

@@ -35,6 +35,10 @@ const (
 	CmdFsync                  CmdType = 19
 	CmdUpdateBlockForPipeline CmdType = 20
 	CmdUpdatePipeline         CmdType = 21
+
+	// The replicated deny list (revoke.go).
+	CmdRevoke   CmdType = 23
+	CmdUnrevoke CmdType = 24
 )
 
 // ChangesNamespace reports whether commands of type t change the
@@ -93,6 +97,9 @@ var commands = [...]command{
 	CmdFsync:                  handle(func() *api.FsyncCommand { return &api.FsyncCommand{} }, (*FSM).applyFsync),
 	CmdUpdateBlockForPipeline: handle(func() *api.UpdateBlockForPipelineCommand { return &api.UpdateBlockForPipelineCommand{} }, (*FSM).applyUpdateBlockForPipeline),
 	CmdUpdatePipeline:         handle(func() *api.UpdatePipelineCommand { return &api.UpdatePipelineCommand{} }, (*FSM).applyUpdatePipeline),
+
+	CmdRevoke:   handle(func() *api.RevokeCommand { return &api.RevokeCommand{} }, (*FSM).applyRevoke),
+	CmdUnrevoke: handle(func() *api.UnrevokeCommand { return &api.UnrevokeCommand{} }, (*FSM).applyUnrevoke),
 }
 
 // Encode frames msg as one log entry: type byte, then the protobuf,

@@ -1,6 +1,7 @@
 // Package fsm is the namenode's replicated state machine: the namespace
-// tree, the member table, the token-signing public keys, the retry cache
-// and the lease table, changed only by applying Raft log entries.
+// tree, the member table, the token-signing public keys, the retry cache,
+// the lease table and the certificate deny list (revoke.go), changed only
+// by applying Raft log entries.
 //
 // A log entry is one command: a type byte (CmdType) and a protobuf
 // message (api/fsm.proto), or a CmdBatch of such commands; the framing is

@@ -13,6 +13,7 @@ import (
 	"github.com/blockfs/blockfs/internal/base/rwlock"
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namespace"
+	"github.com/blockfs/blockfs/security"
 )
 
 // Config is what an FSM is built from. Every field but Superuser and
@@ -29,6 +30,9 @@ type Config struct {
 	Snapshots *SnapshotStore
 	// Registerer, if set, gets the FSM's metrics (metrics.go).
 	Registerer prometheus.Registerer
+	// Revocations, if set, is where the FSM publishes its deny list after
+	// every change and restore (revoke.go); New makes one if it is nil.
+	Revocations *security.Revocations
 }
 
 // state is everything the FSM replicates.
@@ -44,6 +48,8 @@ type state struct {
 	leases *leases.Table
 	// nonces are the CREATE redirect tokens Creates have spent (nonces.go).
 	nonces *spentNonces
+	// revoked is the deny list by key (revoke.go).
+	revoked map[string]*api.RevokedEntry
 }
 
 func newState(superuser, supergroup string) *state {
@@ -54,11 +60,12 @@ func newState(superuser, supergroup string) *state {
 		retries: newRetryCache(),
 		leases:  leases.New(),
 		nonces:  newSpentNonces(),
+		revoked: map[string]*api.RevokedEntry{},
 	}
 }
 
 // FSM is the namenode's Raft state machine: the namespace, the members,
-// the signing keys, the retry cache and the lease table. Raft calls
+// the signing keys, the retry cache, the lease table and the deny list. Raft calls
 // ApplyBatch, Snapshot and Restore; everyone else reads through View and
 // the query methods (read.go), which take the read lock. Apply takes the
 // write lock once per batch. Nothing outside this package sees the lock
@@ -71,6 +78,8 @@ type FSM struct {
 	events     BlockEvents
 	metrics    *metrics
 	snaps      *SnapshotStore
+	// revocations publishes the deny list (revoke.go).
+	revocations *security.Revocations
 
 	applied atomic.Uint64
 	// appliedCh is closed and replaced after every applied batch, waking
@@ -88,6 +97,11 @@ func New(cfg Config) *FSM {
 		events:     cfg.Events,
 		snaps:      cfg.Snapshots,
 		appliedCh:  make(chan struct{}),
+
+		revocations: cfg.Revocations,
+	}
+	if f.revocations == nil {
+		f.revocations = new(security.Revocations)
 	}
 	if cfg.Registerer != nil {
 		f.metrics = newMetrics(cfg.Registerer, f)

@@ -115,16 +115,22 @@ func (f *FSM) Counts() Counts {
 	return c
 }
 
-// Hash is a digest of the replicated namespace: the tree's, and the lease
-// table's when any file is open for write or being recovered. Namenodes
-// at the same applied index have the same Hash.
+// Hash is a digest of the replicated namespace: the tree's, the lease
+// table's when any file is open for write or being recovered, and the
+// deny list's when it is not empty. Namenodes at the same applied index
+// have the same Hash.
 func (f *FSM) Hash() [32]byte {
 	defer f.mu.RLock().RUnlock()
-	if _, files, recs := f.st.leases.Counts(); files == 0 && recs == 0 {
-		return f.st.tree.Hash()
+	h := f.st.tree.Hash()
+	if _, files, recs := f.st.leases.Counts(); files != 0 || recs != 0 {
+		l := f.st.leases.Hash()
+		h = sha256.Sum256(append(h[:], l[:]...))
 	}
-	t, l := f.st.tree.Hash(), f.st.leases.Hash()
-	return sha256.Sum256(append(t[:], l[:]...))
+	if len(f.st.revoked) != 0 {
+		r := revokedHash(f.st.revoked)
+		h = sha256.Sum256(append(h[:], r[:]...))
+	}
+	return h
 }
 
 // CommittedCRC returns the CRC32C the namespace recorded for block blockID

@@ -21,11 +21,14 @@ import (
 // --- snapshots ---
 
 // snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
-// BFSNAP03 adds the spent redirect nonces after the lease table; BFSNAP02
-// added the lease table after the retry cache. Older snapshots still
-// restore, with no spent nonces (and, from BFSNAP01, no leases).
+// BFSNAP04 adds the deny list after the keys (revoke.go); BFSNAP03 added
+// the spent redirect nonces after the lease table; BFSNAP02 the lease
+// table after the retry cache. Older snapshots still restore, with an
+// empty deny list (and, before BFSNAP03, no spent nonces; from BFSNAP01,
+// no leases).
 const (
-	snapshotMagic   = "BFSNAP03"
+	snapshotMagic   = "BFSNAP04"
+	snapshotMagicV3 = "BFSNAP03"
 	snapshotMagicV2 = "BFSNAP02"
 	snapshotMagicV1 = "BFSNAP01"
 )
@@ -67,6 +70,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
+	f.publishRevoked()
 	// The block map expects exactly the restored blocks: those of the old
 	// state that the snapshot lacks are forgotten, their replicas deleted.
 	f.resetBlockEvents(st)
@@ -80,7 +84,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 }
 
 // writeSnapshotHead writes the first sections of a snapshot: the header,
-// the members and the keys. The retry cache, the lease table and the
+// the members, the keys and the deny list. The retry cache, the lease table and the
 // namespace image follow (fsmSnapshot.writeTo).
 func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
@@ -114,7 +118,10 @@ func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 			return err
 		}
 	}
-	return writeKeys(w, st.keys)
+	if err := writeKeys(w, st.keys); err != nil {
+		return err
+	}
+	return writeRevoked(w, st.revoked)
 }
 
 func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
@@ -129,8 +136,10 @@ func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 		version = 1
 	case snapshotMagicV2:
 		version = 2
-	case snapshotMagic:
+	case snapshotMagicV3:
 		version = 3
+	case snapshotMagic:
+		version = 4
 	default:
 		return nil, 0, corrupt("bad magic")
 	}
@@ -170,6 +179,12 @@ func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 	if st.keys, err = readKeys(r); err != nil {
 		return nil, 0, err
 	}
+	st.revoked = map[string]*api.RevokedEntry{}
+	if version >= 4 {
+		if st.revoked, err = readRevoked(r); err != nil {
+			return nil, 0, err
+		}
+	}
 	if st.retries, err = readRetryCache(r); err != nil {
 		return nil, 0, err
 	}
@@ -201,7 +216,7 @@ func (w *byteBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); ret
 // they were at its index, and the view of the namespace it streams.
 type fsmSnapshot struct {
 	mu      *rwlock.Mutex
-	head    []byte      // header, members, keys; encoded
+	head    []byte      // header, members, keys, deny list; encoded
 	retries *retryCache // the retry cache, frozen; marshalled by writeTo
 	leases  []byte      // the lease table and the spent nonces, encoded
 	view    *namespace.View

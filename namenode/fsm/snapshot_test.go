@@ -447,7 +447,7 @@ func TestSnapshotBytesPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "b942b3e49309fb31daad0e84f37c1ffc1db472446b3b30cd731ed0d1bd86f6ad"
+	const want = "529483870a841ca88fd6fe6a3386f3585ab41f39d14c1f55f3fc512ae2c61b48" // BFSNAP04
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}

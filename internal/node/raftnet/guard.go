@@ -2,6 +2,7 @@ package raftnet
 
 import (
 	"bufio"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -62,7 +63,8 @@ var rpcNames = map[uint8]string{
 // at a time per connection.
 type guard struct {
 	c    *serverConn
-	name string // the namenode the peer's certificate names
+	name string            // the namenode the peer's certificate names
+	leaf *x509.Certificate // the peer's certificate
 	br   *bufio.Reader
 	rec  recorder
 	dec  *codec.Decoder
@@ -181,7 +183,7 @@ func (g *guard) next() error {
 	if err != nil {
 		return g.refuse(rpc, &refusal{ReasonMalformed, errs.Wrap(errs.Invalid, op, g.name, err)})
 	}
-	if err := g.c.s.checkHeader(g.name, hdr, legacy); err != nil {
+	if err := g.c.s.checkHeader(g.name, g.leaf, hdr, legacy); err != nil {
 		return g.refuse(rpc, err)
 	}
 	g.pending = g.rec.buf
@@ -214,13 +216,17 @@ func (g *guard) written() {
 }
 
 // checkHeader: the RPC's sender id must be the certificate's name, the
-// name must (still) be admitted, and a sender address, when the layer
-// knows the address of that id, must be it.
-func (s *StreamLayer) checkHeader(name string, hdr raft.RPCHeader, legacy []byte) error {
+// certificate must not be revoked, the name must (still) be admitted, and
+// a sender address, when the layer knows the address of that id, must be
+// it.
+func (s *StreamLayer) checkHeader(name string, leaf *x509.Certificate, hdr raft.RPCHeader, legacy []byte) error {
 	const op = "raftnet.StreamLayer.Accept"
 	if string(hdr.ID) != name {
 		return &refusal{ReasonHeaderID, errs.Newf(errs.Permission, op, name,
 			"the Raft RPC header names server %q, the certificate namenode %q", hdr.ID, name)}
+	}
+	if err := s.revoked(leaf, name); err != nil {
+		return err
 	}
 	if err := s.admit(name); err != nil {
 		return err

@@ -91,6 +91,12 @@ type Options struct {
 	// reason (ReasonHeaderID, ReasonHeaderAddr, ReasonNotMember,
 	// ReasonRevoked, ReasonMalformed), the certificate's name and the cause.
 	RPCRefused func(rpc, reason, name string, remote net.Addr, err error)
+	// Revoked, if set, is the replicated deny list: a peer whose
+	// certificate (serial, fingerprint) or namenode identity it revokes is
+	// refused with ReasonRevoked at every handshake, inbound and outbound,
+	// before every inbound RPC (the connection is then closed, open or
+	// not), and before every write on a dialed connection (revoke.go).
+	Revoked *security.Revocations
 }
 
 // StreamLayer is a raft.StreamLayer over a TCP listener, with or without
@@ -236,7 +242,7 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		s.refuse(Outbound, c.RemoteAddr(), err)
 		return nil, errs.Wrap(errs.Unauthenticated, "raftnet.StreamLayer.Dial", string(address), err)
 	}
-	return tc, nil
+	return s.dialed(tc), nil
 }
 
 func (s *StreamLayer) refuse(dir string, remote net.Addr, err error) {
@@ -277,6 +283,7 @@ func (c *serverConn) handshake() error {
 			return
 		}
 		c.guard = newGuard(c, id.Name)
+		c.guard.leaf = cert
 	})
 	return c.err
 }

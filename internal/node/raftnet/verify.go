@@ -68,6 +68,9 @@ func (s *StreamLayer) verifier(op, want string, known, inbound bool) func(tls.Co
 		if err != nil {
 			return &refusal{ReasonIdentity, err}
 		}
+		if err := s.revoked(cs.VerifiedChains[0][0], id.Name); err != nil {
+			return err
+		}
 		if known && id.Name != want {
 			return &refusal{ReasonName, errs.Newf(errs.Permission, op, id.Name,
 				"the Raft configuration has namenode %q at this address, but its certificate names %s", want, id)}
