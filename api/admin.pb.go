@@ -24,6 +24,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SafeModeAction int32
+
+const (
+	SafeModeAction_SAFE_MODE_GET   SafeModeAction = 0
+	SafeModeAction_SAFE_MODE_ENTER SafeModeAction = 1
+	SafeModeAction_SAFE_MODE_LEAVE SafeModeAction = 2
+)
+
+// Enum value maps for SafeModeAction.
+var (
+	SafeModeAction_name = map[int32]string{
+		0: "SAFE_MODE_GET",
+		1: "SAFE_MODE_ENTER",
+		2: "SAFE_MODE_LEAVE",
+	}
+	SafeModeAction_value = map[string]int32{
+		"SAFE_MODE_GET":   0,
+		"SAFE_MODE_ENTER": 1,
+		"SAFE_MODE_LEAVE": 2,
+	}
+)
+
+func (x SafeModeAction) Enum() *SafeModeAction {
+	p := new(SafeModeAction)
+	*p = x
+	return p
+}
+
+func (x SafeModeAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SafeModeAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (SafeModeAction) Type() protoreflect.EnumType {
+	return &file_api_admin_proto_enumTypes[0]
+}
+
+func (x SafeModeAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SafeModeAction.Descriptor instead.
+func (SafeModeAction) EnumDescriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{0}
+}
+
 type AddServerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -790,6 +839,134 @@ func (x *ListRevokedResponse) GetEntries() []*RevokedEntry {
 	return nil
 }
 
+type SafeModeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Action        SafeModeAction         `protobuf:"varint,1,opt,name=action,proto3,enum=blockfs.v1.SafeModeAction" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeModeRequest) Reset() {
+	*x = SafeModeRequest{}
+	mi := &file_api_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeModeRequest) ProtoMessage() {}
+
+func (x *SafeModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeModeRequest.ProtoReflect.Descriptor instead.
+func (*SafeModeRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SafeModeRequest) GetAction() SafeModeAction {
+	if x != nil {
+		return x.Action
+	}
+	return SafeModeAction_SAFE_MODE_GET
+}
+
+type SafeModeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	On            bool                   `protobuf:"varint,1,opt,name=on,proto3" json:"on,omitempty"`
+	Manual        bool                   `protobuf:"varint,2,opt,name=manual,proto3" json:"manual,omitempty"`                           // entered by an operator: stays until leave
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`                          // why, in HDFS's words
+	SafeBlocks    uint64                 `protobuf:"varint,4,opt,name=safe_blocks,json=safeBlocks,proto3" json:"safe_blocks,omitempty"` // complete blocks with a replica reported
+	TotalBlocks   uint64                 `protobuf:"varint,5,opt,name=total_blocks,json=totalBlocks,proto3" json:"total_blocks,omitempty"`
+	ServedBy      string                 `protobuf:"bytes,6,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"` // the leader that answered
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeModeResponse) Reset() {
+	*x = SafeModeResponse{}
+	mi := &file_api_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeModeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeModeResponse) ProtoMessage() {}
+
+func (x *SafeModeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeModeResponse.ProtoReflect.Descriptor instead.
+func (*SafeModeResponse) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SafeModeResponse) GetOn() bool {
+	if x != nil {
+		return x.On
+	}
+	return false
+}
+
+func (x *SafeModeResponse) GetManual() bool {
+	if x != nil {
+		return x.Manual
+	}
+	return false
+}
+
+func (x *SafeModeResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *SafeModeResponse) GetSafeBlocks() uint64 {
+	if x != nil {
+		return x.SafeBlocks
+	}
+	return 0
+}
+
+func (x *SafeModeResponse) GetTotalBlocks() uint64 {
+	if x != nil {
+		return x.TotalBlocks
+	}
+	return 0
+}
+
+func (x *SafeModeResponse) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
 var File_api_admin_proto protoreflect.FileDescriptor
 
 const file_api_admin_proto_rawDesc = "" +
@@ -831,7 +1008,21 @@ const file_api_admin_proto_rawDesc = "" +
 	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entry\"\x14\n" +
 	"\x12ListRevokedRequest\"I\n" +
 	"\x13ListRevokedResponse\x122\n" +
-	"\aentries\x18\x01 \x03(\v2\x18.blockfs.v1.RevokedEntryR\aentries2\xa6\x04\n" +
+	"\aentries\x18\x01 \x03(\v2\x18.blockfs.v1.RevokedEntryR\aentries\"E\n" +
+	"\x0fSafeModeRequest\x122\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x1a.blockfs.v1.SafeModeActionR\x06action\"\xb5\x01\n" +
+	"\x10SafeModeResponse\x12\x0e\n" +
+	"\x02on\x18\x01 \x01(\bR\x02on\x12\x16\n" +
+	"\x06manual\x18\x02 \x01(\bR\x06manual\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1f\n" +
+	"\vsafe_blocks\x18\x04 \x01(\x04R\n" +
+	"safeBlocks\x12!\n" +
+	"\ftotal_blocks\x18\x05 \x01(\x04R\vtotalBlocks\x12\x1b\n" +
+	"\tserved_by\x18\x06 \x01(\tR\bservedBy*M\n" +
+	"\x0eSafeModeAction\x12\x11\n" +
+	"\rSAFE_MODE_GET\x10\x00\x12\x13\n" +
+	"\x0fSAFE_MODE_ENTER\x10\x01\x12\x13\n" +
+	"\x0fSAFE_MODE_LEAVE\x10\x022\xed\x04\n" +
 	"\x05Admin\x12H\n" +
 	"\tAddServer\x12\x1c.blockfs.v1.AddServerRequest\x1a\x1d.blockfs.v1.AddServerResponse\x12Q\n" +
 	"\fRemoveServer\x12\x1f.blockfs.v1.RemoveServerRequest\x1a .blockfs.v1.RemoveServerResponse\x12c\n" +
@@ -839,7 +1030,8 @@ const file_api_admin_proto_rawDesc = "" +
 	"\bSnapshot\x12\x1b.blockfs.v1.SnapshotRequest\x1a\x1c.blockfs.v1.SnapshotResponse\x12?\n" +
 	"\x06Revoke\x12\x19.blockfs.v1.RevokeRequest\x1a\x1a.blockfs.v1.RevokeResponse\x12C\n" +
 	"\bUnrevoke\x12\x1b.blockfs.v1.UnrevokeRequest\x1a\x1a.blockfs.v1.RevokeResponse\x12N\n" +
-	"\vListRevoked\x12\x1e.blockfs.v1.ListRevokedRequest\x1a\x1f.blockfs.v1.ListRevokedResponse2\x9a\x01\n" +
+	"\vListRevoked\x12\x1e.blockfs.v1.ListRevokedRequest\x1a\x1f.blockfs.v1.ListRevokedResponse\x12E\n" +
+	"\bSafeMode\x12\x1b.blockfs.v1.SafeModeRequest\x1a\x1c.blockfs.v1.SafeModeResponse2\x9a\x01\n" +
 	"\x10NamenodeInternal\x12<\n" +
 	"\x05Apply\x12\x18.blockfs.v1.ApplyRequest\x1a\x19.blockfs.v1.ApplyResponse\x12H\n" +
 	"\tReadIndex\x12\x1c.blockfs.v1.ReadIndexRequest\x1a\x1d.blockfs.v1.ReadIndexResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
@@ -856,54 +1048,61 @@ func file_api_admin_proto_rawDescGZIP() []byte {
 	return file_api_admin_proto_rawDescData
 }
 
-var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_api_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_api_admin_proto_goTypes = []any{
-	(*AddServerRequest)(nil),           // 0: blockfs.v1.AddServerRequest
-	(*AddServerResponse)(nil),          // 1: blockfs.v1.AddServerResponse
-	(*RemoveServerRequest)(nil),        // 2: blockfs.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),       // 3: blockfs.v1.RemoveServerResponse
-	(*TransferLeadershipRequest)(nil),  // 4: blockfs.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 5: blockfs.v1.TransferLeadershipResponse
-	(*SnapshotRequest)(nil),            // 6: blockfs.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),           // 7: blockfs.v1.SnapshotResponse
-	(*ApplyRequest)(nil),               // 8: blockfs.v1.ApplyRequest
-	(*ApplyResponse)(nil),              // 9: blockfs.v1.ApplyResponse
-	(*ReadIndexRequest)(nil),           // 10: blockfs.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),          // 11: blockfs.v1.ReadIndexResponse
-	(*RevokeRequest)(nil),              // 12: blockfs.v1.RevokeRequest
-	(*RevokeResponse)(nil),             // 13: blockfs.v1.RevokeResponse
-	(*UnrevokeRequest)(nil),            // 14: blockfs.v1.UnrevokeRequest
-	(*ListRevokedRequest)(nil),         // 15: blockfs.v1.ListRevokedRequest
-	(*ListRevokedResponse)(nil),        // 16: blockfs.v1.ListRevokedResponse
-	(*RevokedEntry)(nil),               // 17: blockfs.v1.RevokedEntry
+	(SafeModeAction)(0),                // 0: blockfs.v1.SafeModeAction
+	(*AddServerRequest)(nil),           // 1: blockfs.v1.AddServerRequest
+	(*AddServerResponse)(nil),          // 2: blockfs.v1.AddServerResponse
+	(*RemoveServerRequest)(nil),        // 3: blockfs.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),       // 4: blockfs.v1.RemoveServerResponse
+	(*TransferLeadershipRequest)(nil),  // 5: blockfs.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 6: blockfs.v1.TransferLeadershipResponse
+	(*SnapshotRequest)(nil),            // 7: blockfs.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),           // 8: blockfs.v1.SnapshotResponse
+	(*ApplyRequest)(nil),               // 9: blockfs.v1.ApplyRequest
+	(*ApplyResponse)(nil),              // 10: blockfs.v1.ApplyResponse
+	(*ReadIndexRequest)(nil),           // 11: blockfs.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),          // 12: blockfs.v1.ReadIndexResponse
+	(*RevokeRequest)(nil),              // 13: blockfs.v1.RevokeRequest
+	(*RevokeResponse)(nil),             // 14: blockfs.v1.RevokeResponse
+	(*UnrevokeRequest)(nil),            // 15: blockfs.v1.UnrevokeRequest
+	(*ListRevokedRequest)(nil),         // 16: blockfs.v1.ListRevokedRequest
+	(*ListRevokedResponse)(nil),        // 17: blockfs.v1.ListRevokedResponse
+	(*SafeModeRequest)(nil),            // 18: blockfs.v1.SafeModeRequest
+	(*SafeModeResponse)(nil),           // 19: blockfs.v1.SafeModeResponse
+	(*RevokedEntry)(nil),               // 20: blockfs.v1.RevokedEntry
 }
 var file_api_admin_proto_depIdxs = []int32{
-	17, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	17, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	17, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
-	0,  // 3: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
-	2,  // 4: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
-	4,  // 5: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
-	6,  // 6: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
-	12, // 7: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
-	14, // 8: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
-	15, // 9: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
-	8,  // 10: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
-	10, // 11: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
-	1,  // 12: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
-	3,  // 13: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
-	5,  // 14: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
-	7,  // 15: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
-	13, // 16: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
-	13, // 17: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
-	16, // 18: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
-	9,  // 19: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
-	11, // 20: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
-	12, // [12:21] is the sub-list for method output_type
-	3,  // [3:12] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	20, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	20, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	20, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
+	0,  // 3: blockfs.v1.SafeModeRequest.action:type_name -> blockfs.v1.SafeModeAction
+	1,  // 4: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
+	3,  // 5: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
+	5,  // 6: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
+	7,  // 7: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
+	13, // 8: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
+	15, // 9: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
+	16, // 10: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
+	18, // 11: blockfs.v1.Admin.SafeMode:input_type -> blockfs.v1.SafeModeRequest
+	9,  // 12: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
+	11, // 13: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
+	2,  // 14: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
+	4,  // 15: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
+	6,  // 16: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
+	8,  // 17: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
+	14, // 18: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
+	14, // 19: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
+	17, // 20: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
+	19, // 21: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
+	10, // 22: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
+	12, // 23: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
+	14, // [14:24] is the sub-list for method output_type
+	4,  // [4:14] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_api_admin_proto_init() }
@@ -917,13 +1116,14 @@ func file_api_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_admin_proto_rawDesc), len(file_api_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   17,
+			NumEnums:      1,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
 		GoTypes:           file_api_admin_proto_goTypes,
 		DependencyIndexes: file_api_admin_proto_depIdxs,
+		EnumInfos:         file_api_admin_proto_enumTypes,
 		MessageInfos:      file_api_admin_proto_msgTypes,
 	}.Build()
 	File_api_admin_proto = out.File

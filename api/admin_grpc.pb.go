@@ -29,6 +29,7 @@ const (
 	Admin_Revoke_FullMethodName             = "/blockfs.v1.Admin/Revoke"
 	Admin_Unrevoke_FullMethodName           = "/blockfs.v1.Admin/Unrevoke"
 	Admin_ListRevoked_FullMethodName        = "/blockfs.v1.Admin/ListRevoked"
+	Admin_SafeMode_FullMethodName           = "/blockfs.v1.Admin/SafeMode"
 )
 
 // AdminClient is the client API for Admin service.
@@ -44,6 +45,9 @@ type AdminClient interface {
 	Revoke(ctx context.Context, in *RevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error)
 	Unrevoke(ctx context.Context, in *UnrevokeRequest, opts ...grpc.CallOption) (*RevokeResponse, error)
 	ListRevoked(ctx context.Context, in *ListRevokedRequest, opts ...grpc.CallOption) (*ListRevokedResponse, error)
+	// SafeMode reads, enters or leaves the leader's safe mode (a follower
+	// forwards); entering by hand holds it until leave.
+	SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error)
 }
 
 type adminClient struct {
@@ -124,6 +128,16 @@ func (c *adminClient) ListRevoked(ctx context.Context, in *ListRevokedRequest, o
 	return out, nil
 }
 
+func (c *adminClient) SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SafeModeResponse)
+	err := c.cc.Invoke(ctx, Admin_SafeMode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -137,6 +151,9 @@ type AdminServer interface {
 	Revoke(context.Context, *RevokeRequest) (*RevokeResponse, error)
 	Unrevoke(context.Context, *UnrevokeRequest) (*RevokeResponse, error)
 	ListRevoked(context.Context, *ListRevokedRequest) (*ListRevokedResponse, error)
+	// SafeMode reads, enters or leaves the leader's safe mode (a follower
+	// forwards); entering by hand holds it until leave.
+	SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -167,6 +184,9 @@ func (UnimplementedAdminServer) Unrevoke(context.Context, *UnrevokeRequest) (*Re
 }
 func (UnimplementedAdminServer) ListRevoked(context.Context, *ListRevokedRequest) (*ListRevokedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRevoked not implemented")
+}
+func (UnimplementedAdminServer) SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SafeMode not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -315,6 +335,24 @@ func _Admin_ListRevoked_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_SafeMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SafeModeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SafeMode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SafeMode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SafeMode(ctx, req.(*SafeModeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -349,6 +387,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRevoked",
 			Handler:    _Admin_ListRevoked_Handler,
+		},
+		{
+			MethodName: "SafeMode",
+			Handler:    _Admin_SafeMode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

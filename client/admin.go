@@ -98,3 +98,15 @@ func (c *Client) ListRevoked(ctx context.Context) ([]*api.RevokedEntry, error) {
 	})
 	return out, err
 }
+
+// SafeMode reads (SAFE_MODE_GET), enters or leaves the leader's safe mode
+// and returns its state. Superuser only.
+func (c *Client) SafeMode(ctx context.Context, action api.SafeModeAction) (*api.SafeModeResponse, error) {
+	var out *api.SafeModeResponse
+	err := c.admin(ctx, "SafeMode", func(ctx context.Context, a api.AdminClient) error {
+		r, err := a.SafeMode(ctx, &api.SafeModeRequest{Action: action}, trailerOpt(ctx))
+		out = r
+		return err
+	})
+	return out, err
+}

@@ -248,3 +248,30 @@ func (s *internalService) ReadIndex(ctx context.Context, req *api.ReadIndexReque
 	}
 	return &api.ReadIndexResponse{Index: idx}, nil
 }
+
+// SafeMode answers the leader's safe mode, entering or leaving it first
+// if asked; a follower forwards to the leader, whose mode is the one that
+// refuses writes.
+func (s *adminService) SafeMode(ctx context.Context, req *api.SafeModeRequest) (*api.SafeModeResponse, error) {
+	if s.n.raft.State() != raft.Leader {
+		conn, err := s.n.leaderConn(ctx, "SafeMode")
+		if err != nil {
+			return nil, err
+		}
+		return api.NewAdminClient(conn).SafeMode(ctx, req)
+	}
+	switch req.Action {
+	case api.SafeModeAction_SAFE_MODE_ENTER:
+		s.n.safe.Enter(true)
+	case api.SafeModeAction_SAFE_MODE_LEAVE:
+		s.n.safe.Leave()
+	}
+	if req.Action != api.SafeModeAction_SAFE_MODE_GET {
+		caller, _ := security.IdentityFromContext(ctx)
+		s.n.log.Warn("safe mode set by hand", "action", req.Action.String(), "by", caller.String())
+	}
+	s.n.updateSafeMode()
+	st := s.n.SafeMode()
+	return &api.SafeModeResponse{On: st.On, Manual: st.Manual, Message: st.Message,
+		SafeBlocks: uint64(st.Counts.Safe), TotalBlocks: uint64(st.Counts.Total), ServedBy: s.n.cfg.ID}, nil
+}

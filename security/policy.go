@@ -101,6 +101,9 @@ func Policy() map[string]Rule {
 		api.Admin_Revoke_FullMethodName:      {Roles: admins, Superuser: true},
 		api.Admin_Unrevoke_FullMethodName:    {Roles: admins, Superuser: true},
 		api.Admin_ListRevoked_FullMethodName: {Roles: admins, Superuser: true},
+		// Safe mode (namenode/safemode): the superuser; everyone sees the
+		// state in ClusterStatus.
+		api.Admin_SafeMode_FullMethodName: {Roles: admins, Superuser: true},
 
 		// NamenodeInternal: member namenodes only. A forwarded command
 		// carries its caller, so anyone else could act as any user.

@@ -16,9 +16,15 @@ import (
 //	dfs admin revoke   --serial S | --fingerprint F | --identity ROLE:NAME [--reason R]
 //	dfs admin unrevoke --serial S | --fingerprint F | --identity ROLE:NAME
 //	dfs admin revoked
+//	dfs admin safemode get|enter|leave|wait
 func cmdAdmin(e *env, _ *flag.FlagSet, args []string) error {
 	sub, rest := args[0], args[1:]
 	switch sub {
+	case "safemode":
+		if len(rest) != 1 {
+			return usageErr{"admin safemode wants one of get, enter, leave, wait"}
+		}
+		return safeMode(e, rest[0])
 	case "revoked":
 		if len(rest) != 0 {
 			return usageErr{"admin revoked takes no arguments"}
@@ -26,7 +32,7 @@ func cmdAdmin(e *env, _ *flag.FlagSet, args []string) error {
 		return listRevoked(e)
 	case "revoke", "unrevoke":
 	default:
-		return usageErr{fmt.Sprintf("unknown admin command %q (revoke, unrevoke, revoked)", sub)}
+		return usageErr{fmt.Sprintf("unknown admin command %q (revoke, unrevoke, revoked, safemode)", sub)}
 	}
 	fs := flag.NewFlagSet("dfs admin "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -107,4 +113,35 @@ func listRevoked(e *env) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.What, r.RevokedBy, r.RevokedAt, r.Reason)
 	}
 	return tw.Flush()
+}
+
+// safeMode runs dfs admin safemode ACTION: get, enter and leave as HDFS's
+// dfsadmin does; wait polls until the leader is out of safe mode (or the
+// --timeout passes).
+func safeMode(e *env, action string) error {
+	act, ok := map[string]api.SafeModeAction{
+		"get": api.SafeModeAction_SAFE_MODE_GET, "wait": api.SafeModeAction_SAFE_MODE_GET,
+		"enter": api.SafeModeAction_SAFE_MODE_ENTER, "leave": api.SafeModeAction_SAFE_MODE_LEAVE,
+	}[action]
+	if !ok {
+		return usageErr{fmt.Sprintf("admin safemode %q: want get, enter, leave or wait", action)}
+	}
+	for {
+		st, err := e.cl.SafeMode(e.ctx, act)
+		if err != nil {
+			return &pathErr{"admin safemode " + action, "", err}
+		}
+		if action != "wait" || !st.On {
+			if e.json {
+				return e.printJSON(st)
+			}
+			fmt.Fprintf(e.stdout, "%s (leader %s, %d of %d blocks reported)\n", st.Message, st.ServedBy, st.SafeBlocks, st.TotalBlocks)
+			return nil
+		}
+		select {
+		case <-e.ctx.Done():
+			return &pathErr{"admin safemode wait", "", e.ctx.Err()}
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

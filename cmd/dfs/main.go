@@ -95,7 +95,7 @@ func init() {
 		"chown":     {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
 		"locations": {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
 		"cluster":   {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
-		"admin":     {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked", help: "superuser: put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them", run: cmdAdmin, minArgs: 1, maxArgs: -1},
+		"admin":     {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked | safemode get|enter|leave|wait", help: "superuser: put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them; read, enter, leave or wait out the leader's safe mode", run: cmdAdmin, minArgs: 1, maxArgs: -1},
 		"fsck":      {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
 	}
 }
