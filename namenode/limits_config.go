@@ -1,7 +1,11 @@
 package namenode
 
 import (
+	"path"
 	"time"
+
+	"github.com/blockfs/blockfs/internal/base/ratelimit"
+	"github.com/blockfs/blockfs/security"
 
 	"github.com/blockfs/blockfs/internal/node/serve"
 )
@@ -27,6 +31,10 @@ type LimitsConfig struct {
 	// in all; one past either is refused (minrepl.go).
 	CompleteWaitsPerUser int
 	CompleteWaitsTotal   int
+	// WriteRatePerUser (calls/s; 0 = off) and WriteBurstPerUser are each
+	// user's token bucket for the namespace-mutating RPCs (security.Rule
+	// Write), tracked for at most WriteRateUsers users at once.
+	WriteRatePerUser, WriteBurstPerUser, WriteRateUsers int
 }
 
 // DefaultLimitsConfig returns the limits' defaults.
@@ -40,6 +48,9 @@ func DefaultLimitsConfig() LimitsConfig {
 		ReportTTL:              10 * time.Minute,
 		CompleteWaitsPerUser:   64,
 		CompleteWaitsTotal:     1024,
+		WriteRatePerUser:       1000,
+		WriteBurstPerUser:      2000,
+		WriteRateUsers:         100000,
 	}
 }
 
@@ -56,6 +67,21 @@ func (c *LimitsConfig) Validate() error {
 		return badConfig(op, "report ttl must be positive")
 	case c.CompleteWaitsPerUser <= 0 || c.CompleteWaitsTotal < c.CompleteWaitsPerUser:
 		return badConfig(op, "complete waits: per user %d must be positive and at most the total %d", c.CompleteWaitsPerUser, c.CompleteWaitsTotal)
+	case c.WriteRatePerUser < 0 || c.WriteRatePerUser > 0 && (c.WriteBurstPerUser <= 0 || c.WriteRateUsers <= 0):
+		return badConfig(op, "write rate %d/s must be >= 0, and when on its burst %d and users %d positive", c.WriteRatePerUser, c.WriteBurstPerUser, c.WriteRateUsers)
 	}
 	return nil
+}
+
+// admitWrite returns the authorizer's check of a user's write call: the
+// per-user token bucket, its refusals counted by RPC.
+func (n *Namenode) admitWrite(c LimitsConfig) func(security.Identity, string) error {
+	l := ratelimit.New(ratelimit.Config{Rate: float64(c.WriteRatePerUser), Burst: c.WriteBurstPerUser, MaxKeys: c.WriteRateUsers})
+	return func(id security.Identity, method string) error {
+		err := l.Admit(id.Name, method)
+		if err != nil {
+			n.met.rateLimited.WithLabelValues(path.Base(method)).Inc()
+		}
+		return err
+	}
 }

@@ -46,6 +46,10 @@ type AuthConfig struct {
 	// Redirects, if set, checks the redirect tokens a datanode presents
 	// (DelegationKey metadata) to act as a WebHDFS user on a Delegated rule.
 	Redirects *RedirectVerifier
+	// Admit, if set, is asked about every user call of a Write endpoint
+	// once the caller is authorized; an error it returns refuses the call
+	// (the namenode's per-user write rate limit).
+	Admit func(id Identity, method string) error
 }
 
 // Authorizer identifies the caller of every RPC and checks it against
@@ -128,6 +132,11 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 	}
 	if reason, err := a.check(rule, id, req); err != nil {
 		return ctx, a.refuse(method, reason, err)
+	}
+	if rule.Write && id.Role == RoleUser && a.cfg.Admit != nil {
+		if err := a.cfg.Admit(id, method); err != nil {
+			return ctx, err
+		}
 	}
 	return WithIdentity(ctx, id), nil
 }
