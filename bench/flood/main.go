@@ -33,6 +33,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -71,6 +72,7 @@ func main() {
 	completers := flag.Int("completers", 96, "A's goroutines calling Complete on blocks never reported")
 	readStreams := flag.Int("read-streams", 64, "A's never-read ReadBlock streams per datanode")
 	httpConns := flag.Int("http-conns", 64, "A's stalled HTTP connections")
+	attacks := flag.String("attacks", "streams,completes,writes,reads,http", "which of A's attacks to run (comma-separated), to see what each costs B")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the flood phases to this file")
 	jsonOut := flag.String("json", "", "write the results as JSON to this file")
 	flag.Parse()
@@ -105,7 +107,10 @@ func main() {
 		r.UnloadedP50Ms, r.UnloadedP99Ms, r.Calls = pct(lat, 50), pct(lat, 99), len(lat)
 		before := refusals(c)
 		fctx, stop := context.WithCancel(ctx)
-		a := &attacker{c: c, leader: leader.GRPCAddr(), http: leader.HTTPAddr()}
+		a := &attacker{c: c, leader: leader.GRPCAddr(), http: leader.HTTPAddr(), on: map[string]bool{}}
+		for _, k := range strings.Split(*attacks, ",") {
+			a.on[k] = true
+		}
 		a.start(fctx, *writers, *completers, *readStreams, *httpConns)
 		time.Sleep(time.Second) // the attacks reach their limits
 		if prof != nil && run == 0 {
@@ -184,6 +189,7 @@ func dial(addr, user string, opts ...grpc.DialOption) *grpc.ClientConn {
 type attacker struct {
 	c                     *localcluster.Cluster
 	leader, http          string
+	on                    map[string]bool // attacks to run
 	wg                    sync.WaitGroup
 	writesOK, completesOK atomic.Int64
 }
@@ -194,7 +200,7 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 	conn := dial(a.leader, "alice")
 	go1(func() { <-ctx.Done(); conn.Close() })
 	h := healthpb.NewHealthClient(conn)
-	for range 256 + 16 {
+	for range (256 + 16) * b2i(a.on["streams"]) {
 		go1(func() {
 			if w, err := h.Watch(ctx, &healthpb.HealthCheckRequest{}); err == nil {
 				for _, err := w.Recv(); err == nil; _, err = w.Recv() {
@@ -204,7 +210,7 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 	}
 	nn := api.NewClientServiceClient(dial(a.leader, "alice"))
 	var seq atomic.Int64
-	for g := range writers {
+	for g := range writers * b2i(a.on["writes"]) {
 		go1(func() {
 			for ctx.Err() == nil {
 				_, err := nn.Mkdirs(ctx, &api.MkdirsRequest{Path: fmt.Sprintf("/pub/m%d/%d", g, seq.Add(1)), Mode: 0o755, Parents: true})
@@ -214,7 +220,7 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 			}
 		})
 	}
-	for range completers {
+	for range completers * b2i(a.on["completes"]) {
 		go1(func() {
 			for ctx.Err() == nil {
 				p := fmt.Sprintf("/pub/cw%d", seq.Add(1))
@@ -249,7 +255,7 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 		}
 		for _, dn := range lb.Locations {
 			dc := api.NewDataServiceClient(dial(dn.GetAddr(), "alice", grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
-			for range readStreams {
+			for range readStreams * b2i(a.on["reads"]) {
 				go1(func() {
 					for ctx.Err() == nil {
 						s, err := dc.ReadBlock(ctx, &api.ReadBlockRequest{Block: lb.Block, InodeId: locs.GetInodeId(), Token: tok})
@@ -271,7 +277,7 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 	}
 	// Stalled HTTP: half the connections never finish their headers, half
 	// never finish their body; each reconnects when the server closes it.
-	for i := range httpConns {
+	for i := range httpConns * b2i(a.on["http"]) {
 		req := "PUT /webhdfs/v1/pub/h?op=CREATE&user.name=alice HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n" + string(make([]byte, 100))
 		if i%2 == 0 {
 			req = "GET /webhdfs/v1/pub?op=LISTSTATUS HTTP/1.1\r\nHost: x\r\n"
@@ -376,6 +382,13 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func check(err error) {
