@@ -174,6 +174,19 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 			}
 			err = errs.FromStatus(err, trailer)
 		}
+		if d := errs.RetryAfter(err); d > 0 && errs.Is(err, errs.Exhausted) {
+			// A rate limit's refusal: wait as long as it says, on the same
+			// namenode, unless the caller's deadline comes first.
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+				return withOp(err, op)
+			}
+			select {
+			case <-ctx.Done():
+				return &errs.Error{Kind: errs.Timeout, Op: op, Msg: "gave up retrying", Err: err}
+			case <-time.After(d + rand.N(d/10+1)):
+			}
+			continue
+		}
 		if !retryable(err) {
 			return withOp(err, op)
 		}

@@ -84,9 +84,17 @@ type Config struct {
 	// hold between receiving a packet and acknowledging it; a stream that
 	// would pass it stops receiving until others acknowledge.
 	MaxInflightBytes int64
-	// StreamIdleTimeout ends a WriteBlock or ReadBlock call whose peer has
-	// neither sent nor taken anything for this long.
+	// StreamIdleTimeout ends a WriteBlock call whose peer has neither sent
+	// nor taken anything for this long.
 	StreamIdleTimeout time.Duration
+	// ReadIdleTimeout ends a ReadBlock call whose reader has taken nothing
+	// (no Send completed) for this long, with DeadlineExceeded.
+	ReadIdleTimeout time.Duration
+	// ReadBufferBytesPerUser and ReadBufferBytesTotal bound the buffer
+	// bytes ReadBlock streams may hold, per user and in all: each stream
+	// reserves what it may hold (two messages) when it starts, and one
+	// that does not fit is refused with ResourceExhausted.
+	ReadBufferBytesPerUser, ReadBufferBytesTotal int64
 	// RBWExpiry drops a replica being written that no stream, pipeline
 	// recovery or block recovery claimed for this long (its writer and the
 	// namenode's lease recovery both gave up on it).
@@ -142,6 +150,9 @@ func DefaultConfig() Config {
 		MaxPacketBytes:         4 << 20,
 		MaxInflightBytes:       256 << 20,
 		StreamIdleTimeout:      time.Minute,
+		ReadIdleTimeout:        30 * time.Second,
+		ReadBufferBytesPerUser: 64 << 20,
+		ReadBufferBytesTotal:   256 << 20,
 		RBWExpiry:              2 * time.Hour,
 		MaxBlockSize:           1 << 30,
 		CommandWorkers:         4,
@@ -186,8 +197,10 @@ func (c *Config) Validate() error {
 		return bad("max in-flight bytes %d must be at least two packets (2 x %d)", c.MaxInflightBytes, c.MaxPacketBytes)
 	case c.RBWExpiry <= 0:
 		return bad("rbw expiry %v must be positive", c.RBWExpiry)
-	case c.StreamIdleTimeout <= 0:
-		return bad("stream idle timeout must be positive")
+	case c.StreamIdleTimeout <= 0 || c.ReadIdleTimeout <= 0:
+		return bad("stream and read idle timeouts must be positive")
+	case c.ReadBufferBytesPerUser < int64(readReservation(c.ChunkSize)) || c.ReadBufferBytesTotal < c.ReadBufferBytesPerUser:
+		return bad("read buffer bytes: per user %d must hold one stream (%d) and be at most the total %d", c.ReadBufferBytesPerUser, readReservation(c.ChunkSize), c.ReadBufferBytesTotal)
 	case c.MaxBlockSize == 0:
 		return bad("max block size must be positive")
 	case c.CommandWorkers < 1:

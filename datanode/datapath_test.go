@@ -238,6 +238,7 @@ func TestInflightCap(t *testing.T) {
 func TestIdleStreams(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.StreamIdleTimeout = 100e6 // 100ms
+	cfg.ReadIdleTimeout = 100e6
 	cfg.Store.MaxContainerSize = 64 << 20
 	d := startDN(t, cfg)
 	c := dataClient(t, d.Addr())

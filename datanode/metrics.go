@@ -17,6 +17,7 @@ type metrics struct {
 	corrupt        prometheus.Counter
 	corruptPackets prometheus.Counter
 	idleStreams    prometheus.Counter
+	readRefused    *prometheus.CounterVec // reason: per_user, total, idle
 	replications   *prometheus.CounterVec // result
 	deletes        prometheus.Counter
 	heartbeatFails *prometheus.CounterVec // namenode
@@ -59,6 +60,10 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Namespace: "blockfs", Subsystem: "datanode", Name: "idle_streams_total",
 			Help: "WriteBlock and ReadBlock calls ended because the peer was idle past the stream idle timeout.",
 		}),
+		readRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "read_refused_total",
+			Help: "ReadBlock calls refused or ended by a read limit, by reason: per_user and total (--read-buffer-bytes-*: ResourceExhausted at the start), idle (--read-idle-timeout: DeadlineExceeded).",
+		}, []string{"reason"}),
 		replications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "datanode", Name: "replications_total",
 			Help: "Replica transfers run for replicate commands and TransferBlock, by result.",
@@ -80,7 +85,7 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Help: "Block recoveries this datanode ran as primary, by result: committed, deleted (no replica held the block), failed.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt, m.corruptPackets, m.idleStreams,
+	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt, m.corruptPackets, m.idleStreams, m.readRefused,
 		m.replications, m.deletes, m.heartbeatFails, m.resumes, m.blockRecovery)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -91,6 +96,10 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Namespace: "blockfs", Subsystem: "datanode", Name: "inflight_limit_bytes",
 			Help: "The cap on in-flight packet bytes (--max-inflight-bytes).",
 		}, func() float64 { return float64(d.inflightBytes.max) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "read_buffer_bytes",
+			Help: "Buffer bytes ReadBlock streams hold reserved (capped by --read-buffer-bytes-per-user and --read-buffer-bytes-total).",
+		}, func() float64 { return float64(d.readBufs.InUse()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "blockfs", Subsystem: "datanode", Name: "replicas_being_written",
 			Help: "Replicas being written (RBW): open streams and replicas left for pipeline or block recovery.",

@@ -22,6 +22,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/lbm"
 	"github.com/blockfs/blockfs/security"
@@ -56,8 +57,10 @@ type Datanode struct {
 	inflight sync.Map // block id -> struct{}: replications running
 	// inflightBytes caps the packet bytes held by write streams.
 	inflightBytes *inflight
-	corrupt       sync.Map // block id -> struct{}: replicas reported corrupt
-	rbws          rbwSet   // replicas being written (rbw.go)
+	// readBufs holds the buffer bytes ReadBlock streams reserved, per user.
+	readBufs *caps.Caps
+	corrupt  sync.Map // block id -> struct{}: replicas reported corrupt
+	rbws     rbwSet   // replicas being written (rbw.go)
 
 	ctx      context.Context // canceled by Close
 	cancel   context.CancelFunc
@@ -111,6 +114,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	d.authz = security.NewAuthorizer(security.AuthConfig{Simple: cfg.Auth == AuthSimple, TrustDomain: cfg.TrustDomain, Env: authEnv{}, Registry: reg, Revoked: &d.revoked})
 	d.log = log.With("datanode", d.id)
 	d.inflightBytes = newInflight(cfg.MaxInflightBytes)
+	d.readBufs = caps.New(int(cfg.ReadBufferBytesPerUser), int(cfg.ReadBufferBytesTotal))
 	d.met = newMetrics(reg, d)
 	if d.tokens, err = newTokens(d, cfg.Security); err != nil {
 		return nil, err

@@ -8,19 +8,66 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/lbm"
+	"github.com/blockfs/blockfs/security"
 )
 
 // readBlock streams a range of a local replica as chunk-aligned messages
 // with their stored CRC32Cs, reading only the chunks the range touches.
-// A reader that stops reading holds one message here (flow control) until
-// the idle timeout ends the call.
+// A stream first reserves the buffer bytes it may hold (readReservation)
+// of its user's and the datanode's read buffers, or is refused. A reader
+// that stops reading holds them (flow control holds its Send) until
+// ReadIdleTimeout ends the call with DeadlineExceeded.
 func (d *Datanode) readBlock(req *api.ReadBlockRequest, stream grpc.ServerStreamingServer[api.ReadBlockResponse]) error {
+	const op = "ReadBlock"
+	name := blockName(req.GetBlock().GetId())
+	id, _ := security.IdentityFromContext(stream.Context())
+	user, need := id.String(), readReservation(d.cfg.ChunkSize)
+	if n := req.GetLength(); n > 0 && n < uint64(d.cfg.ChunkSize) {
+		need = readReservation(int(n) + 64<<10) // a short range: up to a chunk more on either side
+	}
+	if limit := d.readBufs.AcquireN(user, need); limit != "" {
+		reason, flag, max := "per_user", "--read-buffer-bytes-per-user", d.cfg.ReadBufferBytesPerUser
+		if limit == caps.Total {
+			reason, flag, max = "total", "--read-buffer-bytes-total", d.cfg.ReadBufferBytesTotal
+		}
+		d.met.readRefused.WithLabelValues(reason).Inc()
+		return errs.Newf(errs.Exhausted, op, name, "read buffers full (%s %d): %s's stream needs %d bytes; read another replica or retry later", flag, max, user, need)
+	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	var sendW peerWait
-	return d.watch(cancel, "ReadBlock", blockName(req.GetBlock().GetId()), d.cfg.StreamIdleTimeout, []*peerWait{&sendW},
-		func() error { return d.serveRead(ctx, req, stream, &sendW) })
+	err := d.watch(cancel, op, name, d.cfg.ReadIdleTimeout, []*peerWait{&sendW},
+		func() error {
+			defer d.readBufs.ReleaseN(user, need) // when the reading goroutine is done with its buffers
+			return d.serveRead(ctx, req, stream, &sendW)
+		})
+	if errs.Is(err, errs.Timeout) {
+		d.met.readRefused.WithLabelValues("idle").Inc()
+	}
+	return err
+}
+
+// readReservation is what a ReadBlock stream of messages of chunk data
+// bytes holds at most while its reader takes nothing (measured by
+// TestReadBuffersBounded): the chunk the handler read, and two encoded
+// messages, each in a buffer of gRPC's pool (the one the transport keeps
+// queued until the reader's window takes it, and the next, encoded by the
+// Send that waits for it). gRPC's pool rounds a buffer up to its next
+// size (256 B, 4 KiB, 16 KiB, 32 KiB, 1 MiB; larger ones exact), so a
+// 256 KiB message holds 1 MiB: a stalled stream of the default chunk size
+// holds about 2.3 MiB.
+func readReservation(chunk int) int {
+	msg := chunk + chunk/128 + 64 // data, CRCs (4 B per chunk of >= 512 B), framing
+	buf := msg
+	for _, tier := range []int{256, 4 << 10, 16 << 10, 32 << 10, 1 << 20} {
+		if msg <= tier {
+			buf = tier
+			break
+		}
+	}
+	return chunk + 2*buf
 }
 
 func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, stream grpc.ServerStreamingServer[api.ReadBlockResponse], sendW *peerWait) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind classifies an error. Its values are stable: they are carried across
@@ -71,6 +72,10 @@ type Error struct {
 	// LeaderHint is the gRPC address of the leader, for NotLeader and
 	// Unavailable errors raised by a follower.
 	LeaderHint string
+	// RetryAfter, on an Exhausted error, is how long the server asks the
+	// caller to wait before it tries again (a rate limit's refill time);
+	// it travels as a google.rpc.RetryInfo status detail.
+	RetryAfter time.Duration
 	Err        error
 }
 
@@ -168,6 +173,15 @@ func Is(err error, k Kind) bool {
 		err = e.Err
 	}
 	return false
+}
+
+// RetryAfter returns the retry delay carried by err, or 0.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // LeaderHint returns the leader address carried by err, or "".

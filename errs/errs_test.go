@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -63,5 +64,30 @@ func TestIsAndWrapping(t *testing.T) {
 	}
 	if FromStatus(status.Error(codes.NotFound, "x"), metadata.MD{}) == nil || KindOf(FromStatus(status.Error(codes.NotFound, "x"), nil)) != NotFound {
 		t.Fatal("code without trailer")
+	}
+}
+
+// TestRetryAfterRoundTrip: a retry hint travels as a google.rpc.RetryInfo
+// detail and comes back on the client's error.
+func TestRetryAfterRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"none", 0},
+		{"ms", 37 * time.Millisecond},
+		{"seconds", 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Error{Kind: Exhausted, Op: "Mkdirs", Msg: "rate limited", RetryAfter: tc.d}
+			st := ToStatus(e)
+			if status.Code(st) != codes.ResourceExhausted {
+				t.Fatalf("code %v", status.Code(st))
+			}
+			back := FromStatus(st, Trailer(e))
+			if got := RetryAfter(back); got != tc.d {
+				t.Fatalf("retry after %v, want %v", got, tc.d)
+			}
+		})
 	}
 }

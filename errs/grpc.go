@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // codeOf is the one table mapping a Kind to its gRPC status code. NotLeader
@@ -63,7 +65,13 @@ func ToStatus(err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	}
-	return status.Error(Code(KindOf(err)), err.Error())
+	st := status.New(Code(KindOf(err)), err.Error())
+	if d := RetryAfter(err); d > 0 {
+		if withInfo, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)}); derr == nil {
+			st = withInfo
+		}
+	}
+	return st.Err()
 }
 
 // Trailer returns gRPC trailer metadata that lets the client rebuild the
@@ -97,6 +105,11 @@ func FromStatus(err error, trailer metadata.MD) error {
 		}
 	}
 	e := &Error{Kind: k, Msg: st.Message()}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().IsValid() {
+			e.RetryAfter = ri.GetRetryDelay().AsDuration()
+		}
+	}
 	if v := trailer.Get(LeaderHintKey); len(v) > 0 {
 		e.LeaderHint = v[0]
 	}

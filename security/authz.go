@@ -51,6 +51,10 @@ type AuthConfig struct {
 	// certificate or identity it revokes is not identified at all
 	// (Unauthenticated, HTTP 401), on every call (revoke.go).
 	Revoked *Revocations
+	// Admit, if set, is asked about every user call of a Write endpoint
+	// once the caller is authorized; an error it returns refuses the call
+	// (the namenode's per-user write rate limit).
+	Admit func(id Identity, method string) error
 }
 
 // Authorizer identifies the caller of every RPC and checks it against
@@ -165,6 +169,11 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 	}
 	if reason, err := a.check(rule, id, req); err != nil {
 		return ctx, a.refuse(method, reason, err)
+	}
+	if rule.Write && id.Role == RoleUser && a.cfg.Admit != nil {
+		if err := a.cfg.Admit(id, method); err != nil {
+			return ctx, err
+		}
 	}
 	return WithIdentity(ctx, id), nil
 }

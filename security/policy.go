@@ -32,6 +32,10 @@ type Rule struct {
 	// Token notes that the handler also checks a block token (DataService);
 	// the authorizer only checks the role.
 	Token string
+	// Write marks a namespace-mutating endpoint: a user's call (its own or
+	// delegated) passes AuthConfig.Admit too (the namenode's per-user
+	// write rate limit). Datanode and namenode callers are not limited.
+	Write bool
 	// Delegated admits, besides Roles, a datanode that presents a redirect
 	// token (DelegationKey metadata) admitting the call: the call then runs
 	// as the token's user, through the user's checks (WebHDFS CREATE,
@@ -66,30 +70,30 @@ func Policy() map[string]Rule {
 		// ClientService: users. ReportBadBlocks also takes datanodes, which
 		// report replicas they found corrupt (a user's report only makes a
 		// replica suspect; see namenode ReportBadBlocks).
-		api.ClientService_Mkdirs_FullMethodName:            {Roles: users},
-		api.ClientService_Create_FullMethodName:            {Roles: users, Delegated: true},
-		api.ClientService_AddBlock_FullMethodName:          {Roles: users, Delegated: true},
-		api.ClientService_Complete_FullMethodName:          {Roles: users, Delegated: true},
-		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users, Delegated: true},
-		api.ClientService_Append_FullMethodName:            {Roles: users, Delegated: true},
+		api.ClientService_Mkdirs_FullMethodName:            {Roles: users, Write: true},
+		api.ClientService_Create_FullMethodName:            {Roles: users, Write: true, Delegated: true},
+		api.ClientService_AddBlock_FullMethodName:          {Roles: users, Write: true, Delegated: true},
+		api.ClientService_Complete_FullMethodName:          {Roles: users, Write: true, Delegated: true},
+		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users, Write: true, Delegated: true},
+		api.ClientService_Append_FullMethodName:            {Roles: users, Write: true, Delegated: true},
 		api.ClientService_GetBlockLocations_FullMethodName: {Roles: users, Delegated: true},
 		api.ClientService_GetFileInfo_FullMethodName:       {Roles: users, Delegated: true},
 		api.ClientService_ListStatus_FullMethodName:        {Roles: users},
-		api.ClientService_Delete_FullMethodName:            {Roles: users},
-		api.ClientService_Rename_FullMethodName:            {Roles: users},
-		api.ClientService_SetPermission_FullMethodName:     {Roles: users},
-		api.ClientService_SetOwner_FullMethodName:          {Roles: users},
-		api.ClientService_ReportBadBlocks_FullMethodName:   {Roles: usersDNs},
+		api.ClientService_Delete_FullMethodName:            {Roles: users, Write: true},
+		api.ClientService_Rename_FullMethodName:            {Roles: users, Write: true},
+		api.ClientService_SetPermission_FullMethodName:     {Roles: users, Write: true},
+		api.ClientService_SetOwner_FullMethodName:          {Roles: users, Write: true},
+		api.ClientService_ReportBadBlocks_FullMethodName:   {Roles: usersDNs, Write: true},
 		// Open: a namenode joining reads whom to admit on its Raft port
 		// (what any user and the web UI's open /namenodes page may read).
 		api.ClientService_ClusterStatus_FullMethodName: {Roles: anyRole, Open: true},
 		// Leases: the writer's calls (a WebHDFS datanode writes for its
 		// user); RecoverLease by any user with write access to the file.
-		api.ClientService_RenewLease_FullMethodName:             {Roles: users, Delegated: true},
-		api.ClientService_Fsync_FullMethodName:                  {Roles: users, Delegated: true},
-		api.ClientService_UpdateBlockForPipeline_FullMethodName: {Roles: users, Delegated: true},
-		api.ClientService_UpdatePipeline_FullMethodName:         {Roles: users, Delegated: true},
-		api.ClientService_RecoverLease_FullMethodName:           {Roles: users},
+		api.ClientService_RenewLease_FullMethodName:             {Roles: users, Write: true, Delegated: true},
+		api.ClientService_Fsync_FullMethodName:                  {Roles: users, Write: true, Delegated: true},
+		api.ClientService_UpdateBlockForPipeline_FullMethodName: {Roles: users, Write: true, Delegated: true},
+		api.ClientService_UpdatePipeline_FullMethodName:         {Roles: users, Write: true, Delegated: true},
+		api.ClientService_RecoverLease_FullMethodName:           {Roles: users, Write: true},
 
 		// Admin: the superuser; a member namenode forwarding a superuser's
 		// call to the leader; AddServer also a namenode adding itself.

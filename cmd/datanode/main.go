@@ -63,7 +63,10 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&inflight, "max-inflight-bytes", uint64(cfg.MaxInflightBytes), "bytes of WriteBlock packets held across all streams between receipt and ack; a stream past it stops receiving (back-pressure) until others are acked")
 	f.Int(&cfg.MaxPacketBytes, "max-packet-bytes", cfg.MaxPacketBytes, "largest WriteBlock packet (data bytes) taken")
 	f.Duration(&cfg.RBWExpiry, "rbw-expiry", cfg.RBWExpiry, "drop a replica being written that no stream or recovery claimed for this long")
-	f.Duration(&cfg.StreamIdleTimeout, "stream-idle-timeout", cfg.StreamIdleTimeout, "end a WriteBlock or ReadBlock whose peer neither sends nor takes anything for this long")
+	f.Duration(&cfg.StreamIdleTimeout, "stream-idle-timeout", cfg.StreamIdleTimeout, "end a WriteBlock whose peer neither sends nor takes anything for this long")
+	f.Duration(&cfg.ReadIdleTimeout, "read-idle-timeout", cfg.ReadIdleTimeout, "end a ReadBlock whose reader takes nothing for this long (DeadlineExceeded), freeing its buffers")
+	f.Int64(&cfg.ReadBufferBytesPerUser, "read-buffer-bytes-per-user", cfg.ReadBufferBytesPerUser, "bytes of buffers one user's ReadBlock streams may hold (a stream of 256 KiB chunks holds about 2.3 MiB while its reader stalls); a stream past it is refused (ResourceExhausted)")
+	f.Int64(&cfg.ReadBufferBytesTotal, "read-buffer-bytes-total", cfg.ReadBufferBytesTotal, "bytes of buffers all ReadBlock streams together may hold")
 	var tlsCA, tlsCert, tlsKey string
 	f.Duration(&cfg.Security.ClockSkew, "clock-skew", cfg.Security.ClockSkew, "allowed clock difference for token times")
 	f.Duration(&cfg.KeyRefreshPeriod, "key-refresh-period", cfg.KeyRefreshPeriod, "how often to ask every namenode for its token-signing public keys")

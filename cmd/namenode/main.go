@@ -102,6 +102,9 @@ func parse(args []string) (namenode.Config, error) {
 	f.Int64(&cfg.Limits.ReportBytesTotal, "report-bytes-total", cfg.Limits.ReportBytesTotal, "bytes all unfinished multi-part block reports together may hold")
 	f.Int(&cfg.Limits.CompleteWaitsPerUser, "complete-waits-per-user", cfg.Limits.CompleteWaitsPerUser, "Complete calls of one user that may wait for replica reports at once; one more is refused (ResourceExhausted)")
 	f.Int(&cfg.Limits.CompleteWaitsTotal, "complete-waits-total", cfg.Limits.CompleteWaitsTotal, "Complete calls of all users that may wait for replica reports at once")
+	f.Int(&cfg.Limits.WriteRatePerUser, "write-rate-per-user", cfg.Limits.WriteRatePerUser, "namespace-mutating calls (Mkdirs, Create, AddBlock, Complete, Delete, Rename, ...) one user may make per second, a token bucket per user on each namenode; a call past it is refused (ResourceExhausted with a retry hint); 0 = no limit")
+	f.Int(&cfg.Limits.WriteBurstPerUser, "write-burst-per-user", cfg.Limits.WriteBurstPerUser, "calls one user may make at once above --write-rate-per-user (the bucket's size)")
+	f.Int(&cfg.Limits.WriteRateUsers, "write-rate-users", cfg.Limits.WriteRateUsers, "users whose write buckets are tracked at once; past it idle users (bucket full) are forgotten first, then the least recently seen")
 	f.Duration(&cfg.Limits.ReportTTL, "report-ttl", cfg.Limits.ReportTTL, "drop a multi-part block report not finished within this (checked every quarter of it)")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {

@@ -342,6 +342,10 @@ type Limits struct {
 	// in all; one past either is refused (minrepl.go).
 	CompleteWaitsPerUser int
 	CompleteWaitsTotal   int
+	// WriteRatePerUser (calls/s; 0 = off) and WriteBurstPerUser are each
+	// user's token bucket for the namespace-mutating RPCs (security.Rule
+	// Write), tracked for at most WriteRateUsers users at once.
+	WriteRatePerUser, WriteBurstPerUser, WriteRateUsers int
 }
 
 // DefaultLimits returns the limits' defaults.
@@ -354,6 +358,9 @@ func DefaultLimits() Limits {
 		ReportTTL:              rep.TTL,
 		CompleteWaitsPerUser:   64,
 		CompleteWaitsTotal:     1024,
+		WriteRatePerUser:       1000,
+		WriteBurstPerUser:      2000,
+		WriteRateUsers:         100000,
 	}
 }
 
@@ -370,6 +377,8 @@ func (c *Limits) Validate() error {
 		return badConfig(op, "report ttl must be positive")
 	case c.CompleteWaitsPerUser <= 0 || c.CompleteWaitsTotal < c.CompleteWaitsPerUser:
 		return badConfig(op, "complete waits: per user %d must be positive and at most the total %d", c.CompleteWaitsPerUser, c.CompleteWaitsTotal)
+	case c.WriteRatePerUser < 0 || c.WriteRatePerUser > 0 && (c.WriteBurstPerUser <= 0 || c.WriteRateUsers <= 0):
+		return badConfig(op, "write rate %d/s must be >= 0, and when on its burst %d and users %d positive", c.WriteRatePerUser, c.WriteBurstPerUser, c.WriteRateUsers)
 	}
 	return nil
 }

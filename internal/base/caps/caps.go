@@ -30,28 +30,35 @@ func New(perKey, total int) *Caps {
 
 // Acquire takes one for key and returns "", or takes nothing and returns
 // the cap that was full (PerKey or Total).
-func (c *Caps) Acquire(key string) string {
+func (c *Caps) Acquire(key string) string { return c.AcquireN(key, 1) }
+
+// AcquireN takes n for key (a weight, such as bytes) and returns "", or
+// takes nothing and returns the cap that n would pass (PerKey or Total).
+func (c *Caps) AcquireN(key string, n int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.byKey[key] >= c.perKey:
+	case c.byKey[key]+n > c.perKey:
 		return PerKey
-	case c.n >= c.total:
+	case c.n+n > c.total:
 		return Total
 	}
-	c.byKey[key]++
-	c.n++
+	c.byKey[key] += n
+	c.n += n
 	return ""
 }
 
 // Release returns one Acquire of key took.
-func (c *Caps) Release(key string) {
+func (c *Caps) Release(key string) { c.ReleaseN(key, 1) }
+
+// ReleaseN returns what an AcquireN(key, n) took.
+func (c *Caps) ReleaseN(key string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byKey[key]--; c.byKey[key] <= 0 {
+	if c.byKey[key] -= n; c.byKey[key] <= 0 {
 		delete(c.byKey, key)
 	}
-	c.n--
+	c.n -= n
 }
 
 // InUse returns how many are held in all.

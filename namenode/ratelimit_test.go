@@ -1,0 +1,64 @@
+package namenode_test
+
+import (
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/namenode"
+)
+
+// TestWriteRateLimited: a user's write calls past its token bucket are
+// refused with ResourceExhausted and a google.rpc.RetryInfo hint, and
+// counted by rpc; the same user's reads and another user's writes go on.
+func TestWriteRateLimited(t *testing.T) {
+	x := startCluster(t, 1, func(_ int, c *namenode.Config) {
+		// One call per 100 s: the bucket does not refill within the test.
+		c.Limits.WriteRatePerUser, c.Limits.WriteBurstPerUser = 1, 3
+	})
+	nn := x.c.Namenode(x.leader())
+	c := x.client(x.leader())
+	if _, err := c.Mkdirs(x.root(), &api.MkdirsRequest{Path: "/pub", Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		user string
+		path string
+		want codes.Code
+	}{
+		{"alice", "/pub/a1", codes.OK},
+		{"alice", "/pub/a2", codes.OK},
+		{"alice", "/pub/a3", codes.OK},
+		{"alice", "/pub/a4", codes.ResourceExhausted},
+		{"bob", "/pub/b1", codes.OK},
+		{"alice", "/pub/a5", codes.ResourceExhausted},
+	} {
+		_, err := c.Mkdirs(x.as(tc.user), &api.MkdirsRequest{Path: tc.path, Mode: 0o755})
+		if status.Code(err) != tc.want {
+			t.Fatalf("call %d (%s %s): %v, want %v", i, tc.user, tc.path, err, tc.want)
+		}
+		if tc.want != codes.ResourceExhausted {
+			continue
+		}
+		wantCode(t, err, codes.ResourceExhausted, "retry after")
+		var hint *errdetails.RetryInfo
+		for _, d := range status.Convert(err).Details() {
+			if ri, ok := d.(*errdetails.RetryInfo); ok {
+				hint = ri
+			}
+		}
+		if hint == nil || hint.GetRetryDelay().AsDuration() <= 0 {
+			t.Fatalf("refusal %v carries no positive RetryInfo", err)
+		}
+	}
+	// Reads are not limited.
+	if _, err := c.GetFileInfo(x.as("alice"), &api.GetFileInfoRequest{Path: "/pub/a1"}); err != nil {
+		t.Fatalf("alice's read refused: %v", err)
+	}
+	if got := metricValue(t, nn, "blockfs_namenode_rate_limited_total", "Mkdirs"); got != 2 {
+		t.Errorf("rate-limited Mkdirs counted %v, want 2", got)
+	}
+}
