@@ -18,6 +18,8 @@
 //     "pkg.Type.Method" for a method ("lbm.Open", "security.KeySet.Replace",
 //     "blocks.Manager.ChooseTargets", "namespace.ParsePath"). An unexported
 //     helper uses the name of the exported entry point it serves.
+//   - A WebHDFS door's operation is the WebHDFS op it serves ("OPEN",
+//     "CREATE"): the op is to HTTP what the method name is to gRPC.
 //
 // A server that returns a library error for its own operation sets the
 // op with WithOp.

@@ -88,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		cfg.Namenodes = 3
 	}
 	if cfg.Namenodes < 0 || cfg.Datanodes < 0 {
-		return nil, errs.New(errs.Invalid, "localcluster", "", "negative node count")
+		return nil, errs.New(errs.Invalid, "localcluster.Start", "", "negative node count")
 	}
 	c := &Cluster{cfg: cfg, dir: cfg.Dir, log: cfg.Logger}
 	if c.log == nil {
@@ -352,7 +352,7 @@ func (c *Cluster) StopNamenode(i int) error {
 // data directory.
 func (c *Cluster) RestartNamenode(ctx context.Context, i int) error {
 	if c.Namenode(i) != nil {
-		return errs.Newf(errs.Precondition, "restart namenode", "", "namenode %d is running", i)
+		return errs.Newf(errs.Precondition, "localcluster.Cluster.RestartNamenode", "", "namenode %d is running", i)
 	}
 	c.nnConfigs[i].Raft.Bootstrap = false
 	return c.startNamenode(ctx, i)

@@ -163,7 +163,7 @@ func (c *Cluster) StopDatanode(i int) error {
 // addresses and data directories.
 func (c *Cluster) RestartDatanode(ctx context.Context, i int) error {
 	if c.Datanode(i) != nil {
-		return errs.Newf(errs.Precondition, "restart datanode", "", "datanode %d is running", i)
+		return errs.Newf(errs.Precondition, "localcluster.Cluster.RestartDatanode", "", "datanode %d is running", i)
 	}
 	return c.startDatanode(ctx, i)
 }

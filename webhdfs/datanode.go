@@ -114,7 +114,7 @@ func (d *DatanodeDoor) client(ctx context.Context, red security.Redirect, token 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, nil, nil, errs.New(errs.Unavailable, "webhdfs", "", "datanode is stopping")
+		return nil, nil, nil, errs.New(errs.Unavailable, "webhdfs.DatanodeDoor", "", "datanode is stopping")
 	}
 	if d.shared == nil {
 		cfg.User = d.cfg.ID
@@ -199,7 +199,7 @@ func (d *DatanodeDoor) admit(r *http.Request, q Query, token, op, path string) (
 		return security.Redirect{}, &Error{Ex: InvalidToken, Msg: "redirect token refused", Err: err}
 	}
 	if token == "" {
-		return bad(errs.New(errs.Unauthenticated, "webhdfs", path, "no "+TokenParam+" parameter: start "+op+" at a namenode"))
+		return bad(errs.New(errs.Unauthenticated, op, path, "no "+TokenParam+" parameter: start "+op+" at a namenode"))
 	}
 	red, err := d.cfg.Verifier.VerifyRedirect(r.Context(), []byte(token))
 	if err != nil {
@@ -213,7 +213,7 @@ func (d *DatanodeDoor) admit(r *http.Request, q Query, token, op, path string) (
 		return bad(err)
 	}
 	if id, ok := security.IdentityFromContext(r.Context()); !ok || id.Role != security.RoleUser || id.Name != red.User {
-		return bad(errs.Newf(errs.Permission, "webhdfs", path, "token is for user %q, the caller is %v", red.User, id))
+		return bad(errs.Newf(errs.Permission, op, path, "token is for user %q, the caller is %v", red.User, id))
 	}
 	if op == security.RedirectAppend {
 		return red, nil
@@ -229,6 +229,7 @@ func (d *DatanodeDoor) admit(r *http.Request, q Query, token, op, path string) (
 		}
 	}
 	if err := d.nonces.use(red.Nonce, red.ExpiresAt.Add(d.cfg.ClockSkew), time.Now()); err != nil {
+		err = errs.WithOp(err, op)
 		if errs.KindOf(err) == errs.Unavailable {
 			return security.Redirect{}, err
 		}

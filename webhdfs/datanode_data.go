@@ -176,7 +176,7 @@ func signedRange(q Query, red security.Redirect) error {
 		return err
 	}
 	if off != red.Offset || (q.String("length") != "") != red.HasLength || length != red.Length {
-		return errs.New(errs.Permission, "webhdfs", red.Path, "offset or length differ from the token's")
+		return errs.New(errs.Permission, "OPEN", red.Path, "offset or length differ from the token's")
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 func jsonAnswer(v any) (answer, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return answer{}, errs.Wrap(errs.Internal, "webhdfs", "", err)
+		return answer{}, errs.Wrap(errs.Internal, "webhdfs.NamenodeDoor", "", err)
 	}
 	return answer{status: http.StatusOK, body: b}, nil
 }

@@ -33,7 +33,7 @@ func (c *nonceCache) use(nonce string, expiry, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if exp, ok := c.until[nonce]; ok && now.Before(exp) {
-		return errs.New(errs.Permission, "webhdfs", "", "redirect token already used")
+		return errs.New(errs.Permission, "", "", "redirect token already used")
 	}
 	if len(c.until) >= c.max {
 		for k, exp := range c.until {
@@ -42,7 +42,7 @@ func (c *nonceCache) use(nonce string, expiry, now time.Time) error {
 			}
 		}
 		if len(c.until) >= c.max {
-			return errs.New(errs.Unavailable, "webhdfs", "", "too many redirect tokens in use on this datanode; retry from the namenode")
+			return errs.New(errs.Unavailable, "", "", "too many redirect tokens in use on this datanode; retry from the namenode")
 		}
 	}
 	c.until[nonce] = expiry
