@@ -35,6 +35,7 @@ const (
 	CmdFsync                  CmdType = 19
 	CmdUpdateBlockForPipeline CmdType = 20
 	CmdUpdatePipeline         CmdType = 21
+	CmdSetQuota               CmdType = 22
 )
 
 // command is one row of the dispatch table: how to make an empty message
@@ -79,6 +80,7 @@ var commands = [...]command{
 	CmdFsync:                  handle(func() *api.FsyncCommand { return &api.FsyncCommand{} }, (*FSM).applyFsync),
 	CmdUpdateBlockForPipeline: handle(func() *api.UpdateBlockForPipelineCommand { return &api.UpdateBlockForPipelineCommand{} }, (*FSM).applyUpdateBlockForPipeline),
 	CmdUpdatePipeline:         handle(func() *api.UpdatePipelineCommand { return &api.UpdatePipelineCommand{} }, (*FSM).applyUpdatePipeline),
+	CmdSetQuota:               handle(func() *api.SetQuotaCommand { return &api.SetQuotaCommand{} }, (*FSM).applySetQuota),
 }
 
 // Encode frames msg as one log entry: type byte, then the protobuf,
