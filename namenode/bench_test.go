@@ -21,7 +21,9 @@ import (
 )
 
 // BenchmarkCreateRaft creates files through a 3-node Raft cluster on
-// loopback TCP from 16 concurrent gRPC clients and reports creates/s, for a
+// loopback TCP from 16 concurrent gRPC clients, below a directory with a
+// quota (/bench: each create checks and charges it), and reports
+// creates/s, for a
 // plaintext cluster (simple auth, plain gRPC, plain Raft) and an mTLS one
 // (namenode certificates on Raft and gRPC, the clients holding the
 // superuser root's user certificate), both started in the same run. Raft
@@ -48,6 +50,11 @@ func BenchmarkCreateRaft(b *testing.B) {
 	for _, s := range setups {
 		for w := range createClients {
 			mkdirVia(s.ctx, b, s.c, s.conns, fmt.Sprintf("/bench/%d", w))
+		}
+		// A quota on the files' grandparent, as a cluster with quotas
+		// has one: every create checks and charges it (never reached).
+		if _, err := s.conns[s.leaderIndex(b)].SetQuota(s.ctx, &api.SetQuotaRequest{Path: "/bench", NamespaceQuota: 1 << 40, SpaceQuota: 1 << 50}); err != nil {
+			b.Fatal(err)
 		}
 	}
 	for _, s := range setups {
@@ -85,12 +92,14 @@ type createSetup struct {
 	seq   atomic.Int64 // file names stay unique across rounds
 }
 
-func (s *createSetup) leader(b *testing.B) *namenode.Namenode {
+func (s *createSetup) leader(b *testing.B) *namenode.Namenode { return s.c.Namenode(s.leaderIndex(b)) }
+
+func (s *createSetup) leaderIndex(b *testing.B) int {
 	l, err := s.c.WaitLeader(s.ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s.c.Namenode(l)
+	return l
 }
 
 // creates makes n files through the leader from createClients goroutines
