@@ -447,7 +447,7 @@ func TestSnapshotBytesPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "8bed5c69ae946c23a605d462845421e607ae2c7dfc323feb459049a905724b4e"
+	const want = "2371426844db669a6d79ea5671e25343220f998159972f3264652abebef558f0" // namespace image version 4 (quotas)
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}
