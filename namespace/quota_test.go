@@ -247,7 +247,7 @@ func TestQuotaUsageProperty(t *testing.T) {
 			p := anyPath.Draw(rt, fmt.Sprintf("path%d", i))
 			before := tr.Hash()
 			var err error
-			switch op := rapid.IntRange(0, 11).Draw(rt, fmt.Sprintf("op%d", i)); op {
+			switch op := rapid.IntRange(0, 13).Draw(rt, fmt.Sprintf("op%d", i)); op {
 			case 0:
 				err = tr.SetQuota(mustPath(rapid.SampledFrom(dirs).Draw(rt, "qdir")),
 					rapid.Int64Range(-1, 12).Draw(rt, "ns"), rapid.Int64Range(-1, 3000).Draw(rt, "ds"))
@@ -303,6 +303,23 @@ func TestQuotaUsageProperty(t *testing.T) {
 					b := bl[len(bl)-1]
 					b.Length = uint64(rapid.IntRange(0, bs).Draw(rt, "len"))
 					_, err := s.Fsync(mustPath(p), fi.ID, b, 1)
+					return err
+				})
+			case 12: // lease recovery of an empty file or last block
+				err = withOpen(tr, p, func(fi FileInfo, bl []Block) error {
+					_, _, err := tr.CloseEmpty("test", fi.ID, 1)
+					return err
+				})
+			case 13: // a block recovery's commit
+				err = withOpen(tr, p, func(fi FileInfo, bl []Block) error {
+					if len(bl) == 0 {
+						return nil
+					}
+					last := bl[len(bl)-1]
+					r := Recovery{Block: last, RecoveryID: tr.NextGenStamp(), Length: max(last.Length, uint64(rapid.IntRange(0, bs).Draw(rt, "len")))}
+					tr.AllocGenStamp()
+					before = tr.Hash() // the allocation is not the commit's
+					_, _, err := tr.CommitRecovery("test", fi.ID, r, 1)
 					return err
 				})
 			}
