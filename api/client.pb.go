@@ -2567,6 +2567,475 @@ func (x *UpdatePipelineResponse) GetHeader() *ResponseHeader {
 	return nil
 }
 
+// SetQuotaRequest sets a directory's quotas, with HDFS's values: -1
+// (QUOTA_RESET) clears one, 9223372036854775807 (Long.MAX_VALUE,
+// QUOTA_DONT_SET) leaves it as it is. Only a superuser may.
+type SetQuotaRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Path           string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	NamespaceQuota int64                  `protobuf:"varint,2,opt,name=namespace_quota,json=namespaceQuota,proto3" json:"namespace_quota,omitempty"` // names (files and directories, the directory included)
+	SpaceQuota     int64                  `protobuf:"varint,3,opt,name=space_quota,json=spaceQuota,proto3" json:"space_quota,omitempty"`             // bytes times replication
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetQuotaRequest) Reset() {
+	*x = SetQuotaRequest{}
+	mi := &file_api_client_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaRequest) ProtoMessage() {}
+
+func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaRequest.ProtoReflect.Descriptor instead.
+func (*SetQuotaRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SetQuotaRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetQuotaRequest) GetNamespaceQuota() int64 {
+	if x != nil {
+		return x.NamespaceQuota
+	}
+	return 0
+}
+
+func (x *SetQuotaRequest) GetSpaceQuota() int64 {
+	if x != nil {
+		return x.SpaceQuota
+	}
+	return 0
+}
+
+type SetQuotaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQuotaResponse) Reset() {
+	*x = SetQuotaResponse{}
+	mi := &file_api_client_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaResponse) ProtoMessage() {}
+
+func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaResponse.ProtoReflect.Descriptor instead.
+func (*SetQuotaResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SetQuotaResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// ContentSummary is HDFS's ContentSummary; a quota of -1 is none.
+type ContentSummary struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Length         int64                  `protobuf:"varint,1,opt,name=length,proto3" json:"length,omitempty"`
+	FileCount      int64                  `protobuf:"varint,2,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
+	DirectoryCount int64                  `protobuf:"varint,3,opt,name=directory_count,json=directoryCount,proto3" json:"directory_count,omitempty"` // the directory itself included
+	Quota          int64                  `protobuf:"varint,4,opt,name=quota,proto3" json:"quota,omitempty"`
+	SpaceConsumed  int64                  `protobuf:"varint,5,opt,name=space_consumed,json=spaceConsumed,proto3" json:"space_consumed,omitempty"`
+	SpaceQuota     int64                  `protobuf:"varint,6,opt,name=space_quota,json=spaceQuota,proto3" json:"space_quota,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ContentSummary) Reset() {
+	*x = ContentSummary{}
+	mi := &file_api_client_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContentSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContentSummary) ProtoMessage() {}
+
+func (x *ContentSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContentSummary.ProtoReflect.Descriptor instead.
+func (*ContentSummary) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ContentSummary) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *ContentSummary) GetFileCount() int64 {
+	if x != nil {
+		return x.FileCount
+	}
+	return 0
+}
+
+func (x *ContentSummary) GetDirectoryCount() int64 {
+	if x != nil {
+		return x.DirectoryCount
+	}
+	return 0
+}
+
+func (x *ContentSummary) GetQuota() int64 {
+	if x != nil {
+		return x.Quota
+	}
+	return 0
+}
+
+func (x *ContentSummary) GetSpaceConsumed() int64 {
+	if x != nil {
+		return x.SpaceConsumed
+	}
+	return 0
+}
+
+func (x *ContentSummary) GetSpaceQuota() int64 {
+	if x != nil {
+		return x.SpaceQuota
+	}
+	return 0
+}
+
+type GetContentSummaryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetContentSummaryRequest) Reset() {
+	*x = GetContentSummaryRequest{}
+	mi := &file_api_client_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetContentSummaryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetContentSummaryRequest) ProtoMessage() {}
+
+func (x *GetContentSummaryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetContentSummaryRequest.ProtoReflect.Descriptor instead.
+func (*GetContentSummaryRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *GetContentSummaryRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *GetContentSummaryRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type GetContentSummaryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Summary       *ContentSummary        `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetContentSummaryResponse) Reset() {
+	*x = GetContentSummaryResponse{}
+	mi := &file_api_client_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetContentSummaryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetContentSummaryResponse) ProtoMessage() {}
+
+func (x *GetContentSummaryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetContentSummaryResponse.ProtoReflect.Descriptor instead.
+func (*GetContentSummaryResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GetContentSummaryResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetContentSummaryResponse) GetSummary() *ContentSummary {
+	if x != nil {
+		return x.Summary
+	}
+	return nil
+}
+
+// QuotaUsage is HDFS's QuotaUsage; a quota of -1 is none.
+type QuotaUsage struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	FileAndDirectoryCount int64                  `protobuf:"varint,1,opt,name=file_and_directory_count,json=fileAndDirectoryCount,proto3" json:"file_and_directory_count,omitempty"`
+	Quota                 int64                  `protobuf:"varint,2,opt,name=quota,proto3" json:"quota,omitempty"`
+	SpaceConsumed         int64                  `protobuf:"varint,3,opt,name=space_consumed,json=spaceConsumed,proto3" json:"space_consumed,omitempty"`
+	SpaceQuota            int64                  `protobuf:"varint,4,opt,name=space_quota,json=spaceQuota,proto3" json:"space_quota,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *QuotaUsage) Reset() {
+	*x = QuotaUsage{}
+	mi := &file_api_client_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaUsage) ProtoMessage() {}
+
+func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
+func (*QuotaUsage) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *QuotaUsage) GetFileAndDirectoryCount() int64 {
+	if x != nil {
+		return x.FileAndDirectoryCount
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetQuota() int64 {
+	if x != nil {
+		return x.Quota
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetSpaceConsumed() int64 {
+	if x != nil {
+		return x.SpaceConsumed
+	}
+	return 0
+}
+
+func (x *QuotaUsage) GetSpaceQuota() int64 {
+	if x != nil {
+		return x.SpaceQuota
+	}
+	return 0
+}
+
+type GetQuotaUsageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQuotaUsageRequest) Reset() {
+	*x = GetQuotaUsageRequest{}
+	mi := &file_api_client_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQuotaUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQuotaUsageRequest) ProtoMessage() {}
+
+func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQuotaUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetQuotaUsageRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *GetQuotaUsageRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *GetQuotaUsageRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type GetQuotaUsageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Usage         *QuotaUsage            `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQuotaUsageResponse) Reset() {
+	*x = GetQuotaUsageResponse{}
+	mi := &file_api_client_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQuotaUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQuotaUsageResponse) ProtoMessage() {}
+
+func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQuotaUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetQuotaUsageResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *GetQuotaUsageResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetQuotaUsageResponse) GetUsage() *QuotaUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_api_client_proto protoreflect.FileDescriptor
 
 const file_api_client_proto_rawDesc = "" +
@@ -2753,7 +3222,42 @@ const file_api_client_proto_rawDesc = "" +
 	"\tnew_block\x18\x04 \x01(\v2\x11.blockfs.v1.BlockR\bnewBlock\x12\x1c\n" +
 	"\tdatanodes\x18\x05 \x03(\tR\tdatanodes\"L\n" +
 	"\x16UpdatePipelineResponse\x122\n" +
-	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header2\xab\f\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"o\n" +
+	"\x0fSetQuotaRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12'\n" +
+	"\x0fnamespace_quota\x18\x02 \x01(\x03R\x0enamespaceQuota\x12\x1f\n" +
+	"\vspace_quota\x18\x03 \x01(\x03R\n" +
+	"spaceQuota\"F\n" +
+	"\x10SetQuotaResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"\xce\x01\n" +
+	"\x0eContentSummary\x12\x16\n" +
+	"\x06length\x18\x01 \x01(\x03R\x06length\x12\x1d\n" +
+	"\n" +
+	"file_count\x18\x02 \x01(\x03R\tfileCount\x12'\n" +
+	"\x0fdirectory_count\x18\x03 \x01(\x03R\x0edirectoryCount\x12\x14\n" +
+	"\x05quota\x18\x04 \x01(\x03R\x05quota\x12%\n" +
+	"\x0espace_consumed\x18\x05 \x01(\x03R\rspaceConsumed\x12\x1f\n" +
+	"\vspace_quota\x18\x06 \x01(\x03R\n" +
+	"spaceQuota\"[\n" +
+	"\x18GetContentSummaryRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\x85\x01\n" +
+	"\x19GetContentSummaryResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x124\n" +
+	"\asummary\x18\x02 \x01(\v2\x1a.blockfs.v1.ContentSummaryR\asummary\"\xa3\x01\n" +
+	"\n" +
+	"QuotaUsage\x127\n" +
+	"\x18file_and_directory_count\x18\x01 \x01(\x03R\x15fileAndDirectoryCount\x12\x14\n" +
+	"\x05quota\x18\x02 \x01(\x03R\x05quota\x12%\n" +
+	"\x0espace_consumed\x18\x03 \x01(\x03R\rspaceConsumed\x12\x1f\n" +
+	"\vspace_quota\x18\x04 \x01(\x03R\n" +
+	"spaceQuota\"W\n" +
+	"\x14GetQuotaUsageRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"y\n" +
+	"\x15GetQuotaUsageResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12,\n" +
+	"\x05usage\x18\x02 \x01(\v2\x16.blockfs.v1.QuotaUsageR\x05usage2\xaa\x0e\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
@@ -2776,7 +3280,10 @@ const file_api_client_proto_rawDesc = "" +
 	"\fRecoverLease\x12\x1f.blockfs.v1.RecoverLeaseRequest\x1a .blockfs.v1.RecoverLeaseResponse\x12<\n" +
 	"\x05Fsync\x12\x18.blockfs.v1.FsyncRequest\x1a\x19.blockfs.v1.FsyncResponse\x12o\n" +
 	"\x16UpdateBlockForPipeline\x12).blockfs.v1.UpdateBlockForPipelineRequest\x1a*.blockfs.v1.UpdateBlockForPipelineResponse\x12W\n" +
-	"\x0eUpdatePipeline\x12!.blockfs.v1.UpdatePipelineRequest\x1a\".blockfs.v1.UpdatePipelineResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\x0eUpdatePipeline\x12!.blockfs.v1.UpdatePipelineRequest\x1a\".blockfs.v1.UpdatePipelineResponse\x12E\n" +
+	"\bSetQuota\x12\x1b.blockfs.v1.SetQuotaRequest\x1a\x1c.blockfs.v1.SetQuotaResponse\x12`\n" +
+	"\x11GetContentSummary\x12$.blockfs.v1.GetContentSummaryRequest\x1a%.blockfs.v1.GetContentSummaryResponse\x12T\n" +
+	"\rGetQuotaUsage\x12 .blockfs.v1.GetQuotaUsageRequest\x1a!.blockfs.v1.GetQuotaUsageResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_client_proto_rawDescOnce sync.Once
@@ -2790,7 +3297,7 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_api_client_proto_goTypes = []any{
 	(*MkdirsRequest)(nil),                  // 0: blockfs.v1.MkdirsRequest
 	(*MkdirsResponse)(nil),                 // 1: blockfs.v1.MkdirsResponse
@@ -2833,100 +3340,121 @@ var file_api_client_proto_goTypes = []any{
 	(*UpdateBlockForPipelineResponse)(nil), // 38: blockfs.v1.UpdateBlockForPipelineResponse
 	(*UpdatePipelineRequest)(nil),          // 39: blockfs.v1.UpdatePipelineRequest
 	(*UpdatePipelineResponse)(nil),         // 40: blockfs.v1.UpdatePipelineResponse
-	(*ResponseHeader)(nil),                 // 41: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                     // 42: blockfs.v1.FileStatus
-	(*Block)(nil),                          // 43: blockfs.v1.Block
-	(*LocatedBlock)(nil),                   // 44: blockfs.v1.LocatedBlock
-	(*ReadOptions)(nil),                    // 45: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),                   // 46: blockfs.v1.DatanodeInfo
+	(*SetQuotaRequest)(nil),                // 41: blockfs.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),               // 42: blockfs.v1.SetQuotaResponse
+	(*ContentSummary)(nil),                 // 43: blockfs.v1.ContentSummary
+	(*GetContentSummaryRequest)(nil),       // 44: blockfs.v1.GetContentSummaryRequest
+	(*GetContentSummaryResponse)(nil),      // 45: blockfs.v1.GetContentSummaryResponse
+	(*QuotaUsage)(nil),                     // 46: blockfs.v1.QuotaUsage
+	(*GetQuotaUsageRequest)(nil),           // 47: blockfs.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),          // 48: blockfs.v1.GetQuotaUsageResponse
+	(*ResponseHeader)(nil),                 // 49: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                     // 50: blockfs.v1.FileStatus
+	(*Block)(nil),                          // 51: blockfs.v1.Block
+	(*LocatedBlock)(nil),                   // 52: blockfs.v1.LocatedBlock
+	(*ReadOptions)(nil),                    // 53: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                   // 54: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	41, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	41, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	42, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	43, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	41, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	44, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	43, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	41, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	41, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	41, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	42, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	43, // 12: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	44, // 13: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	45, // 14: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	41, // 15: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	44, // 16: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	46, // 17: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	45, // 18: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	41, // 19: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	42, // 20: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	45, // 21: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	41, // 22: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	42, // 23: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	41, // 24: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	41, // 25: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	41, // 26: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	41, // 27: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 28: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	49, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	51, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	49, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	51, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	49, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	49, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	51, // 12: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	52, // 13: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	53, // 14: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 15: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 16: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	54, // 17: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	53, // 18: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 19: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 20: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	53, // 21: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 22: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 23: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	49, // 24: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 25: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 26: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 27: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 28: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
 	30, // 29: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	46, // 30: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	41, // 31: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	41, // 32: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 33: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	41, // 34: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 35: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	41, // 36: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 37: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	43, // 38: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	43, // 39: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	41, // 40: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	0,  // 41: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 42: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 43: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 44: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 45: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 46: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 47: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 48: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 49: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 50: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 51: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 52: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 53: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 54: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 55: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31, // 56: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33, // 57: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35, // 58: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37, // 59: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39, // 60: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	1,  // 61: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 62: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 63: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 64: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 65: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 66: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 67: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 68: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 69: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 70: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 71: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 72: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 73: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 74: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 75: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32, // 76: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34, // 77: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36, // 78: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38, // 79: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40, // 80: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	61, // [61:81] is the sub-list for method output_type
-	41, // [41:61] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	54, // 30: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	49, // 31: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 32: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 33: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	49, // 34: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 35: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	49, // 36: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 37: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	51, // 38: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	51, // 39: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	49, // 40: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 41: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	53, // 42: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 43: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 44: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
+	53, // 45: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 46: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	46, // 47: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
+	0,  // 48: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 49: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 50: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 51: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 52: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 53: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 54: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 55: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 56: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 57: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 58: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 59: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 60: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 61: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 62: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31, // 63: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33, // 64: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35, // 65: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37, // 66: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39, // 67: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	41, // 68: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	44, // 69: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	47, // 70: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	1,  // 71: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 72: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 73: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 74: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 75: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 76: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 77: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 78: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 79: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 80: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 81: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 82: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 83: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 84: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 85: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32, // 86: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34, // 87: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36, // 88: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38, // 89: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40, // 90: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	42, // 91: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	45, // 92: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	48, // 93: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	71, // [71:94] is the sub-list for method output_type
+	48, // [48:71] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -2941,7 +3469,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

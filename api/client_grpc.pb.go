@@ -41,6 +41,9 @@ const (
 	ClientService_Fsync_FullMethodName                  = "/blockfs.v1.ClientService/Fsync"
 	ClientService_UpdateBlockForPipeline_FullMethodName = "/blockfs.v1.ClientService/UpdateBlockForPipeline"
 	ClientService_UpdatePipeline_FullMethodName         = "/blockfs.v1.ClientService/UpdatePipeline"
+	ClientService_SetQuota_FullMethodName               = "/blockfs.v1.ClientService/SetQuota"
+	ClientService_GetContentSummary_FullMethodName      = "/blockfs.v1.ClientService/GetContentSummary"
+	ClientService_GetQuotaUsage_FullMethodName          = "/blockfs.v1.ClientService/GetQuotaUsage"
 )
 
 // ClientServiceClient is the client API for ClientService service.
@@ -68,6 +71,10 @@ type ClientServiceClient interface {
 	Fsync(ctx context.Context, in *FsyncRequest, opts ...grpc.CallOption) (*FsyncResponse, error)
 	UpdateBlockForPipeline(ctx context.Context, in *UpdateBlockForPipelineRequest, opts ...grpc.CallOption) (*UpdateBlockForPipelineResponse, error)
 	UpdatePipeline(ctx context.Context, in *UpdatePipelineRequest, opts ...grpc.CallOption) (*UpdatePipelineResponse, error)
+	// Quotas (HDFS's setQuota, getContentSummary, getQuotaUsage).
+	SetQuota(ctx context.Context, in *SetQuotaRequest, opts ...grpc.CallOption) (*SetQuotaResponse, error)
+	GetContentSummary(ctx context.Context, in *GetContentSummaryRequest, opts ...grpc.CallOption) (*GetContentSummaryResponse, error)
+	GetQuotaUsage(ctx context.Context, in *GetQuotaUsageRequest, opts ...grpc.CallOption) (*GetQuotaUsageResponse, error)
 }
 
 type clientServiceClient struct {
@@ -278,6 +285,36 @@ func (c *clientServiceClient) UpdatePipeline(ctx context.Context, in *UpdatePipe
 	return out, nil
 }
 
+func (c *clientServiceClient) SetQuota(ctx context.Context, in *SetQuotaRequest, opts ...grpc.CallOption) (*SetQuotaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetQuotaResponse)
+	err := c.cc.Invoke(ctx, ClientService_SetQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) GetContentSummary(ctx context.Context, in *GetContentSummaryRequest, opts ...grpc.CallOption) (*GetContentSummaryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetContentSummaryResponse)
+	err := c.cc.Invoke(ctx, ClientService_GetContentSummary_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) GetQuotaUsage(ctx context.Context, in *GetQuotaUsageRequest, opts ...grpc.CallOption) (*GetQuotaUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetQuotaUsageResponse)
+	err := c.cc.Invoke(ctx, ClientService_GetQuotaUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServiceServer is the server API for ClientService service.
 // All implementations must embed UnimplementedClientServiceServer
 // for forward compatibility.
@@ -303,6 +340,10 @@ type ClientServiceServer interface {
 	Fsync(context.Context, *FsyncRequest) (*FsyncResponse, error)
 	UpdateBlockForPipeline(context.Context, *UpdateBlockForPipelineRequest) (*UpdateBlockForPipelineResponse, error)
 	UpdatePipeline(context.Context, *UpdatePipelineRequest) (*UpdatePipelineResponse, error)
+	// Quotas (HDFS's setQuota, getContentSummary, getQuotaUsage).
+	SetQuota(context.Context, *SetQuotaRequest) (*SetQuotaResponse, error)
+	GetContentSummary(context.Context, *GetContentSummaryRequest) (*GetContentSummaryResponse, error)
+	GetQuotaUsage(context.Context, *GetQuotaUsageRequest) (*GetQuotaUsageResponse, error)
 	mustEmbedUnimplementedClientServiceServer()
 }
 
@@ -372,6 +413,15 @@ func (UnimplementedClientServiceServer) UpdateBlockForPipeline(context.Context, 
 }
 func (UnimplementedClientServiceServer) UpdatePipeline(context.Context, *UpdatePipelineRequest) (*UpdatePipelineResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdatePipeline not implemented")
+}
+func (UnimplementedClientServiceServer) SetQuota(context.Context, *SetQuotaRequest) (*SetQuotaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetQuota not implemented")
+}
+func (UnimplementedClientServiceServer) GetContentSummary(context.Context, *GetContentSummaryRequest) (*GetContentSummaryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetContentSummary not implemented")
+}
+func (UnimplementedClientServiceServer) GetQuotaUsage(context.Context, *GetQuotaUsageRequest) (*GetQuotaUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetQuotaUsage not implemented")
 }
 func (UnimplementedClientServiceServer) mustEmbedUnimplementedClientServiceServer() {}
 func (UnimplementedClientServiceServer) testEmbeddedByValue()                       {}
@@ -754,6 +804,60 @@ func _ClientService_UpdatePipeline_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClientService_SetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetQuotaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).SetQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_SetQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).SetQuota(ctx, req.(*SetQuotaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_GetContentSummary_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetContentSummaryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).GetContentSummary(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_GetContentSummary_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).GetContentSummary(ctx, req.(*GetContentSummaryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_GetQuotaUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetQuotaUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).GetQuotaUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_GetQuotaUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).GetQuotaUsage(ctx, req.(*GetQuotaUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClientService_ServiceDesc is the grpc.ServiceDesc for ClientService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -840,6 +944,18 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdatePipeline",
 			Handler:    _ClientService_UpdatePipeline_Handler,
+		},
+		{
+			MethodName: "SetQuota",
+			Handler:    _ClientService_SetQuota_Handler,
+		},
+		{
+			MethodName: "GetContentSummary",
+			Handler:    _ClientService_GetContentSummary_Handler,
+		},
+		{
+			MethodName: "GetQuotaUsage",
+			Handler:    _ClientService_GetQuotaUsage_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

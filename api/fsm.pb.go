@@ -1942,6 +1942,76 @@ func (x *UnrevokeCommand) GetEntry() *RevokedEntry {
 	return nil
 }
 
+// SetQuotaCommand sets a directory's quotas (CmdSetQuota), with the
+// values of SetQuotaRequest.
+type SetQuotaCommand struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Caller         *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path           string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	NamespaceQuota int64                  `protobuf:"varint,3,opt,name=namespace_quota,json=namespaceQuota,proto3" json:"namespace_quota,omitempty"`
+	SpaceQuota     int64                  `protobuf:"varint,4,opt,name=space_quota,json=spaceQuota,proto3" json:"space_quota,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetQuotaCommand) Reset() {
+	*x = SetQuotaCommand{}
+	mi := &file_api_fsm_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaCommand) ProtoMessage() {}
+
+func (x *SetQuotaCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaCommand.ProtoReflect.Descriptor instead.
+func (*SetQuotaCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SetQuotaCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetQuotaCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetQuotaCommand) GetNamespaceQuota() int64 {
+	if x != nil {
+		return x.NamespaceQuota
+	}
+	return 0
+}
+
+func (x *SetQuotaCommand) GetSpaceQuota() int64 {
+	if x != nil {
+		return x.SpaceQuota
+	}
+	return 0
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -2101,7 +2171,13 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\rRevokeCommand\x12.\n" +
 	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entry\"A\n" +
 	"\x0fUnrevokeCommand\x12.\n" +
-	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entryB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\x05entry\x18\x01 \x01(\v2\x18.blockfs.v1.RevokedEntryR\x05entry\"\x9b\x01\n" +
+	"\x0fSetQuotaCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12'\n" +
+	"\x0fnamespace_quota\x18\x03 \x01(\x03R\x0enamespaceQuota\x12\x1f\n" +
+	"\vspace_quota\x18\x04 \x01(\x03R\n" +
+	"spaceQuotaB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_fsm_proto_rawDescOnce sync.Once
@@ -2115,7 +2191,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_api_fsm_proto_goTypes = []any{
 	(*Caller)(nil),                        // 0: blockfs.v1.Caller
 	(*MkdirsCommand)(nil),                 // 1: blockfs.v1.MkdirsCommand
@@ -2143,46 +2219,48 @@ var file_api_fsm_proto_goTypes = []any{
 	(*RevokedEntry)(nil),                  // 23: blockfs.v1.RevokedEntry
 	(*RevokeCommand)(nil),                 // 24: blockfs.v1.RevokeCommand
 	(*UnrevokeCommand)(nil),               // 25: blockfs.v1.UnrevokeCommand
-	(*Block)(nil),                         // 26: blockfs.v1.Block
-	(*Member)(nil),                        // 27: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 28: blockfs.v1.FileStatus
+	(*SetQuotaCommand)(nil),               // 26: blockfs.v1.SetQuotaCommand
+	(*Block)(nil),                         // 27: blockfs.v1.Block
+	(*Member)(nil),                        // 28: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 29: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	27, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	27, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	27, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	0,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	28, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	26, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	26, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	26, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	28, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	29, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	27, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	27, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	27, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
 	0,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	27, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
 	0,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	27, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
 	0,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	27, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
 	0,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	26, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	26, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	27, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	27, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
 	23, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	23, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	0,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -2199,7 +2277,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,6 +1,7 @@
 package namenode_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -21,7 +22,9 @@ import (
 )
 
 // BenchmarkCreateRaft creates files through a 3-node Raft cluster on
-// loopback TCP from 16 concurrent gRPC clients and reports creates/s, for a
+// loopback TCP from 16 concurrent gRPC clients, below a directory with a
+// quota (/bench: each create checks and charges it), and reports
+// creates/s, for a
 // plaintext cluster (simple auth, plain gRPC, plain Raft) and an mTLS one
 // (namenode certificates on Raft and gRPC, the clients holding the
 // superuser root's user certificate), both started in the same run. Raft
@@ -31,7 +34,9 @@ import (
 // The sub-benchmarks plaintext and mtls run one after the other;
 // alternating runs both clusters in turns of 250 creates, in ABBA order, so
 // that both see the same machine, and reports each rate and mtls/plaintext: the figure
-// to read on a shared, noisy machine.
+// to read on a shared, noisy machine. quota-alternating does the same on
+// the plaintext cluster between /bench (a quota) and /free (none) and
+// reports quota/noquota, the quota's cost measured in one run.
 func BenchmarkCreateRaft(b *testing.B) {
 	plain := startCluster(b, 3, func(i int, c *namenode.Config) { c.Logger = quietLogger() })
 	var plainConns []api.ClientServiceClient
@@ -49,6 +54,11 @@ func BenchmarkCreateRaft(b *testing.B) {
 		for w := range createClients {
 			mkdirVia(s.ctx, b, s.c, s.conns, fmt.Sprintf("/bench/%d", w))
 		}
+		// A quota on the files' grandparent, as a cluster with quotas
+		// has one: every create checks and charges it (never reached).
+		if _, err := s.conns[s.leaderIndex(b)].SetQuota(s.ctx, &api.SetQuotaRequest{Path: "/bench", NamespaceQuota: 1 << 40, SpaceQuota: 1 << 50}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, s := range setups {
 		b.Run(s.name, func(b *testing.B) {
@@ -58,39 +68,61 @@ func BenchmarkCreateRaft(b *testing.B) {
 		})
 	}
 	b.Run("alternating", func(b *testing.B) {
-		const turn = 250
-		var d [2]time.Duration
-		for k, done := 0, int64(0); done < int64(b.N); k, done = k+1, done+turn {
-			n := min(turn, int64(b.N)-done)
-			for j := range setups {
-				i := j ^ k&1 // ABBA: neither always goes first
-				d[i] += setups[i].creates(b, n)
-			}
-		}
-		plainRate, mtlsRate := float64(b.N)/d[0].Seconds(), float64(b.N)/d[1].Seconds()
+		plainRate, mtlsRate := alternate(b, setups[0], setups[1])
 		b.ReportMetric(plainRate, "plaintext-creates/s")
 		b.ReportMetric(mtlsRate, "mtls-creates/s")
 		b.ReportMetric(mtlsRate/plainRate, "mtls/plaintext")
+	})
+	// The quota's cost measured in one run: the plaintext cluster's
+	// creates below /bench (a quota) and below /free (none), alternated.
+	free := &createSetup{name: "plaintext-free", dir: "/free", c: plain.c, conns: plainConns, ctx: setups[0].ctx}
+	for w := range createClients {
+		mkdirVia(free.ctx, b, free.c, free.conns, fmt.Sprintf("/free/%d", w))
+	}
+	b.Run("quota-alternating", func(b *testing.B) {
+		quotaRate, freeRate := alternate(b, setups[0], free)
+		b.ReportMetric(quotaRate, "quota-creates/s")
+		b.ReportMetric(freeRate, "noquota-creates/s")
+		b.ReportMetric(quotaRate/freeRate, "quota/noquota")
 	})
 }
 
 const createClients = 16
 
+// alternate runs b.N creates on each of x and y in turns of 250, in ABBA
+// order, and returns their rates.
+func alternate(b *testing.B, x, y *createSetup) (float64, float64) {
+	const turn = 250
+	var d [2]time.Duration
+	s := [2]*createSetup{x, y}
+	for k, done := 0, int64(0); done < int64(b.N); k, done = k+1, done+turn {
+		n := min(turn, int64(b.N)-done)
+		for j := range s {
+			i := j ^ k&1 // ABBA: neither always goes first
+			d[i] += s[i].creates(b, n)
+		}
+	}
+	return float64(b.N) / d[0].Seconds(), float64(b.N) / d[1].Seconds()
+}
+
 // createSetup is one cluster BenchmarkCreateRaft writes to.
 type createSetup struct {
 	name  string
+	dir   string // the files go to dir/<client>/; "" is /bench
 	c     *localcluster.Cluster
 	conns []api.ClientServiceClient
 	ctx   context.Context
 	seq   atomic.Int64 // file names stay unique across rounds
 }
 
-func (s *createSetup) leader(b *testing.B) *namenode.Namenode {
+func (s *createSetup) leader(b *testing.B) *namenode.Namenode { return s.c.Namenode(s.leaderIndex(b)) }
+
+func (s *createSetup) leaderIndex(b *testing.B) int {
 	l, err := s.c.WaitLeader(s.ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s.c.Namenode(l)
+	return l
 }
 
 // creates makes n files through the leader from createClients goroutines
@@ -110,7 +142,7 @@ func (s *createSetup) creates(b *testing.B, n int64) time.Duration {
 		go func() {
 			defer wg.Done()
 			for done.Add(1) <= n {
-				path := fmt.Sprintf("/bench/%d/f%d", w, s.seq.Add(1))
+				path := fmt.Sprintf("%s/%d/f%d", cmp.Or(s.dir, "/bench"), w, s.seq.Add(1))
 				if _, err := cl.Create(s.ctx, &api.CreateRequest{Path: path, Replication: 3, BlockSize: 1024}); err != nil {
 					b.Error(err)
 					return

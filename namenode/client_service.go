@@ -345,6 +345,40 @@ func (s *clientService) SetOwner(ctx context.Context, req *api.SetOwnerRequest) 
 	return &api.SetOwnerResponse{Header: s.n.writeHeader(idx)}, nil
 }
 
+func (s *clientService) SetQuota(ctx context.Context, req *api.SetQuotaRequest) (resp *api.SetQuotaResponse, err error) {
+	defer func() { s.n.audited(ctx, "setQuota", req.Path, "", nil, err) }()
+	if err := validatePath("SetQuota", req.Path); err != nil {
+		return nil, err
+	}
+	_, idx, err := s.n.propose(ctx, "SetQuota", fsm.CmdSetQuota, &api.SetQuotaCommand{
+		Caller: s.n.caller(ctx), Path: req.Path, NamespaceQuota: req.NamespaceQuota, SpaceQuota: req.SpaceQuota,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &api.SetQuotaResponse{Header: s.n.writeHeader(idx)}, nil
+}
+
+func (s *clientService) GetContentSummary(ctx context.Context, req *api.GetContentSummaryRequest) (resp *api.GetContentSummaryResponse, err error) {
+	defer func() { s.n.audited(ctx, "contentSummary", req.Path, "", nil, err) }()
+	resp = &api.GetContentSummaryResponse{}
+	if err = s.n.readBarrier(ctx, "GetContentSummary", req.Read); err == nil {
+		resp.Summary, err = s.n.fsm.ContentSummary(s.n.readCaller(ctx), "GetContentSummary", req.Path)
+	}
+	resp.Header = s.n.header()
+	return resp, err
+}
+
+func (s *clientService) GetQuotaUsage(ctx context.Context, req *api.GetQuotaUsageRequest) (resp *api.GetQuotaUsageResponse, err error) {
+	defer func() { s.n.audited(ctx, "quotaUsage", req.Path, "", nil, err) }()
+	resp = &api.GetQuotaUsageResponse{}
+	if err = s.n.readBarrier(ctx, "GetQuotaUsage", req.Read); err == nil {
+		resp.Usage, err = s.n.fsm.QuotaUsage(s.n.readCaller(ctx), "GetQuotaUsage", req.Path)
+	}
+	resp.Header = s.n.header()
+	return resp, err
+}
+
 func (s *clientService) ReportBadBlocks(ctx context.Context, req *api.ReportBadBlocksRequest) (*api.ReportBadBlocksResponse, error) {
 	return s.n.reportBadBlocks(ctx, req) // blockmap.go: trusted only from the datanode itself
 }

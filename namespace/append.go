@@ -9,7 +9,7 @@ import (
 // Append reopens the closed file p for writing by the system (no writer
 // recorded) and returns it. See Session.Append.
 func (t *Tree) Append(p Path, mtimeMs int64) (FileInfo, error) {
-	return t.append(nil, "namespace.Tree.Append", p, mtimeMs)
+	return t.append(nil, "namespace.Tree.Append", p, mtimeMs, false)
 }
 
 // append reopens the closed file p for caller c with HDFS's NEW_BLOCK
@@ -21,7 +21,11 @@ func (t *Tree) Append(p Path, mtimeMs int64) (FileInfo, error) {
 // writer, as Create records it, so only c may add blocks, abandon them and
 // complete it. Errors: NotFound (no such file), IsDir, Permission,
 // Precondition (the file is already being written, by anyone).
-func (t *Tree) append(c *Caller, op string, path Path, mtimeMs int64) (FileInfo, error) {
+//
+// With reopen, the caller (AppendLast) will reopen a last block shorter
+// than the block size: the quota check counts that block at the full
+// block size, as HDFS charges the block an append reopens.
+func (t *Tree) append(c *Caller, op string, path Path, mtimeMs int64, reopen bool) (FileInfo, error) {
 	if err := t.admit(op, path); err != nil {
 		return FileInfo{}, err
 	}
@@ -62,8 +66,17 @@ func (t *Tree) append(c *Caller, op string, path Path, mtimeMs int64) (FileInfo,
 	if n.nblocks() >= t.lim.MaxBlocksPerFile {
 		return FileInfo{}, errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
+	after := spaceWith(n, n.repl(), true)
+	if l := n.length(); reopen && n.nblocks() > 0 && n.lastBlock().Length > 0 && n.lastBlock().Length < n.blockSize {
+		after = int64(n.repl()) * int64(l-n.lastBlock().Length+n.blockSize)
+	}
+	before := fileSpace(n)
+	if err := checkQuota(op, p, n.parent, nil, 0, after-before); err != nil {
+		return FileInfo{}, err
+	}
 	t.touch(n)
 	n.open(w)
+	chargeSpace(n, before)
 	n.mtime = mtimeMs
 	return n.info(p), nil
 }

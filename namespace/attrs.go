@@ -81,7 +81,12 @@ func (t *Tree) SetReplication(path Path, r uint32) error {
 	if err := checkReplication(op, p, r); err != nil {
 		return err
 	}
+	before := fileSpace(n)
+	if err := checkQuota(op, p, n.parent, nil, 0, spaceWith(n, uint8(r), n.state() == UnderConstruction)-before); err != nil {
+		return err
+	}
 	t.touch(n)
 	n.hdr = n.hdr.withRepl(r)
+	chargeSpace(n, before)
 	return nil
 }

@@ -9,11 +9,20 @@ import (
 
 // BenchmarkCreate measures Create of new files spread over 1000
 // directories, names in scrambled order (the FSM's hot path).
-func BenchmarkCreate(b *testing.B) {
+func BenchmarkCreate(b *testing.B) { benchCreate(b, false) }
+
+// BenchmarkCreateQuota is BenchmarkCreate below a directory with a quota
+// (/user, never reached): each create checks and charges it.
+func BenchmarkCreateQuota(b *testing.B) { benchCreate(b, true) }
+
+func benchCreate(b *testing.B, quota bool) {
 	tr := New(Limits{}, super, "g")
 	const dirs = 1000
 	for d := 0; d < dirs; d++ {
 		must(b, tr.Mkdirs(mustPath("/user/u"+strconv.Itoa(d)), MkdirsOpts{Perm: 0755, Parents: true}))
+	}
+	if quota {
+		must(b, tr.SetQuota(mustPath("/user"), 1<<40, 1<<50))
 	}
 	paths := make([]string, b.N)
 	for i := range paths {

@@ -121,13 +121,20 @@ func (t *Tree) checkAppend(op, p string, f *inode, prev *Block) error {
 	case n >= t.lim.MaxBlocksPerFile:
 		return errs.Newf(errs.Exhausted, op, p, "file has the maximum of %d blocks", t.lim.MaxBlocksPerFile)
 	}
-	return nil
+	// The previous block takes its real length and the new one is
+	// charged in full (HDFS charges a whole block at addBlock).
+	after := f.length() + f.blockSize
+	if n > 0 {
+		after = after - last.Length + prev.Length
+	}
+	return checkQuota(op, p, f.parent, nil, 0, int64(f.repl())*int64(after)-fileSpace(f))
 }
 
 // appendBlock appends nb to f (checkAppend passed), setting the previous
 // block's length (and CRC, when prev carries one) from prev, and returns nb
 // with its offset in the file.
 func (t *Tree) appendBlock(f *inode, prev *Block, nb Block, mtimeMs int64) (Block, uint64) {
+	defer chargeSpace(f, fileSpace(f))
 	switch n := f.nblocks(); {
 	case n == 0:
 		f.setInline(nb)
@@ -220,6 +227,7 @@ func (t *Tree) complete(c *Caller, op string, path Path, id ID, blocks []Block, 
 		}
 		return f.info(p), nil
 	}
+	defer chargeSpace(f, fileSpace(f))
 	if !same {
 		// A block without a CRC keeps the one recorded.
 		merged := func(i int) Block {
@@ -281,7 +289,9 @@ func (t *Tree) abandonBlock(c *Caller, op string, path Path, id ID, b Block) err
 	if last.ID != b.ID || last.GenStamp != b.GenStamp {
 		return errs.Newf(errs.Precondition, op, p, "cannot abandon %v: it is not the last block %v", b, last)
 	}
+	before := fileSpace(f)
 	f.dropLast()
+	chargeSpace(f, before)
 	t.blocks.del(last.ID)
 	t.numBlocks--
 	return nil

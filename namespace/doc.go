@@ -12,8 +12,13 @@
 //
 // A *Tree is not synchronized. The namenode guards it with a sync.RWMutex:
 // mutations under the write lock, reads (Stat, File, FileByID, List,
-// BlockInode, ForEachBlock, Counts, Hash, WriteImage, Check*) under the read
-// lock. Read methods never modify the tree, not even a cache.
+// BlockInode, ForEachBlock, Counts, Hash, WriteImage, Check*, and a
+// Session's ContentSummary and QuotaUsage) under the read lock. Read
+// methods never modify the tree, not even a cache.
+//
+// Directories may carry HDFS's namespace and space quotas (quota.go): the
+// usage of a directory with a quota is kept by every mutation on the
+// ancestors it resolved, checked before anything changes.
 //
 // Paths are parsed once, where they enter: ParsePath returns a Path, a
 // validated value, and every lookup of the Tree and of a Session takes

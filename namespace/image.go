@@ -10,7 +10,8 @@ import (
 // for the byte layout.
 const (
 	imageMagic   = "BFSNSIMG"
-	imageVersion = 3 // 3 added each block's CRC32C
+	imageVersion = 4 // 4 added the QUOTA record
+	imageV3      = 3 // still read: 3 added each block's CRC32C; it has no quotas
 	imageV2      = 2 // still read: 2 added the writer of files under construction; its blocks have no CRC
 	imageV1      = 1 // still read: its open files get their owner as writer
 
@@ -18,6 +19,10 @@ const (
 	recDir  = 2
 	recFile = 3
 	recEnd  = 4
+	// recQuota follows the DIR record of a directory with a quota
+	// (version 4): its id and its namespace and space quotas.
+	recQuota = 5
+	quotaLen = 3 * 8
 
 	metaLen = 4*4 + 3*8
 	endLen  = 3 * 8
@@ -97,7 +102,16 @@ func appendInode(b []byte, n *inode, parent ID) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(n.mode()))
 	b = binary.LittleEndian.AppendUint64(b, uint64(n.mtime))
 	if n.dir() {
-		return endRecord(b, at, recDir)
+		b = endRecord(b, at, recDir)
+		if q := n.quota(); q != nil {
+			at = len(b)
+			b = append(b, 0, 0, 0, 0, 0)
+			b = binary.LittleEndian.AppendUint64(b, uint64(n.id))
+			b = binary.LittleEndian.AppendUint64(b, uint64(q.ns))
+			b = binary.LittleEndian.AppendUint64(b, uint64(q.ds))
+			b = endRecord(b, at, recQuota)
+		}
+		return b
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(n.repl()))
 	b = binary.LittleEndian.AppendUint64(b, n.blockSize)

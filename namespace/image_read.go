@@ -168,7 +168,7 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	if string(hdr[:8]) != imageMagic {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
-	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV2 && ir.ver != imageV1 {
+	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV3 && ir.ver != imageV2 && ir.ver != imageV1 {
 		return nil, corrupt("unsupported image version %d", ir.ver)
 	}
 	t, err := ir.readMeta()
@@ -176,6 +176,7 @@ func ReadImage(r io.Reader) (*Tree, error) {
 		return nil, err
 	}
 	maxBody := maxFixedRecord + ir.blockLen()*t.lim.MaxBlocksPerFile
+	quotas := false
 	for {
 		start := ir.off
 		typ, body, err := ir.next(maxBody)
@@ -187,6 +188,12 @@ func ReadImage(r io.Reader) (*Tree, error) {
 			if err := ir.addInode(t, typ == recDir, body, start); err != nil {
 				return nil, err
 			}
+			continue
+		case recQuota:
+			if err := ir.addQuota(body, start); err != nil {
+				return nil, err
+			}
+			quotas = true
 			continue
 		case recEnd:
 			if err := ir.checkEnd(t, body); err != nil {
@@ -210,7 +217,33 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	} else if err != io.EOF {
 		return nil, errs.Wrap(errs.IO, "readImage", "", err)
 	}
+	if quotas {
+		t.recountQuotas()
+	}
 	return t, nil
+}
+
+// addQuota decodes a QUOTA record, found at offset start: it must follow
+// the DIR record of the directory it names.
+func (ir *imgReader) addQuota(body []byte, start int64) error {
+	d := dec{b: body}
+	id, ns, ds := ID(d.u64()), int64(d.u64()), int64(d.u64())
+	var dir *inode
+	if len(ir.dirs) > 0 {
+		dir = ir.dirs[len(ir.dirs)-1]
+	}
+	switch {
+	case ir.ver < imageVersion:
+		return corrupt("record %d at offset %d: QUOTA record in a version %d image", ir.rec-1, start, ir.ver)
+	case len(body) != quotaLen:
+		return corrupt("record %d at offset %d: QUOTA record is %d bytes, want %d", ir.rec-1, start, len(body), quotaLen)
+	case dir == nil || dir.id != id || dir.quota() != nil:
+		return corrupt("record %d at offset %d: QUOTA record of inode %d does not follow its directory's record", ir.rec-1, start, id)
+	case ns < QuotaReset || ds < QuotaReset || ns == QuotaReset && ds == QuotaReset:
+		return corrupt("record %d at offset %d: inode %d: bad quotas %d and %d", ir.rec-1, start, id, ns, ds)
+	}
+	dir.extForWrite().quota = &quota{ns: ns, ds: ds}
+	return nil
 }
 
 func (ir *imgReader) readMeta() (*Tree, error) {
@@ -350,7 +383,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		var length uint64
 		for i := range int(nb) {
 			b := Block{ID: d.u64(), GenStamp: d.u64(), Length: d.u64()}
-			if ir.ver >= imageVersion {
+			if ir.ver >= imageV3 {
 				flags, crc := d.u8(), d.u32()
 				switch {
 				case flags&^blockHasCRC != 0:
@@ -403,7 +436,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 
 // blockLen is the size of one block entry in this image's FILE records.
 func (ir *imgReader) blockLen() int {
-	if ir.ver >= imageVersion {
+	if ir.ver >= imageV3 {
 		return blockLen
 	}
 	return blockLenV2

@@ -43,6 +43,7 @@ type inodeExt struct {
 	blocks []Block  // files of two or more blocks, all of them (copy-on-write); else nil
 	length uint64   // with blocks: their total length
 	writer *Writer  // files: non-nil exactly while under construction
+	quota  *quota   // directories with a quota (quota.go); else nil
 }
 
 // hdr packs an inode's small fields, as HDFS packs an INodeFile's header
@@ -150,7 +151,7 @@ func (n *inode) extForWrite() *inodeExt {
 
 // dropEmptyExt drops file n's ext when nothing is left in it.
 func (n *inode) dropEmptyExt() {
-	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil {
+	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil {
 		n.ext = nil
 	}
 }

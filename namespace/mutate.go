@@ -58,6 +58,9 @@ func (t *Tree) mkdirs(c *Caller, op string, path Path, o MkdirsOpts) error {
 	if n.kids().len() >= t.lim.MaxDirItems {
 		return t.fullDir(op, p, prefixOf(p, rest))
 	}
+	if err := checkQuota(op, p, n, nil, int64(strings.Count(rest, "/")+1), 0); err != nil {
+		return err
+	}
 	t.mkdirChain(n, rest, o.Perm, o.Owner, o.Group, o.MtimeMs)
 	return nil
 }
@@ -160,6 +163,13 @@ func (t *Tree) create(c *Caller, op string, path Path, o CreateOpts) (FileInfo, 
 	old, err := t.checkCreate(c, op, p, o, n, rest)
 	if err != nil {
 		return FileInfo{}, nil, err
+	}
+	if old == nil {
+		// The file and the missing directories above it; an overwrite
+		// replaces one name by another and frees the old file's space.
+		if err := checkQuota(op, p, n, nil, int64(strings.Count(rest, "/")+1), 0); err != nil {
+			return FileInfo{}, nil, err
+		}
 	}
 
 	// Valid: change the tree.

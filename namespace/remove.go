@@ -121,7 +121,21 @@ func (t *Tree) rename(c *Caller, op string, srcPath, dstPath Path, mtimeMs int64
 		return t.fullDir(op, src, pathOf(newParent))
 	}
 
+	// Quotas: the moved tree leaves the directories above the old parent
+	// and enters those above the new one, up to their common ancestor
+	// (HDFS's verifyQuotaForRename). Its usage is needed only when one of
+	// them has a quota.
 	oldParent := s.parent
+	common := commonAncestor(oldParent, newParent)
+	var u usage
+	if anyQuota(oldParent, common) || anyQuota(newParent, common) {
+		u = subtreeUsage(s, true)
+		if err := checkQuota(op, src, newParent, common, u.ns, u.ds); err != nil {
+			return err
+		}
+	}
+	chargeTo(oldParent, common, -u.ns, -u.ds)
+	chargeTo(newParent, common, u.ns, u.ds)
 	t.removeChild(oldParent, s)
 	t.touch(s)
 	if newName != s.name {

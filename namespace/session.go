@@ -100,7 +100,7 @@ func (s Session) SetOwner(p Path, owner, group string) error {
 // writing it). New blocks start after the file's last block (HDFS's
 // NEW_BLOCK append): the existing blocks are never reopened.
 func (s Session) Append(p Path, mtimeMs int64) (FileInfo, error) {
-	return s.t.append(s.c, s.op, p, mtimeMs)
+	return s.t.append(s.c, s.op, p, mtimeMs, false)
 }
 
 // Complete is Tree.Complete; only the file's writer may, except that the

@@ -208,6 +208,7 @@ func (t *Tree) newInode(parent, n *inode) {
 	t.nextID++
 	t.inodes.put(n)
 	t.insertChild(parent, n)
+	charge(parent, 1, 0) // a new inode has no blocks yet
 	if n.dir() {
 		t.numDirs++
 	} else {
@@ -217,16 +218,28 @@ func (t *Tree) newInode(parent, n *inode) {
 
 // removeSubtree unlinks n and everything below it from the id and block
 // indexes and the counts, appending the removed blocks to out in walk
-// order. It does not detach n from its parent.
+// order, and takes what it removed off the usage of the quotas above n.
+// It does not detach n from its parent.
 func (t *Tree) removeSubtree(n *inode, out []Block) []Block {
+	var u usage
+	out = t.unindex(n, out, &u)
+	charge(n.parent, -u.ns, -u.ds)
+	return out
+}
+
+// unindex is removeSubtree's walk; it adds the names and space of what it
+// removes to u.
+func (t *Tree) unindex(n *inode, out []Block, u *usage) []Block {
 	t.inodes.del(n.id)
+	u.ns++
 	if n.dir() {
 		t.numDirs--
 		for c := range n.kids().all() {
-			out = t.removeSubtree(c, out)
+			out = t.unindex(c, out, u)
 		}
 		return out
 	}
+	u.ds += fileSpace(n)
 	t.numFiles--
 	var one [1]Block
 	bs := n.blockList(&one)

@@ -24,7 +24,7 @@ import (
 // new blocks start after it as with Append.
 func (s Session) AppendLast(path Path, genStamp uint64, mtimeMs int64) (FileInfo, *Block, error) {
 	op, p, t := s.op, path.s, s.t
-	fi, err := t.append(s.c, op, path, mtimeMs)
+	fi, err := t.append(s.c, op, path, mtimeMs, true)
 	if err != nil {
 		return FileInfo{}, nil, err
 	}
@@ -37,7 +37,9 @@ func (s Session) AppendLast(path Path, genStamp uint64, mtimeMs int64) (FileInfo
 	}
 	b := f.lastBlock()
 	b.GenStamp, b.CRC, b.HasCRC = genStamp, 0, false
+	before := fileSpace(f)
 	t.replaceLast(f, b)
+	chargeSpace(f, before)
 	t.nextGenStamp = max(t.nextGenStamp, genStamp+1)
 	return f.info(p), &b, nil
 }
@@ -95,6 +97,7 @@ func (s Session) Fsync(path Path, id ID, b Block, mtimeMs int64) (FileInfo, erro
 	}
 	if b.Length > last.Length {
 		last.Length = b.Length
+		defer chargeSpace(f, fileSpace(f))
 		t.replaceLast(f, last)
 		f.mtime = mtimeMs
 	}
@@ -136,7 +139,9 @@ func (s Session) UpdatePipeline(path Path, id ID, old, nb Block) (Block, error) 
 		return Block{}, errs.Newf(errs.Invalid, op, p, "new block %v must be %v under a newer, allocated generation stamp", nb, old)
 	}
 	last.GenStamp, last.CRC, last.HasCRC = nb.GenStamp, 0, false
+	before := fileSpace(f)
 	t.replaceLast(f, last)
+	chargeSpace(f, before)
 	return last, nil
 }
 
@@ -196,6 +201,7 @@ func (t *Tree) CommitRecovery(op string, id ID, r Recovery, mtimeMs int64) (File
 		return FileInfo{}, Block{}, errs.Newf(errs.Precondition, op, p, "recovery %d of %v: %s is below the %d bytes recorded durable", r.RecoveryID, r.Block, got, last.Length)
 	}
 	t.touch(f)
+	defer chargeSpace(f, fileSpace(f))
 	var out Block
 	if r.Delete {
 		f.dropLast()
@@ -221,6 +227,7 @@ func (t *Tree) CloseEmpty(op string, id ID, mtimeMs int64) (FileInfo, *Block, er
 		return FileInfo{}, nil, errs.Newf(errs.Precondition, op, "", "inode %d is not a file under construction", id)
 	}
 	t.touch(f)
+	defer chargeSpace(f, fileSpace(f))
 	var dropped *Block
 	if f.nblocks() > 0 {
 		last := f.lastBlock()

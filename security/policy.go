@@ -94,6 +94,12 @@ func Policy() map[string]Rule {
 		api.ClientService_UpdateBlockForPipeline_FullMethodName: {Roles: users, Write: true, Delegated: true},
 		api.ClientService_UpdatePipeline_FullMethodName:         {Roles: users, Write: true, Delegated: true},
 		api.ClientService_RecoverLease_FullMethodName:           {Roles: users, Write: true},
+		// Quotas: any user may ask; SetQuota is refused by the namespace
+		// (replicated, so every namenode agrees) unless the caller is a
+		// superuser, as HDFS's namenode answers it (AccessControlException).
+		api.ClientService_SetQuota_FullMethodName:          {Roles: users, Write: true},
+		api.ClientService_GetContentSummary_FullMethodName: {Roles: users},
+		api.ClientService_GetQuotaUsage_FullMethodName:     {Roles: users},
 
 		// Admin: the superuser; a member namenode forwarding a superuser's
 		// call to the leader; AddServer also a namenode adding itself.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/blockfs/blockfs/errs"
 )
@@ -40,8 +41,13 @@ var (
 	// AlreadyBeingCreated is HDFS's answer to an APPEND (or CREATE) of a
 	// file another client holds open for writing: an IOException, so 403.
 	AlreadyBeingCreated = Exception{"AlreadyBeingCreatedException", "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException", http.StatusForbidden}
-	Retriable           = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusServiceUnavailable}
-	Runtime             = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
+	// NSQuotaExceeded and DSQuotaExceeded are HDFS's QuotaExceededExceptions,
+	// IOExceptions: 403, as Hadoop's ExceptionHandler answers every
+	// IOException it does not name (only FileNotFoundException is 404).
+	NSQuotaExceeded = Exception{"NSQuotaExceededException", "org.apache.hadoop.hdfs.protocol.NSQuotaExceededException", http.StatusForbidden}
+	DSQuotaExceeded = Exception{"DSQuotaExceededException", "org.apache.hadoop.hdfs.protocol.DSQuotaExceededException", http.StatusForbidden}
+	Retriable       = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusServiceUnavailable}
+	Runtime         = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
 )
 
 // Error is an error to answer with a specific exception (an unknown op,
@@ -91,7 +97,17 @@ func ExceptionFor(err error) Exception {
 		return Checksum
 	case errs.Unavailable, errs.NotLeader, errs.Timeout:
 		return Retriable
-	case errs.Precondition, errs.Exhausted, errs.IO, errs.Canceled:
+	case errs.Exhausted:
+		// The namespace names the quota exception in its message
+		// (namespace.NSQuotaExceeded, DSQuotaExceeded).
+		switch msg := err.Error(); {
+		case strings.Contains(msg, NSQuotaExceeded.Name):
+			return NSQuotaExceeded
+		case strings.Contains(msg, DSQuotaExceeded.Name):
+			return DSQuotaExceeded
+		}
+		return IOError
+	case errs.Precondition, errs.IO, errs.Canceled:
 		return IOError
 	}
 	return Runtime

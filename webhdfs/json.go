@@ -71,16 +71,31 @@ type DirectoryListingJSON struct {
 	} `json:"DirectoryListing"`
 }
 
-// ContentSummary is Hadoop's ContentSummary object; blockfs has no quotas
-// (-1).
+// ContentSummary is Hadoop's ContentSummary object; a quota that is not
+// set is -1, and blockfs has no storage-type quotas (typeQuota is {}).
 type ContentSummary struct {
-	DirectoryCount uint64         `json:"directoryCount"`
-	FileCount      uint64         `json:"fileCount"`
-	Length         uint64         `json:"length"`
+	DirectoryCount int64          `json:"directoryCount"`
+	FileCount      int64          `json:"fileCount"`
+	Length         int64          `json:"length"`
 	Quota          int64          `json:"quota"`
-	SpaceConsumed  uint64         `json:"spaceConsumed"`
+	SpaceConsumed  int64          `json:"spaceConsumed"`
 	SpaceQuota     int64          `json:"spaceQuota"`
 	TypeQuota      map[string]any `json:"typeQuota"`
+}
+
+// QuotaUsage is Hadoop's QuotaUsage object, with ContentSummary's
+// conventions.
+type QuotaUsage struct {
+	FileAndDirectoryCount int64          `json:"fileAndDirectoryCount"`
+	Quota                 int64          `json:"quota"`
+	SpaceConsumed         int64          `json:"spaceConsumed"`
+	SpaceQuota            int64          `json:"spaceQuota"`
+	TypeQuota             map[string]any `json:"typeQuota"`
+}
+
+// QuotaUsageJSON is the GETQUOTAUSAGE answer.
+type QuotaUsageJSON struct {
+	QuotaUsage QuotaUsage `json:"QuotaUsage"`
 }
 
 // ContentSummaryJSON is the GETCONTENTSUMMARY answer.

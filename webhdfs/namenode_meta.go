@@ -87,51 +87,53 @@ func (d *NamenodeDoor) listStatusBatch(ctx context.Context, req *request) (answe
 	return jsonAnswer(out)
 }
 
-// contentSummary walks the tree under the path page by page as the
-// caller, so it needs what listing every directory needs (r and x on
-// each, as HDFS's getContentSummary).
+// contentSummary answers HDFS's ContentSummary, which the namenode
+// counts in one walk as the caller (r and x on every directory, as HDFS's
+// getContentSummary checks); a quota that is not set is -1.
 func (d *NamenodeDoor) contentSummary(ctx context.Context, req *request) (answer, error) {
-	st, err := d.svc.GetFileInfo(ctx, &api.GetFileInfoRequest{Path: req.path})
+	r, err := d.svc.GetContentSummary(ctx, &api.GetContentSummaryRequest{Path: req.path})
 	if err != nil {
 		return answer{}, err
 	}
-	cs := ContentSummary{Quota: -1, SpaceQuota: -1, TypeQuota: map[string]any{}}
-	add := func(f *api.FileStatus) {
-		if f.IsDir {
-			cs.DirectoryCount++
-			return
-		}
-		cs.FileCount++
-		cs.Length += f.Length
-		cs.SpaceConsumed += f.Length * uint64(f.Replication)
+	s := r.Summary
+	return jsonAnswer(ContentSummaryJSON{ContentSummary: ContentSummary{
+		DirectoryCount: s.DirectoryCount, FileCount: s.FileCount, Length: s.Length,
+		Quota: s.Quota, SpaceConsumed: s.SpaceConsumed, SpaceQuota: s.SpaceQuota, TypeQuota: map[string]any{},
+	}})
+}
+
+// quotaUsage answers HDFS's QuotaUsage (from the directory's counters
+// when it has a quota).
+func (d *NamenodeDoor) quotaUsage(ctx context.Context, req *request) (answer, error) {
+	r, err := d.svc.GetQuotaUsage(ctx, &api.GetQuotaUsageRequest{Path: req.path})
+	if err != nil {
+		return answer{}, err
 	}
-	add(st.Status)
-	dirs := []string{}
-	if st.Status.IsDir {
-		dirs = append(dirs, req.path)
+	u := r.Usage
+	return jsonAnswer(QuotaUsageJSON{QuotaUsage: QuotaUsage{
+		FileAndDirectoryCount: u.FileAndDirectoryCount, Quota: u.Quota,
+		SpaceConsumed: u.SpaceConsumed, SpaceQuota: u.SpaceQuota, TypeQuota: map[string]any{},
+	}})
+}
+
+// setQuota is HDFS 3's SETQUOTA: namespacequota and storagespacequota,
+// each absent meaning Long.MAX_VALUE (QUOTA_DONT_SET) and -1 clearing it
+// (QUOTA_RESET), as Hadoop's NameSpaceQuotaParam and
+// StorageSpaceQuotaParam default. The namenode refuses a caller who is
+// not a superuser (AccessControlException).
+func (d *NamenodeDoor) setQuota(ctx context.Context, req *request) (answer, error) {
+	ns, err := req.q.Int("namespacequota", math.MaxInt64, -1, math.MaxInt64)
+	if err != nil {
+		return answer{}, err
 	}
-	for len(dirs) > 0 {
-		dir := dirs[len(dirs)-1]
-		dirs = dirs[:len(dirs)-1]
-		after := ""
-		for {
-			r, err := d.svc.ListStatus(ctx, &api.ListStatusRequest{Path: dir, StartAfter: after})
-			if err != nil {
-				return answer{}, err
-			}
-			for _, e := range r.Entries {
-				add(e)
-				if e.IsDir {
-					dirs = append(dirs, e.Path)
-				}
-			}
-			if !r.HasMore || len(r.Entries) == 0 {
-				break
-			}
-			after = BaseName(r.Entries[len(r.Entries)-1].Path)
-		}
+	ds, err := req.q.Int("storagespacequota", math.MaxInt64, -1, math.MaxInt64)
+	if err != nil {
+		return answer{}, err
 	}
-	return jsonAnswer(ContentSummaryJSON{ContentSummary: cs})
+	if _, err := d.svc.SetQuota(ctx, &api.SetQuotaRequest{Path: req.path, NamespaceQuota: ns, SpaceQuota: ds}); err != nil {
+		return answer{}, err
+	}
+	return answer{status: http.StatusOK}, nil
 }
 
 // rangeParams reads offset and length; ok is false when length is given.

@@ -35,7 +35,7 @@ func (o Op) Supported() bool { return o.Why == "" }
 const (
 	whyRepl    = "blockfs cannot change a file's replication after it is created"
 	whyTrunc   = "blockfs files cannot be truncated"
-	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshots, quotas, storage policies, erasure coding, symlinks or delegation tokens"
+	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshots, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
 	whyTimes   = "blockfs does not record access times and sets modification times itself"
 	whyConcat  = "blockfs cannot concatenate files"
 )
@@ -57,6 +57,8 @@ var ops = map[string]Op{
 	"RENAME":                {Name: "RENAME", Method: http.MethodPut, namenode: (*NamenodeDoor).rename},
 	"SETPERMISSION":         {Name: "SETPERMISSION", Method: http.MethodPut, namenode: (*NamenodeDoor).setPermission},
 	"SETOWNER":              {Name: "SETOWNER", Method: http.MethodPut, namenode: (*NamenodeDoor).setOwner},
+	"SETQUOTA":              {Name: "SETQUOTA", Method: http.MethodPut, namenode: (*NamenodeDoor).setQuota},
+	"GETQUOTAUSAGE":         {Name: "GETQUOTAUSAGE", Method: http.MethodGet, namenode: (*NamenodeDoor).quotaUsage},
 	"DELETE":                {Name: "DELETE", Method: http.MethodDelete, namenode: (*NamenodeDoor).delete},
 	// Served: data, redirected by the namenode (namenode_data.go) to a
 	// datanode (datanode_data.go).
@@ -76,13 +78,13 @@ var ops = map[string]Op{
 func init() {
 	for _, n := range []string{"GETDELEGATIONTOKEN", "GETXATTRS", "LISTXATTRS", "GETACLSTATUS", "CHECKACCESS",
 		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF", "GETSNAPSHOTTABLEDIRECTORYLIST",
-		"GETTRASHROOT", "GETQUOTAUSAGE", "GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
+		"GETTRASHROOT", "GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
 		"GETSTATUS", "GETSNAPSHOTLIST", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"} {
 		ops[n] = Op{Name: n, Method: http.MethodGet, Why: whyNoXAttr}
 	}
 	for _, n := range []string{"CREATESYMLINK", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES",
 		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "SETXATTR", "REMOVEXATTR", "CREATESNAPSHOT",
-		"RENAMESNAPSHOT", "ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "SETSTORAGEPOLICY", "SETQUOTA",
+		"RENAMESNAPSHOT", "ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "SETSTORAGEPOLICY",
 		"SETQUOTABYSTORAGETYPE", "SATISFYSTORAGEPOLICY", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"} {
 		ops[n] = Op{Name: n, Method: http.MethodPut, Why: whyNoXAttr}
 	}

@@ -16,6 +16,9 @@
 //	locations PATH             block locations and which replicas are live
 //	cluster                    leader, members, datanodes, space
 //	fsck [PATH]                missing, under-replicated and corrupt blocks
+//	setQuota N DIR...          namespace quota (superuser); clrQuota DIR... clears it
+//	setSpaceQuota N DIR...     space quota, N with k/m/g/t suffixes (superuser); clrSpaceQuota DIR...
+//	count [-q] [-h] PATH...    directories, files, bytes (and quotas) under paths
 //
 // Global flags: --namenodes (or $BLOCKFS_NAMENODES), --user (or
 // $BLOCKFS_USER, default the OS user), --json, --timeout. Errors go to
@@ -87,16 +90,21 @@ func init() {
 				fs.Bool("r", false, "recursive")
 				fs.Bool("skipTrash", false, "delete for good, not into the trash")
 			}, minArgs: 1, maxArgs: -1},
-		"expunge":   {usage: "", help: "empty your trash: delete checkpoints older than the trash interval, checkpoint the rest", run: cmdExpunge, minArgs: 0, maxArgs: 0},
-		"mv":        {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
-		"stat":      {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
-		"checksum":  {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
-		"chmod":     {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
-		"chown":     {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
-		"locations": {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
-		"cluster":   {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
-		"admin":     {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked | safemode get|enter|leave|wait", help: "superuser: put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them; read, enter, leave or wait out the leader's safe mode", run: cmdAdmin, minArgs: 1, maxArgs: -1},
-		"fsck":      {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
+		"expunge":       {usage: "", help: "empty your trash: delete checkpoints older than the trash interval, checkpoint the rest", run: cmdExpunge, minArgs: 0, maxArgs: 0},
+		"mv":            {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
+		"stat":          {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
+		"checksum":      {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
+		"chmod":         {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
+		"chown":         {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
+		"locations":     {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
+		"cluster":       {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
+		"admin":         {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked | safemode get|enter|leave|wait", help: "superuser: put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them; read, enter, leave or wait out the leader's safe mode", run: cmdAdmin, minArgs: 1, maxArgs: -1},
+		"fsck":          {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
+		"setQuota":      {usage: "N DIR...", help: "set the namespace quota of directories to N names (files and directories, each DIR included); superuser only", run: quotaCmd("setQuota", true, false), minArgs: 2, maxArgs: -1},
+		"clrQuota":      {usage: "DIR...", help: "clear the namespace quota of directories; superuser only", run: quotaCmd("clrQuota", false, false), minArgs: 1, maxArgs: -1},
+		"setSpaceQuota": {usage: "N DIR...", help: "set the space quota of directories to N bytes times replication (suffixes k, m, g, t, p, e: 10g); superuser only", run: quotaCmd("setSpaceQuota", true, true), minArgs: 2, maxArgs: -1},
+		"clrSpaceQuota": {usage: "DIR...", help: "clear the space quota of directories; superuser only", run: quotaCmd("clrSpaceQuota", false, true), minArgs: 1, maxArgs: -1},
+		"count":         {usage: "[-q] [-h] PATH...", help: "count directories, files and bytes under paths: DIR_COUNT FILE_COUNT CONTENT_SIZE PATHNAME; -q first QUOTA REM_QUOTA SPACE_QUOTA REM_SPACE_QUOTA; -h human-readable sizes", run: cmdCount, flags: countFlags, minArgs: 1, maxArgs: -1},
 	}
 }
 

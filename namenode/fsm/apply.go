@@ -191,6 +191,17 @@ func (f *FSM) applySetOwner(c *api.SetOwnerCommand) (*api.CommandResult, error) 
 	return nil, s.SetOwner(p, c.Owner, c.Group)
 }
 
+// applySetQuota sets a directory's quotas; the session refuses a caller
+// who is not a superuser. Setting a first quota counts the directory's
+// tree once, deterministically (namespace.Session.SetQuota).
+func (f *FSM) applySetQuota(c *api.SetQuotaCommand) (*api.CommandResult, error) {
+	s, p, err := f.asPath(c.Caller, "SetQuota", c.Path)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.SetQuota(p, c.NamespaceQuota, c.SpaceQuota)
+}
+
 func (f *FSM) applySetMember(c *api.SetMemberCommand) (*api.CommandResult, error) {
 	m := proto.Clone(c.Member).(*api.Member)
 	if m == nil || m.Id == "" {

@@ -35,6 +35,7 @@ const (
 	CmdFsync                  CmdType = 19
 	CmdUpdateBlockForPipeline CmdType = 20
 	CmdUpdatePipeline         CmdType = 21
+	CmdSetQuota               CmdType = 22
 
 	// The replicated deny list (revoke.go).
 	CmdRevoke   CmdType = 23
@@ -49,7 +50,7 @@ func (t CmdType) ChangesNamespace() bool {
 	switch t {
 	case CmdMkdirs, CmdCreate, CmdAddBlock, CmdComplete, CmdAbandonBlock, CmdDelete, CmdRename,
 		CmdSetPermission, CmdSetOwner, CmdAppend, CmdRecoverLease, CmdFsync,
-		CmdUpdateBlockForPipeline, CmdUpdatePipeline:
+		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota:
 		return true
 	}
 	return false
@@ -97,6 +98,7 @@ var commands = [...]command{
 	CmdFsync:                  handle(func() *api.FsyncCommand { return &api.FsyncCommand{} }, (*FSM).applyFsync),
 	CmdUpdateBlockForPipeline: handle(func() *api.UpdateBlockForPipelineCommand { return &api.UpdateBlockForPipelineCommand{} }, (*FSM).applyUpdateBlockForPipeline),
 	CmdUpdatePipeline:         handle(func() *api.UpdatePipelineCommand { return &api.UpdatePipelineCommand{} }, (*FSM).applyUpdatePipeline),
+	CmdSetQuota:               handle(func() *api.SetQuotaCommand { return &api.SetQuotaCommand{} }, (*FSM).applySetQuota),
 
 	CmdRevoke:   handle(func() *api.RevokeCommand { return &api.RevokeCommand{} }, (*FSM).applyRevoke),
 	CmdUnrevoke: handle(func() *api.UnrevokeCommand { return &api.UnrevokeCommand{} }, (*FSM).applyUnrevoke),

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namespace"
 )
@@ -78,6 +79,67 @@ func (s ReadSession) List(p namespace.Path, startAfter string, limit int) ([]nam
 // only inside View.
 func (s ReadSession) FileInto(p namespace.Path, one *[1]namespace.Block) (namespace.FileInfo, []namespace.Block, error) {
 	return s.s.FileInto(p, one)
+}
+
+// ContentSummary returns p's content summary (HDFS's getContentSummary:
+// a walk of p's tree).
+func (s ReadSession) ContentSummary(p namespace.Path) (*api.ContentSummary, error) {
+	cs, err := s.s.ContentSummary(p)
+	if err != nil {
+		return nil, err
+	}
+	return &api.ContentSummary{
+		Length: cs.Length, FileCount: cs.FileCount, DirectoryCount: cs.DirectoryCount,
+		Quota: cs.Quota, SpaceConsumed: cs.SpaceConsumed, SpaceQuota: cs.SpaceQuota,
+	}, nil
+}
+
+// QuotaUsage returns p's quota usage (HDFS's getQuotaUsage: no walk when
+// p has a quota).
+func (s ReadSession) QuotaUsage(p namespace.Path) (*api.QuotaUsage, error) {
+	qu, err := s.s.QuotaUsage(p)
+	if err != nil {
+		return nil, err
+	}
+	return &api.QuotaUsage{
+		FileAndDirectoryCount: qu.FileAndDirectoryCount, Quota: qu.Quota,
+		SpaceConsumed: qu.SpaceConsumed, SpaceQuota: qu.SpaceQuota,
+	}, nil
+}
+
+// ContentSummary returns the content summary of path as caller c for op,
+// under the read lock (HDFS's getContentSummary: a walk of its tree).
+func (f *FSM) ContentSummary(c *api.Caller, op, path string) (cs *api.ContentSummary, err error) {
+	err = f.readPath(c, op, path, func(s ReadSession, p namespace.Path) (err error) {
+		cs, err = s.ContentSummary(p)
+		return err
+	})
+	return cs, err
+}
+
+// QuotaUsage returns the quota usage of path as caller c for op, under
+// the read lock.
+func (f *FSM) QuotaUsage(c *api.Caller, op, path string) (qu *api.QuotaUsage, err error) {
+	err = f.readPath(c, op, path, func(s ReadSession, p namespace.Path) (err error) {
+		qu, err = s.QuotaUsage(p)
+		return err
+	})
+	return qu, err
+}
+
+// readPath parses path and runs fn on caller c's read session for op,
+// under the read lock.
+func (f *FSM) readPath(c *api.Caller, op, path string, fn func(ReadSession, namespace.Path) error) error {
+	p, err := namespace.ParsePath(path)
+	if err != nil {
+		return errs.WithOp(err, op)
+	}
+	defer f.mu.RLock().RUnlock()
+	s, err := Reader{f: f}.As(c, op, path)
+	if err != nil {
+		return err
+	}
+	return fn(s, p)
 }
 
 // Member returns member id (shared: the caller must not change it).

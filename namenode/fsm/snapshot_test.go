@@ -447,7 +447,7 @@ func TestSnapshotBytesPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "529483870a841ca88fd6fe6a3386f3585ab41f39d14c1f55f3fc512ae2c61b48" // BFSNAP04
+	const want = "2dd824dbfde80eff4c5552bd26c22e076e3eeb69bca034c0c94dfcc6a1e3e459" // BFSNAP04 with namespace image version 4 (quotas)
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}
