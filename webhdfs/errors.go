@@ -47,7 +47,11 @@ var (
 	NSQuotaExceeded = Exception{"NSQuotaExceededException", "org.apache.hadoop.hdfs.protocol.NSQuotaExceededException", http.StatusForbidden}
 	DSQuotaExceeded = Exception{"DSQuotaExceededException", "org.apache.hadoop.hdfs.protocol.DSQuotaExceededException", http.StatusForbidden}
 	Retriable       = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusServiceUnavailable}
-	Runtime         = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
+	// SafeMode is a write refused by a namenode in safe mode: HDFS's
+	// namenode wraps its SafeModeException in a RetriableException, which
+	// WebHDFS answers 403 like the IOException it is.
+	SafeMode = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusForbidden}
+	Runtime  = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
 )
 
 // Error is an error to answer with a specific exception (an unknown op,
@@ -107,7 +111,12 @@ func ExceptionFor(err error) Exception {
 			return DSQuotaExceeded
 		}
 		return IOError
-	case errs.Precondition, errs.IO, errs.Canceled:
+	case errs.Precondition:
+		if strings.Contains(err.Error(), "SafeModeException") { // namenode/safemode.Marker
+			return SafeMode
+		}
+		return IOError
+	case errs.IO, errs.Canceled:
 		return IOError
 	}
 	return Runtime

@@ -129,6 +129,11 @@ func TestMetadataOps(t *testing.T) {
 				t.Errorf("got %v", v)
 			}
 		}},
+		{"GETTRASHROOT", "GET", "/d/f", "GETTRASHROOT", nil, 200, func(t *testing.T, v map[string]any) {
+			if v["Path"] != "/user/root/.Trash" {
+				t.Errorf("got %v", v)
+			}
+		}},
 		{"SETPERMISSION", "PUT", "/d/f", "SETPERMISSION", []string{"permission", "1604"}, 200, func(t *testing.T, _ map[string]any) {
 			if st, _ := cl.Stat(ctx, "/d/f"); st.GetMode() != 0o1604 {
 				t.Errorf("mode %o", st.GetMode())

@@ -11,6 +11,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/crc32c"
+	"github.com/blockfs/blockfs/trash"
 )
 
 // The metadata ops: each calls the client service method of its RPC.
@@ -217,6 +218,12 @@ func (d *NamenodeDoor) checksum(ctx context.Context, req *request) (answer, erro
 // homeDirectory answers GETHOMEDIRECTORY: /user/<name>, as HDFS does.
 func (d *NamenodeDoor) homeDirectory(_ context.Context, req *request) (answer, error) {
 	return jsonAnswer(PathJSON{Path: "/user/" + req.user})
+}
+
+// trashRoot answers GETTRASHROOT: /user/<name>/.Trash, as HDFS does for a
+// path outside an encryption zone (package trash).
+func (d *NamenodeDoor) trashRoot(_ context.Context, req *request) (answer, error) {
+	return jsonAnswer(PathJSON{Path: trash.Root(req.user)})
 }
 
 func (d *NamenodeDoor) mkdirs(ctx context.Context, req *request) (answer, error) {

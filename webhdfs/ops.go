@@ -53,6 +53,7 @@ var ops = map[string]Op{
 	"GET_BLOCK_LOCATIONS":   {Name: "GET_BLOCK_LOCATIONS", Method: http.MethodGet, namenode: (*NamenodeDoor).locatedBlocks},
 	"GETFILECHECKSUM":       {Name: "GETFILECHECKSUM", Method: http.MethodGet, namenode: (*NamenodeDoor).checksum},
 	"GETHOMEDIRECTORY":      {Name: "GETHOMEDIRECTORY", Method: http.MethodGet, namenode: (*NamenodeDoor).homeDirectory},
+	"GETTRASHROOT":          {Name: "GETTRASHROOT", Method: http.MethodGet, namenode: (*NamenodeDoor).trashRoot},
 	"MKDIRS":                {Name: "MKDIRS", Method: http.MethodPut, namenode: (*NamenodeDoor).mkdirs},
 	"RENAME":                {Name: "RENAME", Method: http.MethodPut, namenode: (*NamenodeDoor).rename},
 	"SETPERMISSION":         {Name: "SETPERMISSION", Method: http.MethodPut, namenode: (*NamenodeDoor).setPermission},
@@ -78,7 +79,7 @@ var ops = map[string]Op{
 func init() {
 	for _, n := range []string{"GETDELEGATIONTOKEN", "GETXATTRS", "LISTXATTRS", "GETACLSTATUS", "CHECKACCESS",
 		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF", "GETSNAPSHOTTABLEDIRECTORYLIST",
-		"GETTRASHROOT", "GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
+		"GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
 		"GETSTATUS", "GETSNAPSHOTLIST", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"} {
 		ops[n] = Op{Name: n, Method: http.MethodGet, Why: whyNoXAttr}
 	}

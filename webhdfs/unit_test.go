@@ -106,28 +106,30 @@ func TestLookupOp(t *testing.T) {
 func TestExceptionStatus(t *testing.T) {
 	cases := []struct {
 		kind   errs.Kind
+		why    string
 		name   string
 		status int
 	}{
-		{errs.NotFound, "FileNotFoundException", 404},
-		{errs.Permission, "AccessControlException", 403},
-		{errs.Exist, "FileAlreadyExistsException", 403},
-		{errs.NotEmpty, "PathIsNotEmptyDirectoryException", 403},
-		{errs.Invalid, "IllegalArgumentException", 400},
-		{errs.Unauthenticated, "SecurityException", 401},
-		{errs.Unavailable, "RetriableException", 503},
-		{errs.Precondition, "IOException", 403},
-		{errs.Internal, "RuntimeException", 500},
+		{errs.NotFound, "why", "FileNotFoundException", 404},
+		{errs.Permission, "why", "AccessControlException", 403},
+		{errs.Exist, "why", "FileAlreadyExistsException", 403},
+		{errs.NotEmpty, "why", "PathIsNotEmptyDirectoryException", 403},
+		{errs.Invalid, "why", "IllegalArgumentException", 400},
+		{errs.Unauthenticated, "why", "SecurityException", 401},
+		{errs.Unavailable, "why", "RetriableException", 503},
+		{errs.Precondition, "why", "IOException", 403},
+		{errs.Internal, "why", "RuntimeException", 500},
+		{errs.Precondition, "SafeModeException: Cannot Create. Name node is in safe mode.", "RetriableException", 403},
 	}
 	for _, c := range cases {
 		w := httptest.NewRecorder()
-		webhdfs.WriteError(w, errs.New(c.kind, "op", "/p", "why"))
+		webhdfs.WriteError(w, errs.New(c.kind, "op", "/p", c.why))
 		var body map[string]map[string]string
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 			t.Fatal(err)
 		}
 		re := body["RemoteException"]
-		if w.Code != c.status || re["exception"] != c.name || re["javaClassName"] == "" || re["message"] != "op /p: why" {
+		if w.Code != c.status || re["exception"] != c.name || re["javaClassName"] == "" || re["message"] != "op /p: "+c.why {
 			t.Errorf("%v: %d %v", c.kind, w.Code, re)
 		}
 	}
