@@ -24,7 +24,16 @@ func TestClientHonoursRetryHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cl, err := c.Client()
+	root, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	// The superuser is not limited; alice is.
+	if err := root.Mkdirs(ctx, "/rl", 0o777, true); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := c.ClientAs("alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +54,25 @@ func TestClientHonoursRetryHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	sc, err := slow.Client()
+	sroot, err := slow.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sroot.Close()
+	if err := sroot.Mkdirs(ctx, "/w", 0o777, true); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := slow.ClientAs("alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	if err := sc.Mkdirs(ctx, "/a", 0o755, true); err != nil {
+	if err := sc.Mkdirs(ctx, "/w/a", 0o755, true); err != nil {
 		t.Fatal(err)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
-	err = sc.Mkdirs(short, "/b", 0o755, true)
+	err = sc.Mkdirs(short, "/w/b", 0o755, true)
 	if !errs.Is(err, errs.Exhausted) || errs.RetryAfter(err) <= 0 {
 		t.Fatalf("got %v, want the Exhausted refusal with its hint", err)
 	}

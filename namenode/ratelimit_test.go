@@ -35,6 +35,10 @@ func TestWriteRateLimited(t *testing.T) {
 		{"alice", "/pub/a4", codes.ResourceExhausted},
 		{"bob", "/pub/b1", codes.OK},
 		{"alice", "/pub/a5", codes.ResourceExhausted},
+		{"root", "/pub/r1", codes.OK}, // the superuser is not limited
+		{"root", "/pub/r2", codes.OK},
+		{"root", "/pub/r3", codes.OK},
+		{"root", "/pub/r4", codes.OK},
 	} {
 		_, err := c.Mkdirs(x.as(tc.user), &api.MkdirsRequest{Path: tc.path, Mode: 0o755})
 		if status.Code(err) != tc.want {
