@@ -26,7 +26,10 @@ import (
 func TestSafeModeAfterRestart(t *testing.T) {
 	const files, dns = 100_000, 3
 	x := startCluster(t, 1, func(i int, c *namenode.Config) {
-		c.SafeMode.Extension = 2 * time.Second
+		// Long enough for three 100k-block reports under the race
+		// detector on a loaded machine: leaving before the last one is in
+		// would (rightly) plan from a partial map.
+		c.SafeMode.Extension = 10 * time.Second
 		c.MaxRequestSize = 64 << 20
 	})
 	x.registerDatanodesOnly(dns)
