@@ -118,15 +118,7 @@ func writeRevoked(w io.Writer, m map[string]*api.RevokedEntry) error {
 		return err
 	}
 	for _, k := range sortedKeys(m) {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m[k])
-		if err != nil {
-			return err
-		}
-		binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
-		if _, err := w.Write(hdr[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
+		if err := writeFramed(w, m[k]); err != nil {
 			return err
 		}
 	}

@@ -106,15 +106,7 @@ func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 		return err
 	}
 	for _, id := range ids {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(st.members[id])
-		if err != nil {
-			return err
-		}
-		binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
-		if _, err := w.Write(hdr[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
+		if err := writeFramed(w, st.members[id]); err != nil {
 			return err
 		}
 	}
@@ -122,6 +114,22 @@ func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 		return err
 	}
 	return writeRevoked(w, st.revoked)
+}
+
+// writeFramed writes m deterministically encoded, after its length as a
+// u32 (docs/FORMATS.md: the members' and the deny list's records).
+func writeFramed(w io.Writer, m proto.Message) error {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
