@@ -329,6 +329,95 @@ func TestFsckMissingBlocks(t *testing.T) {
 	if !strings.Contains(out.String(), "MISSING") {
 		t.Errorf("locations with dead datanodes:\n%s", out.String())
 	}
+
+	// In safe mode the same blocks may only not be reported yet: fsck
+	// says so and does not fail. The superuser holds it by hand; writes
+	// wait (the client retries) and leave works.
+	dfsAs := func(user string, a ...string) result {
+		var o, e bytes.Buffer
+		full := append([]string{"--namenodes", strings.Join(lc.NamenodeAddrs(), ","), "--user", user, "--timeout", "3s"}, a...)
+		return result{run(ctx, full, strings.NewReader(""), &o, &e), o.String(), e.String()}
+	}
+	if r := dfsAs("alice", "admin", "safemode", "enter"); r.code == 0 || !strings.Contains(r.stderr, "permission denied") {
+		t.Errorf("alice entering safe mode: exit %d %s", r.code, r.stderr)
+	}
+	if r := dfsAs("root", "admin", "safemode", "enter"); r.code != 0 || !strings.Contains(r.stdout, "Safe mode is ON. It was turned on manually") {
+		t.Fatalf("safemode enter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := dfsAs("root", "fsck", "/")
+	if r.code != 0 || !strings.Contains(r.stdout, "NOT REPORTED YET") || !strings.Contains(r.stdout, "UNKNOWN: the namenode is in safe mode") {
+		t.Errorf("fsck in safe mode: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := dfsAs("root", "mkdir", "/during"); r.code == 0 || !strings.Contains(r.stderr, "SafeModeException") {
+		t.Errorf("mkdir in safe mode: exit %d %s", r.code, r.stderr)
+	}
+	if r := dfsAs("root", "admin", "safemode", "leave"); r.code != 0 || !strings.Contains(r.stdout, "Safe mode is OFF.") {
+		t.Errorf("safemode leave: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := dfsAs("root", "admin", "safemode", "wait"); r.code != 0 {
+		t.Errorf("safemode wait after leave: exit %d %s", r.code, r.stderr)
+	}
+	if r := dfsAs("root", "mkdir", "/after"); r.code != 0 {
+		t.Errorf("mkdir after safe mode: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestRmTrash: with a trash interval, dfs rm moves into the caller's
+// trash and says where, -skipTrash deletes for good, and so does rm of a
+// path in the trash; dfs expunge checkpoints what is there.
+func TestRmTrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lc, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 1, Namenode: func(_ int, c *namenode.Config) {
+		c.Namespace.DefaultReplication = 1
+		c.TrashInterval = time.Hour
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	do := func(a ...string) result {
+		var o, e bytes.Buffer
+		full := append([]string{"--namenodes", strings.Join(lc.NamenodeAddrs(), ","), "--user", "root"}, a...)
+		return result{run(ctx, full, strings.NewReader(""), &o, &e), o.String(), e.String()}
+	}
+	must(t, do("put", "-", "/a"))
+	must(t, do("put", "-", "/b"))
+	if r := must(t, do("rm", "/a")); !strings.Contains(r.stdout, "Moved: '/a' to trash at: /user/root/.Trash/Current/a") {
+		t.Errorf("rm /a: %s", r.stdout)
+	}
+	must(t, do("stat", "/user/root/.Trash/Current/a"))
+	if r := must(t, do("rm", "-skipTrash", "/b")); strings.Contains(r.stdout, "Moved") {
+		t.Errorf("rm -skipTrash moved: %s", r.stdout)
+	}
+	if r := do("stat", "/user/root/.Trash/Current/b"); r.code == 0 {
+		t.Error("rm -skipTrash put /b in the trash")
+	}
+	if r := must(t, do("expunge")); !strings.Contains(r.stdout, "Deleted 0 expired") {
+		t.Errorf("expunge: %s", r.stdout)
+	}
+	if r := do("stat", "/user/root/.Trash/Current"); r.code == 0 {
+		t.Error("expunge left Current in place: no checkpoint")
+	}
+	r := must(t, do("ls", "/user/root/.Trash"))
+	ckpt := ""
+	for _, f := range strings.Fields(r.stdout) {
+		if strings.HasPrefix(f, "/user/root/.Trash/") {
+			ckpt = f
+		}
+	}
+	if ckpt == "" {
+		t.Fatalf("no checkpoint listed:\n%s", r.stdout)
+	}
+	if r := must(t, do("rm", "-r", ckpt)); strings.Contains(r.stdout, "Moved") {
+		t.Errorf("rm in the trash moved again: %s", r.stdout)
+	}
+	if r := do("stat", ckpt); r.code == 0 {
+		t.Error("rm in the trash kept the checkpoint")
+	}
 }
 
 // TestChecksum: dfs checksum prints PATH, COMPOSITE-CRC32C and the CRC32C
