@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os/user"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,14 +227,10 @@ func retryable(err error) bool {
 		// A leader in safe mode refuses writes until its block map has
 		// filled (namenode/safemode): wait, as HDFS clients retry its
 		// RetriableException.
-		return strings.Contains(err.Error(), safeModeMarker)
+		return errs.IsSafeMode(err)
 	}
 	return false
 }
-
-// safeModeMarker names a safe-mode refusal (safemode.Marker, HDFS's
-// exception name).
-const safeModeMarker = "SafeModeException"
 
 func withOp(err error, op string) error {
 	var e *errs.Error

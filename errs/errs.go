@@ -192,3 +192,14 @@ func LeaderHint(err error) string {
 	}
 	return ""
 }
+
+// SafeModeException names a write refused by a namenode in safe mode, in
+// the refusal's message (an errs.Precondition), as HDFS names the
+// exception; it survives a trip through gRPC with the message.
+const SafeModeException = "SafeModeException"
+
+// IsSafeMode reports whether err is a safe-mode refusal: clients retry
+// it, and WebHDFS answers it as HDFS does.
+func IsSafeMode(err error) bool {
+	return KindOf(err) == Precondition && strings.Contains(err.Error(), SafeModeException)
+}

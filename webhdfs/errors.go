@@ -112,7 +112,7 @@ func ExceptionFor(err error) Exception {
 		}
 		return IOError
 	case errs.Precondition:
-		if strings.Contains(err.Error(), "SafeModeException") { // namenode/safemode.Marker
+		if errs.IsSafeMode(err) {
 			return SafeMode
 		}
 		return IOError

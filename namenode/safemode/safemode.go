@@ -9,18 +9,12 @@ package safemode
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
 )
-
-// Marker names a safe-mode refusal in its message, as HDFS names the
-// exception: clients retry such refusals, and WebHDFS answers them as
-// HDFS does (a RetriableException).
-const Marker = "SafeModeException"
 
 // Config is safe mode's thresholds.
 type Config struct {
@@ -176,16 +170,8 @@ func (m *Mode) Status(now time.Time) Status {
 }
 
 // Refuse is the error for op refused because the namenode is in safe
-// mode: errs.Precondition (gRPC FailedPrecondition), naming Marker and
-// the status.
+// mode: errs.Precondition (gRPC FailedPrecondition) naming
+// errs.SafeModeException and the status; errs.IsSafeMode knows it.
 func (m *Mode) Refuse(op string, now time.Time) error {
-	return errs.Newf(errs.Precondition, op, "", "%s: Cannot %s. Name node is in safe mode. %s", Marker, op, m.Status(now).Message)
+	return errs.Newf(errs.Precondition, op, "", "%s: Cannot %s. Name node is in safe mode. %s", errs.SafeModeException, op, m.Status(now).Message)
 }
-
-// IsRefusal reports whether err is a safe-mode refusal (Refuse's, also
-// after a round trip through gRPC).
-func IsRefusal(err error) bool {
-	return errs.Is(err, errs.Precondition) && containsMarker(err.Error())
-}
-
-func containsMarker(s string) bool { return strings.Contains(s, Marker) }

@@ -71,14 +71,14 @@ func TestManualHold(t *testing.T) {
 		t.Fatal("a startup Enter lifted the manual hold")
 	}
 	err := m.Refuse("Create", time.Now())
-	if !IsRefusal(err) || errs.KindOf(err) != errs.Precondition || !strings.Contains(err.Error(), "manually") {
+	if !errs.IsSafeMode(err) || errs.KindOf(err) != errs.Precondition || !strings.Contains(err.Error(), "manually") {
 		t.Fatalf("refusal: %v", err)
 	}
 	m.Leave()
 	if m.On() || m.Status(time.Now()).Message != "Safe mode is OFF." {
 		t.Fatalf("after Leave: %+v", m.Status(time.Now()))
 	}
-	if IsRefusal(errs.New(errs.Precondition, "Create", "/f", "other")) {
+	if errs.IsSafeMode(errs.New(errs.Precondition, "Create", "/f", "other")) {
 		t.Fatal("another precondition taken for safe mode")
 	}
 }
