@@ -3,6 +3,8 @@ package blocks
 import (
 	"sort"
 	"sync/atomic"
+
+	"github.com/blockfs/blockfs/topology"
 )
 
 // placeIndex is the datanodes grouped by rack for placement: immutable,
@@ -41,12 +43,20 @@ func buildPlaceIndex(r *registry) *placeIndex {
 	return idx
 }
 
-// DefaultRack is the rack of a datanode with none (topology.DefaultRack).
-const DefaultRack = "/default-rack"
+// rack is n's rack number in the index, -1 for a node registered after
+// the index was built.
+func (idx *placeIndex) rack(n *node) int32 {
+	if int(n.num) < len(idx.rackOf) {
+		return idx.rackOf[n.num]
+	}
+	return -1
+}
 
+// rackOrDefault is d's rack, topology.DefaultRack when it has none (a
+// Datanode registered without the namenode's topology, as in tests).
 func (d *Datanode) rackOrDefault() string {
 	if d.Rack == "" {
-		return DefaultRack
+		return topology.DefaultRack
 	}
 	return d.Rack
 }

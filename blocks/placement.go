@@ -124,12 +124,7 @@ func (m *Manager) choose(n int, blockSize uint64, have []*node, favored *node, s
 
 // rack is x's rack number in the index, -1 for a node registered after
 // the index was taken.
-func (c *chooser) rack(x *node) int {
-	if int(x.num) < len(c.idx.rackOf) {
-		return int(c.idx.rackOf[x.num])
-	}
-	return -1
-}
+func (c *chooser) rack(x *node) int { return int(c.idx.rack(x)) }
 
 // oneRack reports whether all the block's replicas so far share a rack.
 func (c *chooser) oneRack() bool {

@@ -289,11 +289,9 @@ func (s *shard) oneRack(b *blockInfo) bool {
 		if !s.isGood(b, l) {
 			continue
 		}
-		num := s.node(l).num
-		if int(num) >= len(idx.rackOf) {
+		switch r := idx.rack(s.node(l)); {
+		case r < 0:
 			return false // a node newer than the index: decide next time
-		}
-		switch r := idx.rackOf[num]; {
 		case rack < 0:
 			rack = r
 		case r != rack:

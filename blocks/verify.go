@@ -183,19 +183,13 @@ func (s *shard) crowdedRacks(b *blockInfo) func(*node) bool {
 	if len(idx.racks) < 2 {
 		return nil
 	}
-	rackOf := func(n *node) int32 {
-		if int(n.num) < len(idx.rackOf) {
-			return idx.rackOf[n.num]
-		}
-		return -1
-	}
 	count := map[int32]int{}
 	for _, l := range s.locs(b) {
 		if s.isGood(b, l) {
-			count[rackOf(s.node(l))]++
+			count[idx.rack(s.node(l))]++
 		}
 	}
-	return func(n *node) bool { return count[rackOf(n)] > 1 }
+	return func(n *node) bool { return count[idx.rack(n)] > 1 }
 }
 
 func excessRank(l loc) int {

@@ -13,6 +13,7 @@ import (
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode"
+	"github.com/blockfs/blockfs/topology"
 )
 
 // Config describes the cluster to start.
@@ -59,7 +60,7 @@ type Config struct {
 // RackOf is the rack of datanode i (0-based) under Config.Racks.
 func (c *Cluster) RackOf(i int) string {
 	if c.cfg.Racks <= 0 {
-		return "/default-rack"
+		return topology.DefaultRack
 	}
 	return fmt.Sprintf("/rack%d", i%c.cfg.Racks+1)
 }

@@ -67,7 +67,7 @@ func BlockLocations(r *api.GetBlockLocationsResponse) ([]byte, error) {
 	dns := make([]dn, len(r.Datanodes))
 	for i, d := range r.Datanodes {
 		dns[i] = dn{host: appendString(nil, host(d.GetAddr())), name: appendString(nil, d.GetAddr()),
-			topo: appendString(nil, rackOf(d)+"/"+d.GetAddr())}
+			topo: appendString(nil, d.GetRack()+"/"+d.GetAddr())}
 	}
 	b := make([]byte, 0, 64+len(r.BlockIds)*(200+3*64))
 	b = append(b, `{"BlockLocations":{"BlockLocation":[`...)
@@ -194,7 +194,7 @@ func datanodeInfo(d *api.DatanodeInfo) []byte {
 	b = append(b, `,"lastUpdate":`...)
 	b = strconv.AppendInt(b, d.GetLastHeartbeatUnixMs(), 10)
 	b = append(b, `,"networkLocation":`...)
-	b = appendString(b, rackOf(d))
+	b = appendString(b, d.GetRack())
 	b = append(b, `,"remaining":`...)
 	b = strconv.AppendUint(b, d.GetCapacity()-min(d.GetUsed(), d.GetCapacity()), 10)
 	b = append(b, `,"xceiverCount":0,"xferPort":`...)
@@ -221,12 +221,4 @@ func appendString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
-}
-
-// rackOf is d's rack, Hadoop's /default-rack when the namenode sent none.
-func rackOf(d *api.DatanodeInfo) string {
-	if r := d.GetRack(); r != "" {
-		return r
-	}
-	return "/default-rack"
 }

@@ -85,7 +85,7 @@ func TestFloors(t *testing.T) {
 		{"errs and api are the ground", []string{"errs", "api"}, []string{"errs", "api"}},
 		{"namespace", []string{"namespace"}, base},
 		{"leases", []string{"leases"}, append([]string{"namespace"}, base...)},
-		{"blocks", []string{"blocks"}, base},
+		{"blocks", []string{"blocks"}, append([]string{"topology"}, base...)},
 		{"lbm", []string{"lbm"}, base},
 		{"security", []string{"security"}, append([]string{"api"}, base...)},
 		{"node plumbing", []string{"internal/node/"}, append([]string{"api", "security", "internal/node/"}, base...)},
@@ -95,7 +95,7 @@ func TestFloors(t *testing.T) {
 		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "trash", "internal/node/"}, libs...)},
 		{"the trash", []string{"trash"}, append([]string{"api"}, base...)},
 		{"the topology", []string{"topology"}, base},
-		{"safe mode and the report parts", []string{"namenode/safemode", "namenode/reports"}, append([]string{"api", "blocks"}, base...)},
+		{"safe mode and the report parts", []string{"namenode/safemode", "namenode/reports"}, append([]string{"api", "blocks", "topology"}, base...)},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
