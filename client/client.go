@@ -95,6 +95,8 @@ type Client struct {
 	calls atomic.Uint64
 	// leases renews this client's leases while it has Writers open.
 	leases leaseRenewer
+	// trash is the cluster's trash settings as last read (trash.go).
+	trash trashSettings
 }
 
 // New returns a client; connections are made lazily.

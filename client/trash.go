@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/blockfs/blockfs/api"
@@ -9,19 +10,41 @@ import (
 	"github.com/blockfs/blockfs/trash"
 )
 
+// trashValidity is how long the client trusts the trash settings it read,
+// as HDFS clients keep the namenode's server defaults for an hour
+// (dfs.client.server-defaults.validity.period.ms): a rm of many paths
+// asks once, not once a path.
+const trashValidity = time.Hour
+
+// trashSettings caches TrashInterval's answer.
+type trashSettings struct {
+	mu       sync.Mutex
+	read     time.Time // zero: never read
+	interval time.Duration
+	user     string
+}
+
 // TrashInterval returns how long the cluster keeps deleted files in the
 // trash (0: it has none) and whose trash this client's is (the user the
-// namenode authenticated it as), as the namenode says (ClusterStatus).
+// namenode authenticated it as), as the namenode says (ClusterStatus),
+// read at most once in trashValidity.
 func (c *Client) TrashInterval(ctx context.Context) (time.Duration, string, error) {
+	t := &c.trash
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.read.IsZero() && time.Since(t.read) < trashValidity {
+		return t.interval, t.user, nil
+	}
 	st, err := c.ClusterStatus(ctx)
 	if err != nil {
 		return 0, "", err
 	}
-	user := st.Caller
-	if user == "" {
-		user = c.cfg.User
+	t.user = st.Caller
+	if t.user == "" {
+		t.user = c.cfg.User
 	}
-	return time.Duration(st.TrashIntervalMs) * time.Millisecond, user, nil
+	t.interval, t.read = time.Duration(st.TrashIntervalMs)*time.Millisecond, time.Now()
+	return t.interval, t.user, nil
 }
 
 // MoveToTrash moves p into the user's trash, /user/<user>/.Trash/Current,

@@ -44,7 +44,6 @@ type raftAdmission struct {
 	// waits for it rather than being refused for an empty configuration.
 	loaded     chan struct{}
 	loadedOnce sync.Once
-	isLoaded   atomic.Bool
 
 	mu      sync.Mutex // serializes refreshes; guards pending and seed
 	pending map[string]int
@@ -70,7 +69,9 @@ func newRaftAdmission(n *Namenode) *raftAdmission {
 // admit is raftnet's Options.Admit.
 func (a *raftAdmission) admit(name string) error {
 	const op = "namenode.raftAdmission"
-	if !a.isLoaded.Load() {
+	select {
+	case <-a.loaded:
+	default:
 		t := time.NewTimer(a.n.cfg.Raft.HandshakeTimeout)
 		select {
 		case <-a.loaded:
@@ -119,10 +120,7 @@ func (a *raftAdmission) refresh() {
 func (a *raftAdmission) setRaft(r *raft.Raft) {
 	a.raft.Store(r)
 	a.refresh()
-	a.loadedOnce.Do(func() {
-		a.isLoaded.Store(true)
-		close(a.loaded)
-	})
+	a.loadedOnce.Do(func() { close(a.loaded) })
 }
 
 // adding admits id while this leader's AddServer for it runs; the

@@ -27,7 +27,7 @@ func (n *Namenode) trashLoop() {
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		defer cancel()
 		ctx = security.WithIdentity(ctx, security.Identity{Role: security.RoleUser, Name: n.cfg.Namespace.Superuser})
-		expired, err := trash.EmptyAll(ctx, serviceFS{&clientService{n: n}}, n.cfg.TrashInterval, time.Now())
+		expired, err := trash.EmptyAll(ctx, serviceFS{n.ClientServer()}, n.cfg.TrashInterval, time.Now())
 		if err != nil {
 			n.log.Warn("trash emptier", "expired_checkpoints", expired, "err", err)
 		} else if expired > 0 {

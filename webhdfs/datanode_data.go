@@ -22,25 +22,15 @@ const webReadChunk = 4 << 20
 func (d *DatanodeDoor) open(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
 	// admit checked that the URL's range is the signed one.
 	off, length, hasLength := red.Offset, red.Length, red.HasLength
-	if hasLength && length == 0 {
-		d.openEmpty(ctx, w, c, red)
-		return
-	}
-	// The token admits the locations of its range only: ask for no more.
-	var n0 uint64
-	if hasLength {
-		n0 = length
-	}
-	rd, err := c.OpenRange(ctx, red.Path, off, n0)
+	rd, inode, size, err := openSigned(ctx, c, red)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	if rd.Locations().InodeId != red.Inode {
-		WriteError(w, errs.New(errs.NotFound, "GetBlockLocations", red.Path, "the file was replaced after the namenode redirected here"))
+	if inode != red.Inode {
+		WriteError(w, errs.New(errs.NotFound, "OPEN", red.Path, "the file was replaced after the namenode redirected here"))
 		return
 	}
-	size := uint64(rd.Size())
 	if off > size {
 		WriteError(w, Errorf(EOF, "Cannot seek after EOF: offset "+strconv.FormatUint(off, 10)+" is past the end of "+red.Path))
 		return
@@ -73,25 +63,24 @@ func (d *DatanodeDoor) open(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 }
 
-// openEmpty answers an OPEN of length 0: no bytes, so no block locations,
-// only the file's size for the offset check.
-func (d *DatanodeDoor) openEmpty(ctx context.Context, w http.ResponseWriter, c *client.Client, red security.Redirect) {
-	fi, err := c.Stat(ctx, red.Path)
+// openSigned opens the token's file for its signed range only, since the
+// token admits those blocks' locations alone, and returns the reader, the
+// file's inode and size. An OPEN of length 0 reads no block: it stats the
+// file and returns no reader.
+func openSigned(ctx context.Context, c *client.Client, red security.Redirect) (*client.Reader, uint64, uint64, error) {
+	if red.HasLength && red.Length == 0 {
+		fi, err := c.Stat(ctx, red.Path)
+		return nil, fi.GetInodeId(), fi.GetLength(), err
+	}
+	var n uint64 // 0: to the end
+	if red.HasLength {
+		n = red.Length
+	}
+	rd, err := c.OpenRange(ctx, red.Path, red.Offset, n)
 	if err != nil {
-		WriteError(w, err)
-		return
+		return nil, 0, 0, err
 	}
-	if fi.InodeId != red.Inode {
-		WriteError(w, errs.New(errs.NotFound, "GetFileInfo", red.Path, "the file was replaced after the namenode redirected here"))
-		return
-	}
-	if red.Offset > fi.Length {
-		WriteError(w, Errorf(EOF, "Cannot seek after EOF: offset "+strconv.FormatUint(red.Offset, 10)+" is past the end of "+red.Path))
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	return rd, rd.Locations().InodeId, uint64(rd.Size()), nil
 }
 
 // create makes the file with the parameters the namenode signed and
