@@ -45,7 +45,7 @@ type Datanode struct {
 	reportIDs atomic.Uint64
 
 	grpcLis  net.Listener
-	grpcSrv  *grpc.Server
+	grpcSrv  *serve.Server
 	addr     string
 	httpLis  net.Listener
 	httpSrv  *http.Server

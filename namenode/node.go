@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/audit"
@@ -61,7 +60,7 @@ type Namenode struct {
 	ready     atomic.Bool                        // leader and caught up with its own term
 
 	grpcLis  net.Listener
-	grpcSrv  *grpc.Server
+	grpcSrv  *serve.Server
 	grpcAddr string
 	httpSrv  *http.Server
 	httpLis  net.Listener

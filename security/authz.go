@@ -137,7 +137,9 @@ func (a *Authorizer) Identify(ctx context.Context) (Identity, error) {
 // Authorize identifies the caller of method and checks the method's rule
 // (req is the request message, nil for streams). It returns ctx carrying
 // the identity, or an Unauthenticated or Permission error that names the
-// role the method needs; every refusal is counted.
+// role the method needs (or the Admit hook's error); every refusal is
+// counted. A caller identified but refused still gets ctx carrying its
+// identity, so that the refusal can be charged to it.
 func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (context.Context, error) {
 	rule, ok := a.rules[method]
 	if !ok {
@@ -168,11 +170,11 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 		}
 	}
 	if reason, err := a.check(rule, id, req); err != nil {
-		return ctx, a.refuse(method, reason, err)
+		return WithIdentity(ctx, id), a.refuse(method, reason, err)
 	}
 	if rule.Write && id.Role == RoleUser && a.cfg.Admit != nil {
 		if err := a.cfg.Admit(id, method); err != nil {
-			return ctx, err
+			return WithIdentity(ctx, id), err
 		}
 	}
 	return WithIdentity(ctx, id), nil

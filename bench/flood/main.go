@@ -50,6 +50,7 @@ import (
 	"github.com/blockfs/blockfs/bench/internal/results"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -72,13 +73,20 @@ func main() {
 	completers := flag.Int("completers", 96, "A's goroutines calling Complete on blocks never reported")
 	readStreams := flag.Int("read-streams", 64, "A's never-read ReadBlock streams per datanode")
 	httpConns := flag.Int("http-conns", 64, "A's stalled HTTP connections")
+	writeRate := flag.Int("write-rate", 0, "the namenodes' --write-rate-per-user (burst twice it); 0 keeps the production default, which is what the floor is measured at")
 	attacks := flag.String("attacks", "streams,completes,writes,reads,http", "which of A's attacks to run (comma-separated), to see what each costs B")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the flood phases to this file")
 	jsonOut := flag.String("json", "", "write the results as JSON to this file")
 	flag.Parse()
 
 	ctx := context.Background()
-	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3})
+	cfg := localcluster.Config{Namenodes: 3, Datanodes: 3}
+	if *writeRate > 0 {
+		cfg.Namenode = func(_ int, c *namenode.Config) {
+			c.Limits.WriteRatePerUser, c.Limits.WriteBurstPerUser = *writeRate, 2**writeRate
+		}
+	}
+	c, err := localcluster.Start(ctx, cfg)
 	check(err)
 	defer c.Close()
 	check(c.WaitDatanodes(ctx))
@@ -208,9 +216,18 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 			}
 		})
 	}
-	nn := api.NewClientServiceClient(dial(a.leader, "alice"))
+	// Each attack has connections of its own, so that one attack's
+	// refusals (which slow the connection they arrive on) never throttle
+	// another: the strongest flood, not the one the penalty box likes.
+	nnConn := func() api.ClientServiceClient {
+		c := dial(a.leader, "alice")
+		go1(func() { <-ctx.Done(); c.Close() })
+		return api.NewClientServiceClient(c)
+	}
+	nn := nnConn()
 	var seq atomic.Int64
 	for g := range writers * b2i(a.on["writes"]) {
+		nn := nnConn() // one connection each: no shared budget to hide behind
 		go1(func() {
 			for ctx.Err() == nil {
 				_, err := nn.Mkdirs(ctx, &api.MkdirsRequest{Path: fmt.Sprintf("/pub/m%d/%d", g, seq.Add(1)), Mode: 0o755, Parents: true})
@@ -220,7 +237,9 @@ func (a *attacker) start(ctx context.Context, writers, completers, readStreams, 
 			}
 		})
 	}
+	nnc := nnConn()
 	for range completers * b2i(a.on["completes"]) {
+		nn := nnc
 		go1(func() {
 			for ctx.Err() == nil {
 				p := fmt.Sprintf("/pub/cw%d", seq.Add(1))

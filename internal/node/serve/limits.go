@@ -51,6 +51,14 @@ type Limits struct {
 	// cut off a large WebHDFS OPEN or CREATE that is making progress. A
 	// stalled request's read or write fails and its handler returns.
 	HTTPProgressTimeout time.Duration
+
+	// RefusalRate and RefusalBurst are each gRPC connection's budget of
+	// refused calls (ResourceExhausted, PermissionDenied, Unauthenticated)
+	// per second, and how many it may save up. Past it the connection is
+	// read more slowly until the debt is paid (penalty.go), so that a
+	// client refused in a loop stops costing the server. 0 turns it off.
+	RefusalRate  float64
+	RefusalBurst int
 }
 
 // DefaultLimits returns the limits a production server uses: etcd's
@@ -67,6 +75,8 @@ func DefaultLimits() Limits {
 		HTTPReadHeaderTimeout: 5 * time.Second,
 		HTTPIdleTimeout:       2 * time.Minute,
 		HTTPProgressTimeout:   time.Minute,
+		RefusalRate:           50,
+		RefusalBurst:          100,
 	}
 }
 
@@ -80,6 +90,8 @@ func (l *Limits) Validate(op string) error {
 		return errs.Newf(errs.Invalid, op, "", "keepalive min time %v, time %v and timeout %v must be positive", l.KeepaliveMinTime, l.KeepaliveTime, l.KeepaliveTimeout)
 	case l.HTTPReadHeaderTimeout <= 0 || l.HTTPIdleTimeout <= 0 || l.HTTPProgressTimeout <= 0:
 		return errs.Newf(errs.Invalid, op, "", "http read header %v, idle %v and progress %v timeouts must be positive", l.HTTPReadHeaderTimeout, l.HTTPIdleTimeout, l.HTTPProgressTimeout)
+	case l.RefusalRate < 0 || (l.RefusalRate > 0 && l.RefusalBurst < 1):
+		return errs.Newf(errs.Invalid, op, "", "refusal rate %g must be >= 0, with a burst of at least 1 (is %d)", l.RefusalRate, l.RefusalBurst)
 	}
 	return nil
 }
@@ -92,12 +104,14 @@ func (l *Limits) RegisterFlags(f *cliflag.Set) {
 	f.Duration(&l.KeepaliveTimeout, "grpc-keepalive-timeout", l.KeepaliveTimeout, "and closes it if the ping is not answered within this")
 	f.Duration(&l.HTTPReadHeaderTimeout, "http-read-header-timeout", l.HTTPReadHeaderTimeout, "bound on reading one HTTP request's headers")
 	f.Duration(&l.HTTPIdleTimeout, "http-idle-timeout", l.HTTPIdleTimeout, "close a keep-alive HTTP connection idle this long between requests")
+	f.Float64(&l.RefusalRate, "grpc-refusal-rate", l.RefusalRate, "refused calls per second one gRPC connection may earn before the server reads it more slowly (0: never slowed)")
+	f.Int(&l.RefusalBurst, "grpc-refusal-burst", l.RefusalBurst, "refused calls one gRPC connection may save up before --grpc-refusal-rate applies")
 	f.Duration(&l.HTTPProgressTimeout, "http-progress-timeout", l.HTTPProgressTimeout, "fail an HTTP request whose body or response makes no progress for this long (extended on every read and write, so large transfers are not cut off)")
 }
 
 // grpcOptions returns the server options that enforce l, counting on reg
 // the streams that fill a connection.
-func (l Limits) grpcOptions(reg prometheus.Registerer) []grpc.ServerOption {
+func (l Limits) grpcOptions(reg prometheus.Registerer, box *penaltyBox) []grpc.ServerOption {
 	atLimit := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "blockfs_grpc_streams_at_limit_total",
 		Help: "gRPC streams that filled their connection's --grpc-max-streams: the connection's next calls wait (or are refused with REFUSED_STREAM) until one ends.",
@@ -109,7 +123,7 @@ func (l Limits) grpcOptions(reg prometheus.Registerer) []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(uint32(l.MaxConcurrentStreams)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: l.KeepaliveTime, Timeout: l.KeepaliveTimeout}),
-		grpc.StatsHandler(&streamCounter{limit: int64(l.MaxConcurrentStreams), atLimit: atLimit}),
+		grpc.StatsHandler(&streamCounter{limit: int64(l.MaxConcurrentStreams), atLimit: atLimit, box: box}),
 	}
 }
 
@@ -118,6 +132,7 @@ func (l Limits) grpcOptions(reg prometheus.Registerer) []grpc.ServerOption {
 type streamCounter struct {
 	limit   int64
 	atLimit prometheus.Counter
+	box     *penaltyBox // tags each connection with its refusal budget
 }
 
 type connStreamsKey struct{}
@@ -125,8 +140,8 @@ type connStreamsKey struct{}
 // connStreams is one connection's count of open streams.
 type connStreams struct{ open atomic.Int64 }
 
-func (s *streamCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return context.WithValue(ctx, connStreamsKey{}, new(connStreams))
+func (s *streamCounter) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	return context.WithValue(s.box.tagConn(ctx, info), connStreamsKey{}, new(connStreams))
 }
 
 func (s *streamCounter) HandleConn(context.Context, stats.ConnStats) {}

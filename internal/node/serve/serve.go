@@ -34,13 +34,15 @@ type Observe func(method, code string, d time.Duration)
 // set, and interceptors that time every call (unary and streaming), pass it
 // through authz (every method, including health and reflection, needs a
 // rule in security.Policy) and turn returned errors into statuses. limits
-// bounds each connection's streams and pings; reg counts the streams that
-// reach the limit.
-func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, limits Limits, reg prometheus.Registerer, opts ...grpc.ServerOption) *grpc.Server {
+// bounds each connection's streams, pings and refusals (penalty.go); reg
+// counts the streams that reach the limit and the time connections are
+// slowed.
+func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, limits Limits, reg prometheus.Registerer, opts ...grpc.ServerOption) *Server {
 	if limits == (Limits{}) {
 		limits = DefaultLimits()
 	}
-	opts = append(opts, limits.grpcOptions(reg)...)
+	box := newPenaltyBox(limits, reg)
+	opts = append(opts, limits.grpcOptions(reg, box)...)
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			start := time.Now()
@@ -55,7 +57,9 @@ func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, l
 				}
 				err = errs.ToStatus(err)
 			}
-			observe(info.FullMethod, status.Code(err).String(), time.Since(start))
+			code := status.Code(err)
+			observeRefusal(ctx, code)
+			observe(info.FullMethod, code.String(), time.Since(start))
 			return resp, err
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -70,14 +74,23 @@ func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, l
 				}
 				err = errs.ToStatus(err)
 			}
-			observe(info.FullMethod, status.Code(err).String(), time.Since(start))
+			code := status.Code(err)
+			observeRefusal(ctx, code)
+			observe(info.FullMethod, code.String(), time.Since(start))
 			return err
 		}),
 	)
 	if tlsConf != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConf)))
 	}
-	return grpc.NewServer(opts...)
+	return &Server{Server: grpc.NewServer(opts...), box: box}
+}
+
+// Server is a gRPC server made by NewGRPC, with the refusal budgets of its
+// connections.
+type Server struct {
+	*grpc.Server
+	box *penaltyBox
 }
 
 // identifiedStream is a server stream whose context carries the caller's
@@ -90,9 +103,9 @@ type identifiedStream struct {
 func (s *identifiedStream) Context() context.Context { return s.ctx }
 
 // GRPC registers health checking (SERVING for every service registered so
-// far) and reflection on srv, and serves lis until srv stops. wg tracks the
-// serving goroutine.
-func GRPC(srv *grpc.Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logger) {
+// far) and reflection on srv, and serves lis (each connection read through
+// its refusal budget) until srv stops. wg tracks the serving goroutine.
+func GRPC(srv *Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logger) {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	for name := range srv.GetServiceInfo() {
@@ -103,7 +116,7 @@ func GRPC(srv *grpc.Server, lis net.Listener, wg *sync.WaitGroup, log *slog.Logg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := srv.Serve(lis); err != nil {
+		if err := srv.Serve(srv.box.listen(lis)); err != nil {
 			log.Error("grpc serve", "err", err)
 		}
 	}()
@@ -184,7 +197,7 @@ func StartHTTP(cfg HTTPConfig, wg *sync.WaitGroup, log *slog.Logger) (*http.Serv
 }
 
 // Stop lets running RPCs finish for up to grace, then stops srv hard.
-func Stop(srv *grpc.Server, grace time.Duration) {
+func Stop(srv *Server, grace time.Duration) {
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {
