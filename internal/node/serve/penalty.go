@@ -139,7 +139,7 @@ func (l *penaltyListener) Accept() (net.Conn, error) {
 type penalizedConn struct {
 	net.Conn
 	box       *penaltyBox
-	lim       *rate.Limiter // safe for concurrent use
+	lim       *rate.Limiter                // safe for concurrent use
 	caller    atomic.Pointer[rate.Limiter] // the budget of the last caller refused here
 	delays    atomic.Int64                 // reads that waited
 	closeOnce sync.Once
