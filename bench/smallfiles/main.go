@@ -1,0 +1,314 @@
+// Command smallfiles measures small files end to end through the Go
+// client, the workload SeaweedFS's `weed benchmark` headlines: --files
+// files of --size bytes (plus 0..--jitter-1 random bytes) written by
+// --clients concurrent clients, then every one read back and its bytes
+// compared. It reports files/s and the p50/p90/p99 latency of each phase,
+// and where a file's time goes step by step (create, write, close; locate,
+// read), as a table and, with --json, as JSON. Every figure is the median
+// of --rounds rounds, each on fresh paths.
+//
+// By default it runs against an in-process localcluster of 3 namenodes and
+// 3 datanodes; --namenodes points it at a cluster started by hand (simple
+// auth). Each client is a user of its own (sf0, sf1, ...), as separate
+// clients of a real cluster are, so the namenode's per-user write rate
+// (meant for abuse, docs/OPERATIONS.md) applies to each client alone.
+//
+//	go run ./bench/smallfiles --files 20000 --clients 16 --replication 3
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/blockfs/blockfs/bench/internal/results"
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/localcluster"
+)
+
+// step names, in the order a file takes them.
+var (
+	writeSteps = []string{"create", "write", "close"}
+	readSteps  = []string{"locate", "read"}
+)
+
+// Phase is one phase's figures: files/s, latency per file and per step
+// (milliseconds).
+type Phase struct {
+	FilesPerSec float64            `json:"files_per_sec"`
+	P50Ms       float64            `json:"p50_ms"`
+	P90Ms       float64            `json:"p90_ms"`
+	P99Ms       float64            `json:"p99_ms"`
+	StepP50Ms   map[string]float64 `json:"step_p50_ms"`
+	StepP99Ms   map[string]float64 `json:"step_p99_ms"`
+	Errors      int                `json:"errors"`
+}
+
+// Round is one round's write and read phases.
+type Round struct {
+	Write Phase `json:"write"`
+	Read  Phase `json:"read"`
+}
+
+type config struct {
+	files, size, jitter, clients, rounds int
+	replication                          uint32
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.files, "files", 20000, "files per round")
+	flag.IntVar(&cfg.size, "size", 1024, "bytes per file, before the jitter")
+	flag.IntVar(&cfg.jitter, "jitter", 64, "add 0..jitter-1 random bytes to each file (0: none)")
+	flag.IntVar(&cfg.clients, "clients", 16, "concurrent clients, each its own user")
+	flag.IntVar(&cfg.rounds, "rounds", 2, "rounds; every figure is the median")
+	repl := flag.Uint("replication", 3, "replicas per file")
+	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
+	jsonOut := flag.String("json", "", "write every round and the medians as JSON to this file")
+	flag.Parse()
+	cfg.replication = uint32(*repl)
+	if cfg.files < 1 || cfg.clients < 1 || cfg.rounds < 1 || cfg.size < 0 || cfg.jitter < 0 || cfg.replication < 1 {
+		log.Fatal("--files, --clients, --rounds and --replication must be at least 1, --size and --jitter at least 0")
+	}
+
+	ctx := context.Background()
+	addrs := strings.Split(*namenodes, ",")
+	if *namenodes == "" {
+		c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3})
+		check(err)
+		defer c.Close()
+		check(c.WaitDatanodes(ctx))
+		addrs = c.NamenodeAddrs()
+	}
+	clients := make([]*client.Client, cfg.clients)
+	for i := range clients {
+		cc := client.DefaultConfig(addrs...)
+		cc.User = fmt.Sprintf("sf%d", i)
+		c, err := client.New(cc)
+		check(err)
+		defer c.Close()
+		clients[i] = c
+	}
+	root := client.DefaultConfig(addrs...)
+	root.User = "root"
+	rc, err := client.New(root)
+	check(err)
+	defer rc.Close()
+
+	var rounds []Round
+	for r := range cfg.rounds {
+		base := fmt.Sprintf("/smallfiles/%d-%d", time.Now().UnixNano(), r)
+		for i := range cfg.clients { // a directory per client's share, open to all
+			d := fmt.Sprintf("%s/c%d", base, i)
+			check(rc.Mkdirs(ctx, d, 0o777, true))
+			for _, p := range []string{"/smallfiles", base, d} {
+				check(rc.SetPermission(ctx, p, 0o777))
+			}
+		}
+		data := files(cfg, r)
+		w := run(ctx, clients, cfg.files, writeSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+			return write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], cfg.replication, t)
+		})
+		rd := run(ctx, clients, cfg.files, readSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+			return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
+		})
+		rounds = append(rounds, Round{Write: w, Read: rd})
+		log.Printf("round %d: write %.0f files/s (p50 %.1f ms), read %.0f files/s (p50 %.1f ms), errors %d/%d",
+			r, w.FilesPerSec, w.P50Ms, rd.FilesPerSec, rd.P50Ms, w.Errors, rd.Errors)
+	}
+	med := Round{Write: medianPhase(rounds, func(r Round) Phase { return r.Write }), Read: medianPhase(rounds, func(r Round) Phase { return r.Read })}
+	printTable(os.Stdout, cfg, med)
+	if *jsonOut != "" {
+		check(results.WriteJSON(*jsonOut, map[string]any{"rounds": rounds, "median": med,
+			"files": cfg.files, "size": cfg.size, "jitter": cfg.jitter, "clients": cfg.clients, "replication": cfg.replication}))
+	}
+	for _, r := range rounds {
+		if r.Write.Errors+r.Read.Errors > 0 {
+			os.Exit(1)
+		}
+	}
+}
+
+// files returns round r's file contents, seeded so every run writes the
+// same bytes.
+func files(cfg config, r int) [][]byte {
+	rng := rand.New(rand.NewPCG(uint64(r), 42))
+	out := make([][]byte, cfg.files)
+	for i := range out {
+		n := cfg.size
+		if cfg.jitter > 0 {
+			n += rng.IntN(cfg.jitter)
+		}
+		out[i] = make([]byte, n)
+		for j := range out[i] {
+			out[i][j] = byte(rng.Uint32())
+		}
+	}
+	return out
+}
+
+// timer records the time of each step of one file.
+type timer struct {
+	last  time.Time
+	steps []time.Duration
+}
+
+func (t *timer) mark() {
+	now := time.Now()
+	t.steps = append(t.steps, now.Sub(t.last))
+	t.last = now
+}
+
+func write(ctx context.Context, c *client.Client, p string, data []byte, repl uint32, t *timer) error {
+	w, err := c.Create(ctx, p, client.CreateOptions{Perm: 0o644, Replication: repl})
+	if err != nil {
+		return err
+	}
+	t.mark()
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return err
+	}
+	t.mark()
+	err = w.Close()
+	t.mark()
+	return err
+}
+
+func read(ctx context.Context, c *client.Client, p string, want []byte, t *timer) error {
+	r, err := c.Open(ctx, p)
+	if err != nil {
+		return err
+	}
+	t.mark()
+	got, err := io.ReadAll(r)
+	r.Close()
+	t.mark()
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s: read %d bytes that differ from the %d written", p, len(got), len(want))
+	}
+	return nil
+}
+
+// run does n files' op over the clients, each client taking the next file
+// as it finishes one, and returns the phase's figures.
+func run(ctx context.Context, clients []*client.Client, n int, steps []string, op func(context.Context, *client.Client, int, *timer) error) Phase {
+	var (
+		mu    sync.Mutex
+		total []time.Duration
+		per   = make([][]time.Duration, len(steps))
+		errs  int
+		next  = make(chan int, n)
+		wg    sync.WaitGroup
+	)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	start := time.Now()
+	for _, c := range clients {
+		wg.Go(func() {
+			for i := range next {
+				t := &timer{last: time.Now()}
+				t0 := t.last
+				err := op(ctx, c, i, t)
+				d := time.Since(t0)
+				mu.Lock()
+				if err != nil {
+					if errs == 0 {
+						log.Printf("first error: %v", err)
+					}
+					errs++
+				} else {
+					total = append(total, d)
+					for k := range steps {
+						per[k] = append(per[k], t.steps[k])
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	ph := Phase{FilesPerSec: float64(n-errs) / el.Seconds(), P50Ms: pct(total, 50), P90Ms: pct(total, 90), P99Ms: pct(total, 99),
+		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs}
+	for k, s := range steps {
+		ph.StepP50Ms[s], ph.StepP99Ms[s] = pct(per[k], 50), pct(per[k], 99)
+	}
+	return ph
+}
+
+func pct(lat []time.Duration, p int) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return float64(s[min(len(s)-1, len(s)*p/100)].Microseconds()) / 1000
+}
+
+func medianPhase(rs []Round, get func(Round) Phase) Phase {
+	f := func(g func(Phase) float64) float64 {
+		var xs []float64
+		for _, r := range rs {
+			xs = append(xs, g(get(r)))
+		}
+		return results.Median(xs)
+	}
+	ph := Phase{
+		FilesPerSec: f(func(p Phase) float64 { return p.FilesPerSec }),
+		P50Ms:       f(func(p Phase) float64 { return p.P50Ms }),
+		P90Ms:       f(func(p Phase) float64 { return p.P90Ms }),
+		P99Ms:       f(func(p Phase) float64 { return p.P99Ms }),
+		Errors:      int(f(func(p Phase) float64 { return float64(p.Errors) })),
+		StepP50Ms:   map[string]float64{},
+		StepP99Ms:   map[string]float64{},
+	}
+	for s := range get(rs[0]).StepP50Ms {
+		ph.StepP50Ms[s] = f(func(p Phase) float64 { return p.StepP50Ms[s] })
+		ph.StepP99Ms[s] = f(func(p Phase) float64 { return p.StepP99Ms[s] })
+	}
+	return ph
+}
+
+// printTable prints the seed's table shape (setup, copies, writes/s,
+// reads/s, write p50 / p99), then the steps.
+func printTable(w io.Writer, cfg config, m Round) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "setup\tcopies\twrites/s\treads/s\twrite p50 / p99 ms\tread p50 / p99 ms\n")
+	fmt.Fprintf(tw, "blockfs, %d clients, %d B files (+0..%d)\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
+		cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
+		m.Write.P50Ms, m.Write.P99Ms, m.Read.P50Ms, m.Read.P99Ms)
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "step\tp50 ms\tp99 ms\n")
+	for _, s := range writeSteps {
+		fmt.Fprintf(tw, "write: %s\t%.2f\t%.2f\n", s, m.Write.StepP50Ms[s], m.Write.StepP99Ms[s])
+	}
+	for _, s := range readSteps {
+		fmt.Fprintf(tw, "read: %s\t%.2f\t%.2f\n", s, m.Read.StepP50Ms[s], m.Read.StepP99Ms[s])
+	}
+	fmt.Fprintf(tw, "rounds\t%d\t%d files each; medians\n", cfg.rounds, cfg.files)
+	tw.Flush()
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
