@@ -50,7 +50,13 @@ type Config struct {
 	Namenodes []string
 	// HeartbeatInterval is the time between heartbeats to each namenode.
 	HeartbeatInterval time.Duration
-	// IncrementalReportDelay batches incremental block reports.
+	// IncrementalReportDelay is how long a received or deleted replica
+	// waits before its incremental block report is sent, to batch more
+	// into it. 0 (the default, as HDFS's
+	// dfs.blockreport.incremental.intervalMsec) sends at once: a writer's
+	// Complete waits for the "received" report, and the reports still
+	// batch themselves, as those arriving while one is in flight go out
+	// together in the next.
 	IncrementalReportDelay time.Duration
 	// FullReportInterval sends a full block report this often besides the
 	// ones at registration; 0 disables the periodic report.
@@ -138,7 +144,7 @@ func DefaultConfig() Config {
 		GRPCAddr:               "127.0.0.1:9200",
 		HTTPAddr:               "127.0.0.1:9300",
 		HeartbeatInterval:      3 * time.Second,
-		IncrementalReportDelay: 20 * time.Millisecond,
+		IncrementalReportDelay: 0,
 		FullReportInterval:     6 * time.Hour,
 		RPCTimeout:             10 * time.Second,
 		ReportPartBlocks:       50000,

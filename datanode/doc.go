@@ -10,8 +10,9 @@
 // reregister (or any failed heartbeat, after which the namenode may have
 // declared this node dead) makes it register and send a full report again.
 // Incremental reports (blocks received and deleted) are queued per namenode
-// without blocking the caller and sent in batches after
-// IncrementalReportDelay; a failed send keeps them queued. Commands come
+// without blocking the caller and sent after IncrementalReportDelay (0 by
+// default: at once, those queued while one is in flight going together in
+// the next); a failed send keeps them queued. Commands come
 // only from the leader's heartbeat replies and run on a small worker pool,
 // so a slow replication never delays a heartbeat.
 //
