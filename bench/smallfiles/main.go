@@ -25,6 +25,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -75,6 +76,7 @@ func main() {
 	repl := flag.Uint("replication", 3, "replicas per file")
 	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
 	jsonOut := flag.String("json", "", "write every round and the medians as JSON to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds (the whole process: cluster and clients) to this file")
 	flag.Parse()
 	cfg.replication = uint32(*repl)
 	if cfg.files < 1 || cfg.clients < 1 || cfg.rounds < 1 || cfg.size < 0 || cfg.jitter < 0 || cfg.replication < 1 {
@@ -105,6 +107,12 @@ func main() {
 	check(err)
 	defer rc.Close()
 
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	var rounds []Round
 	for r := range cfg.rounds {
 		base := fmt.Sprintf("/smallfiles/%d-%d", time.Now().UnixNano(), r)
@@ -127,6 +135,7 @@ func main() {
 			r, w.FilesPerSec, w.P50Ms, rd.FilesPerSec, rd.P50Ms, w.Errors, rd.Errors)
 	}
 	med := Round{Write: medianPhase(rounds, func(r Round) Phase { return r.Write }), Read: medianPhase(rounds, func(r Round) Phase { return r.Read })}
+	pprof.StopCPUProfile()
 	printTable(os.Stdout, cfg, med)
 	if *jsonOut != "" {
 		check(results.WriteJSON(*jsonOut, map[string]any{"rounds": rounds, "median": med,
