@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 )
@@ -30,19 +32,19 @@ const (
 type cluster struct {
 	t   *testing.T
 	dir string
-	nns []*proc
-	dns []*proc
+	nns []*nodeproc.Proc
+	dns []*nodeproc.Proc
 }
 
 func (c *cluster) nnAddrs() []string {
 	out := make([]string, len(c.nns))
 	for i, p := range c.nns {
-		out[i] = p.grpc
+		out[i] = p.GRPC
 	}
 	return out
 }
 
-func (c *cluster) all() []*proc { return append(slices.Clone(c.nns), c.dns...) }
+func (c *cluster) all() []*nodeproc.Proc { return append(slices.Clone(c.nns), c.dns...) }
 
 // startCluster starts 3 namenodes (all --bootstrap with the same --peers)
 // and 5 encrypted datanodes. A bind failure (a port taken between picking
@@ -56,10 +58,10 @@ func startCluster(t *testing.T, dir string) *cluster {
 			return c
 		}
 		for _, p := range c.all() {
-			p.stop()
+			p.Stop()
 		}
 		lastErr = err
-		if !errors.Is(err, errBind) {
+		if !errors.Is(err, nodeproc.ErrBind) {
 			break
 		}
 		t.Logf("port taken, retrying: %v", err)
@@ -81,11 +83,11 @@ func (c *cluster) start() error {
 	peerList := strings.Join(peers, ",")
 	for i := range numNamenodes {
 		name := fmt.Sprintf("nn%d", i+1)
-		p := &proc{name: name, bin: nnBin, dataDir: filepath.Join(c.dir, name),
-			grpc: fmt.Sprintf("127.0.0.1:%d", ports[i].grpc), logPath: filepath.Join(c.dir, name+".log")}
+		p := &nodeproc.Proc{Name: name, Bin: nnBin, DataDir: filepath.Join(c.dir, name),
+			GRPC: fmt.Sprintf("127.0.0.1:%d", ports[i].grpc), LogPath: filepath.Join(c.dir, name+".log")}
 		raftAddr := fmt.Sprintf("127.0.0.1:%d", ports[i].raft)
-		p.args = func() []string {
-			return []string{"--id", name, "--data-dir", p.dataDir, "--grpc-addr", p.grpc, "--raft-addr", raftAddr,
+		p.Args = func() []string {
+			return []string{"--id", name, "--data-dir", p.DataDir, "--grpc-addr", p.GRPC, "--raft-addr", raftAddr,
 				"--http-addr", "", "--bootstrap", "--peers", peerList, "--auth", "simple",
 				"--heartbeat-interval", hbInterval, "--dead-after-missed", deadAfter, "--log-level", "warn",
 				"--lease-check-interval", "200ms", "--recovery-timeout", "3s"}
@@ -95,39 +97,39 @@ func (c *cluster) start() error {
 	nnList := strings.Join(c.nnAddrs(), ",")
 	for i := range numDatanodes {
 		name := fmt.Sprintf("dn%d", i+1)
-		p := &proc{name: name, bin: dnBin, dataDir: filepath.Join(c.dir, name),
-			grpc: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logPath: filepath.Join(c.dir, name+".log")}
-		p.args = func() []string {
-			return []string{"--id", name, "--data-dirs", p.dataDir, "--grpc-addr", p.grpc, "--http-addr", "",
+		p := &nodeproc.Proc{Name: name, Bin: dnBin, DataDir: filepath.Join(c.dir, name),
+			GRPC: fmt.Sprintf("127.0.0.1:%d", freePort(t)), LogPath: filepath.Join(c.dir, name+".log")}
+		p.Args = func() []string {
+			return []string{"--id", name, "--data-dirs", p.DataDir, "--grpc-addr", p.GRPC, "--http-addr", "",
 				"--namenodes", nnList, "--heartbeat-interval", hbInterval, "--encrypt",
 				"--container-max-blocks", "16", "--log-level", "warn", "--auth", "simple"}
 		}
 		c.dns = append(c.dns, p)
 	}
 	for _, p := range c.all() {
-		if err := os.MkdirAll(p.dataDir, 0o755); err != nil {
+		if err := os.MkdirAll(p.DataDir, 0o755); err != nil {
 			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, p := range c.nns {
-		if err := p.start(); err != nil {
+		if err := p.Start(); err != nil {
 			return err
 		}
 	}
 	for _, p := range c.nns {
-		if err := p.waitListening(ctx); err != nil {
+		if err := p.WaitListening(ctx); err != nil {
 			return err
 		}
 	}
 	for _, p := range c.dns {
-		if err := p.start(); err != nil {
+		if err := p.Start(); err != nil {
 			return err
 		}
 	}
 	for _, p := range c.dns {
-		if err := p.waitListening(ctx); err != nil {
+		if err := p.WaitListening(ctx); err != nil {
 			return err
 		}
 	}
@@ -136,11 +138,11 @@ func (c *cluster) start() error {
 
 // restart starts a killed node again with the same flags and data dir and
 // waits until it listens.
-func (c *cluster) restart(ctx context.Context, p *proc) error {
-	if err := p.start(); err != nil {
+func (c *cluster) restart(ctx context.Context, p *nodeproc.Proc) error {
+	if err := p.Start(); err != nil {
 		return err
 	}
-	return p.waitListening(ctx)
+	return p.WaitListening(ctx)
 }
 
 // newClient returns a client of the given namenodes (all by default).
@@ -160,7 +162,7 @@ func newClient(t testing.TB, cons api.ReadConsistency, nns ...string) *client.Cl
 // leader and knows at least minDatanodes live datanodes.
 func (c *cluster) waitNamenodes(ctx context.Context, wantDNs int) error {
 	for _, p := range c.nns {
-		cl := newClient(c.t, api.ReadConsistency_READ_CONSISTENCY_STALE, p.grpc)
+		cl := newClient(c.t, api.ReadConsistency_READ_CONSISTENCY_STALE, p.GRPC)
 		for {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			st, err := cl.ClusterStatus(cctx)
@@ -170,7 +172,7 @@ func (c *cluster) waitNamenodes(ctx context.Context, wantDNs int) error {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("%s not ready (status %v, err %v): %w", p.name, st, err, ctx.Err())
+				return fmt.Errorf("%s not ready (status %v, err %v): %w", p.Name, st, err, ctx.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -249,11 +251,11 @@ func TestProcessCrash(t *testing.T) {
 	c := startCluster(t, dir)
 	t.Cleanup(func() {
 		for _, p := range c.all() {
-			p.stop()
+			p.Stop()
 		}
 		if t.Failed() {
 			for _, p := range c.all() {
-				t.Logf("--- %s log tail (%s):\n%s", p.name, p.logPath, p.logTail(3000))
+				t.Logf("--- %s log tail (%s):\n%s", p.Name, p.LogPath, p.LogTail(3000))
 			}
 			t.Logf("data dirs and logs kept in %s", dir)
 			return
@@ -302,9 +304,9 @@ func TestProcessCrash(t *testing.T) {
 		if chaosCtx.Err() != nil {
 			break
 		}
-		var victims []*proc
+		var victims []*nodeproc.Proc
 		if rng.IntN(3) == 0 {
-			victims = []*proc{c.nns[rng.IntN(len(c.nns))]}
+			victims = []*nodeproc.Proc{c.nns[rng.IntN(len(c.nns))]}
 		} else {
 			k := 1
 			if rng.IntN(4) == 0 {
@@ -315,8 +317,8 @@ func TestProcessCrash(t *testing.T) {
 			}
 		}
 		for _, v := range victims {
-			v.kill9()
-			faults[v.name]++
+			v.Kill9()
+			faults[v.Name]++
 		}
 		sleepCtx(chaosCtx, time.Duration(200+rng.IntN(1300))*time.Millisecond)
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -451,7 +453,7 @@ func checkAgreement(ctx context.Context, t *testing.T, c *cluster) {
 	t.Helper()
 	cls := make([]*client.Client, len(c.nns))
 	for i, p := range c.nns {
-		cls[i] = newClient(t, api.ReadConsistency_READ_CONSISTENCY_STALE, p.grpc)
+		cls[i] = newClient(t, api.ReadConsistency_READ_CONSISTENCY_STALE, p.GRPC)
 	}
 	var why string
 	for {
@@ -460,7 +462,7 @@ func checkAgreement(ctx context.Context, t *testing.T, c *cluster) {
 		for i, cl := range cls {
 			st, err := cl.ClusterStatus(ctx)
 			if err != nil {
-				why = fmt.Sprintf("%s: %v", c.nns[i].name, err)
+				why = fmt.Sprintf("%s: %v", c.nns[i].Name, err)
 				break
 			}
 			idx[i] = st.AppliedIndex
@@ -473,13 +475,13 @@ func checkAgreement(ctx context.Context, t *testing.T, c *cluster) {
 			for i, cl := range cls {
 				l, err := walk(ctx, cl, "/")
 				if err != nil {
-					why = fmt.Sprintf("%s: walk: %v", c.nns[i].name, err)
+					why = fmt.Sprintf("%s: walk: %v", c.nns[i].Name, err)
 					break
 				}
 				if i == 0 {
 					first = l
 				} else if !slices.Equal(first, l) {
-					why = fmt.Sprintf("%s and %s list different namespaces:\n%s", c.nns[0].name, c.nns[i].name, diff(first, l))
+					why = fmt.Sprintf("%s and %s list different namespaces:\n%s", c.nns[0].Name, c.nns[i].Name, diff(first, l))
 					break
 				}
 			}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
+
 	"github.com/blockfs/blockfs/client"
 )
 
@@ -88,7 +90,7 @@ func hflushWriters(ctx context.Context, t *testing.T, c *cluster, cl *client.Cli
 	for i := 0; ctx.Err() == nil; i++ {
 		path := fmt.Sprintf("/crash/hflush/f%04d", i)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHflushWriterChild$")
-		cmd.Env = append(childEnv(), hflushEnv+"="+strings.Join(c.nnAddrs(), ",")+"|"+path)
+		cmd.Env = append(nodeproc.ChildEnv(), hflushEnv+"="+strings.Join(c.nnAddrs(), ",")+"|"+path)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, err := cmd.StdoutPipe()
 		if err != nil {

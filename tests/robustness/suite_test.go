@@ -28,10 +28,7 @@ func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // The model's paths: operations touch only these (renames into a
 // directory can make others, which the model tracks).
-var (
-	opPaths  = []string{"/a", "/b", "/a/x", "/b/x"}
-	listDirs = []string{"/", "/a", "/b"}
-)
+var ()
 
 const (
 	workers       = 4
@@ -226,13 +223,13 @@ func (s *suite) runFault(t *testing.T, f fault, round int) {
 
 	// Final linearizable reads join the history: they pin the end state.
 	final := State{}
-	for _, p := range opPaths {
+	for _, p := range OpPaths {
 		out := s.finalRead(ctx, r, Input{Kind: OpStat, Path: p})
 		if out.Stat != "none" {
 			final[p] = out.Stat
 		}
 	}
-	for _, d := range listDirs {
+	for _, d := range ListDirs {
 		s.finalRead(ctx, r, Input{Kind: OpList, Path: d})
 	}
 
@@ -254,7 +251,7 @@ func (s *suite) runFault(t *testing.T, f fault, round int) {
 	if writes-unknown < 10 {
 		t.Errorf("only %d writes got a verdict: not enough load for the run to count", writes-unknown)
 	}
-	for _, l := range LostWrites(ops, final, opPaths) {
+	for _, l := range LostWrites(ops, final, OpPaths) {
 		t.Errorf("lost acknowledged write: %s", l)
 	}
 	s.mu.Lock()

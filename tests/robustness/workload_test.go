@@ -59,7 +59,7 @@ func (r *run) worker(ctx context.Context, id int, rng *rand.Rand) {
 			sleep(ctx, 5*time.Millisecond)
 			continue
 		}
-		in := randomOp(rng)
+		in := RandomOp(rng)
 		cctx, cancel := context.WithTimeout(root(ctx), opTimeout)
 		call := r.hist.Now()
 		out, hdr, valid := Exec(cctx, s.nns[target], r.root, in, ro)
@@ -97,24 +97,6 @@ func (r *run) worker(ctx context.Context, id int, rng *rand.Rand) {
 		} else {
 			backoff = 20 * time.Millisecond
 		}
-	}
-}
-
-func randomOp(rng *rand.Rand) Input {
-	p := opPaths[rng.IntN(len(opPaths))]
-	switch x := rng.IntN(100); {
-	case x < 15:
-		return Input{Kind: OpMkdir, Path: p}
-	case x < 30:
-		return Input{Kind: OpCreate, Path: p}
-	case x < 42:
-		return Input{Kind: OpDelete, Path: p}
-	case x < 57:
-		return Input{Kind: OpRename, Path: p, Dst: opPaths[rng.IntN(len(opPaths))]}
-	case x < 80:
-		return Input{Kind: OpStat, Path: p}
-	default:
-		return Input{Kind: OpList, Path: listDirs[rng.IntN(len(listDirs))]}
 	}
 }
 

@@ -1,0 +1,331 @@
+package netfault
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"google.golang.org/grpc"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
+	"github.com/blockfs/blockfs/tests/robustness"
+)
+
+var (
+	binDir            string
+	setupErr, skipWhy error
+)
+
+func TestMain(m *testing.M) {
+	if skipWhy = Supported(); skipWhy == nil {
+		dir, err := os.MkdirTemp("", "blockfs-netfault-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		binDir = dir
+		setupErr = nodeproc.Build(dir)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// start starts a cluster for t, or skips t loudly where namespaces cannot
+// be made.
+func start(t *testing.T, datanodes int) (*Cluster, []api.ClientServiceClient) {
+	t.Helper()
+	if skipWhy != nil {
+		t.Skipf("SKIPPING the network fault harness: %v", skipWhy)
+	}
+	if setupErr != nil {
+		t.Fatalf("building the binaries: %v", setupErr)
+	}
+	dir := t.TempDir()
+	c, err := StartCluster(t.Context(), binDir, dir, datanodes)
+	if err != nil {
+		t.Fatalf("starting the cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range append(append([]*nodeproc.Proc(nil), c.NNs...), c.DNs...) {
+				t.Logf("--- %s log tail:\n%s", p.Name, p.LogTail(3000))
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("removing the namespaces: %v", err)
+		}
+	})
+	var nns []api.ClientServiceClient
+	for _, a := range c.NNAddrs() {
+		conn, err := c.Dial(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		nns = append(nns, api.NewClientServiceClient(conn))
+	}
+	return c, nns
+}
+
+// waitLeader waits until a majority names one leader.
+func waitLeader(t *testing.T, c *Cluster, nns []api.ClientServiceClient, not int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := c.Leader(t.Context(), nns); l >= 0 && l != not {
+			return l
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no leader (other than %d) within 30s", not)
+	return -1
+}
+
+const opTimeout = 2 * time.Second
+
+// workload is the namespace workload of tests/robustness, over the client
+// host's connections, recorded for porcupine.
+type workload struct {
+	nns  []api.ClientServiceClient
+	root string
+	hist *robustness.History
+	acks [2]int // acknowledged writes before the fault, during it
+	mu   sync.Mutex
+	in   bool // the fault is on
+}
+
+func (w *workload) worker(ctx context.Context, id int, rng *rand.Rand) {
+	target := id % len(w.nns)
+	for ctx.Err() == nil {
+		in := robustness.RandomOp(rng)
+		cctx, cancel := context.WithTimeout(AsRoot(context.Background()), opTimeout)
+		call := w.hist.Now()
+		out, _, valid := robustness.Exec(cctx, w.nns[target], w.root, in, nil)
+		ret := w.hist.Now()
+		cancel()
+		if valid {
+			w.hist.Add(id, in, call, out, ret)
+		}
+		if in.Kind.IsWrite() && valid && !out.Unknown {
+			w.mu.Lock()
+			w.acks[b2i(w.in)]++
+			w.mu.Unlock()
+		}
+		if !valid || out.Unknown {
+			target = (target + 1) % len(w.nns) // as a client fails over
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// TestLeaderCutFromPeers: the leader is cut off from the other namenodes
+// only; clients and datanodes still reach it. The majority elects a new
+// leader and serves writes; the old one steps down and must not
+// acknowledge anything the new one does not know. After the heal the
+// history (every client's view, through whichever namenode it used) is
+// linearizable, no acknowledged write is lost, and the namenodes converge.
+func TestLeaderCutFromPeers(t *testing.T) {
+	c, nns := start(t, 3)
+	ctx := t.Context()
+	old := waitLeader(t, c, nns, -1)
+	w := &workload{nns: nns, root: "/cut", hist: robustness.NewHistory()}
+	setup(t, nns, w.root)
+
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for id := range 4 {
+		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
+		wg.Go(func() { w.worker(wctx, id, rng) })
+	}
+	time.Sleep(2 * time.Second)
+	var others []*Host
+	for i, h := range c.NNHosts {
+		if i != old {
+			others = append(others, h)
+		}
+	}
+	t.Logf("cutting leader %s from %d peers", c.NNs[old].Name, len(others))
+	w.mu.Lock()
+	w.in = true
+	w.mu.Unlock()
+	if err := c.Net.Partition(ctx, []*Host{c.NNHosts[old]}, others); err != nil {
+		t.Fatal(err)
+	}
+	// The majority elects a leader of its own while the cut lasts.
+	var rest []api.ClientServiceClient
+	for i, nn := range nns {
+		if i != old {
+			rest = append(rest, nn)
+		}
+	}
+	newLeader := -1
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && newLeader < 0; {
+		if l := c.Leader(ctx, rest); l >= 0 && l != old {
+			newLeader = l
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if newLeader < 0 {
+		t.Error("the majority elected no new leader while the leader was cut off")
+	}
+	time.Sleep(3 * time.Second)
+	if err := c.Net.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.in = false
+	w.mu.Unlock()
+	time.Sleep(2 * time.Second)
+	stop()
+	wg.Wait()
+
+	converged(t, nns, w.root)
+	final := robustness.State{}
+	for _, p := range robustness.OpPaths {
+		out := finalRead(t, w, robustness.Input{Kind: robustness.OpStat, Path: p})
+		if out.Stat != "none" {
+			final[p] = out.Stat
+		}
+	}
+	for _, d := range robustness.ListDirs {
+		finalRead(t, w, robustness.Input{Kind: robustness.OpList, Path: d})
+	}
+	ops := w.hist.Ops()
+	all, writes, unknown := robustness.Stats(ops)
+	res, _ := robustness.Check(ops, 60*time.Second)
+	t.Logf("%d ops (%d writes, %d indeterminate; %d acknowledged before the cut, %d during it): %s",
+		all, writes, unknown, w.acks[0], w.acks[1], res)
+	if res != porcupine.Ok {
+		t.Errorf("history is %s, not linearizable", res)
+	}
+	if w.acks[1] == 0 {
+		t.Error("no write was acknowledged while the old leader was cut off: the majority did not serve")
+	}
+	for _, l := range robustness.LostWrites(ops, final, robustness.OpPaths) {
+		t.Errorf("lost acknowledged write: %s", l)
+	}
+}
+
+// setup makes the workload's directory, retrying until a leader takes it.
+func setup(t *testing.T, nns []api.ClientServiceClient, dir string) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(AsRoot(t.Context()), opTimeout)
+		_, err := nns[attempt%len(nns)].Mkdirs(cctx, &api.MkdirsRequest{Path: dir, Mode: 0o755, Parents: true})
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt > 100 {
+			t.Fatalf("mkdir %s: %v", dir, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// finalRead is a linearizable read that joins the history, retried on
+// every namenode until one answers.
+func finalRead(t *testing.T, w *workload, in robustness.Input) robustness.Output {
+	t.Helper()
+	for attempt := 0; attempt < 60; attempt++ {
+		cctx, cancel := context.WithTimeout(AsRoot(t.Context()), opTimeout)
+		call := w.hist.Now()
+		out, _, valid := robustness.Exec(cctx, w.nns[attempt%len(w.nns)], w.root, in, nil)
+		ret := w.hist.Now()
+		cancel()
+		if valid && !out.Unknown {
+			w.hist.Add(100, in, call, out, ret)
+			return out
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("final %v: no namenode answered", in)
+	return robustness.Output{}
+}
+
+// converged waits until every namenode's stale reads answer at one applied
+// index, unchanged between two looks, with one listing of root.
+func converged(t *testing.T, nns []api.ClientServiceClient, root string) {
+	t.Helper()
+	stale := &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
+	look := func() ([]uint64, []string, error) {
+		var idx []uint64
+		var lists []string
+		for _, nn := range nns {
+			cctx, cancel := context.WithTimeout(AsRoot(t.Context()), opTimeout)
+			names, hdr, err := walk(cctx, nn, root, stale)
+			cancel()
+			if err != nil {
+				return nil, nil, err
+			}
+			idx = append(idx, hdr)
+			lists = append(lists, strings.Join(names, " "))
+		}
+		return idx, lists, nil
+	}
+	var why string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		a, la, err := look()
+		if err != nil {
+			why = err.Error()
+			continue
+		}
+		b, lb, err := look()
+		if err != nil {
+			why = err.Error()
+			continue
+		}
+		if slices.Equal(a, b) && a[0] == a[1] && a[1] == a[2] && slices.Equal(la, lb) && la[0] == la[1] && la[1] == la[2] {
+			t.Logf("namenodes agree at applied index %d on %q", a[0], la[0])
+			return
+		}
+		why = fmt.Sprintf("applied %v then %v; listings %q", a, b, la)
+	}
+	t.Fatalf("namenodes did not converge: %s", why)
+}
+
+// walk lists root's tree (the workload's is tiny) and returns the paths
+// and the lowest applied index among the answers.
+func walk(ctx context.Context, nn api.ClientServiceClient, root string, ro *api.ReadOptions) ([]string, uint64, error) {
+	var out []string
+	var idx uint64
+	dirs := []string{root}
+	for len(dirs) > 0 {
+		d := dirs[0]
+		dirs = dirs[1:]
+		r, err := nn.ListStatus(ctx, &api.ListStatusRequest{Path: d, Read: ro}, grpc.WaitForReady(false))
+		if err != nil {
+			return nil, 0, err
+		}
+		if h := r.GetHeader().GetAppliedIndex(); idx == 0 || h < idx {
+			idx = h
+		}
+		for _, e := range r.Entries {
+			out = append(out, e.Path)
+			if e.IsDir {
+				dirs = append(dirs, e.Path)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, idx, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
