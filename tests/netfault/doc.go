@@ -9,9 +9,10 @@
 // SIGSTOP/SIGCONT and SIGKILL of processes.
 //
 // The tests need root, ip and nft; without them they skip, saying why.
-// What runs today: TestLeaderCutFromPeers (the leader cut off from the
-// other namenodes while clients and datanodes still reach it), checked for
-// linearizability with tests/robustness's model and for lost writes. The
+// What runs today: TestFaults, the robustness workload through five faults
+// around the leader (cut from its peers only, isolated, deaf one way, a
+// bridge, paused), each checked for linearizability with tests/robustness's
+// model, lost writes and convergence (docs/RELIABILITY.md). The
 // rest of the issue (a seeded nemesis over every fault kind, slow links,
 // full disks, token checks, figures and the long run) is to come.
 package netfault

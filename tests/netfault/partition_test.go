@@ -130,17 +130,76 @@ func (w *workload) worker(ctx context.Context, id int, rng *rand.Rand) {
 	}
 }
 
-// TestLeaderCutFromPeers: the leader is cut off from the other namenodes
-// only; clients and datanodes still reach it. The majority elects a new
-// leader and serves writes; the old one steps down and must not
-// acknowledge anything the new one does not know. After the heal the
-// history (every client's view, through whichever namenode it used) is
-// linearizable, no acknowledged write is lost, and the namenodes converge.
-func TestLeaderCutFromPeers(t *testing.T) {
+// fault is one fault of TestFaults: inject cuts or stops something
+// around the current leader, heal undoes it.
+type fault struct {
+	name string
+	// majority: the namenodes other than the old leader elect a new one
+	// while the fault lasts, and writes are acknowledged meanwhile.
+	majority bool
+	inject   func(ctx context.Context, c *Cluster, leader int) error
+	heal     func(ctx context.Context, c *Cluster, leader int) error
+}
+
+func othersThan(hs []*Host, i int) []*Host {
+	var out []*Host
+	for j, h := range hs {
+		if j != i {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+var faults = []fault{
+	{name: "leader-cut-from-peers", majority: true, // clients and datanodes still reach it
+		inject: func(ctx context.Context, c *Cluster, l int) error {
+			return c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, othersThan(c.NNHosts, l))
+		}},
+	{name: "leader-isolated", majority: true, // from everything: peers, datanodes, the client
+		inject: func(ctx context.Context, c *Cluster, l int) error {
+			rest := append(append(othersThan(c.NNHosts, l), c.DNHosts...), c.Client)
+			return c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, rest)
+		}},
+	{name: "leader-deaf", majority: true, // one way: it sends to its peers, hears nothing back
+		inject: func(ctx context.Context, c *Cluster, l int) error {
+			for _, h := range othersThan(c.NNHosts, l) {
+				if err := c.Net.Drop(ctx, h, c.NNHosts[l]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	{name: "bridge", majority: false, // the leader and one follower cut apart; the third sees both
+		inject: func(ctx context.Context, c *Cluster, l int) error {
+			return c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, []*Host{c.NNHosts[(l+1)%3]})
+		}},
+	{name: "leader-paused", majority: true, // SIGSTOP, longer than the election timeout
+		inject: func(ctx context.Context, c *Cluster, l int) error { c.NNs[l].Pause(); return nil },
+		heal:   func(ctx context.Context, c *Cluster, l int) error { c.NNs[l].Resume(); return nil }},
+}
+
+// TestFaults runs the namespace workload through each fault in turn on
+// one cluster, the fault injected around the current leader and held for
+// some seconds, then healed. After each: the history (every client's view,
+// through whichever namenode it used) is linearizable, no acknowledged
+// write is lost, the namenodes converge, and where the fault leaves a
+// majority of namenodes together, it elected a leader of its own and
+// acknowledged writes meanwhile.
+func TestFaults(t *testing.T) {
 	c, nns := start(t, 3)
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) { runFault(t, c, nns, f) })
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func runFault(t *testing.T, c *Cluster, nns []api.ClientServiceClient, f fault) {
 	ctx := t.Context()
 	old := waitLeader(t, c, nns, -1)
-	w := &workload{nns: nns, root: "/cut", hist: robustness.NewHistory()}
+	w := &workload{nns: nns, root: "/" + f.name, hist: robustness.NewHistory()}
 	setup(t, nns, w.root)
 
 	wctx, stop := context.WithCancel(ctx)
@@ -149,21 +208,14 @@ func TestLeaderCutFromPeers(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
 		wg.Go(func() { w.worker(wctx, id, rng) })
 	}
-	time.Sleep(2 * time.Second)
-	var others []*Host
-	for i, h := range c.NNHosts {
-		if i != old {
-			others = append(others, h)
-		}
-	}
-	t.Logf("cutting leader %s from %d peers", c.NNs[old].Name, len(others))
+	time.Sleep(1500 * time.Millisecond)
+	t.Logf("%s around leader %s", f.name, c.NNs[old].Name)
 	w.mu.Lock()
 	w.in = true
 	w.mu.Unlock()
-	if err := c.Net.Partition(ctx, []*Host{c.NNHosts[old]}, others); err != nil {
+	if err := f.inject(ctx, c, old); err != nil {
 		t.Fatal(err)
 	}
-	// The majority elects a leader of its own while the cut lasts.
 	var rest []api.ClientServiceClient
 	for i, nn := range nns {
 		if i != old {
@@ -171,17 +223,21 @@ func TestLeaderCutFromPeers(t *testing.T) {
 		}
 	}
 	newLeader := -1
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && newLeader < 0; {
+	for deadline := time.Now().Add(10 * time.Second); f.majority && time.Now().Before(deadline) && newLeader < 0; {
 		if l := c.Leader(ctx, rest); l >= 0 && l != old {
 			newLeader = l
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if newLeader < 0 {
-		t.Error("the majority elected no new leader while the leader was cut off")
+	if f.majority && newLeader < 0 {
+		t.Error("the namenodes left together elected no new leader during the fault")
 	}
 	time.Sleep(3 * time.Second)
-	if err := c.Net.Heal(ctx); err != nil {
+	heal := f.heal
+	if heal == nil {
+		heal = func(ctx context.Context, c *Cluster, _ int) error { return c.Net.Heal(ctx) }
+	}
+	if err := heal(ctx, c, old); err != nil {
 		t.Fatal(err)
 	}
 	w.mu.Lock()
@@ -205,13 +261,13 @@ func TestLeaderCutFromPeers(t *testing.T) {
 	ops := w.hist.Ops()
 	all, writes, unknown := robustness.Stats(ops)
 	res, _ := robustness.Check(ops, 60*time.Second)
-	t.Logf("%d ops (%d writes, %d indeterminate; %d acknowledged before the cut, %d during it): %s",
+	t.Logf("%d ops (%d writes, %d indeterminate; %d acknowledged before the fault, %d during it): %s",
 		all, writes, unknown, w.acks[0], w.acks[1], res)
 	if res != porcupine.Ok {
 		t.Errorf("history is %s, not linearizable", res)
 	}
-	if w.acks[1] == 0 {
-		t.Error("no write was acknowledged while the old leader was cut off: the majority did not serve")
+	if f.majority && w.acks[1] == 0 {
+		t.Error("no write was acknowledged during the fault: the majority did not serve")
 	}
 	for _, l := range robustness.LostWrites(ops, final, robustness.OpPaths) {
 		t.Errorf("lost acknowledged write: %s", l)
