@@ -34,8 +34,8 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 type events struct{ m *blocks.Manager }
 
 func (events) Expect(namespace.Block, namespace.ID, uint32, bool) {}
-func (events) Forget([]namespace.Block)                          {}
-func (e events) AdminStates(es []*api.AdminStateEntry)           { e.m.SetAdminStates(ToAdmin(es)) }
+func (events) Forget([]namespace.Block)                           {}
+func (e events) AdminStates(es []*api.AdminStateEntry)            { e.m.SetAdminStates(ToAdmin(es)) }
 
 type fixture struct {
 	m   *blocks.Manager
