@@ -262,6 +262,20 @@ func TestDecommissionWaitsForOpenFiles(t *testing.T) {
 	if s := replicatedWithout(ctx, t, cl, files, x, 3); s != "" {
 		t.Fatalf("decommissioned with a block short: %s", s)
 	}
+	// Readers still get its replicas, last, with its state.
+	for _, p := range files {
+		locs, err := cl.GetBlockLocations(ctx, p, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range locs.Blocks {
+			for i, d := range b.Locations {
+				if d.Id == x && (i != len(b.Locations)-1 || d.AdminState != "DECOMMISSIONED") {
+					t.Fatalf("%s block %d: %s at %d of %d, state %q", p, b.Block.Id, x, i, len(b.Locations), d.AdminState)
+				}
+			}
+		}
+	}
 	close(done)
 	wg.Wait()
 	if n := rd.fails.Load(); n != 0 {
