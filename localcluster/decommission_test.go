@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/localcluster"
@@ -159,6 +161,7 @@ func (r *reader) run(ctx context.Context, done <-chan struct{}) {
 // every file, those two included, has its full replication on other
 // datanodes. A reader reads every file throughout and no read fails.
 func TestDecommissionWaitsForOpenFiles(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 5, Racks: 2, Dir: t.TempDir()})
@@ -289,6 +292,8 @@ func TestDecommissionWaitsForOpenFiles(t *testing.T) {
 // replicated state and marks the datanode Decommissioned once the file
 // closes and its block is copied.
 func TestDecommissionNewLeader(t *testing.T) {
+	// No goleak here: a stopped namenode's raft.NetworkTransport leaves its
+	// inbound connection handlers until the peers hang up.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 5, Racks: 2, Dir: t.TempDir()})

@@ -12,6 +12,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"go.uber.org/goleak"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/client"
@@ -43,6 +45,7 @@ func holders(ctx context.Context, t *testing.T, cl *client.Client, files []strin
 // (each keeps two normal copies, above the default minimum of one); once
 // it is recommissioned while dead, its blocks are re-replicated.
 func TestMaintenanceSchedulesNoCopy(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 4, Dir: t.TempDir()})
@@ -142,6 +145,7 @@ func TestMaintenanceSchedulesNoCopy(t *testing.T) {
 // reread as on SIGHUP, decommissions what it names, and a file that does
 // not parse is refused with the old list kept.
 func TestDecommissionRefusalsAndExcludeFile(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	exclude := filepath.Join(t.TempDir(), "exclude")
