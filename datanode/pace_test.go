@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 )
 
@@ -59,5 +60,43 @@ func TestPacer(t *testing.T) {
 	cancel2()
 	if err := slow.wait(gone, 1<<20); !errs.Is(err, errs.Canceled) {
 		t.Fatalf("canceled: %v", err)
+	}
+}
+
+// TestTransferPaced: a datanode's copies go through its pacer. At 4 KiB/s
+// a 64 KiB copy cannot finish within half a second, and the transfer says
+// so at once (Timeout) rather than sending; the same copy from a datanode
+// without a limit lands.
+func TestTransferPaced(t *testing.T) {
+	target := startDN(t, testConfig(t))
+	data := randBytes(64 << 10)
+	for _, tc := range []struct {
+		name string
+		bw   int64
+		kind errs.Kind
+	}{{"unlimited", 0, 0}, {"4 KiB/s", 4 << 10, errs.Timeout}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.ReplicationBandwidth = tc.bw
+			d := startDN(t, cfg)
+			id := uint64(100 + tc.bw)
+			writeOK(t, dataClient(t, d.Addr()), id, data)
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			_, err := d.transfer(ctx, &api.Block{Id: id, GenStamp: 1, Length: uint64(len(data))}, testInode,
+				copyToken(id, 1, target.ID()), []*api.DatanodeInfo{{Id: target.ID(), Addr: target.Addr()}})
+			if tc.kind == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := target.Store().Stat(id); !ok {
+					t.Fatal("the copy did not land")
+				}
+				return
+			}
+			if !errs.Is(err, tc.kind) {
+				t.Fatalf("paced transfer: %v, want %v", err, tc.kind)
+			}
+		})
 	}
 }
