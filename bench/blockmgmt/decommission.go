@@ -39,6 +39,9 @@ type DecommissionRow struct {
 	DecomMBPS []float64
 	// Ratio is the median of per-run DecomMBPS / DatapathMBPS.
 	Ratio float64 `json:"ratio"`
+	// GetRatio is the median of per-run DecomMBPS / GetMBPS, for
+	// reference: the read leg alone, faster than the write.
+	GetRatio float64 `json:"ratio_vs_get"`
 }
 
 // runDecommission measures runs clusters of 5 datanodes in 2 racks, each
@@ -59,7 +62,7 @@ func runDecommission(ctx context.Context, runs int, size int64) (DecommissionRow
 		defer f.Close()
 		prof = f
 	}
-	var ratios []float64
+	var ratios, getRatios []float64
 	for r := range runs {
 		fig, err := decommissionOnce(ctx, data, prof, r == 0)
 		if err != nil {
@@ -72,8 +75,9 @@ func runDecommission(ctx context.Context, runs int, size int64) (DecommissionRow
 		row.DatapathMBPS = append(row.DatapathMBPS, dp)
 		row.DecomMBPS = append(row.DecomMBPS, fig.decom)
 		ratios = append(ratios, fig.decom/dp)
+		getRatios = append(getRatios, fig.decom/fig.get)
 	}
-	row.Ratio = results.Median(ratios)
+	row.Ratio, row.GetRatio = results.Median(ratios), results.Median(getRatios)
 	return row, nil
 }
 
@@ -192,6 +196,7 @@ func printDecommission(out io.Writer, r DecommissionRow) {
 	fmt.Fprintf(tw, "datapath floor\t%d\t%.1f\t-\t-\t-\t-\t\n", r.Bytes>>20, results.Median(r.DatapathMBPS))
 	fmt.Fprintf(tw, "decommission\t%.0f\t%.1f\t%.2fx\tdatapath floor\t>= %.1fx\t%s\t\n", results.Median(nb)/(1<<20),
 		results.Median(r.DecomMBPS), r.Ratio, decommissionFloor, verdict(r.Ratio, decommissionFloor, false))
+	fmt.Fprintf(tw, "decommission / get\t-\t-\t%.2fx\tget alone\t-\t(for reference)\t\n", r.GetRatio)
 	tw.Flush()
 	fmt.Fprintln(out, "datapath floor: the slower of put and get of the same bytes on the same cluster, per run; decommission: the leaving datanode's replica bytes over Decommission call -> DECOMMISSIONED")
 }
