@@ -127,21 +127,24 @@ func (s *Service) RefreshNodes(ctx context.Context, by string) (*api.AdminStateR
 		return nil, err
 	}
 	s.exclude.takePending()
-	return s.applyExclude(ctx, by)
+	r, _, err := s.applyExclude(ctx, by)
+	return r, err
 }
 
 // applyExclude decommissions every registered datanode the exclude file
 // names (as Decommission does, with its checks: a refusal changes
 // nothing), and recommissions those it decommissioned before and no
-// longer names. Names not registered yet are applied at a later refresh.
-func (s *Service) applyExclude(ctx context.Context, by string) (*api.AdminStateResponse, error) {
+// longer names. It returns how many names are not registered yet: the
+// leader's Tick tries again until they are (a datanode that registers
+// after the leader started), a refreshNodes leaves them to a later one.
+func (s *Service) applyExclude(ctx context.Context, by string) (_ *api.AdminStateResponse, unknown int, _ error) {
 	const op = "RefreshNodes"
 	var ids []string
 	for _, nm := range s.exclude.list() {
 		if got, err := s.resolve(op, []string{nm}, nil); err == nil {
 			ids = append(ids, got...)
 		} else {
-			s.cfg.Log.Info("exclude file names a datanode not registered yet", "name", nm)
+			unknown++
 		}
 	}
 	out := &api.AdminStateResponse{}
@@ -163,16 +166,23 @@ func (s *Service) applyExclude(ctx context.Context, by string) (*api.AdminStateR
 	if len(ids) > 0 {
 		r, err := s.decommission(ctx, op, excludeBy+by, ids)
 		if err != nil {
-			return nil, err
+			return nil, unknown, err
 		}
 		out = r
 	}
 	if len(back) > 0 {
 		r, err := s.propose(ctx, op, by, back, nil)
 		if err != nil {
-			return nil, err
+			return nil, unknown, err
 		}
 		out.Changed, out.Index = append(out.Changed, r.Changed...), r.Index
 	}
-	return out, nil
+	return out, unknown, nil
+}
+
+// markPending makes the leader's next Tick apply the list again.
+func (h *hostsFile) markPending() {
+	h.mu.Lock()
+	h.pending = true
+	h.mu.Unlock()
 }

@@ -239,8 +239,10 @@ func (s *Service) propose(ctx context.Context, op, by string, entries []*api.Adm
 // periodically, on the leader only, outside safe mode.
 func (s *Service) Tick(ctx context.Context) {
 	if s.exclude != nil && s.exclude.takePending() {
-		if _, err := s.applyExclude(ctx, s.cfg.Self); err != nil {
+		if _, unknown, err := s.applyExclude(ctx, s.cfg.Self); err != nil {
 			s.cfg.Log.Warn("exclude file not applied", "file", s.exclude.path, "err", err)
+		} else if unknown > 0 {
+			s.exclude.markPending() // names of datanodes that have not registered yet
 		}
 	}
 	now := s.cfg.Now()

@@ -265,6 +265,21 @@ func TestExcludeFile(t *testing.T) {
 	if x.state("dn3") != "ADMIN_NORMAL" || x.state("dn5") != "ADMIN_DECOMMISSIONED" {
 		t.Fatalf("after the file emptied: dn3 %s, dn5 %s", x.state("dn3"), x.state("dn5"))
 	}
+	// A name not registered yet: the leader's rounds keep trying until it
+	// registers.
+	write("dn9\n")
+	if err := x.s.ReloadExclude(); err != nil {
+		t.Fatal(err)
+	}
+	x.s.Tick(ctx)
+	if err := x.m.Register(blocks.Datanode{ID: "dn9", Addr: "10.0.0.9:9866", Rack: "/r1", Capacity: 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	x.m.FullReport("dn9", nil)
+	x.s.Tick(ctx)
+	if got := x.state("dn9"); got != "ADMIN_DECOMMISSIONING" && got != "ADMIN_DECOMMISSIONED" {
+		t.Fatalf("dn9 after it registered: %s", got)
+	}
 	write("dn2:x\n")
 	if _, err := New(Config{Blocks: x.m, States: x.f.AdminStates, ExcludeFile: path}); !errs.Is(err, errs.Invalid) {
 		t.Fatalf("load of a bad file: %v", err)
