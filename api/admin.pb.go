@@ -967,6 +967,255 @@ func (x *SafeModeResponse) GetServedBy() string {
 	return ""
 }
 
+// DecommissionRequest names datanodes by id or data address.
+type DecommissionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Datanodes     []string               `protobuf:"bytes,1,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionRequest) Reset() {
+	*x = DecommissionRequest{}
+	mi := &file_api_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionRequest) ProtoMessage() {}
+
+func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
+func (*DecommissionRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DecommissionRequest) GetDatanodes() []string {
+	if x != nil {
+		return x.Datanodes
+	}
+	return nil
+}
+
+type RecommissionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Datanodes     []string               `protobuf:"bytes,1,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecommissionRequest) Reset() {
+	*x = RecommissionRequest{}
+	mi := &file_api_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecommissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecommissionRequest) ProtoMessage() {}
+
+func (x *RecommissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecommissionRequest.ProtoReflect.Descriptor instead.
+func (*RecommissionRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RecommissionRequest) GetDatanodes() []string {
+	if x != nil {
+		return x.Datanodes
+	}
+	return nil
+}
+
+// MaintenanceRequest: until_unix_ms ends the maintenance (required, in
+// the future); min_replicas defaults to 1.
+type MaintenanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Datanodes     []string               `protobuf:"bytes,1,rep,name=datanodes,proto3" json:"datanodes,omitempty"`
+	UntilUnixMs   int64                  `protobuf:"varint,2,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	MinReplicas   uint32                 `protobuf:"varint,3,opt,name=min_replicas,json=minReplicas,proto3" json:"min_replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MaintenanceRequest) Reset() {
+	*x = MaintenanceRequest{}
+	mi := &file_api_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaintenanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaintenanceRequest) ProtoMessage() {}
+
+func (x *MaintenanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaintenanceRequest.ProtoReflect.Descriptor instead.
+func (*MaintenanceRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *MaintenanceRequest) GetDatanodes() []string {
+	if x != nil {
+		return x.Datanodes
+	}
+	return nil
+}
+
+func (x *MaintenanceRequest) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
+
+func (x *MaintenanceRequest) GetMinReplicas() uint32 {
+	if x != nil {
+		return x.MinReplicas
+	}
+	return 0
+}
+
+type RefreshNodesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshNodesRequest) Reset() {
+	*x = RefreshNodesRequest{}
+	mi := &file_api_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshNodesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshNodesRequest) ProtoMessage() {}
+
+func (x *RefreshNodesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshNodesRequest.ProtoReflect.Descriptor instead.
+func (*RefreshNodesRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{22}
+}
+
+// AdminStateResponse lists the datanodes whose state changed (ids) and
+// the Raft index of the change (0: nothing changed).
+type AdminStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Changed       []string               `protobuf:"bytes,1,rep,name=changed,proto3" json:"changed,omitempty"`
+	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	ServedBy      string                 `protobuf:"bytes,3,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminStateResponse) Reset() {
+	*x = AdminStateResponse{}
+	mi := &file_api_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminStateResponse) ProtoMessage() {}
+
+func (x *AdminStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminStateResponse.ProtoReflect.Descriptor instead.
+func (*AdminStateResponse) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AdminStateResponse) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *AdminStateResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AdminStateResponse) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
 var File_api_admin_proto protoreflect.FileDescriptor
 
 const file_api_admin_proto_rawDesc = "" +
@@ -1018,11 +1267,24 @@ const file_api_admin_proto_rawDesc = "" +
 	"\vsafe_blocks\x18\x04 \x01(\x04R\n" +
 	"safeBlocks\x12!\n" +
 	"\ftotal_blocks\x18\x05 \x01(\x04R\vtotalBlocks\x12\x1b\n" +
-	"\tserved_by\x18\x06 \x01(\tR\bservedBy*M\n" +
+	"\tserved_by\x18\x06 \x01(\tR\bservedBy\"3\n" +
+	"\x13DecommissionRequest\x12\x1c\n" +
+	"\tdatanodes\x18\x01 \x03(\tR\tdatanodes\"3\n" +
+	"\x13RecommissionRequest\x12\x1c\n" +
+	"\tdatanodes\x18\x01 \x03(\tR\tdatanodes\"y\n" +
+	"\x12MaintenanceRequest\x12\x1c\n" +
+	"\tdatanodes\x18\x01 \x03(\tR\tdatanodes\x12\"\n" +
+	"\runtil_unix_ms\x18\x02 \x01(\x03R\vuntilUnixMs\x12!\n" +
+	"\fmin_replicas\x18\x03 \x01(\rR\vminReplicas\"\x15\n" +
+	"\x13RefreshNodesRequest\"a\n" +
+	"\x12AdminStateResponse\x12\x18\n" +
+	"\achanged\x18\x01 \x03(\tR\achanged\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1b\n" +
+	"\tserved_by\x18\x03 \x01(\tR\bservedBy*M\n" +
 	"\x0eSafeModeAction\x12\x11\n" +
 	"\rSAFE_MODE_GET\x10\x00\x12\x13\n" +
 	"\x0fSAFE_MODE_ENTER\x10\x01\x12\x13\n" +
-	"\x0fSAFE_MODE_LEAVE\x10\x022\xed\x04\n" +
+	"\x0fSAFE_MODE_LEAVE\x10\x022\xaf\a\n" +
 	"\x05Admin\x12H\n" +
 	"\tAddServer\x12\x1c.blockfs.v1.AddServerRequest\x1a\x1d.blockfs.v1.AddServerResponse\x12Q\n" +
 	"\fRemoveServer\x12\x1f.blockfs.v1.RemoveServerRequest\x1a .blockfs.v1.RemoveServerResponse\x12c\n" +
@@ -1031,7 +1293,11 @@ const file_api_admin_proto_rawDesc = "" +
 	"\x06Revoke\x12\x19.blockfs.v1.RevokeRequest\x1a\x1a.blockfs.v1.RevokeResponse\x12C\n" +
 	"\bUnrevoke\x12\x1b.blockfs.v1.UnrevokeRequest\x1a\x1a.blockfs.v1.RevokeResponse\x12N\n" +
 	"\vListRevoked\x12\x1e.blockfs.v1.ListRevokedRequest\x1a\x1f.blockfs.v1.ListRevokedResponse\x12E\n" +
-	"\bSafeMode\x12\x1b.blockfs.v1.SafeModeRequest\x1a\x1c.blockfs.v1.SafeModeResponse2\x9a\x01\n" +
+	"\bSafeMode\x12\x1b.blockfs.v1.SafeModeRequest\x1a\x1c.blockfs.v1.SafeModeResponse\x12O\n" +
+	"\fDecommission\x12\x1f.blockfs.v1.DecommissionRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12O\n" +
+	"\fRecommission\x12\x1f.blockfs.v1.RecommissionRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12M\n" +
+	"\vMaintenance\x12\x1e.blockfs.v1.MaintenanceRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12O\n" +
+	"\fRefreshNodes\x12\x1f.blockfs.v1.RefreshNodesRequest\x1a\x1e.blockfs.v1.AdminStateResponse2\x9a\x01\n" +
 	"\x10NamenodeInternal\x12<\n" +
 	"\x05Apply\x12\x18.blockfs.v1.ApplyRequest\x1a\x19.blockfs.v1.ApplyResponse\x12H\n" +
 	"\tReadIndex\x12\x1c.blockfs.v1.ReadIndexRequest\x1a\x1d.blockfs.v1.ReadIndexResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
@@ -1049,7 +1315,7 @@ func file_api_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_api_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_api_admin_proto_goTypes = []any{
 	(SafeModeAction)(0),                // 0: blockfs.v1.SafeModeAction
 	(*AddServerRequest)(nil),           // 1: blockfs.v1.AddServerRequest
@@ -1071,12 +1337,17 @@ var file_api_admin_proto_goTypes = []any{
 	(*ListRevokedResponse)(nil),        // 17: blockfs.v1.ListRevokedResponse
 	(*SafeModeRequest)(nil),            // 18: blockfs.v1.SafeModeRequest
 	(*SafeModeResponse)(nil),           // 19: blockfs.v1.SafeModeResponse
-	(*RevokedEntry)(nil),               // 20: blockfs.v1.RevokedEntry
+	(*DecommissionRequest)(nil),        // 20: blockfs.v1.DecommissionRequest
+	(*RecommissionRequest)(nil),        // 21: blockfs.v1.RecommissionRequest
+	(*MaintenanceRequest)(nil),         // 22: blockfs.v1.MaintenanceRequest
+	(*RefreshNodesRequest)(nil),        // 23: blockfs.v1.RefreshNodesRequest
+	(*AdminStateResponse)(nil),         // 24: blockfs.v1.AdminStateResponse
+	(*RevokedEntry)(nil),               // 25: blockfs.v1.RevokedEntry
 }
 var file_api_admin_proto_depIdxs = []int32{
-	20, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	20, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	20, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
+	25, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	25, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	25, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
 	0,  // 3: blockfs.v1.SafeModeRequest.action:type_name -> blockfs.v1.SafeModeAction
 	1,  // 4: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
 	3,  // 5: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
@@ -1086,20 +1357,28 @@ var file_api_admin_proto_depIdxs = []int32{
 	15, // 9: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
 	16, // 10: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
 	18, // 11: blockfs.v1.Admin.SafeMode:input_type -> blockfs.v1.SafeModeRequest
-	9,  // 12: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
-	11, // 13: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
-	2,  // 14: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
-	4,  // 15: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
-	6,  // 16: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
-	8,  // 17: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
-	14, // 18: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
-	14, // 19: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
-	17, // 20: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
-	19, // 21: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
-	10, // 22: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
-	12, // 23: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
-	14, // [14:24] is the sub-list for method output_type
-	4,  // [4:14] is the sub-list for method input_type
+	20, // 12: blockfs.v1.Admin.Decommission:input_type -> blockfs.v1.DecommissionRequest
+	21, // 13: blockfs.v1.Admin.Recommission:input_type -> blockfs.v1.RecommissionRequest
+	22, // 14: blockfs.v1.Admin.Maintenance:input_type -> blockfs.v1.MaintenanceRequest
+	23, // 15: blockfs.v1.Admin.RefreshNodes:input_type -> blockfs.v1.RefreshNodesRequest
+	9,  // 16: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
+	11, // 17: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
+	2,  // 18: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
+	4,  // 19: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
+	6,  // 20: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
+	8,  // 21: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
+	14, // 22: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
+	14, // 23: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
+	17, // 24: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
+	19, // 25: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
+	24, // 26: blockfs.v1.Admin.Decommission:output_type -> blockfs.v1.AdminStateResponse
+	24, // 27: blockfs.v1.Admin.Recommission:output_type -> blockfs.v1.AdminStateResponse
+	24, // 28: blockfs.v1.Admin.Maintenance:output_type -> blockfs.v1.AdminStateResponse
+	24, // 29: blockfs.v1.Admin.RefreshNodes:output_type -> blockfs.v1.AdminStateResponse
+	10, // 30: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
+	12, // 31: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
+	18, // [18:32] is the sub-list for method output_type
+	4,  // [4:18] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -1117,7 +1396,7 @@ func file_api_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_admin_proto_rawDesc), len(file_api_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

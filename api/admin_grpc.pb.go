@@ -30,6 +30,10 @@ const (
 	Admin_Unrevoke_FullMethodName           = "/blockfs.v1.Admin/Unrevoke"
 	Admin_ListRevoked_FullMethodName        = "/blockfs.v1.Admin/ListRevoked"
 	Admin_SafeMode_FullMethodName           = "/blockfs.v1.Admin/SafeMode"
+	Admin_Decommission_FullMethodName       = "/blockfs.v1.Admin/Decommission"
+	Admin_Recommission_FullMethodName       = "/blockfs.v1.Admin/Recommission"
+	Admin_Maintenance_FullMethodName        = "/blockfs.v1.Admin/Maintenance"
+	Admin_RefreshNodes_FullMethodName       = "/blockfs.v1.Admin/RefreshNodes"
 )
 
 // AdminClient is the client API for Admin service.
@@ -48,6 +52,16 @@ type AdminClient interface {
 	// SafeMode reads, enters or leaves the leader's safe mode (a follower
 	// forwards); entering by hand holds it until leave.
 	SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error)
+	// Decommission, Recommission and Maintenance change datanodes' admin
+	// states through Raft (docs/OPERATIONS.md, "Decommission",
+	// "Maintenance"); RefreshNodes rereads the exclude file
+	// (--hosts-exclude) and decommissions what it names. A follower forwards
+	// each to the leader, whose block map judges whether the datanodes may
+	// leave.
+	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
+	Recommission(ctx context.Context, in *RecommissionRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
+	Maintenance(ctx context.Context, in *MaintenanceRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
+	RefreshNodes(ctx context.Context, in *RefreshNodesRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
 }
 
 type adminClient struct {
@@ -138,6 +152,46 @@ func (c *adminClient) SafeMode(ctx context.Context, in *SafeModeRequest, opts ..
 	return out, nil
 }
 
+func (c *adminClient) Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*AdminStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminStateResponse)
+	err := c.cc.Invoke(ctx, Admin_Decommission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Recommission(ctx context.Context, in *RecommissionRequest, opts ...grpc.CallOption) (*AdminStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminStateResponse)
+	err := c.cc.Invoke(ctx, Admin_Recommission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Maintenance(ctx context.Context, in *MaintenanceRequest, opts ...grpc.CallOption) (*AdminStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminStateResponse)
+	err := c.cc.Invoke(ctx, Admin_Maintenance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RefreshNodes(ctx context.Context, in *RefreshNodesRequest, opts ...grpc.CallOption) (*AdminStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminStateResponse)
+	err := c.cc.Invoke(ctx, Admin_RefreshNodes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -154,6 +208,16 @@ type AdminServer interface {
 	// SafeMode reads, enters or leaves the leader's safe mode (a follower
 	// forwards); entering by hand holds it until leave.
 	SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error)
+	// Decommission, Recommission and Maintenance change datanodes' admin
+	// states through Raft (docs/OPERATIONS.md, "Decommission",
+	// "Maintenance"); RefreshNodes rereads the exclude file
+	// (--hosts-exclude) and decommissions what it names. A follower forwards
+	// each to the leader, whose block map judges whether the datanodes may
+	// leave.
+	Decommission(context.Context, *DecommissionRequest) (*AdminStateResponse, error)
+	Recommission(context.Context, *RecommissionRequest) (*AdminStateResponse, error)
+	Maintenance(context.Context, *MaintenanceRequest) (*AdminStateResponse, error)
+	RefreshNodes(context.Context, *RefreshNodesRequest) (*AdminStateResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -187,6 +251,18 @@ func (UnimplementedAdminServer) ListRevoked(context.Context, *ListRevokedRequest
 }
 func (UnimplementedAdminServer) SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SafeMode not implemented")
+}
+func (UnimplementedAdminServer) Decommission(context.Context, *DecommissionRequest) (*AdminStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Decommission not implemented")
+}
+func (UnimplementedAdminServer) Recommission(context.Context, *RecommissionRequest) (*AdminStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Recommission not implemented")
+}
+func (UnimplementedAdminServer) Maintenance(context.Context, *MaintenanceRequest) (*AdminStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Maintenance not implemented")
+}
+func (UnimplementedAdminServer) RefreshNodes(context.Context, *RefreshNodesRequest) (*AdminStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RefreshNodes not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -353,6 +429,78 @@ func _Admin_SafeMode_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Decommission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecommissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Decommission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Decommission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Decommission(ctx, req.(*DecommissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Recommission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecommissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Recommission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Recommission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Recommission(ctx, req.(*RecommissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Maintenance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MaintenanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Maintenance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Maintenance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Maintenance(ctx, req.(*MaintenanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RefreshNodes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefreshNodesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RefreshNodes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RefreshNodes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RefreshNodes(ctx, req.(*RefreshNodesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -391,6 +539,22 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SafeMode",
 			Handler:    _Admin_SafeMode_Handler,
+		},
+		{
+			MethodName: "Decommission",
+			Handler:    _Admin_Decommission_Handler,
+		},
+		{
+			MethodName: "Recommission",
+			Handler:    _Admin_Recommission_Handler,
+		},
+		{
+			MethodName: "Maintenance",
+			Handler:    _Admin_Maintenance_Handler,
+		},
+		{
+			MethodName: "RefreshNodes",
+			Handler:    _Admin_RefreshNodes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

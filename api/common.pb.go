@@ -164,8 +164,17 @@ type DatanodeInfo struct {
 	LastHeartbeatUnixMs int64                  `protobuf:"varint,7,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
 	FailedVolumes       uint32                 `protobuf:"varint,8,opt,name=failed_volumes,json=failedVolumes,proto3" json:"failed_volumes,omitempty"`
 	Rack                string                 `protobuf:"bytes,9,opt,name=rack,proto3" json:"rack,omitempty"` // failure domain, as the namenode's topology says
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// admin_state is the operator's state, in HDFS's names (NORMAL,
+	// DECOMMISSION_INPROGRESS, DECOMMISSIONED, ENTERING_MAINTENANCE,
+	// IN_MAINTENANCE); the rest is the progress of a node leaving, as the
+	// answering namenode's block map sees it.
+	AdminState              string `protobuf:"bytes,10,opt,name=admin_state,json=adminState,proto3" json:"admin_state,omitempty"`
+	MaintenanceExpiryUnixMs int64  `protobuf:"varint,11,opt,name=maintenance_expiry_unix_ms,json=maintenanceExpiryUnixMs,proto3" json:"maintenance_expiry_unix_ms,omitempty"`
+	BlocksLeft              uint64 `protobuf:"varint,12,opt,name=blocks_left,json=blocksLeft,proto3" json:"blocks_left,omitempty"` // blocks without their copies elsewhere yet
+	BytesLeft               uint64 `protobuf:"varint,13,opt,name=bytes_left,json=bytesLeft,proto3" json:"bytes_left,omitempty"`
+	OpenFilesBlocking       uint64 `protobuf:"varint,14,opt,name=open_files_blocking,json=openFilesBlocking,proto3" json:"open_files_blocking,omitempty"` // files under construction holding it
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *DatanodeInfo) Reset() {
@@ -259,6 +268,41 @@ func (x *DatanodeInfo) GetRack() string {
 		return x.Rack
 	}
 	return ""
+}
+
+func (x *DatanodeInfo) GetAdminState() string {
+	if x != nil {
+		return x.AdminState
+	}
+	return ""
+}
+
+func (x *DatanodeInfo) GetMaintenanceExpiryUnixMs() int64 {
+	if x != nil {
+		return x.MaintenanceExpiryUnixMs
+	}
+	return 0
+}
+
+func (x *DatanodeInfo) GetBlocksLeft() uint64 {
+	if x != nil {
+		return x.BlocksLeft
+	}
+	return 0
+}
+
+func (x *DatanodeInfo) GetBytesLeft() uint64 {
+	if x != nil {
+		return x.BytesLeft
+	}
+	return 0
+}
+
+func (x *DatanodeInfo) GetOpenFilesBlocking() uint64 {
+	if x != nil {
+		return x.OpenFilesBlocking
+	}
+	return 0
 }
 
 // LocatedBlock is one block of a file with where its replicas live.
@@ -598,7 +642,7 @@ const file_api_common_proto_rawDesc = "" +
 	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x1b\n" +
 	"\x06crc32c\x18\x04 \x01(\rH\x00R\x06crc32c\x88\x01\x01B\t\n" +
-	"\a_crc32c\"\x85\x02\n" +
+	"\a_crc32c\"\xd3\x03\n" +
 	"\fDatanodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1b\n" +
@@ -608,7 +652,16 @@ const file_api_common_proto_rawDesc = "" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\a \x01(\x03R\x13lastHeartbeatUnixMs\x12%\n" +
 	"\x0efailed_volumes\x18\b \x01(\rR\rfailedVolumes\x12\x12\n" +
-	"\x04rack\x18\t \x01(\tR\x04rack\"\xb7\x01\n" +
+	"\x04rack\x18\t \x01(\tR\x04rack\x12\x1f\n" +
+	"\vadmin_state\x18\n" +
+	" \x01(\tR\n" +
+	"adminState\x12;\n" +
+	"\x1amaintenance_expiry_unix_ms\x18\v \x01(\x03R\x17maintenanceExpiryUnixMs\x12\x1f\n" +
+	"\vblocks_left\x18\f \x01(\x04R\n" +
+	"blocksLeft\x12\x1d\n" +
+	"\n" +
+	"bytes_left\x18\r \x01(\x04R\tbytesLeft\x12.\n" +
+	"\x13open_files_blocking\x18\x0e \x01(\x04R\x11openFilesBlocking\"\xb7\x01\n" +
 	"\fLocatedBlock\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x126\n" +

@@ -25,6 +25,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// AdminState is a datanode's administrative state (HDFS's AdminStates;
+// blocks.AdminState has the same numbers). NORMAL is the absence of an
+// entry in the FSM's table.
+type AdminState int32
+
+const (
+	AdminState_ADMIN_NORMAL               AdminState = 0
+	AdminState_ADMIN_DECOMMISSIONING      AdminState = 1
+	AdminState_ADMIN_DECOMMISSIONED       AdminState = 2
+	AdminState_ADMIN_ENTERING_MAINTENANCE AdminState = 3
+	AdminState_ADMIN_IN_MAINTENANCE       AdminState = 4
+)
+
+// Enum value maps for AdminState.
+var (
+	AdminState_name = map[int32]string{
+		0: "ADMIN_NORMAL",
+		1: "ADMIN_DECOMMISSIONING",
+		2: "ADMIN_DECOMMISSIONED",
+		3: "ADMIN_ENTERING_MAINTENANCE",
+		4: "ADMIN_IN_MAINTENANCE",
+	}
+	AdminState_value = map[string]int32{
+		"ADMIN_NORMAL":               0,
+		"ADMIN_DECOMMISSIONING":      1,
+		"ADMIN_DECOMMISSIONED":       2,
+		"ADMIN_ENTERING_MAINTENANCE": 3,
+		"ADMIN_IN_MAINTENANCE":       4,
+	}
+)
+
+func (x AdminState) Enum() *AdminState {
+	p := new(AdminState)
+	*p = x
+	return p
+}
+
+func (x AdminState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AdminState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_fsm_proto_enumTypes[0].Descriptor()
+}
+
+func (AdminState) Type() protoreflect.EnumType {
+	return &file_api_fsm_proto_enumTypes[0]
+}
+
+func (x AdminState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AdminState.Descriptor instead.
+func (AdminState) EnumDescriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{0}
+}
+
 // Caller is the user on whose behalf a command runs; permission checks in
 // the state machine use it, so they are atomic with the change.
 type Caller struct {
@@ -2012,6 +2070,162 @@ func (x *SetQuotaCommand) GetSpaceQuota() int64 {
 	return 0
 }
 
+// AdminStateEntry is one datanode's row of the replicated admin-state
+// table (docs/ARCHITECTURE.md, "Datanode states"). set_by and
+// set_unix_ms are stamped by the proposing namenode (never read from a
+// clock while applying).
+type AdminStateEntry struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DatanodeId string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
+	State      AdminState             `protobuf:"varint,2,opt,name=state,proto3,enum=blockfs.v1.AdminState" json:"state,omitempty"`
+	// expiry_unix_ms ends a maintenance (0: none, only for decommission).
+	ExpiryUnixMs int64 `protobuf:"varint,3,opt,name=expiry_unix_ms,json=expiryUnixMs,proto3" json:"expiry_unix_ms,omitempty"`
+	// min_replicas: normal live copies each block keeps during maintenance.
+	MinReplicas   uint32 `protobuf:"varint,4,opt,name=min_replicas,json=minReplicas,proto3" json:"min_replicas,omitempty"`
+	SetBy         string `protobuf:"bytes,5,opt,name=set_by,json=setBy,proto3" json:"set_by,omitempty"`
+	SetUnixMs     int64  `protobuf:"varint,6,opt,name=set_unix_ms,json=setUnixMs,proto3" json:"set_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminStateEntry) Reset() {
+	*x = AdminStateEntry{}
+	mi := &file_api_fsm_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminStateEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminStateEntry) ProtoMessage() {}
+
+func (x *AdminStateEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminStateEntry.ProtoReflect.Descriptor instead.
+func (*AdminStateEntry) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AdminStateEntry) GetDatanodeId() string {
+	if x != nil {
+		return x.DatanodeId
+	}
+	return ""
+}
+
+func (x *AdminStateEntry) GetState() AdminState {
+	if x != nil {
+		return x.State
+	}
+	return AdminState_ADMIN_NORMAL
+}
+
+func (x *AdminStateEntry) GetExpiryUnixMs() int64 {
+	if x != nil {
+		return x.ExpiryUnixMs
+	}
+	return 0
+}
+
+func (x *AdminStateEntry) GetMinReplicas() uint32 {
+	if x != nil {
+		return x.MinReplicas
+	}
+	return 0
+}
+
+func (x *AdminStateEntry) GetSetBy() string {
+	if x != nil {
+		return x.SetBy
+	}
+	return ""
+}
+
+func (x *AdminStateEntry) GetSetUnixMs() int64 {
+	if x != nil {
+		return x.SetUnixMs
+	}
+	return 0
+}
+
+// SetAdminStateCommand sets the admin state of every datanode it names,
+// all or none (CmdSetAdminState); an entry with state NORMAL removes the
+// datanode's row. from, when set, is the state each named datanode must
+// be in for the command to apply (the leader's automatic transitions:
+// Decommissioning -> Decommissioned, maintenance expiry), so that a
+// transition racing an operator's change never undoes it.
+type SetAdminStateCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AdminStateEntry     `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	CheckFrom     bool                   `protobuf:"varint,2,opt,name=check_from,json=checkFrom,proto3" json:"check_from,omitempty"`
+	From          AdminState             `protobuf:"varint,3,opt,name=from,proto3,enum=blockfs.v1.AdminState" json:"from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAdminStateCommand) Reset() {
+	*x = SetAdminStateCommand{}
+	mi := &file_api_fsm_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAdminStateCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAdminStateCommand) ProtoMessage() {}
+
+func (x *SetAdminStateCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAdminStateCommand.ProtoReflect.Descriptor instead.
+func (*SetAdminStateCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SetAdminStateCommand) GetEntries() []*AdminStateEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *SetAdminStateCommand) GetCheckFrom() bool {
+	if x != nil {
+		return x.CheckFrom
+	}
+	return false
+}
+
+func (x *SetAdminStateCommand) GetFrom() AdminState {
+	if x != nil {
+		return x.From
+	}
+	return AdminState_ADMIN_NORMAL
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -2177,7 +2391,27 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12'\n" +
 	"\x0fnamespace_quota\x18\x03 \x01(\x03R\x0enamespaceQuota\x12\x1f\n" +
 	"\vspace_quota\x18\x04 \x01(\x03R\n" +
-	"spaceQuotaB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"spaceQuota\"\xe0\x01\n" +
+	"\x0fAdminStateEntry\x12\x1f\n" +
+	"\vdatanode_id\x18\x01 \x01(\tR\n" +
+	"datanodeId\x12,\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x16.blockfs.v1.AdminStateR\x05state\x12$\n" +
+	"\x0eexpiry_unix_ms\x18\x03 \x01(\x03R\fexpiryUnixMs\x12!\n" +
+	"\fmin_replicas\x18\x04 \x01(\rR\vminReplicas\x12\x15\n" +
+	"\x06set_by\x18\x05 \x01(\tR\x05setBy\x12\x1e\n" +
+	"\vset_unix_ms\x18\x06 \x01(\x03R\tsetUnixMs\"\x98\x01\n" +
+	"\x14SetAdminStateCommand\x125\n" +
+	"\aentries\x18\x01 \x03(\v2\x1b.blockfs.v1.AdminStateEntryR\aentries\x12\x1d\n" +
+	"\n" +
+	"check_from\x18\x02 \x01(\bR\tcheckFrom\x12*\n" +
+	"\x04from\x18\x03 \x01(\x0e2\x16.blockfs.v1.AdminStateR\x04from*\x8d\x01\n" +
+	"\n" +
+	"AdminState\x12\x10\n" +
+	"\fADMIN_NORMAL\x10\x00\x12\x19\n" +
+	"\x15ADMIN_DECOMMISSIONING\x10\x01\x12\x18\n" +
+	"\x14ADMIN_DECOMMISSIONED\x10\x02\x12\x1e\n" +
+	"\x1aADMIN_ENTERING_MAINTENANCE\x10\x03\x12\x18\n" +
+	"\x14ADMIN_IN_MAINTENANCE\x10\x04B$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_fsm_proto_rawDescOnce sync.Once
@@ -2191,76 +2425,83 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 	return file_api_fsm_proto_rawDescData
 }
 
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_api_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_api_fsm_proto_goTypes = []any{
-	(*Caller)(nil),                        // 0: blockfs.v1.Caller
-	(*MkdirsCommand)(nil),                 // 1: blockfs.v1.MkdirsCommand
-	(*CreateCommand)(nil),                 // 2: blockfs.v1.CreateCommand
-	(*AddBlockCommand)(nil),               // 3: blockfs.v1.AddBlockCommand
-	(*CompleteCommand)(nil),               // 4: blockfs.v1.CompleteCommand
-	(*AbandonBlockCommand)(nil),           // 5: blockfs.v1.AbandonBlockCommand
-	(*AppendCommand)(nil),                 // 6: blockfs.v1.AppendCommand
-	(*DeleteCommand)(nil),                 // 7: blockfs.v1.DeleteCommand
-	(*RenameCommand)(nil),                 // 8: blockfs.v1.RenameCommand
-	(*SetMemberCommand)(nil),              // 9: blockfs.v1.SetMemberCommand
-	(*RemoveMemberCommand)(nil),           // 10: blockfs.v1.RemoveMemberCommand
-	(*CommandResult)(nil),                 // 11: blockfs.v1.CommandResult
-	(*BatchCommand)(nil),                  // 12: blockfs.v1.BatchCommand
-	(*SetPermissionCommand)(nil),          // 13: blockfs.v1.SetPermissionCommand
-	(*SetOwnerCommand)(nil),               // 14: blockfs.v1.SetOwnerCommand
-	(*RegisterKeyCommand)(nil),            // 15: blockfs.v1.RegisterKeyCommand
-	(*PruneKeysCommand)(nil),              // 16: blockfs.v1.PruneKeysCommand
-	(*RenewLeaseCommand)(nil),             // 17: blockfs.v1.RenewLeaseCommand
-	(*RecoverLeaseCommand)(nil),           // 18: blockfs.v1.RecoverLeaseCommand
-	(*CommitBlockSyncCommand)(nil),        // 19: blockfs.v1.CommitBlockSyncCommand
-	(*FsyncCommand)(nil),                  // 20: blockfs.v1.FsyncCommand
-	(*UpdateBlockForPipelineCommand)(nil), // 21: blockfs.v1.UpdateBlockForPipelineCommand
-	(*UpdatePipelineCommand)(nil),         // 22: blockfs.v1.UpdatePipelineCommand
-	(*RevokedEntry)(nil),                  // 23: blockfs.v1.RevokedEntry
-	(*RevokeCommand)(nil),                 // 24: blockfs.v1.RevokeCommand
-	(*UnrevokeCommand)(nil),               // 25: blockfs.v1.UnrevokeCommand
-	(*SetQuotaCommand)(nil),               // 26: blockfs.v1.SetQuotaCommand
-	(*Block)(nil),                         // 27: blockfs.v1.Block
-	(*Member)(nil),                        // 28: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 29: blockfs.v1.FileStatus
+	(AdminState)(0),                       // 0: blockfs.v1.AdminState
+	(*Caller)(nil),                        // 1: blockfs.v1.Caller
+	(*MkdirsCommand)(nil),                 // 2: blockfs.v1.MkdirsCommand
+	(*CreateCommand)(nil),                 // 3: blockfs.v1.CreateCommand
+	(*AddBlockCommand)(nil),               // 4: blockfs.v1.AddBlockCommand
+	(*CompleteCommand)(nil),               // 5: blockfs.v1.CompleteCommand
+	(*AbandonBlockCommand)(nil),           // 6: blockfs.v1.AbandonBlockCommand
+	(*AppendCommand)(nil),                 // 7: blockfs.v1.AppendCommand
+	(*DeleteCommand)(nil),                 // 8: blockfs.v1.DeleteCommand
+	(*RenameCommand)(nil),                 // 9: blockfs.v1.RenameCommand
+	(*SetMemberCommand)(nil),              // 10: blockfs.v1.SetMemberCommand
+	(*RemoveMemberCommand)(nil),           // 11: blockfs.v1.RemoveMemberCommand
+	(*CommandResult)(nil),                 // 12: blockfs.v1.CommandResult
+	(*BatchCommand)(nil),                  // 13: blockfs.v1.BatchCommand
+	(*SetPermissionCommand)(nil),          // 14: blockfs.v1.SetPermissionCommand
+	(*SetOwnerCommand)(nil),               // 15: blockfs.v1.SetOwnerCommand
+	(*RegisterKeyCommand)(nil),            // 16: blockfs.v1.RegisterKeyCommand
+	(*PruneKeysCommand)(nil),              // 17: blockfs.v1.PruneKeysCommand
+	(*RenewLeaseCommand)(nil),             // 18: blockfs.v1.RenewLeaseCommand
+	(*RecoverLeaseCommand)(nil),           // 19: blockfs.v1.RecoverLeaseCommand
+	(*CommitBlockSyncCommand)(nil),        // 20: blockfs.v1.CommitBlockSyncCommand
+	(*FsyncCommand)(nil),                  // 21: blockfs.v1.FsyncCommand
+	(*UpdateBlockForPipelineCommand)(nil), // 22: blockfs.v1.UpdateBlockForPipelineCommand
+	(*UpdatePipelineCommand)(nil),         // 23: blockfs.v1.UpdatePipelineCommand
+	(*RevokedEntry)(nil),                  // 24: blockfs.v1.RevokedEntry
+	(*RevokeCommand)(nil),                 // 25: blockfs.v1.RevokeCommand
+	(*UnrevokeCommand)(nil),               // 26: blockfs.v1.UnrevokeCommand
+	(*SetQuotaCommand)(nil),               // 27: blockfs.v1.SetQuotaCommand
+	(*AdminStateEntry)(nil),               // 28: blockfs.v1.AdminStateEntry
+	(*SetAdminStateCommand)(nil),          // 29: blockfs.v1.SetAdminStateCommand
+	(*Block)(nil),                         // 30: blockfs.v1.Block
+	(*Member)(nil),                        // 31: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 32: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
-	0,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
-	0,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
-	0,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
-	0,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	28, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	29, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	27, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	27, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	27, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
-	0,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
-	0,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
-	0,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
-	0,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	27, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	27, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
-	23, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
-	23, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
-	0,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	1,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	1,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	1,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	1,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
+	31, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	32, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	30, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	30, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	30, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	1,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	1,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	1,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	1,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
+	30, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	30, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	24, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
+	24, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
+	1,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 31: blockfs.v1.AdminStateEntry.state:type_name -> blockfs.v1.AdminState
+	28, // 32: blockfs.v1.SetAdminStateCommand.entries:type_name -> blockfs.v1.AdminStateEntry
+	0,  // 33: blockfs.v1.SetAdminStateCommand.from:type_name -> blockfs.v1.AdminState
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -2276,13 +2517,14 @@ func file_api_fsm_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   27,
+			NumEnums:      1,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_api_fsm_proto_goTypes,
 		DependencyIndexes: file_api_fsm_proto_depIdxs,
+		EnumInfos:         file_api_fsm_proto_enumTypes,
 		MessageInfos:      file_api_fsm_proto_msgTypes,
 	}.Build()
 	File_api_fsm_proto = out.File

@@ -39,6 +39,17 @@
 // orders that re-check. Deletions of good copies prefer unverified ones and
 // never take the last verified one.
 //
+// # Admin states
+//
+// A datanode's admin state (admin.go: Normal, Decommissioning,
+// Decommissioned, Entering/In Maintenance, replicated through Raft and set
+// by SetAdminStates) changes what its good replicas count for, not whether
+// they are good: only replicas on live normal datanodes count toward
+// replication and may go as excess, so a leaving node's blocks are copied
+// elsewhere by the rules above and its own copies are never deleted while
+// the others are unverified. AdminProgress (decommission.go) says when a
+// leaving node is done; placement never picks one.
+//
 // # Concurrency
 //
 // All methods are safe for concurrent use. The block map is split into 64

@@ -139,7 +139,7 @@ func (r *LocationReader) Append(dst []uint32, blockID uint64) []uint32 {
 				continue
 			}
 			if k := r.key(l.num()); k.d.State == Live {
-				cs = append(cs, servable{num: l.num(), rank: uint8(serveRank(l))})
+				cs = append(cs, servable{num: l.num(), rank: uint8(serveRank(l) + adminRank(k.d))})
 			}
 		}
 	}

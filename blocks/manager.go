@@ -29,6 +29,8 @@ type Manager struct {
 	maxFree atomic.Uint64
 
 	refused refusals
+	// admin is the replicated admin-state table (admin.go).
+	admin adminTable
 }
 
 // New returns an empty Manager, or an errs.Invalid error if cfg does not
@@ -74,7 +76,7 @@ func (m *Manager) Register(d Datanode) error {
 		m.Refuse(RefusedRegister)
 		return errs.New(errs.Invalid, "blocks.Manager.Register", "", "empty datanode id")
 	}
-	d.State, d.LastHeartbeat = Live, m.cfg.Now()
+	d.State, d.LastHeartbeat, d.Admin = Live, m.cfg.Now(), m.admin.of(d.ID)
 	n := m.lookup(d.ID)
 	if n == nil {
 		m.regMu.Lock()
@@ -194,11 +196,18 @@ func (m *Manager) markDead(n *node, deadline time.Time) {
 	d.State = Dead
 	n.snap.Store(&d)
 	n.needFull = true
-	held := n.blocks.Append(make([]uint64, 0, n.blocks.Len()))
-	n.blocks = idSet{}
-	forEachShard(m, len(held), func(i int) uint64 { return held[i] }, func(s *shard, i int) {
-		s.removeReplica(n, held[i])
-	})
+	if d.Admin.State.Maintenance() {
+		// Kept, unserved: a node in maintenance is expected back, and its
+		// death schedules no copies (admin.go).
+		held := n.blocks.Append(make([]uint64, 0, n.blocks.Len()))
+		forEachShard(m, len(held), func(i int) uint64 { return held[i] }, func(s *shard, i int) {
+			if b := s.blocks.get(held[i]); b != nil {
+				s.settle(held[i], b, s.tally(b))
+			}
+		})
+	} else {
+		m.dropReplicas(n)
+	}
 	n.qmu.Lock()
 	n.invalidate = make(map[uint64]Replica)
 	n.cmds = nil

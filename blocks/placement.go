@@ -14,7 +14,8 @@ import (
 //   - the third on the second's rack, another datanode;
 //   - any more at random, at most (replicas-1)/racks + 2 on one rack.
 //
-// A datanode qualifies if it is live, has the block's size free, is not
+// A datanode qualifies if it is live, normal (not decommissioning,
+// decommissioned or in maintenance: admin.go), has the block's size free, is not
 // excluded and does not hold the block already. Among those, one is drawn
 // with probability proportional to its free space (emptier nodes fill
 // first; equal ones share the load) by rejection sampling on uniform draws
@@ -151,7 +152,7 @@ func (c *chooser) nth(i int) *node {
 // ok reports whether x may take the next replica.
 func (c *chooser) ok(x *node) bool {
 	d := x.snap.Load()
-	if d.State != Live || d.free() < c.blockSize || c.racks[c.rack(x)] >= c.maxPer || (c.skip != nil && c.skip(x)) {
+	if d.State != Live || d.Admin.State != AdminNormal || d.free() < c.blockSize || c.racks[c.rack(x)] >= c.maxPer || (c.skip != nil && c.skip(x)) {
 		return false
 	}
 	for _, h := range c.have {

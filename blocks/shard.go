@@ -260,17 +260,19 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 			s.dropPending(id, p)
 		}
 	}
-	if after.good+inflight < need {
+	// Only replicas on live normal datanodes count (admin.go).
+	c := s.count(b)
+	if c.normal+inflight < c.want(need) {
 		s.under[id] = struct{}{}
 	} else {
 		delete(s.under, id)
 	}
-	if after.good > need {
+	if c.normal > need {
 		s.over[id] = struct{}{}
 	} else {
 		delete(s.over, id)
 	}
-	if need > 1 && after.good >= need && s.oneRack(b) {
+	if need > 1 && c.normal >= need && s.oneRack(b) {
 		s.misplaced[id] = struct{}{}
 	} else {
 		delete(s.misplaced, id)
@@ -286,7 +288,7 @@ func (s *shard) oneRack(b *blockInfo) bool {
 	}
 	rack := int32(-1)
 	for _, l := range s.locs(b) {
-		if !s.isGood(b, l) {
+		if !s.counted(b, l) {
 			continue
 		}
 		switch r := idx.rack(s.node(l)); {

@@ -39,6 +39,9 @@ type Datanode struct {
 	FailedVolumes uint32
 	LastHeartbeat time.Time
 	State         State
+	// Admin is the operator's state for it, from the replicated table
+	// (admin.go).
+	Admin Admin
 }
 
 // free is the space left, never negative.

@@ -63,7 +63,7 @@ func (s *shard) writtenHere(id uint64, b *blockInfo, l loc) bool {
 // least one) in verified good replicas, the condition for deleting any of
 // its replicas. Caller holds s.mu.
 func (s *shard) enoughVerified(b *blockInfo) bool {
-	return s.verifiedGood(b) >= max(1, int(b.replication))
+	return s.count(b).verified >= max(1, int(b.replication))
 }
 
 // orderVerify queues a Verify command for replica *l of b, unless one is
@@ -157,8 +157,8 @@ func (s *shard) excessReplica(b *blockInfo) *loc {
 	crowded := s.crowdedRacks(b)
 	for i := range ls {
 		l := &ls[i]
-		if !s.isGood(b, *l) {
-			continue
+		if !s.counted(b, *l) {
+			continue // a replica on a leaving node is never excess
 		}
 		// Within a rank, a replica in a rack holding another one goes
 		// first, so that the block keeps the racks it spans.
@@ -170,7 +170,7 @@ func (s *shard) excessReplica(b *blockInfo) *loc {
 			f, fd, fr = l, d, r
 		}
 	}
-	if f != nil && f.has(locVerified) && s.verifiedGood(b) <= 1 {
+	if f != nil && f.has(locVerified) && s.count(b).verified <= 1 {
 		return nil
 	}
 	return f
@@ -185,7 +185,7 @@ func (s *shard) crowdedRacks(b *blockInfo) func(*node) bool {
 	}
 	count := map[int32]int{}
 	for _, l := range s.locs(b) {
-		if s.isGood(b, l) {
+		if s.counted(b, l) {
 			count[idx.rack(s.node(l))]++
 		}
 	}

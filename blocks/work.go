@@ -98,7 +98,7 @@ func (m *Manager) ComputeWork() {
 				s.verifyUnverified(b, due)
 				continue
 			}
-			for excess := before.good - int(b.replication); excess > 0; excess-- {
+			for excess := s.count(b).normal - int(b.replication); excess > 0; excess-- {
 				f := s.excessReplica(b)
 				if f == nil {
 					break
@@ -122,8 +122,10 @@ func (m *Manager) ComputeWork() {
 			if s.pending[id] != nil {
 				continue
 			}
-			if good := s.tally(s.blocks.get(id)).good; good > 0 {
-				todo = append(todo, job{id, good})
+			// A source may be a leaving node; the order is by the
+			// replicas that count.
+			if b := s.blocks.get(id); s.tally(b).good > 0 {
+				todo = append(todo, job{id, s.count(b).normal})
 			}
 		}
 		s.shrink()
@@ -182,7 +184,8 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 		return false
 	}
 	before := s.tally(b)
-	need := int(b.replication) - before.good
+	lc := s.count(b)
+	need := lc.want(int(b.replication)) - lc.normal
 	if need <= 0 && misplaced {
 		need = 1 // a copy in another rack; the excess deletion keeps the spread
 	}
@@ -204,7 +207,10 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 			int(n.streams.Load()) >= m.cfg.MaxReplicationStreams {
 			continue
 		}
-		if src == nil || n.streams.Load() < src.streams.Load() {
+		// Least busy first; on a tie a decommissioning node, which takes
+		// no new writes (HDFS prefers them too).
+		if src == nil || n.streams.Load() < src.streams.Load() ||
+			(n.streams.Load() == src.streams.Load() && retiring(n) && !retiring(src)) {
 			src, srcLoc = n, l
 		}
 	}
@@ -212,11 +218,12 @@ func (m *Manager) scheduleReplication(id uint64, now time.Time) bool {
 		return false
 	}
 	r := s.replica(b, srcLoc)
-	// The good replicas count against the rack policy: a block with two
-	// copies in one rack gets its third in another.
+	// The counted replicas count against the rack policy: a block with two
+	// copies in one rack gets its third in another. Those on
+	// decommissioning or maintenance nodes are leaving.
 	var have []*node
 	for _, l := range s.locs(b) {
-		if s.isGood(b, l) {
+		if s.counted(b, l) {
 			have = append(have, s.node(l))
 		}
 	}

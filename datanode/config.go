@@ -84,6 +84,11 @@ type Config struct {
 	// ChunkSize is the size of ReadBlock messages and of the packets a
 	// re-replication sends (rounded down to whole checksum chunks).
 	ChunkSize int
+	// ReplicationBandwidth bounds the bytes per second this datanode
+	// sends in datanode-to-datanode copies (re-replication, decommission,
+	// maintenance), shared by all of them (pace.go); 0, the default, is
+	// unlimited: the namenode's MaxReplicationStreams bounds them then.
+	ReplicationBandwidth int64
 	// MaxPacketBytes bounds the data of one WriteBlock packet.
 	MaxPacketBytes int
 	// MaxInflightBytes caps the packet bytes all write streams together
@@ -195,6 +200,8 @@ func (c *Config) Validate() error {
 		return bad("report part blocks must be positive")
 	case c.KeyRefreshPeriod <= 0 || c.KeyRefreshInterval <= 0 || c.KeyRefreshTimeout <= 0 || c.KeyRefreshWait <= 0:
 		return bad("key refresh period, interval, timeout and wait must be positive")
+	case c.ReplicationBandwidth < 0:
+		return bad("replication bandwidth %d must be 0 (unlimited) or positive", c.ReplicationBandwidth)
 	case c.ChunkSize <= 0 || c.ChunkSize > 4<<20-1024:
 		return bad("chunk size must be in (0, 4 MiB)")
 	case c.MaxPacketBytes < 4<<10 || c.MaxPacketBytes > maxRecvMsg-64<<10:

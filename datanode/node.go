@@ -31,7 +31,9 @@ import (
 // Datanode is one running datanode: the block store, the DataService, the
 // namenode actors and the command workers.
 type Datanode struct {
-	cfg   Config
+	cfg Config
+	// pace paces the copies this datanode sends (pace.go).
+	pace  *pacer
 	id    string
 	log   *slog.Logger
 	reg   *prometheus.Registry
@@ -84,7 +86,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	d = &Datanode{cfg: cfg, reg: reg, conns: map[string]*grpc.ClientConn{}, cmds: make(chan *api.DatanodeCommand, 256)}
+	d = &Datanode{cfg: cfg, reg: reg, conns: map[string]*grpc.ClientConn{}, cmds: make(chan *api.DatanodeCommand, 256), pace: newPacer(cfg.ReplicationBandwidth)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	self := d
 	defer func() {

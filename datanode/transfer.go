@@ -16,7 +16,8 @@ const transferWindow = 8
 // is read chunk by chunk and sent with its stored chunk CRCs, so the
 // targets check the bytes against what the writer computed; b.crc32c, if
 // the namespace gave one, goes in the header for the targets to check
-// the whole block against, and is checked here first.
+// the whole block against, and is checked here first. The bytes go no
+// faster than the datanode's pacer allows (--replication-bandwidth).
 func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, token []byte, targets []*api.DatanodeInfo) ([]string, error) {
 	const op = "TransferBlock"
 	name := blockName(b.GetId())
@@ -60,6 +61,10 @@ func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, tok
 			return nil, err
 		}
 		pos += n
+		if err := d.pace.wait(ctx, len(cr.Data)); err != nil {
+			w.Abort()
+			return nil, err
+		}
 		if err := w.Send(cr.Data, cr.CRCs, pos == info.Length); err != nil {
 			return nil, d.transferFailed(name, targets[0].Id, w, err)
 		}

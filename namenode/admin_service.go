@@ -207,8 +207,9 @@ func (s *internalService) Apply(ctx context.Context, req *api.ApplyRequest) (*ap
 // forwardedCommand checks a command that namenode peer forwarded to the
 // leader and returns the entry to propose. The authorizer has checked that
 // peer is a member namenode; this checks what a member may ask for: no
-// batches (the leader forms them), no key pruning or member removal (the
-// leader's own work), its own member entry only, and only its own signing
+// batches (the leader forms them), no key pruning, member removal or
+// admin state (the leader's own work; an admin state must pass the
+// leader's block-map checks), its own member entry only, and only its own signing
 // keys, which the leader stamps with peer as the proposer.
 func forwardedCommand(data []byte, peer string) ([]byte, error) {
 	const op = "Apply"
@@ -217,7 +218,7 @@ func forwardedCommand(data []byte, peer string) ([]byte, error) {
 		return nil, errs.WithOp(err, op)
 	}
 	switch t {
-	case fsm.CmdBatch, fsm.CmdPruneKeys, fsm.CmdRemoveMember:
+	case fsm.CmdBatch, fsm.CmdPruneKeys, fsm.CmdRemoveMember, fsm.CmdSetAdminState:
 		return nil, errs.Newf(errs.Permission, op, "", "command type %d is the leader's own and is not taken from %s", t, peer)
 	case fsm.CmdSetMember:
 		if id := msg.(*api.SetMemberCommand).GetMember().GetId(); id != peer {

@@ -150,6 +150,22 @@ var (
 		_, err := api.NewAdminClient(cc).ListRevoked(ctx, &api.ListRevokedRequest{})
 		return err
 	}}
+	decommission = rpc{"Admin.Decommission(dn1)", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).Decommission(ctx, &api.DecommissionRequest{Datanodes: []string{"dn1"}})
+		return err
+	}}
+	recommission = rpc{"Admin.Recommission(dn1)", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).Recommission(ctx, &api.RecommissionRequest{Datanodes: []string{"dn1"}})
+		return err
+	}}
+	maintenance = rpc{"Admin.Maintenance(dn1)", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).Maintenance(ctx, &api.MaintenanceRequest{Datanodes: []string{"dn1"}, UntilUnixMs: 1 << 50})
+		return err
+	}}
+	refreshNodes = rpc{"Admin.RefreshNodes", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).RefreshNodes(ctx, &api.RefreshNodesRequest{})
+		return err
+	}}
 	applyMkdirs = rpc{"NamenodeInternal.Apply(mkdirs)", func(ctx context.Context, cc *grpc.ClientConn) error {
 		b, _ := proto.Marshal(&api.MkdirsCommand{Path: "/pwned", Perm: 0o777, Parents: true})
 		_, err := api.NewNamenodeInternalClient(cc).Apply(ctx, &api.ApplyRequest{Command: append([]byte{1}, b...)})
@@ -212,6 +228,11 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		{usr, "alice", revokeNN1, "superuser"},
 		{usr, "alice", unrevokeNN1, "superuser"},
 		{usr, "alice", listRevoked, "superuser"},
+		{usr, "alice", decommission, "superuser"},
+		{usr, "alice", recommission, "superuser"},
+		{usr, "alice", maintenance, "superuser"},
+		{usr, "alice", refreshNodes, "superuser"},
+		{dnRole, "dn1", decommission, "role user or namenode"},
 		{usr, "alice", applyMkdirs, "role namenode"},
 		{usr, "alice", readIndex, "role namenode"},
 		{usr, "alice", registerDN("alice"), "role datanode"},

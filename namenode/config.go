@@ -57,6 +57,10 @@ type Config struct {
 	// TopologyFile maps datanodes to racks (package topology; "" puts
 	// every datanode in /default-rack), reread by ReloadTopology (SIGHUP).
 	TopologyFile string
+	// HostsExclude names datanodes to decommission (package decommission:
+	// one id or address a line), reread by ReloadExclude (SIGHUP) and
+	// Admin.RefreshNodes; "" for none.
+	HostsExclude string
 	// Audit configures the audit log (package audit): off unless it has
 	// a path or Stdout.
 	Audit audit.Config

@@ -156,6 +156,9 @@ func fillDatanodeInfo(e *api.DatanodeInfo, d *blocks.Datanode) {
 		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Rack: d.Rack, Capacity: d.Capacity, Used: d.Used,
 		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
 	}
+	if d.Admin.State != blocks.AdminNormal { // "" is NORMAL: no bytes on the hot path
+		e.AdminState = d.Admin.State.HDFS()
+	}
 }
 
 // rangeEnd is where a read of length bytes (0: to the end) from off stops

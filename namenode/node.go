@@ -24,6 +24,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/internal/node/serve"
+	"github.com/blockfs/blockfs/namenode/decommission"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/raftstore"
 	"github.com/blockfs/blockfs/namenode/reports"
@@ -66,6 +67,7 @@ type Namenode struct {
 	httpLis  net.Listener
 	peers    *peerConns
 	topo     *topology.Resolver
+	decom    *decommission.Service
 	safe     *safemode.Mode
 	authz    *security.Authorizer
 	groups   *security.GroupMapping
@@ -132,6 +134,11 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: n.admitWrite(cfg.Limits),
 	})
 	n.met = newMetrics(reg, n)
+	if n.decom, err = decommission.New(decommission.Config{Blocks: bm, States: func() []*api.AdminStateEntry { return n.fsm.AdminStates() },
+		Propose: n.propose, ExcludeFile: cfg.HostsExclude, Self: "namenode/" + cfg.ID, Log: log}); err != nil {
+		return nil, err
+	}
+	reg.MustRegister(decommission.NewCollector(bm))
 	if err := n.openAudit(); err != nil {
 		return nil, err
 	}
@@ -163,7 +170,8 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startHTTP(); err != nil {
 		return nil, err
 	}
-	n.wg.Add(6)
+	n.wg.Add(7)
+	go n.adminLoop()
 	go n.reapReportsLoop()
 	go n.watchLeadership()
 	go n.workLoop()

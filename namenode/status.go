@@ -45,7 +45,9 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 	}
 	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Id < out.Members[j].Id })
 	for _, d := range n.blocks.Datanodes() {
-		out.Datanodes = append(out.Datanodes, toDatanodeInfo(d))
+		info := toDatanodeInfo(d)
+		n.decom.Fill(info, d)
+		out.Datanodes = append(out.Datanodes, info)
 	}
 	return out, nil
 }

@@ -90,7 +90,7 @@ func (s uiSource) BlockStats() webui.BlockStats {
 	return webui.BlockStats{
 		Live: st.Live, Dead: st.Dead, Capacity: st.Capacity, Used: st.Used,
 		UnderReplicated: st.UnderReplicated, Missing: s.n.blocks.Missing(), Corrupt: st.Corrupt,
-		PendingReplication: st.PendingReplication, PendingDeletion: st.PendingDeletion,
+		PendingReplication: st.PendingReplication, PendingDeletion: st.PendingDeletion, MisReplicated: st.MisReplicated,
 	}
 }
 
@@ -113,9 +113,11 @@ func (s uiSource) Datanode(id string) (webui.Datanode, bool) {
 
 func (s uiSource) datanode(d blocks.Datanode) webui.Datanode {
 	c, _ := s.n.blocks.ReplicaCount(d.ID)
+	p, _ := s.n.blocks.AdminProgress(d.ID, false)
 	return webui.Datanode{
 		ID: d.ID, Addr: d.Addr, HTTPAddr: d.HTTPAddr, Live: d.State == blocks.Live,
 		Rack: d.Rack, Capacity: d.Capacity, Used: d.Used, Replicas: c, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes,
+		AdminState: d.Admin.State.HDFS(), BlocksLeft: p.Blocks, BytesLeft: p.Bytes,
 	}
 }
 

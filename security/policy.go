@@ -114,6 +114,12 @@ func Policy() map[string]Rule {
 		// Safe mode (namenode/safemode): the superuser; everyone sees the
 		// state in ClusterStatus.
 		api.Admin_SafeMode_FullMethodName: {Roles: admins, Superuser: true},
+		// Datanode admin states (namenode/decommission): the superuser;
+		// everyone sees them in ClusterStatus.
+		api.Admin_Decommission_FullMethodName: {Roles: admins, Superuser: true},
+		api.Admin_Recommission_FullMethodName: {Roles: admins, Superuser: true},
+		api.Admin_Maintenance_FullMethodName:  {Roles: admins, Superuser: true},
+		api.Admin_RefreshNodes_FullMethodName: {Roles: admins, Superuser: true},
 
 		// NamenodeInternal: member namenodes only. A forwarded command
 		// carries its caller, so anyone else could act as any user.

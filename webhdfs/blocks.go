@@ -171,13 +171,21 @@ func LocatedBlocks(r *api.GetBlockLocationsResponse, blockPool string) ([]byte, 
 	return append(b, "}}"...), nil
 }
 
-// datanodeInfo encodes a datanode as Hadoop's DatanodeInfo JSON object.
+// datanodeInfo encodes a datanode as Hadoop's DatanodeInfo JSON object;
+// adminState is the namenode's (HDFS's names: NORMAL,
+// DECOMMISSION_INPROGRESS, DECOMMISSIONED, ENTERING_MAINTENANCE,
+// IN_MAINTENANCE).
 func datanodeInfo(d *api.DatanodeInfo) []byte {
 	h, p, _ := net.SplitHostPort(d.GetAddr())
 	port, _ := strconv.Atoi(p)
 	_, ip, _ := net.SplitHostPort(d.GetHttpAddr())
 	infoPort, _ := strconv.Atoi(ip)
-	b := []byte(`{"adminState":"NORMAL","capacity":`)
+	admin := d.GetAdminState()
+	if admin == "" {
+		admin = "NORMAL"
+	}
+	b := append([]byte(`{"adminState":`), strconv.Quote(admin)...)
+	b = append(b, `,"capacity":`...)
 	b = strconv.AppendUint(b, d.GetCapacity(), 10)
 	b = append(b, `,"datanodeUuid":`...)
 	b = appendString(b, d.GetId())

@@ -61,6 +61,7 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&capacity, "capacity", 0, "bytes of capacity to report (0 = used bytes plus the free space of the data dirs' file systems)")
 	var inflight uint64
 	f.Uint64(&inflight, "max-inflight-bytes", uint64(cfg.MaxInflightBytes), "bytes of WriteBlock packets held across all streams between receipt and ack; a stream past it stops receiving (back-pressure) until others are acked")
+	f.Int64(&cfg.ReplicationBandwidth, "replication-bandwidth", cfg.ReplicationBandwidth, "bytes per second this datanode sends in datanode-to-datanode copies (re-replication, decommission), shared by all of them; 0 = unlimited")
 	f.Int(&cfg.MaxPacketBytes, "max-packet-bytes", cfg.MaxPacketBytes, "largest WriteBlock packet (data bytes) taken")
 	f.Duration(&cfg.RBWExpiry, "rbw-expiry", cfg.RBWExpiry, "drop a replica being written that no stream or recovery claimed for this long")
 	f.Duration(&cfg.StreamIdleTimeout, "stream-idle-timeout", cfg.StreamIdleTimeout, "end a WriteBlock whose peer neither sends nor takes anything for this long")

@@ -17,6 +17,7 @@ import (
 //	dfs admin unrevoke --serial S | --fingerprint F | --identity ROLE:NAME
 //	dfs admin revoked
 //	dfs admin safemode get|enter|leave|wait
+//	dfs admin decommission|recommission DN..., maintenance DN... --until T, refreshNodes (adminstate.go)
 func cmdAdmin(e *env, _ *flag.FlagSet, args []string) error {
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -30,9 +31,11 @@ func cmdAdmin(e *env, _ *flag.FlagSet, args []string) error {
 			return usageErr{"admin revoked takes no arguments"}
 		}
 		return listRevoked(e)
+	case "decommission", "recommission", "maintenance", "refreshNodes":
+		return adminState(e, sub, rest)
 	case "revoke", "unrevoke":
 	default:
-		return usageErr{fmt.Sprintf("unknown admin command %q (revoke, unrevoke, revoked, safemode)", sub)}
+		return usageErr{fmt.Sprintf("unknown admin command %q (revoke, unrevoke, revoked, safemode, decommission, recommission, maintenance, refreshNodes)", sub)}
 	}
 	fs := flag.NewFlagSet("dfs admin "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -172,13 +172,13 @@ func cmdCluster(e *env, _ *flag.FlagSet, _ []string) error {
 	tw.Flush()
 	fmt.Fprintln(e.stdout)
 	tw = e.table()
-	fmt.Fprintln(tw, "DATANODE\tSTATE\tRACK\tADDR\tUSED\tCAPACITY\tFAILED VOLUMES\tLAST HEARTBEAT")
+	fmt.Fprintln(tw, "DATANODE\tSTATE\tADMIN\tRACK\tADDR\tUSED\tCAPACITY\tFAILED VOLUMES\tLAST HEARTBEAT")
 	for _, d := range cs.Datanodes {
 		hb := "-"
 		if d.LastHeartbeatUnixMs > 0 {
 			hb = time.Since(time.UnixMilli(d.LastHeartbeatUnixMs)).Round(time.Millisecond).String() + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.Id, d.State, rackOr(d.Rack), d.Addr, human(d.Used), human(d.Capacity), d.FailedVolumes, hb)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.Id, d.State, adminProgress(d), rackOr(d.Rack), d.Addr, human(d.Used), human(d.Capacity), d.FailedVolumes, hb)
 	}
 	return tw.Flush()
 }

@@ -89,6 +89,7 @@ func parse(args []string) (namenode.Config, error) {
 	f.String(&auth, "auth", cfg.Auth.Mode.String(), "caller identity: mtls (the client certificate's spiffe://<trust-domain>/<role>/<name> URI SAN; needs --tls-ca, --tls-cert, --tls-key) or simple (the blockfs-user and blockfs-role request metadata, as HDFS simple auth; trusted networks only, logs a warning)")
 	f.String(&cfg.Auth.TrustDomain, "trust-domain", cfg.Auth.TrustDomain, "the cluster's SPIFFE trust domain: certificates name spiffe://<trust-domain>/<role>/<name>")
 	f.String(&cfg.TopologyFile, "topology-file", "", "file mapping datanodes (id, host:port or host) to racks, one 'key /dc/rack' a line; reread on SIGHUP; unnamed datanodes are in /default-rack")
+	f.String(&cfg.HostsExclude, "hosts-exclude", "", "file naming datanodes to decommission (like dfs.hosts.exclude), one datanode id or host:port a line, # comments; reread on 'dfs admin refreshNodes' and SIGHUP; a file that does not parse is refused and the old list kept")
 	f.String(&cfg.Auth.GroupFile, "group-mapping", "", "file mapping users to groups (lines 'user = group1, group2'); reread on SIGHUP; users' groups come only from here")
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")
@@ -178,6 +179,9 @@ func run(args []string) error {
 			}
 			if err := n.ReloadTopology(); err != nil {
 				cfg.Logger.Error("reload topology; the old topology stays", "err", err)
+			}
+			if err := n.ReloadExclude(); err != nil {
+				cfg.Logger.Error("reload exclude file; the old list stays", "err", err)
 			}
 		case <-ctx.Done():
 		}

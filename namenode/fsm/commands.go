@@ -40,6 +40,9 @@ const (
 	// The replicated deny list (revoke.go).
 	CmdRevoke   CmdType = 23
 	CmdUnrevoke CmdType = 24
+
+	// The replicated datanode admin states (admin.go).
+	CmdSetAdminState CmdType = 25
 )
 
 // ChangesNamespace reports whether commands of type t change the
@@ -102,6 +105,8 @@ var commands = [...]command{
 
 	CmdRevoke:   handle(func() *api.RevokeCommand { return &api.RevokeCommand{} }, (*FSM).applyRevoke),
 	CmdUnrevoke: handle(func() *api.UnrevokeCommand { return &api.UnrevokeCommand{} }, (*FSM).applyUnrevoke),
+
+	CmdSetAdminState: handle(func() *api.SetAdminStateCommand { return &api.SetAdminStateCommand{} }, (*FSM).applySetAdminState),
 }
 
 // Encode frames msg as one log entry: type byte, then the protobuf,

@@ -50,6 +50,9 @@ type state struct {
 	nonces *spentNonces
 	// revoked is the deny list by key (revoke.go).
 	revoked map[string]*api.RevokedEntry
+	// admin is the datanodes' admin states by datanode id, Normal ones
+	// absent (admin.go).
+	admin map[string]*api.AdminStateEntry
 }
 
 func newState(superuser, supergroup string) *state {
@@ -61,6 +64,7 @@ func newState(superuser, supergroup string) *state {
 		leases:  leases.New(),
 		nonces:  newSpentNonces(),
 		revoked: map[string]*api.RevokedEntry{},
+		admin:   map[string]*api.AdminStateEntry{},
 	}
 }
 

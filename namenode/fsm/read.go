@@ -179,7 +179,7 @@ func (f *FSM) Counts() Counts {
 
 // Hash is a digest of the replicated namespace: the tree's, the lease
 // table's when any file is open for write or being recovered, and the
-// deny list's when it is not empty. Namenodes at the same applied index
+// deny list's and the admin-state table's when they are not empty. Namenodes at the same applied index
 // have the same Hash.
 func (f *FSM) Hash() [32]byte {
 	defer f.mu.RLock().RUnlock()
@@ -191,6 +191,10 @@ func (f *FSM) Hash() [32]byte {
 	if len(f.st.revoked) != 0 {
 		r := revokedHash(f.st.revoked)
 		h = sha256.Sum256(append(h[:], r[:]...))
+	}
+	if len(f.st.admin) != 0 {
+		a := adminHash(f.st.admin)
+		h = sha256.Sum256(append(h[:], a[:]...))
 	}
 	return h
 }

@@ -126,7 +126,7 @@ func TestRevokeRefusals(t *testing.T) {
 	}
 }
 
-// TestRevokeSurvivesSnapshot: the deny list is in the snapshot (BFSNAP04),
+// TestRevokeSurvivesSnapshot: the deny list is in the snapshot (since BFSNAP04),
 // restores identically and is published on restore; a BFSNAP03 snapshot
 // (no deny-list section) restores with an empty list, replacing a list the
 // node had.
@@ -142,7 +142,7 @@ func TestRevokeSurvivesSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := snapshotBytes(t, snap)
-	if string(data[:8]) != "BFSNAP04" {
+	if string(data[:8]) != snapshotMagic {
 		t.Fatalf("magic %q", data[:8])
 	}
 	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
@@ -162,13 +162,14 @@ func TestRevokeSurvivesSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v4 := snapshotBytes(t, esnap)
+	cur := snapshotBytes(t, esnap)
 	var head byteBuffer
 	if err := writeSnapshotHead(&head, e.st, e.AppliedIndex()); err != nil {
 		t.Fatal(err)
 	}
 	n := len(head.b)
-	v3 := append(append([]byte(snapshotMagicV3), v4[8:n-4]...), v4[n:]...)
+	// The head ends with the deny list's count and the admin states' (both 0).
+	v3 := append(append([]byte(snapshotMagicV3), cur[8:n-8]...), cur[n:]...)
 	if err := g.Restore(io.NopCloser(bytes.NewReader(v3))); err != nil {
 		t.Fatal(err)
 	}

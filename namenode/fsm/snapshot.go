@@ -21,13 +21,15 @@ import (
 // --- snapshots ---
 
 // snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
-// BFSNAP04 adds the deny list after the keys (revoke.go); BFSNAP03 added
+// BFSNAP05 adds the datanode admin states after the deny list (admin.go);
+// BFSNAP04 added the deny list after the keys (revoke.go); BFSNAP03 added
 // the spent redirect nonces after the lease table; BFSNAP02 the lease
-// table after the retry cache. Older snapshots still restore, with an
-// empty deny list (and, before BFSNAP03, no spent nonces; from BFSNAP01,
-// no leases).
+// table after the retry cache. Older snapshots still restore, with no
+// admin states (and, before BFSNAP04, an empty deny list; before
+// BFSNAP03, no spent nonces; from BFSNAP01, no leases).
 const (
-	snapshotMagic   = "BFSNAP04"
+	snapshotMagic   = "BFSNAP05"
+	snapshotMagicV4 = "BFSNAP04"
 	snapshotMagicV3 = "BFSNAP03"
 	snapshotMagicV2 = "BFSNAP02"
 	snapshotMagicV1 = "BFSNAP01"
@@ -71,6 +73,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.st = st
 	f.publishRevoked()
+	f.publishAdmin()
 	// The block map expects exactly the restored blocks: those of the old
 	// state that the snapshot lacks are forgotten, their replicas deleted.
 	f.resetBlockEvents(st)
@@ -84,7 +87,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 }
 
 // writeSnapshotHead writes the first sections of a snapshot: the header,
-// the members, the keys and the deny list. The retry cache, the lease table and the
+// the members, the keys, the deny list and the admin states. The retry cache, the lease table and the
 // namespace image follow (fsmSnapshot.writeTo).
 func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
@@ -113,7 +116,10 @@ func writeSnapshotHead(w io.Writer, st *state, applied uint64) error {
 	if err := writeKeys(w, st.keys); err != nil {
 		return err
 	}
-	return writeRevoked(w, st.revoked)
+	if err := writeRevoked(w, st.revoked); err != nil {
+		return err
+	}
+	return writeAdmin(w, st.admin)
 }
 
 // writeFramed writes m deterministically encoded, after its length as a
@@ -146,8 +152,10 @@ func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 		version = 2
 	case snapshotMagicV3:
 		version = 3
-	case snapshotMagic:
+	case snapshotMagicV4:
 		version = 4
+	case snapshotMagic:
+		version = 5
 	default:
 		return nil, 0, corrupt("bad magic")
 	}
@@ -193,6 +201,12 @@ func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 			return nil, 0, err
 		}
 	}
+	st.admin = map[string]*api.AdminStateEntry{}
+	if version >= 5 {
+		if st.admin, err = readAdmin(r); err != nil {
+			return nil, 0, err
+		}
+	}
 	if st.retries, err = readRetryCache(r); err != nil {
 		return nil, 0, err
 	}
@@ -224,7 +238,7 @@ func (w *byteBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); ret
 // they were at its index, and the view of the namespace it streams.
 type fsmSnapshot struct {
 	mu      *rwlock.Mutex
-	head    []byte      // header, members, keys, deny list; encoded
+	head    []byte      // header, members, keys, deny list, admin states; encoded
 	retries *retryCache // the retry cache, frozen; marshalled by writeTo
 	leases  []byte      // the lease table and the spent nonces, encoded
 	view    *namespace.View

@@ -442,12 +442,15 @@ func TestSnapshotBytesPinned(t *testing.T) {
 	var idx, call uint64
 	fillFSM(t, f, &idx, "/p", 200)
 	applyNamed(t, f, &idx, &call, retryCacheSize+500)
+	for _, e := range pinnedAdminStates() {
+		applyAt(t, f, &idx, CmdSetAdminState, &api.SetAdminStateCommand{Entries: []*api.AdminStateEntry{e}})
+	}
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "2dd824dbfde80eff4c5552bd26c22e076e3eeb69bca034c0c94dfcc6a1e3e459" // BFSNAP04 with namespace image version 4 (quotas)
+	const want = "2a07c0b4805594270eb409c7dd0fa9a446a8c7c701ddf967a002128e018af8c3" // BFSNAP05 (admin states) with namespace image version 4 (quotas)
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}

@@ -26,6 +26,7 @@ type overviewView struct {
 	Capacity, Used, Free                uint64
 	UnderReplicated, Missing, Corrupt   int
 	PendingReplication, PendingDeletion int
+	MisReplicated                       int
 }
 
 func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
@@ -36,7 +37,7 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
 		Files: c.Files, Directories: c.Directories, Blocks: c.Blocks,
 		Live: st.Live, Dead: st.Dead, Capacity: st.Capacity, Used: st.Used,
 		UnderReplicated: st.UnderReplicated, Missing: st.Missing, Corrupt: st.Corrupt,
-		PendingReplication: st.PendingReplication, PendingDeletion: st.PendingDeletion,
+		PendingReplication: st.PendingReplication, PendingDeletion: st.PendingDeletion, MisReplicated: st.MisReplicated,
 	}
 	if st.Capacity > st.Used {
 		v.Free = st.Capacity - st.Used
@@ -121,11 +122,18 @@ type datanodeView struct {
 	Blocks        int
 	LastHeartbeat time.Time
 	FailedVolumes uint32
+	AdminState    string
+	BlocksLeft    int
+	BytesLeft     uint64
 }
 
 func newDatanodeView(d Datanode, scheme string) datanodeView {
 	v := datanodeView{ID: d.ID, Addr: d.Addr, Rack: d.Rack, Live: d.Live, Capacity: d.Capacity, Used: d.Used,
-		Blocks: d.Replicas, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes, UsedPercent: "-"}
+		Blocks: d.Replicas, LastHeartbeat: d.LastHeartbeat, FailedVolumes: d.FailedVolumes, UsedPercent: "-",
+		AdminState: d.AdminState, BlocksLeft: d.BlocksLeft, BytesLeft: d.BytesLeft}
+	if v.AdminState == "" {
+		v.AdminState = "NORMAL"
+	}
 	if d.Capacity > d.Used {
 		v.Free = d.Capacity - d.Used
 	}

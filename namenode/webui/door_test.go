@@ -33,10 +33,12 @@ func (fakeSource) PeerStatus(context.Context, string) (*api.ClusterStatusRespons
 }
 
 func (fakeSource) Counts() webui.Counts         { return webui.Counts{Files: 1, Directories: 2, Blocks: 1} }
-func (fakeSource) BlockStats() webui.BlockStats { return webui.BlockStats{Live: 1} }
-func (fakeSource) Datanodes() []webui.Datanode  { return []webui.Datanode{{ID: "dn1", Live: true}} }
+func (fakeSource) BlockStats() webui.BlockStats { return webui.BlockStats{Live: 1, MisReplicated: 4} }
+func (fakeSource) Datanodes() []webui.Datanode {
+	return []webui.Datanode{{ID: "dn1", Live: true, AdminState: "DECOMMISSION_INPROGRESS", BlocksLeft: 3, BytesLeft: 3 << 20}}
+}
 func (fakeSource) Datanode(id string) (webui.Datanode, bool) {
-	return webui.Datanode{ID: id, Live: true}, id == "dn1"
+	return webui.Datanode{ID: id, Live: true, AdminState: "IN_MAINTENANCE"}, id == "dn1"
 }
 
 // call is one read the UI made of the client service.
@@ -173,10 +175,10 @@ func TestClusterPagesFromSource(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{"/", 200, []string{"example.test", "follower-banner", `href="http://127.0.0.1:3/"`, "user/bob"}},
+		{"/", 200, []string{"example.test", "follower-banner", `href="http://127.0.0.1:3/"`, "user/bob", `id="mis-replicated">4<`}},
 		{"/namenodes", 200, []string{"nn1", "leader", "(this node)", ">9<"}},
-		{"/datanodes", 200, []string{"dn1", "Live (1)"}},
-		{"/datanodes/dn1", 200, []string{`id="dn-state">live`}},
+		{"/datanodes", 200, []string{"dn1", "Live (1)", "DECOMMISSION_INPROGRESS (3 blocks, 3.0 MiB left)"}},
+		{"/datanodes/dn1", 200, []string{`id="dn-state">live`, `id="dn-admin">IN_MAINTENANCE`}},
 		{"/datanodes/dn9", 404, []string{"dn9"}},
 		{"/static/style.css", 200, []string{"font"}},
 		{"/static/layout.html", 404, nil},

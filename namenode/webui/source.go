@@ -81,6 +81,9 @@ type BlockStats struct {
 	Capacity, Used                      uint64
 	UnderReplicated, Missing, Corrupt   int
 	PendingReplication, PendingDeletion int
+	// MisReplicated: blocks whose replicas span fewer racks than the
+	// placement policy wants.
+	MisReplicated int
 }
 
 // Datanode is one registered datanode.
@@ -97,4 +100,11 @@ type Datanode struct {
 	Replicas      int
 	LastHeartbeat time.Time
 	FailedVolumes uint32
+	// AdminState is the operator's state in HDFS's names (NORMAL,
+	// DECOMMISSION_INPROGRESS, DECOMMISSIONED, ENTERING_MAINTENANCE,
+	// IN_MAINTENANCE); BlocksLeft and BytesLeft what a datanode leaving
+	// still waits for.
+	AdminState string
+	BlocksLeft int
+	BytesLeft  uint64
 }
