@@ -13,6 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 
 // start starts a cluster for t, or skips t loudly where namespaces cannot
 // be made.
-func start(t *testing.T, datanodes int) (*Cluster, []api.ClientServiceClient) {
+func start(t *testing.T, datanodes int) (*Cluster, []api.ClientServiceClient, []*grpc.ClientConn) {
 	t.Helper()
 	if skipWhy != nil {
 		t.Skipf("SKIPPING the network fault harness: %v", skipWhy)
@@ -65,15 +66,16 @@ func start(t *testing.T, datanodes int) (*Cluster, []api.ClientServiceClient) {
 		}
 	})
 	var nns []api.ClientServiceClient
+	var conns []*grpc.ClientConn
 	for _, a := range c.NNAddrs() {
 		conn, err := c.Dial(a)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		nns = append(nns, api.NewClientServiceClient(conn))
+		nns, conns = append(nns, api.NewClientServiceClient(conn)), append(conns, conn)
 	}
-	return c, nns
+	return c, nns, conns
 }
 
 // waitLeader waits until a majority names one leader.
@@ -95,7 +97,8 @@ const opTimeout = 2 * time.Second
 // workload is the namespace workload of tests/robustness, over the client
 // host's connections, recorded for porcupine.
 type workload struct {
-	nns  []api.ClientServiceClient
+	nns   []api.ClientServiceClient
+	conns []*grpc.ClientConn // nns's, to skip one known down
 	root string
 	hist *robustness.History
 	acks [2]int // acknowledged writes before the fault, during it
@@ -103,9 +106,21 @@ type workload struct {
 	in   bool // the fault is on
 }
 
+// down reports whether target's connection is known to be failing (a
+// client would not send there, and a write that cannot be delivered only
+// adds an indeterminate operation to the history).
+func (w *workload) down(target int) bool {
+	return w.conns != nil && w.conns[target].GetState() == connectivity.TransientFailure
+}
+
 func (w *workload) worker(ctx context.Context, id int, rng *rand.Rand) {
 	target := id % len(w.nns)
 	for ctx.Err() == nil {
+		if w.down(target) {
+			target = (target + 1) % len(w.nns)
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
 		in := robustness.RandomOp(rng)
 		cctx, cancel := context.WithTimeout(AsRoot(context.Background()), opTimeout)
 		call := w.hist.Now()
@@ -187,19 +202,19 @@ var faults = []fault{
 // majority of namenodes together, it elected a leader of its own and
 // acknowledged writes meanwhile.
 func TestFaults(t *testing.T) {
-	c, nns := start(t, 3)
+	c, nns, conns := start(t, 3)
 	for _, f := range faults {
-		t.Run(f.name, func(t *testing.T) { runFault(t, c, nns, f) })
+		t.Run(f.name, func(t *testing.T) { runFault(t, c, nns, conns, f) })
 		if t.Failed() {
 			return
 		}
 	}
 }
 
-func runFault(t *testing.T, c *Cluster, nns []api.ClientServiceClient, f fault) {
+func runFault(t *testing.T, c *Cluster, nns []api.ClientServiceClient, conns []*grpc.ClientConn, f fault) {
 	ctx := t.Context()
 	old := waitLeader(t, c, nns, -1)
-	w := &workload{nns: nns, root: "/" + f.name, hist: robustness.NewHistory()}
+	w := &workload{nns: nns, conns: conns, root: "/" + f.name, hist: robustness.NewHistory()}
 	setup(t, nns, w.root)
 
 	wctx, stop := context.WithCancel(ctx)
