@@ -138,7 +138,7 @@ func TestNemesis(t *testing.T) {
 	setup(t, nns, "/files")
 
 	var acked ackCounter // every acknowledged op of both workloads
-	var files sync.Map     // path -> true: closes acknowledged
+	var files sync.Map   // path -> true: closes acknowledged
 	var attempted, fileErrs atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

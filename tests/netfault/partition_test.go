@@ -99,11 +99,11 @@ const opTimeout = 2 * time.Second
 type workload struct {
 	nns   []api.ClientServiceClient
 	conns []*grpc.ClientConn // nns's, to skip one known down
-	root string
-	hist *robustness.History
-	acks [2]int // acknowledged writes before the fault, during it
-	mu   sync.Mutex
-	in   bool // the fault is on
+	root  string
+	hist  *robustness.History
+	acks  [2]int // acknowledged writes before the fault, during it
+	mu    sync.Mutex
+	in    bool // the fault is on
 }
 
 // down reports whether target's connection is known to be failing (a
