@@ -31,9 +31,11 @@ type DecommissionRow struct {
 	Racks     int   `json:"racks"`
 	// NodeBytes are the decommissioned datanode's replica bytes, per run.
 	NodeBytes []int64 `json:"node_bytes"`
-	// PutMBPS and GetMBPS are the client write and read of Bytes; the
-	// datapath floor is the slower of the two, per run.
-	PutMBPS, GetMBPS, DatapathMBPS []float64
+	// PutMBPS and GetMBPS are the client write (replication 3) and read
+	// of Bytes; Put1MBPS the same write at replication 1, which moves each
+	// byte once to one datanode's disk, as a decommission copy does. The
+	// datapath floor is the slower of Put1 and Get, per run.
+	PutMBPS, Put1MBPS, GetMBPS, DatapathMBPS []float64
 	// DecomMBPS is NodeBytes over the time from the Decommission call to
 	// the datanode Decommissioned, per run.
 	DecomMBPS []float64
@@ -71,7 +73,8 @@ func runDecommission(ctx context.Context, runs int, size int64) (DecommissionRow
 		row.NodeBytes = append(row.NodeBytes, fig.nodeBytes)
 		row.PutMBPS = append(row.PutMBPS, fig.put)
 		row.GetMBPS = append(row.GetMBPS, fig.get)
-		dp := min(fig.put, fig.get)
+		row.Put1MBPS = append(row.Put1MBPS, fig.put1)
+		dp := min(fig.put1, fig.get)
 		row.DatapathMBPS = append(row.DatapathMBPS, dp)
 		row.DecomMBPS = append(row.DecomMBPS, fig.decom)
 		ratios = append(ratios, fig.decom/dp)
@@ -82,8 +85,8 @@ func runDecommission(ctx context.Context, runs int, size int64) (DecommissionRow
 }
 
 type decomFigures struct {
-	nodeBytes       int64
-	put, get, decom float64 // MB/s
+	nodeBytes             int64
+	put, put1, get, decom float64 // MB/s
 }
 
 func mbps(n int64, d time.Duration) float64 { return float64(n) / 1e6 / d.Seconds() }
@@ -130,6 +133,19 @@ func decommissionOnce(ctx context.Context, data []byte, prof *os.File, profile b
 		}
 	}
 	fig.get = mbps(per*files, time.Since(start))
+	// The same bytes once more at replication 1, then gone again before
+	// the decommission starts.
+	start = time.Now()
+	for i := range files {
+		part := data[int64(i)*per : int64(i+1)*per]
+		if err := cl.WriteFile(ctx, fmt.Sprintf("/r1/f%d", i), part, client.CreateOptions{BlockSize: uint64(bs), Replication: 1}); err != nil {
+			return fig, err
+		}
+	}
+	fig.put1 = mbps(per*files, time.Since(start))
+	if err := cl.Delete(ctx, "/r1", true); err != nil {
+		return fig, err
+	}
 	// The datanode holding the most bytes leaves.
 	held := map[string]int64{}
 	for i := range files {
@@ -191,12 +207,13 @@ func printDecommission(out io.Writer, r DecommissionRow) {
 	for i, n := range r.NodeBytes {
 		nb[i] = float64(n)
 	}
-	fmt.Fprintf(tw, "put\t%d\t%.1f\t-\t-\t-\t-\t\n", r.Bytes>>20, results.Median(r.PutMBPS))
+	fmt.Fprintf(tw, "put (replication 3)\t%d\t%.1f\t-\t-\t-\t-\t\n", r.Bytes>>20, results.Median(r.PutMBPS))
+	fmt.Fprintf(tw, "put (replication 1)\t%d\t%.1f\t-\t-\t-\t-\t\n", r.Bytes>>20, results.Median(r.Put1MBPS))
 	fmt.Fprintf(tw, "get\t%d\t%.1f\t-\t-\t-\t-\t\n", r.Bytes>>20, results.Median(r.GetMBPS))
 	fmt.Fprintf(tw, "datapath floor\t%d\t%.1f\t-\t-\t-\t-\t\n", r.Bytes>>20, results.Median(r.DatapathMBPS))
 	fmt.Fprintf(tw, "decommission\t%.0f\t%.1f\t%.2fx\tdatapath floor\t>= %.1fx\t%s\t\n", results.Median(nb)/(1<<20),
 		results.Median(r.DecomMBPS), r.Ratio, decommissionFloor, verdict(r.Ratio, decommissionFloor, false))
 	fmt.Fprintf(tw, "decommission / get\t-\t-\t%.2fx\tget alone\t-\t(for reference)\t\n", r.GetRatio)
 	tw.Flush()
-	fmt.Fprintln(out, "datapath floor: the slower of put and get of the same bytes on the same cluster, per run; decommission: the leaving datanode's replica bytes over Decommission call -> DECOMMISSIONED")
+	fmt.Fprintln(out, "datapath floor: the slower of a replication-1 put (each byte once to one datanode's disk, as a copy moves it) and a get of the same bytes on the same cluster, per run; decommission: the leaving datanode's replica bytes over Decommission call -> DECOMMISSIONED")
 }

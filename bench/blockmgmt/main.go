@@ -10,8 +10,10 @@
 //     re-replicated (from the Decommission call to the datanode
 //     Decommissioned) on an in-process cluster of 5 datanodes in 2 racks,
 //     against the datapath floor measured in the same run on the same
-//     cluster: the slower of a plain client write and read of the same
-//     bytes (as bench/datapath measures put and get); the floor is 0.5x;
+//     cluster: the slower of a client write at replication 1 (each byte
+//     once to one datanode's disk, the work of a copy) and a client read
+//     of the same bytes (as bench/datapath measures put and get); the
+//     floor is 0.5x;
 //
 //   - balancer: the balancer's section, when its file is in the build
 //     (see balancerSection).
