@@ -30,6 +30,9 @@ const (
 	Admin_Unrevoke_FullMethodName           = "/blockfs.v1.Admin/Unrevoke"
 	Admin_ListRevoked_FullMethodName        = "/blockfs.v1.Admin/ListRevoked"
 	Admin_SafeMode_FullMethodName           = "/blockfs.v1.Admin/SafeMode"
+	Admin_StartBalancer_FullMethodName      = "/blockfs.v1.Admin/StartBalancer"
+	Admin_BalancerProgress_FullMethodName   = "/blockfs.v1.Admin/BalancerProgress"
+	Admin_StopBalancer_FullMethodName       = "/blockfs.v1.Admin/StopBalancer"
 )
 
 // AdminClient is the client API for Admin service.
@@ -48,6 +51,14 @@ type AdminClient interface {
 	// SafeMode reads, enters or leaves the leader's safe mode (a follower
 	// forwards); entering by hand holds it until leave.
 	SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error)
+	// StartBalancer starts a balancer run on the leader (a follower
+	// forwards): FailedPrecondition when one runs (naming who started it) or
+	// in safe mode, InvalidArgument for a threshold outside (0, 100].
+	// BalancerProgress answers the leader's current or last run (state NONE
+	// if it has had none); StopBalancer stops the current one.
+	StartBalancer(ctx context.Context, in *StartBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
+	BalancerProgress(ctx context.Context, in *BalancerProgressRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
+	StopBalancer(ctx context.Context, in *StopBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
 }
 
 type adminClient struct {
@@ -138,6 +149,36 @@ func (c *adminClient) SafeMode(ctx context.Context, in *SafeModeRequest, opts ..
 	return out, nil
 }
 
+func (c *adminClient) StartBalancer(ctx context.Context, in *StartBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalancerStatus)
+	err := c.cc.Invoke(ctx, Admin_StartBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) BalancerProgress(ctx context.Context, in *BalancerProgressRequest, opts ...grpc.CallOption) (*BalancerStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalancerStatus)
+	err := c.cc.Invoke(ctx, Admin_BalancerProgress_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) StopBalancer(ctx context.Context, in *StopBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalancerStatus)
+	err := c.cc.Invoke(ctx, Admin_StopBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -154,6 +195,14 @@ type AdminServer interface {
 	// SafeMode reads, enters or leaves the leader's safe mode (a follower
 	// forwards); entering by hand holds it until leave.
 	SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error)
+	// StartBalancer starts a balancer run on the leader (a follower
+	// forwards): FailedPrecondition when one runs (naming who started it) or
+	// in safe mode, InvalidArgument for a threshold outside (0, 100].
+	// BalancerProgress answers the leader's current or last run (state NONE
+	// if it has had none); StopBalancer stops the current one.
+	StartBalancer(context.Context, *StartBalancerRequest) (*BalancerStatus, error)
+	BalancerProgress(context.Context, *BalancerProgressRequest) (*BalancerStatus, error)
+	StopBalancer(context.Context, *StopBalancerRequest) (*BalancerStatus, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -187,6 +236,15 @@ func (UnimplementedAdminServer) ListRevoked(context.Context, *ListRevokedRequest
 }
 func (UnimplementedAdminServer) SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SafeMode not implemented")
+}
+func (UnimplementedAdminServer) StartBalancer(context.Context, *StartBalancerRequest) (*BalancerStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartBalancer not implemented")
+}
+func (UnimplementedAdminServer) BalancerProgress(context.Context, *BalancerProgressRequest) (*BalancerStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method BalancerProgress not implemented")
+}
+func (UnimplementedAdminServer) StopBalancer(context.Context, *StopBalancerRequest) (*BalancerStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopBalancer not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -353,6 +411,60 @@ func _Admin_SafeMode_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_StartBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).StartBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_StartBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).StartBalancer(ctx, req.(*StartBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_BalancerProgress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BalancerProgressRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).BalancerProgress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_BalancerProgress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).BalancerProgress(ctx, req.(*BalancerProgressRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_StopBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).StopBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_StopBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).StopBalancer(ctx, req.(*StopBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -391,6 +503,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SafeMode",
 			Handler:    _Admin_SafeMode_Handler,
+		},
+		{
+			MethodName: "StartBalancer",
+			Handler:    _Admin_StartBalancer_Handler,
+		},
+		{
+			MethodName: "BalancerProgress",
+			Handler:    _Admin_BalancerProgress_Handler,
+		},
+		{
+			MethodName: "StopBalancer",
+			Handler:    _Admin_StopBalancer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

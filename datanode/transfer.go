@@ -3,6 +3,8 @@ package datanode
 import (
 	"context"
 
+	"golang.org/x/time/rate"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/node/blockstream"
@@ -16,8 +18,9 @@ const transferWindow = 8
 // is read chunk by chunk and sent with its stored chunk CRCs, so the
 // targets check the bytes against what the writer computed; b.crc32c, if
 // the namespace gave one, goes in the header for the targets to check
-// the whole block against, and is checked here first.
-func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, token []byte, targets []*api.DatanodeInfo) ([]string, error) {
+// the whole block against, and is checked here first. lim, if not nil,
+// paces the bytes sent (a balancer move, balance.go).
+func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, token []byte, targets []*api.DatanodeInfo, lim *rate.Limiter) ([]string, error) {
 	const op = "TransferBlock"
 	name := blockName(b.GetId())
 	if len(targets) == 0 {
@@ -60,6 +63,10 @@ func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, tok
 			return nil, err
 		}
 		pos += n
+		if err := pace(ctx, lim, len(cr.Data)); err != nil {
+			w.Abort()
+			return nil, err
+		}
 		if err := w.Send(cr.Data, cr.CRCs, pos == info.Length); err != nil {
 			return nil, d.transferFailed(name, targets[0].Id, w, err)
 		}

@@ -99,6 +99,7 @@ func init() {
 		"locations":     {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
 		"cluster":       {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
 		"admin":         {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked | safemode get|enter|leave|wait", help: "superuser: put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them; read, enter, leave or wait out the leader's safe mode", run: cmdAdmin, minArgs: 1, maxArgs: -1},
+		"balancer":      {usage: "[-threshold PCT] [-bandwidth BYTES/S] [-max-iterations N]", help: "superuser: move replicas from the fullest to the emptiest datanodes until each is within PCT of the mean utilisation (the leader runs it; resumed on a new leader); exit 0 when balanced", run: cmdBalancer, flags: balancerFlags, minArgs: 0, maxArgs: 0},
 		"fsck":          {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
 		"setQuota":      {usage: "N DIR...", help: "set the namespace quota of directories to N names (files and directories, each DIR included); superuser only", run: quotaCmd("setQuota", true, false), minArgs: 2, maxArgs: -1},
 		"clrQuota":      {usage: "DIR...", help: "clear the namespace quota of directories; superuser only", run: quotaCmd("clrQuota", false, false), minArgs: 1, maxArgs: -1},
