@@ -310,3 +310,35 @@ func TestMovable(t *testing.T) {
 		t.Fatal("limit 0 returned blocks")
 	}
 }
+
+// TestMoveDroppedWhenNotLive: a move whose target or source dies is
+// dropped at the next ComputeWork, and the source keeps its replica.
+func TestMoveDroppedWhenNotLive(t *testing.T) {
+	for _, dead := range []int{1, 4} {
+		t.Run(dn(dead), func(t *testing.T) {
+			m, clk := newTestManager(t, 4)
+			place(t, m, 1, 3, dn(1), dn(2), dn(3))
+			h, err := m.StartMove(Move{BlockID: 1, Source: dn(1), Target: dn(4)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			commands(m, dn(1))
+			m.IncrementalReport(dn(4), []Replica{rep(1)}, nil)
+			clk.Advance(m.cfg.deadAfter() / 2)
+			for i := 1; i <= 4; i++ {
+				if i != dead {
+					heartbeatAll(m, dn(i))
+				}
+			}
+			clk.Advance(m.cfg.deadAfter()/2 + time.Second)
+			m.CheckLiveness()
+			m.ComputeWork()
+			if st, why := h.State(); st != MoveDropped || !strings.Contains(why, "not live") {
+				t.Fatalf("state %v (%q)", st, why)
+			}
+			if dead == 4 && (hasCommand(commands(m, dn(1)), Delete, 1) || !m.IsVerified(1, dn(1))) {
+				t.Fatal("the source lost its replica")
+			}
+		})
+	}
+}
