@@ -17,8 +17,9 @@ import (
 //     the move's bandwidth, and records it as a pending replication to the
 //     target, so the target's "received" report makes its replica verified
 //     (verify.go: a target of a replication this namenode scheduled). A copy
-//     not received within ReplicationTimeout is dropped with the pending
-//     replication; the source keeps its replica.
+//     not received within ReplicationTimeout (plus the time the sender's
+//     MaxReplicationStreams copies of the block take at the bandwidth) is
+//     dropped with the pending replication; the source keeps its replica.
 //  2. verifying: once the target holds a good replica, ComputeWork orders a
 //     Verify command of it; the Verify carries the namespace's CRC32C, and
 //     only the target's answer (ReportVerified) confirms the move. An
@@ -159,13 +160,24 @@ func (m *Manager) StartMove(mv Move) (*MoveHandle, error) {
 	}
 	before := s.tally(b)
 	h := &MoveHandle{Move: mv, Length: b.length, m: m}
-	s.pending[b.id] = &pending{expiry: now.Add(m.cfg.ReplicationTimeout), source: sender, targets: []*node{dst}}
+	s.pending[b.id] = &pending{expiry: now.Add(m.cfg.ReplicationTimeout + m.pacedCopy(b.length, mv.Bandwidth)), source: sender, targets: []*node{dst}}
 	sender.streams.Add(1)
 	dst.inbound.Add(1)
 	s.moves[b.id] = &move{h: h, source: src, target: dst, sender: sender}
 	sender.queueCommand(Command{Kind: Replicate, Block: s.replica(b, sl), Targets: []Datanode{*dst.snap.Load()}, Bandwidth: mv.Bandwidth})
 	s.settle(b.id, b, before)
 	return h, nil
+}
+
+// pacedCopy is how long a copy of length bytes may take at bw bytes/s
+// when the sender runs its most streams at once, all paced together: what
+// a move's copy gets beyond ReplicationTimeout, so that a low bandwidth
+// does not time every copy out.
+func (m *Manager) pacedCopy(length, bw uint64) time.Duration {
+	if bw == 0 {
+		return 0
+	}
+	return time.Duration(float64(length) * float64(m.cfg.MaxReplicationStreams) / float64(bw) * float64(time.Second))
 }
 
 // unmovable says why b may not be moved now, "" if it may. Caller holds

@@ -342,3 +342,34 @@ func TestMoveDroppedWhenNotLive(t *testing.T) {
 		})
 	}
 }
+
+// TestMovePacedCopyTime: a slow move's copy gets the time its sender's
+// streams take at the bandwidth beyond ReplicationTimeout before it is
+// dropped, and no more.
+func TestMovePacedCopyTime(t *testing.T) {
+	m, clk := newTestManager(t, 4)
+	place(t, m, 1, 3, dn(1), dn(2), dn(3))
+	bw := blkSize / 10 // a 64 MiB block in 10 s, 4 streams in 40 s
+	h, err := m.StartMove(Move{BlockID: 1, Source: dn(1), Target: dn(4), Bandwidth: bw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands(m, dn(1))
+	step := func(d time.Duration) {
+		clk.Advance(d)
+		heartbeatAll(m, dn(1), dn(2), dn(3), dn(4))
+		m.ComputeWork()
+	}
+	for range 7 {
+		step(m.cfg.ReplicationTimeout / 6) // ReplicationTimeout and a bit
+	}
+	if st, why := h.State(); st != MoveCopying {
+		t.Fatalf("a paced copy dropped after the plain timeout: %v %q", st, why)
+	}
+	for range 12 {
+		step(5 * time.Second)
+	}
+	if st, why := h.State(); st != MoveDropped || !strings.Contains(why, "timed out") {
+		t.Fatalf("state %v (%q) long past the paced time", st, why)
+	}
+}

@@ -385,7 +385,12 @@ func (d *Datanode) replicate(c *api.ReplicateBlockCommand) {
 		return
 	}
 	defer d.inflight.Delete(id)
-	ctx, cancel := context.WithTimeout(d.ctx, 4*d.cfg.RPCTimeout)
+	timeout := 4 * d.cfg.RPCTimeout
+	if bw := c.BalanceBandwidth; bw > 0 {
+		// A paced move: its share of the bandwidth with the other workers.
+		timeout += time.Duration(float64(c.GetBlock().GetLength()) * float64(d.cfg.CommandWorkers) / float64(bw) * float64(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, timeout)
 	defer cancel()
 	stored, err := d.transfer(ctx, c.Block, c.InodeId, c.Token, c.Targets, d.balance.limiter(c.BalanceBandwidth))
 	if err != nil {
