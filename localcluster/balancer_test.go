@@ -40,7 +40,11 @@ func startUnbalanced(t *testing.T, ctx context.Context) (*localcluster.Cluster, 
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "dn5 dead", func() bool {
-		d, _ := c.Namenode(c.Leader()).Blocks().Datanode(c.DatanodeID(4))
+		i := c.Leader()
+		if i < 0 {
+			return false
+		}
+		d, _ := c.Namenode(i).Blocks().Datanode(c.DatanodeID(4))
 		return d.State == blocks.Dead
 	})
 	cl, err := c.Client()
@@ -101,14 +105,18 @@ func watchReplication(t *testing.T, c *localcluster.Cluster, ids []uint64) (stop
 			if i < 0 {
 				continue
 			}
-			bm := c.Namenode(i).Blocks()
+			nn := c.Namenode(i)
+			if nn == nil {
+				continue // stopped since
+			}
+			bm := nn.Blocks()
 			for _, id := range ids {
 				if live, want := bm.NeededReplication(id); live < want {
-					t.Errorf("block %d has %d good replicas of %d on %s", id, live, want, c.Namenode(i).ID())
+					t.Errorf("block %d has %d good replicas of %d on %s", id, live, want, nn.ID())
 				}
 			}
 			if st := bm.Stats(); st.UnderReplicated > 0 {
-				t.Errorf("%d under-replicated blocks on %s", st.UnderReplicated, c.Namenode(i).ID())
+				t.Errorf("%d under-replicated blocks on %s", st.UnderReplicated, nn.ID())
 			}
 			checks.Add(1)
 		}
@@ -119,10 +127,15 @@ func watchReplication(t *testing.T, c *localcluster.Cluster, ids []uint64) (stop
 
 // utilisations returns each live datanode's used/capacity in percent as
 // the leader sees it, and their mean (used over capacity).
-func utilisations(c *localcluster.Cluster) (map[string]float64, float64) {
+func utilisations(t *testing.T, ctx context.Context, c *localcluster.Cluster) (map[string]float64, float64) {
+	t.Helper()
+	i, err := c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]float64{}
 	var used, capacity uint64
-	for _, d := range c.Namenode(c.Leader()).Blocks().Datanodes() {
+	for _, d := range c.Namenode(i).Blocks().Datanodes() {
 		if d.State == blocks.Live {
 			out[d.ID] = float64(d.Used) * 100 / float64(d.Capacity)
 			used += d.Used
@@ -160,7 +173,7 @@ func TestBalancerEmptyPlusFull(t *testing.T) {
 	defer cancel()
 	c, cl, ids := startUnbalanced(t, ctx)
 	const threshold = 5
-	util, mean := utilisations(c)
+	util, mean := utilisations(t, ctx, c)
 	if u := util[c.DatanodeID(4)]; u != 0 || mean-u <= threshold {
 		t.Fatalf("not unbalanced to start with: %v (mean %.1f)", util, mean)
 	}
@@ -210,18 +223,25 @@ func TestBalancerEmptyPlusFull(t *testing.T) {
 	if p.State != api.BalancerState_BALANCER_NONE || p.RunId == st.RunId {
 		t.Fatalf("the new leader has a run: %v", p)
 	}
-	st, err = cl.StartBalancer(ctx, &api.StartBalancerRequest{Threshold: threshold, Bandwidth: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
+	// Resume on the new leader, as dfs balancer does; again if leadership
+	// moves once more (two namenodes left on a loaded machine).
+	for try := 0; ; try++ {
+		st, err = cl.StartBalancer(ctx, &api.StartBalancerRequest{Threshold: threshold, Bandwidth: 4 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = waitRun(t, ctx, cl, st.RunId)
+		if try == 3 || !strings.Contains(p.Reason, "stopped leading") {
+			break
+		}
 	}
-	p = waitRun(t, ctx, cl, st.RunId)
 	if p.State != api.BalancerState_BALANCER_BALANCED || p.BytesMoved == 0 || p.Iterations == 0 {
 		t.Fatalf("run ended %v", p)
 	}
 	if p.MaxUtilization-p.MeanUtilization > threshold || p.MeanUtilization-p.MinUtilization > threshold {
 		t.Fatalf("reported spread %v..%v around %v", p.MinUtilization, p.MaxUtilization, p.MeanUtilization)
 	}
-	util, mean = utilisations(c)
+	util, mean = utilisations(t, ctx, c)
 	for id, u := range util {
 		if u > mean+threshold || u < mean-threshold {
 			t.Errorf("%s at %.2f%%, mean %.2f%%: outside the threshold", id, u, mean)
