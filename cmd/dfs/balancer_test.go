@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/localcluster"
@@ -53,22 +54,18 @@ func TestBalancerCommand(t *testing.T) {
 	}
 }
 
-// TestBalancerCommandMoves: on a cluster of one full and one empty
-// datanode, dfs balancer moves replicas until both are within the
-// threshold, and reports the bytes moved and the spread.
-func TestBalancerCommandMoves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	lc, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 2, Dir: t.TempDir(),
+// unbalanced starts namenodes namenodes and two datanodes of 4 MiB, the
+// second started empty after 1 MiB of single-replica files filled the
+// first.
+func unbalanced(t *testing.T, ctx context.Context, namenodes int) (*localcluster.Cluster, *client.Client) {
+	t.Helper()
+	lc, err := localcluster.Start(ctx, localcluster.Config{Namenodes: namenodes, Datanodes: 2, Dir: t.TempDir(),
 		Namenode: func(_ int, c *namenode.Config) { c.Namespace.DefaultBlockSize = testBlock },
 		Datanode: func(_ int, c *datanode.Config) { c.Store.Capacity = 4 << 20 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lc.Close()
+	t.Cleanup(func() { lc.Close() })
 	if err := lc.StopDatanode(1); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +73,7 @@ func TestBalancerCommandMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(func() { cl.Close() })
 	for i := range 8 {
 		// Writes wait out the stopped datanode's death (1 s), then go to dn1.
 		for {
@@ -96,15 +93,40 @@ func TestBalancerCommandMoves(t *testing.T) {
 	if err := lc.WaitDatanodes(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return lc, cl
+}
+
+// movedReport parses the bytes moved and iterations dfs balancer printed.
+func movedReport(t *testing.T, out string) (moved, iters int) {
+	t.Helper()
+	i := strings.Index(out, "bytes moved:")
+	if i < 0 {
+		t.Fatalf("no report in %q", out)
+	}
+	if _, err := fmt.Sscanf(out[i:], "bytes moved: %d in %d iterations", &moved, &iters); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	return moved, iters
+}
+
+// TestBalancerCommandMoves: on a cluster of one full and one empty
+// datanode, dfs balancer moves replicas until both are within the
+// threshold, and reports the bytes moved and the spread.
+func TestBalancerCommandMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lc, _ := unbalanced(t, ctx, 1)
 	var out, errb bytes.Buffer
 	code := run(ctx, []string{"--namenodes", strings.Join(lc.NamenodeAddrs(), ","), "--user", "root", "--timeout", "90s",
 		"balancer", "--threshold", "5", "--bandwidth", "4m"}, strings.NewReader(""), &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), "balanced:") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
 	}
-	var moved, iters int
-	if _, err := fmt.Sscanf(out.String()[strings.Index(out.String(), "bytes moved:"):], "bytes moved: %d in %d iterations", &moved, &iters); err != nil || moved == 0 || iters == 0 {
-		t.Fatalf("report %q: %v", out.String(), err)
+	if moved, iters := movedReport(t, out.String()); moved == 0 || iters == 0 {
+		t.Fatalf("nothing moved: %s", out.String())
 	}
 	var used [2]uint64
 	for i, d := range lc.Namenode(0).Blocks().Datanodes() {
@@ -112,5 +134,49 @@ func TestBalancerCommandMoves(t *testing.T) {
 	}
 	if used[0] == 0 || used[1] == 0 {
 		t.Fatalf("used after balancing: %v", used)
+	}
+}
+
+// TestBalancerCommandResumes: the leader dies while dfs balancer runs;
+// the command finds no run of its own on the new leader, starts one
+// there, and ends balanced with the bytes of both legs.
+func TestBalancerCommandResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lc, cl := unbalanced(t, ctx, 3)
+	var out, errb bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"--namenodes", strings.Join(lc.NamenodeAddrs(), ","), "--user", "root", "--timeout", "90s",
+			"balancer", "--threshold", "5", "--bandwidth", "256k"}, strings.NewReader(""), &out, &errb)
+	}()
+	for {
+		p, err := cl.BalancerProgress(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.BytesMoved > 0 && p.State == api.BalancerState_BALANCER_RUNNING {
+			break
+		}
+		if p.State > api.BalancerState_BALANCER_RUNNING {
+			t.Fatalf("ended before the leader change: %v", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	leader, err := lc.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.StopNamenode(leader); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-code; c != 0 || !strings.Contains(out.String(), "balanced:") || !strings.Contains(errb.String(), "resuming there") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", c, out.String(), errb.String())
+	}
+	if moved, _ := movedReport(t, out.String()); moved == 0 {
+		t.Fatalf("nothing moved: %s", out.String())
 	}
 }
