@@ -73,6 +73,61 @@ func (SafeModeAction) EnumDescriptor() ([]byte, []int) {
 	return file_api_admin_proto_rawDescGZIP(), []int{0}
 }
 
+type BalancerState int32
+
+const (
+	BalancerState_BALANCER_NONE     BalancerState = 0
+	BalancerState_BALANCER_RUNNING  BalancerState = 1
+	BalancerState_BALANCER_BALANCED BalancerState = 2
+	BalancerState_BALANCER_FAILED   BalancerState = 3 // reason says why
+	BalancerState_BALANCER_STOPPED  BalancerState = 4
+)
+
+// Enum value maps for BalancerState.
+var (
+	BalancerState_name = map[int32]string{
+		0: "BALANCER_NONE",
+		1: "BALANCER_RUNNING",
+		2: "BALANCER_BALANCED",
+		3: "BALANCER_FAILED",
+		4: "BALANCER_STOPPED",
+	}
+	BalancerState_value = map[string]int32{
+		"BALANCER_NONE":     0,
+		"BALANCER_RUNNING":  1,
+		"BALANCER_BALANCED": 2,
+		"BALANCER_FAILED":   3,
+		"BALANCER_STOPPED":  4,
+	}
+)
+
+func (x BalancerState) Enum() *BalancerState {
+	p := new(BalancerState)
+	*p = x
+	return p
+}
+
+func (x BalancerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BalancerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_admin_proto_enumTypes[1].Descriptor()
+}
+
+func (BalancerState) Type() protoreflect.EnumType {
+	return &file_api_admin_proto_enumTypes[1]
+}
+
+func (x BalancerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BalancerState.Descriptor instead.
+func (BalancerState) EnumDescriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{1}
+}
+
 type AddServerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1216,6 +1271,329 @@ func (x *AdminStateResponse) GetServedBy() string {
 	return ""
 }
 
+type StartBalancerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threshold     float64                `protobuf:"fixed64,1,opt,name=threshold,proto3" json:"threshold,omitempty"`                             // percentage points of the mean utilisation, (0, 100]
+	Bandwidth     uint64                 `protobuf:"varint,2,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`                              // bytes/s per sending datanode; 0: the default
+	MaxIterations uint32                 `protobuf:"varint,3,opt,name=max_iterations,json=maxIterations,proto3" json:"max_iterations,omitempty"` // 0: the default
+	// forwarded_for: set by a follower that forwards the call to the leader,
+	// the identity of its caller (who a refusal of a second run names);
+	// taken only from a namenode.
+	ForwardedFor  string `protobuf:"bytes,4,opt,name=forwarded_for,json=forwardedFor,proto3" json:"forwarded_for,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBalancerRequest) Reset() {
+	*x = StartBalancerRequest{}
+	mi := &file_api_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBalancerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBalancerRequest) ProtoMessage() {}
+
+func (x *StartBalancerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBalancerRequest.ProtoReflect.Descriptor instead.
+func (*StartBalancerRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *StartBalancerRequest) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *StartBalancerRequest) GetBandwidth() uint64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
+func (x *StartBalancerRequest) GetMaxIterations() uint32 {
+	if x != nil {
+		return x.MaxIterations
+	}
+	return 0
+}
+
+func (x *StartBalancerRequest) GetForwardedFor() string {
+	if x != nil {
+		return x.ForwardedFor
+	}
+	return ""
+}
+
+type BalancerProgressRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalancerProgressRequest) Reset() {
+	*x = BalancerProgressRequest{}
+	mi := &file_api_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalancerProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalancerProgressRequest) ProtoMessage() {}
+
+func (x *BalancerProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalancerProgressRequest.ProtoReflect.Descriptor instead.
+func (*BalancerProgressRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{25}
+}
+
+type StopBalancerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopBalancerRequest) Reset() {
+	*x = StopBalancerRequest{}
+	mi := &file_api_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopBalancerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopBalancerRequest) ProtoMessage() {}
+
+func (x *StopBalancerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopBalancerRequest.ProtoReflect.Descriptor instead.
+func (*StopBalancerRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{26}
+}
+
+type BalancerStatus struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	State           BalancerState          `protobuf:"varint,1,opt,name=state,proto3,enum=blockfs.v1.BalancerState" json:"state,omitempty"`
+	RunId           string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	StartedBy       string                 `protobuf:"bytes,3,opt,name=started_by,json=startedBy,proto3" json:"started_by,omitempty"`
+	StartedUnixMs   int64                  `protobuf:"varint,4,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	Threshold       float64                `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	Bandwidth       uint64                 `protobuf:"varint,6,opt,name=bandwidth,proto3" json:"bandwidth,omitempty"`
+	MaxIterations   uint32                 `protobuf:"varint,7,opt,name=max_iterations,json=maxIterations,proto3" json:"max_iterations,omitempty"`
+	Iterations      uint32                 `protobuf:"varint,8,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	BytesMoved      uint64                 `protobuf:"varint,9,opt,name=bytes_moved,json=bytesMoved,proto3" json:"bytes_moved,omitempty"`
+	BytesToMove     uint64                 `protobuf:"varint,10,opt,name=bytes_to_move,json=bytesToMove,proto3" json:"bytes_to_move,omitempty"` // as of the last plan (HDFS's "bytes left to move")
+	MovesInFlight   uint32                 `protobuf:"varint,11,opt,name=moves_in_flight,json=movesInFlight,proto3" json:"moves_in_flight,omitempty"`
+	MovesDone       uint64                 `protobuf:"varint,12,opt,name=moves_done,json=movesDone,proto3" json:"moves_done,omitempty"`
+	MovesDropped    uint64                 `protobuf:"varint,13,opt,name=moves_dropped,json=movesDropped,proto3" json:"moves_dropped,omitempty"`
+	MinUtilization  float64                `protobuf:"fixed64,14,opt,name=min_utilization,json=minUtilization,proto3" json:"min_utilization,omitempty"` // percent, over live datanodes, as of the last plan
+	MaxUtilization  float64                `protobuf:"fixed64,15,opt,name=max_utilization,json=maxUtilization,proto3" json:"max_utilization,omitempty"`
+	MeanUtilization float64                `protobuf:"fixed64,16,opt,name=mean_utilization,json=meanUtilization,proto3" json:"mean_utilization,omitempty"`
+	Reason          string                 `protobuf:"bytes,17,opt,name=reason,proto3" json:"reason,omitempty"`
+	ServedBy        string                 `protobuf:"bytes,18,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"` // the namenode that answered (the leader)
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BalancerStatus) Reset() {
+	*x = BalancerStatus{}
+	mi := &file_api_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalancerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalancerStatus) ProtoMessage() {}
+
+func (x *BalancerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalancerStatus.ProtoReflect.Descriptor instead.
+func (*BalancerStatus) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BalancerStatus) GetState() BalancerState {
+	if x != nil {
+		return x.State
+	}
+	return BalancerState_BALANCER_NONE
+}
+
+func (x *BalancerStatus) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *BalancerStatus) GetStartedBy() string {
+	if x != nil {
+		return x.StartedBy
+	}
+	return ""
+}
+
+func (x *BalancerStatus) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetBandwidth() uint64 {
+	if x != nil {
+		return x.Bandwidth
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMaxIterations() uint32 {
+	if x != nil {
+		return x.MaxIterations
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetIterations() uint32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetBytesMoved() uint64 {
+	if x != nil {
+		return x.BytesMoved
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetBytesToMove() uint64 {
+	if x != nil {
+		return x.BytesToMove
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMovesInFlight() uint32 {
+	if x != nil {
+		return x.MovesInFlight
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMovesDone() uint64 {
+	if x != nil {
+		return x.MovesDone
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMovesDropped() uint64 {
+	if x != nil {
+		return x.MovesDropped
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMinUtilization() float64 {
+	if x != nil {
+		return x.MinUtilization
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMaxUtilization() float64 {
+	if x != nil {
+		return x.MaxUtilization
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetMeanUtilization() float64 {
+	if x != nil {
+		return x.MeanUtilization
+	}
+	return 0
+}
+
+func (x *BalancerStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BalancerStatus) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
 var File_api_admin_proto protoreflect.FileDescriptor
 
 const file_api_admin_proto_rawDesc = "" +
@@ -1280,11 +1658,49 @@ const file_api_admin_proto_rawDesc = "" +
 	"\x12AdminStateResponse\x12\x18\n" +
 	"\achanged\x18\x01 \x03(\tR\achanged\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1b\n" +
-	"\tserved_by\x18\x03 \x01(\tR\bservedBy*M\n" +
+	"\tserved_by\x18\x03 \x01(\tR\bservedBy\"\x9e\x01\n" +
+	"\x14StartBalancerRequest\x12\x1c\n" +
+	"\tthreshold\x18\x01 \x01(\x01R\tthreshold\x12\x1c\n" +
+	"\tbandwidth\x18\x02 \x01(\x04R\tbandwidth\x12%\n" +
+	"\x0emax_iterations\x18\x03 \x01(\rR\rmaxIterations\x12#\n" +
+	"\rforwarded_for\x18\x04 \x01(\tR\fforwardedFor\"\x19\n" +
+	"\x17BalancerProgressRequest\"\x15\n" +
+	"\x13StopBalancerRequest\"\x85\x05\n" +
+	"\x0eBalancerStatus\x12/\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x19.blockfs.v1.BalancerStateR\x05state\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"started_by\x18\x03 \x01(\tR\tstartedBy\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x04 \x01(\x03R\rstartedUnixMs\x12\x1c\n" +
+	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\x12\x1c\n" +
+	"\tbandwidth\x18\x06 \x01(\x04R\tbandwidth\x12%\n" +
+	"\x0emax_iterations\x18\a \x01(\rR\rmaxIterations\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\b \x01(\rR\n" +
+	"iterations\x12\x1f\n" +
+	"\vbytes_moved\x18\t \x01(\x04R\n" +
+	"bytesMoved\x12\"\n" +
+	"\rbytes_to_move\x18\n" +
+	" \x01(\x04R\vbytesToMove\x12&\n" +
+	"\x0fmoves_in_flight\x18\v \x01(\rR\rmovesInFlight\x12\x1d\n" +
+	"\n" +
+	"moves_done\x18\f \x01(\x04R\tmovesDone\x12#\n" +
+	"\rmoves_dropped\x18\r \x01(\x04R\fmovesDropped\x12'\n" +
+	"\x0fmin_utilization\x18\x0e \x01(\x01R\x0eminUtilization\x12'\n" +
+	"\x0fmax_utilization\x18\x0f \x01(\x01R\x0emaxUtilization\x12)\n" +
+	"\x10mean_utilization\x18\x10 \x01(\x01R\x0fmeanUtilization\x12\x16\n" +
+	"\x06reason\x18\x11 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tserved_by\x18\x12 \x01(\tR\bservedBy*M\n" +
 	"\x0eSafeModeAction\x12\x11\n" +
 	"\rSAFE_MODE_GET\x10\x00\x12\x13\n" +
 	"\x0fSAFE_MODE_ENTER\x10\x01\x12\x13\n" +
-	"\x0fSAFE_MODE_LEAVE\x10\x022\xaf\a\n" +
+	"\x0fSAFE_MODE_LEAVE\x10\x02*z\n" +
+	"\rBalancerState\x12\x11\n" +
+	"\rBALANCER_NONE\x10\x00\x12\x14\n" +
+	"\x10BALANCER_RUNNING\x10\x01\x12\x15\n" +
+	"\x11BALANCER_BALANCED\x10\x02\x12\x13\n" +
+	"\x0fBALANCER_FAILED\x10\x03\x12\x14\n" +
+	"\x10BALANCER_STOPPED\x10\x042\xa0\t\n" +
 	"\x05Admin\x12H\n" +
 	"\tAddServer\x12\x1c.blockfs.v1.AddServerRequest\x1a\x1d.blockfs.v1.AddServerResponse\x12Q\n" +
 	"\fRemoveServer\x12\x1f.blockfs.v1.RemoveServerRequest\x1a .blockfs.v1.RemoveServerResponse\x12c\n" +
@@ -1297,7 +1713,10 @@ const file_api_admin_proto_rawDesc = "" +
 	"\fDecommission\x12\x1f.blockfs.v1.DecommissionRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12O\n" +
 	"\fRecommission\x12\x1f.blockfs.v1.RecommissionRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12M\n" +
 	"\vMaintenance\x12\x1e.blockfs.v1.MaintenanceRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12O\n" +
-	"\fRefreshNodes\x12\x1f.blockfs.v1.RefreshNodesRequest\x1a\x1e.blockfs.v1.AdminStateResponse2\x9a\x01\n" +
+	"\fRefreshNodes\x12\x1f.blockfs.v1.RefreshNodesRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12M\n" +
+	"\rStartBalancer\x12 .blockfs.v1.StartBalancerRequest\x1a\x1a.blockfs.v1.BalancerStatus\x12S\n" +
+	"\x10BalancerProgress\x12#.blockfs.v1.BalancerProgressRequest\x1a\x1a.blockfs.v1.BalancerStatus\x12K\n" +
+	"\fStopBalancer\x12\x1f.blockfs.v1.StopBalancerRequest\x1a\x1a.blockfs.v1.BalancerStatus2\x9a\x01\n" +
 	"\x10NamenodeInternal\x12<\n" +
 	"\x05Apply\x12\x18.blockfs.v1.ApplyRequest\x1a\x19.blockfs.v1.ApplyResponse\x12H\n" +
 	"\tReadIndex\x12\x1c.blockfs.v1.ReadIndexRequest\x1a\x1d.blockfs.v1.ReadIndexResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
@@ -1314,74 +1733,86 @@ func file_api_admin_proto_rawDescGZIP() []byte {
 	return file_api_admin_proto_rawDescData
 }
 
-var file_api_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_api_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_api_admin_proto_goTypes = []any{
 	(SafeModeAction)(0),                // 0: blockfs.v1.SafeModeAction
-	(*AddServerRequest)(nil),           // 1: blockfs.v1.AddServerRequest
-	(*AddServerResponse)(nil),          // 2: blockfs.v1.AddServerResponse
-	(*RemoveServerRequest)(nil),        // 3: blockfs.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),       // 4: blockfs.v1.RemoveServerResponse
-	(*TransferLeadershipRequest)(nil),  // 5: blockfs.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 6: blockfs.v1.TransferLeadershipResponse
-	(*SnapshotRequest)(nil),            // 7: blockfs.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),           // 8: blockfs.v1.SnapshotResponse
-	(*ApplyRequest)(nil),               // 9: blockfs.v1.ApplyRequest
-	(*ApplyResponse)(nil),              // 10: blockfs.v1.ApplyResponse
-	(*ReadIndexRequest)(nil),           // 11: blockfs.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),          // 12: blockfs.v1.ReadIndexResponse
-	(*RevokeRequest)(nil),              // 13: blockfs.v1.RevokeRequest
-	(*RevokeResponse)(nil),             // 14: blockfs.v1.RevokeResponse
-	(*UnrevokeRequest)(nil),            // 15: blockfs.v1.UnrevokeRequest
-	(*ListRevokedRequest)(nil),         // 16: blockfs.v1.ListRevokedRequest
-	(*ListRevokedResponse)(nil),        // 17: blockfs.v1.ListRevokedResponse
-	(*SafeModeRequest)(nil),            // 18: blockfs.v1.SafeModeRequest
-	(*SafeModeResponse)(nil),           // 19: blockfs.v1.SafeModeResponse
-	(*DecommissionRequest)(nil),        // 20: blockfs.v1.DecommissionRequest
-	(*RecommissionRequest)(nil),        // 21: blockfs.v1.RecommissionRequest
-	(*MaintenanceRequest)(nil),         // 22: blockfs.v1.MaintenanceRequest
-	(*RefreshNodesRequest)(nil),        // 23: blockfs.v1.RefreshNodesRequest
-	(*AdminStateResponse)(nil),         // 24: blockfs.v1.AdminStateResponse
-	(*RevokedEntry)(nil),               // 25: blockfs.v1.RevokedEntry
+	(BalancerState)(0),                 // 1: blockfs.v1.BalancerState
+	(*AddServerRequest)(nil),           // 2: blockfs.v1.AddServerRequest
+	(*AddServerResponse)(nil),          // 3: blockfs.v1.AddServerResponse
+	(*RemoveServerRequest)(nil),        // 4: blockfs.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),       // 5: blockfs.v1.RemoveServerResponse
+	(*TransferLeadershipRequest)(nil),  // 6: blockfs.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 7: blockfs.v1.TransferLeadershipResponse
+	(*SnapshotRequest)(nil),            // 8: blockfs.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),           // 9: blockfs.v1.SnapshotResponse
+	(*ApplyRequest)(nil),               // 10: blockfs.v1.ApplyRequest
+	(*ApplyResponse)(nil),              // 11: blockfs.v1.ApplyResponse
+	(*ReadIndexRequest)(nil),           // 12: blockfs.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),          // 13: blockfs.v1.ReadIndexResponse
+	(*RevokeRequest)(nil),              // 14: blockfs.v1.RevokeRequest
+	(*RevokeResponse)(nil),             // 15: blockfs.v1.RevokeResponse
+	(*UnrevokeRequest)(nil),            // 16: blockfs.v1.UnrevokeRequest
+	(*ListRevokedRequest)(nil),         // 17: blockfs.v1.ListRevokedRequest
+	(*ListRevokedResponse)(nil),        // 18: blockfs.v1.ListRevokedResponse
+	(*SafeModeRequest)(nil),            // 19: blockfs.v1.SafeModeRequest
+	(*SafeModeResponse)(nil),           // 20: blockfs.v1.SafeModeResponse
+	(*DecommissionRequest)(nil),        // 21: blockfs.v1.DecommissionRequest
+	(*RecommissionRequest)(nil),        // 22: blockfs.v1.RecommissionRequest
+	(*MaintenanceRequest)(nil),         // 23: blockfs.v1.MaintenanceRequest
+	(*RefreshNodesRequest)(nil),        // 24: blockfs.v1.RefreshNodesRequest
+	(*AdminStateResponse)(nil),         // 25: blockfs.v1.AdminStateResponse
+	(*StartBalancerRequest)(nil),       // 26: blockfs.v1.StartBalancerRequest
+	(*BalancerProgressRequest)(nil),    // 27: blockfs.v1.BalancerProgressRequest
+	(*StopBalancerRequest)(nil),        // 28: blockfs.v1.StopBalancerRequest
+	(*BalancerStatus)(nil),             // 29: blockfs.v1.BalancerStatus
+	(*RevokedEntry)(nil),               // 30: blockfs.v1.RevokedEntry
 }
 var file_api_admin_proto_depIdxs = []int32{
-	25, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	25, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	25, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
+	30, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	30, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	30, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
 	0,  // 3: blockfs.v1.SafeModeRequest.action:type_name -> blockfs.v1.SafeModeAction
-	1,  // 4: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
-	3,  // 5: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
-	5,  // 6: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
-	7,  // 7: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
-	13, // 8: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
-	15, // 9: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
-	16, // 10: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
-	18, // 11: blockfs.v1.Admin.SafeMode:input_type -> blockfs.v1.SafeModeRequest
-	20, // 12: blockfs.v1.Admin.Decommission:input_type -> blockfs.v1.DecommissionRequest
-	21, // 13: blockfs.v1.Admin.Recommission:input_type -> blockfs.v1.RecommissionRequest
-	22, // 14: blockfs.v1.Admin.Maintenance:input_type -> blockfs.v1.MaintenanceRequest
-	23, // 15: blockfs.v1.Admin.RefreshNodes:input_type -> blockfs.v1.RefreshNodesRequest
-	9,  // 16: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
-	11, // 17: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
-	2,  // 18: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
-	4,  // 19: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
-	6,  // 20: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
-	8,  // 21: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
-	14, // 22: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
-	14, // 23: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
-	17, // 24: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
-	19, // 25: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
-	24, // 26: blockfs.v1.Admin.Decommission:output_type -> blockfs.v1.AdminStateResponse
-	24, // 27: blockfs.v1.Admin.Recommission:output_type -> blockfs.v1.AdminStateResponse
-	24, // 28: blockfs.v1.Admin.Maintenance:output_type -> blockfs.v1.AdminStateResponse
-	24, // 29: blockfs.v1.Admin.RefreshNodes:output_type -> blockfs.v1.AdminStateResponse
-	10, // 30: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
-	12, // 31: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
-	18, // [18:32] is the sub-list for method output_type
-	4,  // [4:18] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	1,  // 4: blockfs.v1.BalancerStatus.state:type_name -> blockfs.v1.BalancerState
+	2,  // 5: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
+	4,  // 6: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
+	6,  // 7: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
+	8,  // 8: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
+	14, // 9: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
+	16, // 10: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
+	17, // 11: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
+	19, // 12: blockfs.v1.Admin.SafeMode:input_type -> blockfs.v1.SafeModeRequest
+	21, // 13: blockfs.v1.Admin.Decommission:input_type -> blockfs.v1.DecommissionRequest
+	22, // 14: blockfs.v1.Admin.Recommission:input_type -> blockfs.v1.RecommissionRequest
+	23, // 15: blockfs.v1.Admin.Maintenance:input_type -> blockfs.v1.MaintenanceRequest
+	24, // 16: blockfs.v1.Admin.RefreshNodes:input_type -> blockfs.v1.RefreshNodesRequest
+	26, // 17: blockfs.v1.Admin.StartBalancer:input_type -> blockfs.v1.StartBalancerRequest
+	27, // 18: blockfs.v1.Admin.BalancerProgress:input_type -> blockfs.v1.BalancerProgressRequest
+	28, // 19: blockfs.v1.Admin.StopBalancer:input_type -> blockfs.v1.StopBalancerRequest
+	10, // 20: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
+	12, // 21: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
+	3,  // 22: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
+	5,  // 23: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
+	7,  // 24: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
+	9,  // 25: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
+	15, // 26: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
+	15, // 27: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
+	18, // 28: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
+	20, // 29: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
+	25, // 30: blockfs.v1.Admin.Decommission:output_type -> blockfs.v1.AdminStateResponse
+	25, // 31: blockfs.v1.Admin.Recommission:output_type -> blockfs.v1.AdminStateResponse
+	25, // 32: blockfs.v1.Admin.Maintenance:output_type -> blockfs.v1.AdminStateResponse
+	25, // 33: blockfs.v1.Admin.RefreshNodes:output_type -> blockfs.v1.AdminStateResponse
+	29, // 34: blockfs.v1.Admin.StartBalancer:output_type -> blockfs.v1.BalancerStatus
+	29, // 35: blockfs.v1.Admin.BalancerProgress:output_type -> blockfs.v1.BalancerStatus
+	29, // 36: blockfs.v1.Admin.StopBalancer:output_type -> blockfs.v1.BalancerStatus
+	11, // 37: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
+	13, // 38: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
+	22, // [22:39] is the sub-list for method output_type
+	5,  // [5:22] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_api_admin_proto_init() }
@@ -1395,8 +1826,8 @@ func file_api_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_admin_proto_rawDesc), len(file_api_admin_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   24,
+			NumEnums:      2,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

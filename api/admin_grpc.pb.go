@@ -34,6 +34,9 @@ const (
 	Admin_Recommission_FullMethodName       = "/blockfs.v1.Admin/Recommission"
 	Admin_Maintenance_FullMethodName        = "/blockfs.v1.Admin/Maintenance"
 	Admin_RefreshNodes_FullMethodName       = "/blockfs.v1.Admin/RefreshNodes"
+	Admin_StartBalancer_FullMethodName      = "/blockfs.v1.Admin/StartBalancer"
+	Admin_BalancerProgress_FullMethodName   = "/blockfs.v1.Admin/BalancerProgress"
+	Admin_StopBalancer_FullMethodName       = "/blockfs.v1.Admin/StopBalancer"
 )
 
 // AdminClient is the client API for Admin service.
@@ -62,6 +65,14 @@ type AdminClient interface {
 	Recommission(ctx context.Context, in *RecommissionRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
 	Maintenance(ctx context.Context, in *MaintenanceRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
 	RefreshNodes(ctx context.Context, in *RefreshNodesRequest, opts ...grpc.CallOption) (*AdminStateResponse, error)
+	// StartBalancer starts a balancer run on the leader (a follower
+	// forwards): FailedPrecondition when one runs (naming who started it) or
+	// in safe mode, InvalidArgument for a threshold outside (0, 100].
+	// BalancerProgress answers the leader's current or last run (state NONE
+	// if it has had none); StopBalancer stops the current one.
+	StartBalancer(ctx context.Context, in *StartBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
+	BalancerProgress(ctx context.Context, in *BalancerProgressRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
+	StopBalancer(ctx context.Context, in *StopBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
 }
 
 type adminClient struct {
@@ -192,6 +203,36 @@ func (c *adminClient) RefreshNodes(ctx context.Context, in *RefreshNodesRequest,
 	return out, nil
 }
 
+func (c *adminClient) StartBalancer(ctx context.Context, in *StartBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalancerStatus)
+	err := c.cc.Invoke(ctx, Admin_StartBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) BalancerProgress(ctx context.Context, in *BalancerProgressRequest, opts ...grpc.CallOption) (*BalancerStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalancerStatus)
+	err := c.cc.Invoke(ctx, Admin_BalancerProgress_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) StopBalancer(ctx context.Context, in *StopBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalancerStatus)
+	err := c.cc.Invoke(ctx, Admin_StopBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -218,6 +259,14 @@ type AdminServer interface {
 	Recommission(context.Context, *RecommissionRequest) (*AdminStateResponse, error)
 	Maintenance(context.Context, *MaintenanceRequest) (*AdminStateResponse, error)
 	RefreshNodes(context.Context, *RefreshNodesRequest) (*AdminStateResponse, error)
+	// StartBalancer starts a balancer run on the leader (a follower
+	// forwards): FailedPrecondition when one runs (naming who started it) or
+	// in safe mode, InvalidArgument for a threshold outside (0, 100].
+	// BalancerProgress answers the leader's current or last run (state NONE
+	// if it has had none); StopBalancer stops the current one.
+	StartBalancer(context.Context, *StartBalancerRequest) (*BalancerStatus, error)
+	BalancerProgress(context.Context, *BalancerProgressRequest) (*BalancerStatus, error)
+	StopBalancer(context.Context, *StopBalancerRequest) (*BalancerStatus, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -263,6 +312,15 @@ func (UnimplementedAdminServer) Maintenance(context.Context, *MaintenanceRequest
 }
 func (UnimplementedAdminServer) RefreshNodes(context.Context, *RefreshNodesRequest) (*AdminStateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RefreshNodes not implemented")
+}
+func (UnimplementedAdminServer) StartBalancer(context.Context, *StartBalancerRequest) (*BalancerStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartBalancer not implemented")
+}
+func (UnimplementedAdminServer) BalancerProgress(context.Context, *BalancerProgressRequest) (*BalancerStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method BalancerProgress not implemented")
+}
+func (UnimplementedAdminServer) StopBalancer(context.Context, *StopBalancerRequest) (*BalancerStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopBalancer not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -501,6 +559,60 @@ func _Admin_RefreshNodes_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_StartBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).StartBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_StartBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).StartBalancer(ctx, req.(*StartBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_BalancerProgress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BalancerProgressRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).BalancerProgress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_BalancerProgress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).BalancerProgress(ctx, req.(*BalancerProgressRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_StopBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).StopBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_StopBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).StopBalancer(ctx, req.(*StopBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -555,6 +667,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RefreshNodes",
 			Handler:    _Admin_RefreshNodes_Handler,
+		},
+		{
+			MethodName: "StartBalancer",
+			Handler:    _Admin_StartBalancer_Handler,
+		},
+		{
+			MethodName: "BalancerProgress",
+			Handler:    _Admin_BalancerProgress_Handler,
+		},
+		{
+			MethodName: "StopBalancer",
+			Handler:    _Admin_StopBalancer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

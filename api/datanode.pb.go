@@ -818,13 +818,17 @@ func (x *DeleteBlocksCommand) GetBlocks() []*Block {
 }
 
 type ReplicateBlockCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
-	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
-	Targets       []*DatanodeInfo        `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`
-	Token         []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Block   *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	InodeId uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Targets []*DatanodeInfo        `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`
+	Token   []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	// balance_bandwidth marks a balancer move: the copy is paced at this many
+	// bytes/s, shared by all the datanode's moves. 0: re-replication, not
+	// paced here.
+	BalanceBandwidth uint64 `protobuf:"varint,5,opt,name=balance_bandwidth,json=balanceBandwidth,proto3" json:"balance_bandwidth,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ReplicateBlockCommand) Reset() {
@@ -883,6 +887,13 @@ func (x *ReplicateBlockCommand) GetToken() []byte {
 		return x.Token
 	}
 	return nil
+}
+
+func (x *ReplicateBlockCommand) GetBalanceBandwidth() uint64 {
+	if x != nil {
+		return x.BalanceBandwidth
+	}
+	return 0
 }
 
 // VerifyBlockCommand asks the datanode to re-read its replica of block and
@@ -1209,12 +1220,13 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\arecover\x18\x04 \x01(\v2\x1f.blockfs.v1.RecoverBlockCommandH\x00R\arecoverB\t\n" +
 	"\acommand\"@\n" +
 	"\x13DeleteBlocksCommand\x12)\n" +
-	"\x06blocks\x18\x01 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"\xa5\x01\n" +
+	"\x06blocks\x18\x01 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\"\xd2\x01\n" +
 	"\x15ReplicateBlockCommand\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x122\n" +
 	"\atargets\x18\x03 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\atargets\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\fR\x05token\"=\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\x12+\n" +
+	"\x11balance_bandwidth\x18\x05 \x01(\x04R\x10balanceBandwidth\"=\n" +
 	"\x12VerifyBlockCommand\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xc6\x01\n" +
 	"\x13RecoverBlockCommand\x12'\n" +

@@ -19,6 +19,8 @@ type node struct {
 	snap atomic.Pointer[Datanode]
 	// streams counts scheduled replications with this node as source.
 	streams atomic.Int32
+	// inbound counts open moves with this node as target (move.go).
+	inbound atomic.Int32
 
 	// mu serializes liveness transitions and reports from this node, and
 	// guards blocks and needFull. Taken before any shard lock.

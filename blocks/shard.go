@@ -179,6 +179,8 @@ type shard struct {
 	// (mis-replicated, in HDFS's word); ComputeWork adds a copy in
 	// another rack, and the excess deletion then keeps the spread.
 	misplaced map[uint64]struct{}
+	// moves: the balancer's open moves, by block (move.go).
+	moves map[uint64]*move
 	// counters, kept by settle
 	nBlocks, nComplete, nSafe, nGood, nBad int
 	// peaks are the maps' sizes for shrink (shrink.go), kept by settle.
@@ -199,6 +201,7 @@ func (s *shard) init(m *Manager) {
 	s.suspect = make(map[uint64]struct{})
 	s.verifying = make(map[uint64]time.Time)
 	s.misplaced = make(map[uint64]struct{})
+	s.moves = make(map[uint64]*move)
 }
 
 func (s *shard) dropPending(id uint64, p *pending) {

@@ -104,6 +104,9 @@ type Command struct {
 	// replica to re-check (Verify).
 	Block   Replica
 	Targets []Datanode
+	// Bandwidth paces a balancer move's copy (Replicate), bytes per second
+	// shared by the sender's moves; 0 for re-replication (move.go).
+	Bandwidth uint64
 }
 
 // Stats is a point-in-time summary; see Manager.Stats.

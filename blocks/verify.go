@@ -260,6 +260,7 @@ func (m *Manager) ReportVerified(id string, rs []Replica) (accepted int) {
 					l.set(locVerifying|locSuspect, false)
 					l.set(locVerified, true)
 					s.verifyDone(r.BlockID, b)
+					s.moveVerified(r.BlockID, n)
 					ok = true
 				}
 			}

@@ -31,6 +31,8 @@ import (
 //     every current holder; the block is then pending until its targets
 //     report it or ReplicationTimeout passes, and is not scheduled again
 //     meanwhile;
+//   - balancer moves advance (move.go): a received copy is verified, a
+//     verified one costs its source replica, a timed-out one is dropped;
 //   - each datanode's scheduled deletes become one Delete command (at most
 //     MaxBlocksPerDelete replicas) if none is already waiting.
 //
@@ -60,6 +62,7 @@ func (m *Manager) ComputeWork() {
 			b := s.blocks.get(id)
 			s.settle(id, b, s.tally(b))
 		}
+		s.advanceMoves(now, due)
 		for id, firstSeen := range s.unknown {
 			if firstSeen != 0 && now.Sub(time.Unix(0, firstSeen)) < m.cfg.UnknownReplicaGrace {
 				continue
@@ -92,6 +95,9 @@ func (m *Manager) ComputeWork() {
 			s.settle(id, b, before)
 		}
 		for id := range s.over {
+			if s.moves[id] != nil {
+				continue // the extra copy is a move's (move.go)
+			}
 			b := s.blocks.get(id)
 			before := s.tally(b)
 			if !s.enoughVerified(b) {

@@ -32,7 +32,7 @@ func (s *dataService) TransferBlock(ctx context.Context, req *api.TransferBlockR
 	if err := s.d.tokens.checkCopy(ctx, req.Token, s.d.ownerInode(req.Block, req.InodeId), req.Block); err != nil {
 		return nil, err
 	}
-	stored, err := s.d.transfer(ctx, req.Block, req.InodeId, req.Token, req.Targets)
+	stored, err := s.d.transfer(ctx, req.Block, req.InodeId, req.Token, req.Targets, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -385,9 +385,14 @@ func (d *Datanode) replicate(c *api.ReplicateBlockCommand) {
 		return
 	}
 	defer d.inflight.Delete(id)
-	ctx, cancel := context.WithTimeout(d.ctx, 4*d.cfg.RPCTimeout)
+	timeout := 4 * d.cfg.RPCTimeout
+	if bw := c.BalanceBandwidth; bw > 0 {
+		// A paced move: its share of the bandwidth with the other workers.
+		timeout += time.Duration(float64(c.GetBlock().GetLength()) * float64(d.cfg.CommandWorkers) / float64(bw) * float64(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, timeout)
 	defer cancel()
-	stored, err := d.transfer(ctx, c.Block, c.InodeId, c.Token, c.Targets)
+	stored, err := d.transfer(ctx, c.Block, c.InodeId, c.Token, c.Targets, d.balance.limiter(c.BalanceBandwidth))
 	if err != nil {
 		d.met.replications.WithLabelValues("error").Inc()
 		d.log.Warn("replicate", "block", id, "err", err)
@@ -417,6 +422,14 @@ func (d *Datanode) verifyBlock(b *api.Block) {
 	if info.GenStamp != b.GenStamp {
 		d.log.Info("verify: the replica has another generation", "block", b.Id, "have", info.GenStamp, "asked", b.GenStamp)
 		d.reportReceived(info)
+		return
+	}
+	if want := b.Crc32C; want != nil && info.Length == int64(b.Length) && *want != info.CRC {
+		// Intact as stored, but not the bytes the writer wrote (the
+		// namespace's CRC32C, which the namenode puts in the command).
+		d.log.Warn("verify: replica CRC32C differs from the namespace's", "block", b.Id, "have", info.CRC, "want", *want)
+		d.corrupt.Delete(b.Id)
+		d.reportCorrupt(info)
 		return
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 4*d.cfg.RPCTimeout)

@@ -61,8 +61,9 @@ type Datanode struct {
 	inflightBytes *inflight
 	// readBufs holds the buffer bytes ReadBlock streams reserved, per user.
 	readBufs *caps.Caps
-	corrupt  sync.Map // block id -> struct{}: replicas reported corrupt
-	rbws     rbwSet   // replicas being written (rbw.go)
+	corrupt  sync.Map     // block id -> struct{}: replicas reported corrupt
+	rbws     rbwSet       // replicas being written (rbw.go)
+	balance  balancePacer // paces the balancer's moves (balance.go)
 
 	ctx      context.Context // canceled by Close
 	cancel   context.CancelFunc

@@ -84,7 +84,7 @@ func TestTransferPaced(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			_, err := d.transfer(ctx, &api.Block{Id: id, GenStamp: 1, Length: uint64(len(data))}, testInode,
-				copyToken(id, 1, target.ID()), []*api.DatanodeInfo{{Id: target.ID(), Addr: target.Addr()}})
+				copyToken(id, 1, target.ID()), []*api.DatanodeInfo{{Id: target.ID(), Addr: target.Addr()}}, nil)
 			if tc.kind == 0 {
 				if err != nil {
 					t.Fatal(err)

@@ -17,8 +17,12 @@ const transferWindow = 8
 // targets check the bytes against what the writer computed; b.crc32c, if
 // the namespace gave one, goes in the header for the targets to check
 // the whole block against, and is checked here first. The bytes go no
-// faster than the datanode's pacer allows (--replication-bandwidth).
-func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, token []byte, targets []*api.DatanodeInfo) ([]string, error) {
+// faster than p allows (a balancer move's pacer, balance.go), or with p
+// nil the datanode's own (--replication-bandwidth).
+func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, token []byte, targets []*api.DatanodeInfo, p *pacer) ([]string, error) {
+	if p == nil {
+		p = d.pace
+	}
 	const op = "TransferBlock"
 	name := blockName(b.GetId())
 	if len(targets) == 0 {
@@ -61,7 +65,7 @@ func (d *Datanode) transfer(ctx context.Context, b *api.Block, inode uint64, tok
 			return nil, err
 		}
 		pos += n
-		if err := d.pace.wait(ctx, len(cr.Data)); err != nil {
+		if err := p.wait(ctx, len(cr.Data)); err != nil {
 			w.Abort()
 			return nil, err
 		}

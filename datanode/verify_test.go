@@ -61,16 +61,23 @@ func TestVerifyBlockCommand(t *testing.T) {
 		name    string
 		corrupt bool // flip a byte on disk first
 		missing bool // verify a block the datanode does not hold
+		wrongNS bool // the command carries a namespace CRC32C the replica lacks
 		answer  func(v *verifyNN, id uint64) bool
 	}{
-		{"intact replica is verified", false, false, func(v *verifyNN, id uint64) bool {
+		{"intact replica is verified", false, false, false, func(v *verifyNN, id uint64) bool {
 			return v.verified[id] == 1 && len(v.bad) == 0
 		}},
-		{"corrupt replica is reported bad", true, false, func(v *verifyNN, id uint64) bool {
+		{"corrupt replica is reported bad", true, false, false, func(v *verifyNN, id uint64) bool {
 			_, ok := v.verified[id]
 			return len(v.bad) == 1 && v.bad[0] == id && !ok
 		}},
-		{"missing replica is reported deleted", false, true, func(v *verifyNN, id uint64) bool {
+		// Intact as stored, but not what the writer wrote: a balancer
+		// move's copy verified this way must not cost the source.
+		{"replica other than the namespace's is reported bad", false, false, true, func(v *verifyNN, id uint64) bool {
+			_, ok := v.verified[id]
+			return len(v.bad) == 1 && v.bad[0] == id && !ok
+		}},
+		{"missing replica is reported deleted", false, true, false, func(v *verifyNN, id uint64) bool {
 			for _, del := range v.deleted {
 				if del[id] {
 					return true
@@ -94,7 +101,16 @@ func TestVerifyBlockCommand(t *testing.T) {
 				id = 99
 			}
 			eventually(t, "registration", func() bool { return v.check(func() bool { return v.registered[d.ID()] > 0 }) })
-			v.queue(verifyCmd(id, 1, uint64(len(data))))
+			c := verifyCmd(id, 1, uint64(len(data)))
+			if tc.wrongNS {
+				info, _ := d.Store().Stat(id)
+				other := info.CRC ^ 1
+				c.GetVerify().Block.Crc32C = &other
+			} else if !tc.missing {
+				info, _ := d.Store().Stat(id)
+				c.GetVerify().Block.Crc32C = &info.CRC // the namespace's, as the leader sends it
+			}
+			v.queue(c)
 			eventually(t, "the answer", func() bool { return v.check(func() bool { return tc.answer(v, id) }) })
 		})
 	}

@@ -166,6 +166,14 @@ var (
 		_, err := api.NewAdminClient(cc).RefreshNodes(ctx, &api.RefreshNodesRequest{})
 		return err
 	}}
+	startBalancer = rpc{"Admin.StartBalancer", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).StartBalancer(ctx, &api.StartBalancerRequest{Threshold: 10, ForwardedFor: "user/root"})
+		return err
+	}}
+	stopBalancer = rpc{"Admin.StopBalancer", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewAdminClient(cc).StopBalancer(ctx, &api.StopBalancerRequest{})
+		return err
+	}}
 	applyMkdirs = rpc{"NamenodeInternal.Apply(mkdirs)", func(ctx context.Context, cc *grpc.ClientConn) error {
 		b, _ := proto.Marshal(&api.MkdirsCommand{Path: "/pwned", Perm: 0o777, Parents: true})
 		_, err := api.NewNamenodeInternalClient(cc).Apply(ctx, &api.ApplyRequest{Command: append([]byte{1}, b...)})
@@ -233,6 +241,8 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		{usr, "alice", maintenance, "superuser"},
 		{usr, "alice", refreshNodes, "superuser"},
 		{dnRole, "dn1", decommission, "role user or namenode"},
+		{usr, "alice", startBalancer, "superuser"},
+		{usr, "alice", stopBalancer, "superuser"},
 		{usr, "alice", applyMkdirs, "role namenode"},
 		{usr, "alice", readIndex, "role namenode"},
 		{usr, "alice", registerDN("alice"), "role datanode"},
@@ -245,6 +255,8 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		{dnRole, "dn1", getLocations, "role user"},
 		{dnRole, "dn1", snapshot, "role user or namenode"},
 		{dnRole, "dn1", revokeNN1, "role user or namenode"},
+		{dnRole, "dn1", startBalancer, "role user or namenode"},
+		{nnRole, "nn9", startBalancer, "not a namenode of this cluster"},
 		{dnRole, "dn1", applyMkdirs, "role namenode"},
 		{dnRole, "dn9", heartbeatDN("dn1"), "only speak for itself"},
 		{dnRole, "dn9", registerDN("dn1"), "only speak for itself"},

@@ -161,7 +161,7 @@ func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 			}
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Delete{Delete: d}})
 		case blocks.Replicate:
-			r := &api.ReplicateBlockCommand{Block: n.withCommittedCRC(replicaBlock(c.Block)), InodeId: c.Block.Inode}
+			r := &api.ReplicateBlockCommand{Block: n.withCommittedCRC(replicaBlock(c.Block)), InodeId: c.Block.Inode, BalanceBandwidth: c.Bandwidth}
 			ids := make([]string, len(c.Targets))
 			for i, t := range c.Targets {
 				ids[i] = t.ID

@@ -20,6 +20,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/audit"
+	"github.com/blockfs/blockfs/balancer"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/caps"
@@ -77,6 +78,7 @@ type Namenode struct {
 	raftAdmit *raftAdmission
 	// reportParts collects multi-part full block reports.
 	reportParts *reports.Parts
+	bal         *balancer.Runner // the leader's balancer run (balancer_door.go)
 	// completeWaits caps the Complete calls waiting for reports.
 	completeWaits *caps.Caps
 
@@ -145,6 +147,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	n.reportParts = reports.NewParts(reports.Limits{PerDatanode: cfg.Limits.ReportBytesPerDatanode, Total: cfg.Limits.ReportBytesTotal, TTL: cfg.Limits.ReportTTL},
 		func(limit string) { n.met.refused.WithLabelValues(limit).Inc() })
 	n.completeWaits = caps.New(cfg.Limits.CompleteWaitsPerUser, cfg.Limits.CompleteWaitsTotal)
+	n.bal = n.newBalancer()
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -468,6 +471,7 @@ func (n *Namenode) WaitApplied(ctx context.Context, idx uint64) error {
 func (n *Namenode) Close() error {
 	n.closed.Do(func() {
 		close(n.stop)
+		n.bal.Close()
 		if n.grpcSrv != nil {
 			serve.Stop(n.grpcSrv, 2*time.Second)
 		} else if n.grpcLis != nil {

@@ -120,6 +120,11 @@ func Policy() map[string]Rule {
 		api.Admin_Recommission_FullMethodName: {Roles: admins, Superuser: true},
 		api.Admin_Maintenance_FullMethodName:  {Roles: admins, Superuser: true},
 		api.Admin_RefreshNodes_FullMethodName: {Roles: admins, Superuser: true},
+		// The balancer (package balancer): the superuser starts, watches
+		// and stops it; a member namenode forwards to the leader.
+		api.Admin_StartBalancer_FullMethodName:    {Roles: admins, Superuser: true},
+		api.Admin_BalancerProgress_FullMethodName: {Roles: admins, Superuser: true},
+		api.Admin_StopBalancer_FullMethodName:     {Roles: admins, Superuser: true},
 
 		// NamenodeInternal: member namenodes only. A forwarded command
 		// carries its caller, so anyone else could act as any user.

@@ -15,8 +15,9 @@
 //     of the same bytes (as bench/datapath measures put and get); the
 //     floor is 0.5x;
 //
-//   - balancer: the balancer's section, when its file is in the build
-//     (see balancerSection).
+//   - balancer: the MB/s of a balancer run under its bandwidth limit
+//     (balancer.go), median of min(--runs, 3) clusters; the floor is
+//     within 10% of the limit.
 //
 //     go run ./bench/blockmgmt                  # the issue's sizes
 //     go run ./bench/blockmgmt --quick          # a smoke run, seconds
@@ -27,7 +28,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"time"
@@ -35,26 +35,11 @@ import (
 	"github.com/blockfs/blockfs/bench/internal/results"
 )
 
-// balancerSection is the balancer's place in this program: nil until the
-// balancer's own file (bench/blockmgmt/balancer.go, written with the
-// balancer) sets it in an init function, as
-//
-//	func init() {
-//		balancerSection = func(ctx context.Context, runs int, out io.Writer) (any, error) {
-//			r, err := runBalancer(ctx, runs)
-//			... print r's rows to out ...
-//			return r, err
-//		}
-//	}
-//
-// Its result goes into the JSON output under "balancer".
-var balancerSection func(ctx context.Context, runs int, out io.Writer) (any, error)
-
 // Output is the whole run, as --json writes it.
 type Output struct {
 	Placement    []PlacementRow  `json:"placement"`
 	Decommission DecommissionRow `json:"decommission"`
-	Balancer     any             `json:"balancer,omitempty"`
+	Balancer     balancerResult  `json:"balancer"`
 }
 
 func main() {
@@ -86,14 +71,10 @@ func main() {
 	}
 	printDecommission(os.Stdout, out.Decommission)
 	fmt.Println()
-	// The balancer's section (balancer.go, written with the balancer).
-	if balancerSection != nil {
-		if out.Balancer, err = balancerSection(ctx, *runs, os.Stdout); err != nil {
-			log.Fatal(err)
-		}
-	} else {
-		fmt.Println("balancer: not in this build (bench/blockmgmt/balancer.go sets balancerSection)")
+	if out.Balancer, err = runBalancer(ctx, min(*runs, 3)); err != nil {
+		log.Fatal(err)
 	}
+	printBalancer(os.Stdout, out.Balancer)
 	fmt.Printf("\ntook %v\n", time.Since(start).Round(time.Second))
 	if *jsonOut != "" {
 		if err := results.WriteJSON(*jsonOut, out); err != nil {

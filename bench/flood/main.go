@@ -49,6 +49,8 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/bench/internal/results"
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/datanode"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
@@ -74,6 +76,7 @@ func main() {
 	readStreams := flag.Int("read-streams", 64, "A's never-read ReadBlock streams per datanode")
 	httpConns := flag.Int("http-conns", 64, "A's stalled HTTP connections")
 	writeRate := flag.Int("write-rate", 0, "the namenodes' --write-rate-per-user (burst twice it); 0 keeps the production default, which is what the floor is measured at")
+	refusalRate := flag.Float64("refusal-rate", -1, "every server's --grpc-refusal-rate; -1 keeps the production default, 0 turns the refusal budget off (to see what it buys)")
 	attacks := flag.String("attacks", "streams,completes,writes,reads,http", "which of A's attacks to run (comma-separated), to see what each costs B")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the flood phases to this file")
 	jsonOut := flag.String("json", "", "write the results as JSON to this file")
@@ -81,9 +84,17 @@ func main() {
 
 	ctx := context.Background()
 	cfg := localcluster.Config{Namenodes: 3, Datanodes: 3}
-	if *writeRate > 0 {
-		cfg.Namenode = func(_ int, c *namenode.Config) {
+	cfg.Namenode = func(_ int, c *namenode.Config) {
+		if *writeRate > 0 {
 			c.Limits.WriteRatePerUser, c.Limits.WriteBurstPerUser = *writeRate, 2**writeRate
+		}
+		if *refusalRate >= 0 {
+			c.Limits.Serve = withRefusalRate(c.Limits.Serve, *refusalRate)
+		}
+	}
+	cfg.Datanode = func(_ int, c *datanode.Config) {
+		if *refusalRate >= 0 {
+			c.Serve = withRefusalRate(c.Serve, *refusalRate)
 		}
 	}
 	c, err := localcluster.Start(ctx, cfg)
@@ -157,6 +168,16 @@ func main() {
 	if *jsonOut != "" {
 		check(results.WriteJSON(*jsonOut, map[string]any{"runs": all, "median": med}))
 	}
+}
+
+// withRefusalRate is l (the defaults if unset) with the refusal budget
+// rate r.
+func withRefusalRate(l serve.Limits, r float64) serve.Limits {
+	if l == (serve.Limits{}) {
+		l = serve.DefaultLimits()
+	}
+	l.RefusalRate = r
+	return l
 }
 
 // timeReads times B's sequential GetBlockLocations calls for d.

@@ -95,6 +95,7 @@ func TestFloors(t *testing.T) {
 		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "trash", "internal/node/"}, libs...)},
 		{"the trash", []string{"trash"}, append([]string{"api"}, base...)},
 		{"the topology", []string{"topology"}, base},
+		{"the balancer", []string{"balancer"}, append([]string{"api", "blocks", "topology"}, base...)},
 		{"safe mode and the report parts", []string{"namenode/safemode", "namenode/reports"}, append([]string{"api", "blocks", "topology"}, base...)},
 	}
 	for _, r := range rules {
