@@ -32,7 +32,7 @@ func TestBalancePacer(t *testing.T) {
 	if err := none.wait(ctx, 1<<30); err != nil {
 		t.Fatal(err)
 	}
-	lim := rate.NewLimiter(rate.Limit(1<<30), 1<<20) // fast, so the test does not wait long
+	lim := rate.NewLimiter(rate.Limit(1<<30), 1<<20)            // fast, so the test does not wait long
 	if err := (&pacer{lim: lim}).wait(ctx, 3<<20); err != nil { // more than one burst: waits in pieces
 		t.Fatal(err)
 	}
