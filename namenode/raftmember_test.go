@@ -117,9 +117,13 @@ func TestRaftBoundToMembership(t *testing.T) {
 	admin := p.adminVia(t, c.NamenodeAddrs()[li])
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := admin.RemoveServer(ctx, &api.RemoveServerRequest{Id: other.ID()}); err != nil {
+	rm, err := admin.RemoveServer(ctx, &api.RemoveServerRequest{Id: other.ID()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	// The removal is committed by a majority, which may be the leader and
+	// the removed server: "at once" is once the follower has the entry.
+	waitFor(t, "the follower applied the removal", func() bool { return follower.AppliedIndex() >= rm.Index })
 	t.Run("removed server", func(t *testing.T) {
 		labels := map[string]string{"direction": "in", "reason": raftnet.ReasonNotMember}
 		before := metric(t, follower, refusedMetric, labels)
