@@ -319,3 +319,20 @@ func TestDatanodeFailures(t *testing.T) {
 		readBack(t, cl, "/f", data)
 	})
 }
+
+// startWith starts a cluster of cfg and a superuser client of it, both
+// closed when t ends.
+func startWith(t *testing.T, ctx context.Context, cfg localcluster.Config) (*localcluster.Cluster, *client.Client) {
+	t.Helper()
+	c, err := localcluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cl, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return c, cl
+}

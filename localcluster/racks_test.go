@@ -19,16 +19,7 @@ import (
 func TestRackLossLosesNoBlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 6, Racks: 2, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	c, cl := startWith(t, ctx, localcluster.Config{Namenodes: 1, Datanodes: 6, Racks: 2, Dir: t.TempDir()})
 	const files, bs = 8, 1 << 20
 	want := map[string][]byte{}
 	for i := range files {

@@ -15,19 +15,10 @@ import (
 func TestFullReportInParts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{
+	c, cl := startWith(t, ctx, localcluster.Config{
 		Namenodes: 1, Datanodes: 3, Dir: t.TempDir(),
 		Datanode: func(i int, dc *datanode.Config) { dc.ReportPartBlocks = 2 },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	data := randBytes(7*blockSize + 3) // 8 blocks: four parts per datanode
 	writeFile(t, cl, "/parts", data)
 	waitReplicas(t, cl, "/parts", 3)

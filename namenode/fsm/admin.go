@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"io"
 	"sort"
 	"time"
@@ -138,59 +137,23 @@ func (f *FSM) AdminStates() []*api.AdminStateEntry {
 // writeAdmin appends the admin-state section of a snapshot (BFSNAP05):
 // count (u32), then per row, sorted by datanode id, length (u32) and the
 // deterministic protobuf of the api.AdminStateEntry.
-func writeAdmin(w io.Writer, m map[string]*api.AdminStateEntry) error {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(ids)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := writeFramed(w, m[id]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func writeAdmin(w io.Writer, m map[string]*api.AdminStateEntry) error { return writeTable(w, m) }
 
 func readAdmin(r io.Reader) (map[string]*api.AdminStateEntry, error) {
 	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", msg) }
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, corrupt("truncated admin-state count")
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > maxAdminStates {
-		return nil, corrupt("implausible admin-state count")
-	}
-	m := make(map[string]*api.AdminStateEntry, n)
-	for range n {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, corrupt("truncated admin-state entry")
-		}
-		size := binary.LittleEndian.Uint32(hdr[:])
-		if size > 4096 {
-			return nil, corrupt("implausible admin-state entry size")
-		}
-		b := make([]byte, size)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, corrupt("truncated admin-state entry")
-		}
-		e := &api.AdminStateEntry{}
-		if err := proto.Unmarshal(b, e); err != nil {
-			return nil, corrupt("bad admin-state entry: " + err.Error())
-		}
+	m := map[string]*api.AdminStateEntry{}
+	err := readTable(r, "admin-state", maxAdminStates, func() *api.AdminStateEntry { return &api.AdminStateEntry{} }, func(e *api.AdminStateEntry) error {
 		if err := checkAdminEntry("fsm.FSM.Restore", e); err != nil || e.State == api.AdminState_ADMIN_NORMAL {
-			return nil, corrupt("bad admin-state entry for " + e.DatanodeId)
+			return corrupt("bad admin-state entry for " + e.DatanodeId)
 		}
 		if _, dup := m[e.DatanodeId]; dup {
-			return nil, corrupt("admin-state entry twice for " + e.DatanodeId)
+			return corrupt("admin-state entry twice for " + e.DatanodeId)
 		}
 		m[e.DatanodeId] = e
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"io"
 	"sort"
 	"time"
@@ -111,52 +110,20 @@ func sortedKeys(m map[string]*api.RevokedEntry) []string {
 // writeRevoked appends the deny-list section of a snapshot (BFSNAP04):
 // count (u32), then per entry, sorted by key, length (u32) and the
 // deterministic protobuf of the api.RevokedEntry.
-func writeRevoked(w io.Writer, m map[string]*api.RevokedEntry) error {
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(m)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		if err := writeFramed(w, m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func writeRevoked(w io.Writer, m map[string]*api.RevokedEntry) error { return writeTable(w, m) }
 
 func readRevoked(r io.Reader) (map[string]*api.RevokedEntry, error) {
-	corrupt := func(msg string) error { return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", msg) }
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, corrupt("truncated deny-list count")
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > maxRevoked {
-		return nil, corrupt("implausible deny-list count")
-	}
-	m := make(map[string]*api.RevokedEntry, n)
-	for range n {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, corrupt("truncated deny-list entry")
-		}
-		size := binary.LittleEndian.Uint32(hdr[:])
-		if size > 4096 {
-			return nil, corrupt("implausible deny-list entry size")
-		}
-		b := make([]byte, size)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, corrupt("truncated deny-list entry")
-		}
-		e := &api.RevokedEntry{}
-		if err := proto.Unmarshal(b, e); err != nil {
-			return nil, corrupt("bad deny-list entry: " + err.Error())
-		}
+	m := map[string]*api.RevokedEntry{}
+	err := readTable(r, "deny-list", maxRevoked, func() *api.RevokedEntry { return &api.RevokedEntry{} }, func(e *api.RevokedEntry) error {
 		ne, key, err := security.NormalizeRevoked(e)
 		if err != nil {
-			return nil, corrupt("bad deny-list entry: " + err.Error())
+			return errs.New(errs.Corrupt, "fsm.FSM.Restore", "", "bad deny-list entry: "+err.Error())
 		}
 		m[key] = ne
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }

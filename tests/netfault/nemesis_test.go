@@ -153,7 +153,7 @@ func TestNemesis(t *testing.T) {
 		var ewg sync.WaitGroup
 		for id := range 4 {
 			wrng := rand.New(rand.NewPCG(seed, uint64(100*len(epochs)+id)))
-			ewg.Go(func() { w.counted(ectx, id, wrng, &acked, &attempted) })
+			ewg.Go(func() { w.worker(ectx, id, wrng, &acked, &attempted) })
 		}
 		return func() { cancel(); ewg.Wait() }
 	}
@@ -301,38 +301,6 @@ func TestNemesis(t *testing.T) {
 			"files_acknowledged": nFiles, "files_lost": lost, "heal_to_full_replication_s": full.Seconds()}, "", "  ")
 		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 			t.Error(err)
-		}
-	}
-}
-
-// counted is worker, counting what it attempts and what is acknowledged.
-func (w *workload) counted(ctx context.Context, id int, rng *rand.Rand, acked *ackCounter, attempted *atomic.Int64) {
-	target := id % len(w.nns)
-	for ctx.Err() == nil {
-		if w.down(target) {
-			target = (target + 1) % len(w.nns)
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
-		in := robustness.RandomOp(rng)
-		cctx, cancel := context.WithTimeout(AsRoot(context.Background()), opTimeout)
-		call := w.hist.Now()
-		out, _, valid := robustness.Exec(cctx, w.nns[target], w.root, in, nil)
-		ret := w.hist.Now()
-		cancel()
-		attempted.Add(1)
-		if valid {
-			w.hist.Add(id, in, call, out, ret)
-			if !out.Unknown {
-				acked.Add(1)
-			}
-		}
-		if !valid || out.Unknown {
-			target = (target + 1) % len(w.nns)
-			select {
-			case <-ctx.Done():
-			case <-time.After(20 * time.Millisecond):
-			}
 		}
 	}
 }

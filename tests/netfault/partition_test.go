@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,7 +114,9 @@ func (w *workload) down(target int) bool {
 	return w.conns != nil && w.conns[target].GetState() == connectivity.TransientFailure
 }
 
-func (w *workload) worker(ctx context.Context, id int, rng *rand.Rand) {
+// worker runs operations until ctx ends, recording them; acked and
+// attempted, if set, count what it attempts and what is acknowledged.
+func (w *workload) worker(ctx context.Context, id int, rng *rand.Rand, acked *ackCounter, attempted *atomic.Int64) {
 	target := id % len(w.nns)
 	for ctx.Err() == nil {
 		if w.down(target) {
@@ -127,13 +130,21 @@ func (w *workload) worker(ctx context.Context, id int, rng *rand.Rand) {
 		out, _, valid := robustness.Exec(cctx, w.nns[target], w.root, in, nil)
 		ret := w.hist.Now()
 		cancel()
+		if attempted != nil {
+			attempted.Add(1)
+		}
 		if valid {
 			w.hist.Add(id, in, call, out, ret)
 		}
-		if in.Kind.IsWrite() && valid && !out.Unknown {
-			w.mu.Lock()
-			w.acks[b2i(w.in)]++
-			w.mu.Unlock()
+		if valid && !out.Unknown {
+			if acked != nil {
+				acked.Add(1)
+			}
+			if in.Kind.IsWrite() {
+				w.mu.Lock()
+				w.acks[b2i(w.in)]++
+				w.mu.Unlock()
+			}
 		}
 		if !valid || out.Unknown {
 			target = (target + 1) % len(w.nns) // as a client fails over
@@ -221,7 +232,7 @@ func runFault(t *testing.T, c *Cluster, nns []api.ClientServiceClient, conns []*
 	var wg sync.WaitGroup
 	for id := range 4 {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
-		wg.Go(func() { w.worker(wctx, id, rng) })
+		wg.Go(func() { w.worker(wctx, id, rng, nil, nil) })
 	}
 	time.Sleep(1500 * time.Millisecond)
 	t.Logf("%s around leader %s", f.name, c.NNs[old].Name)
