@@ -22,6 +22,33 @@ import (
 	"github.com/blockfs/blockfs/security"
 )
 
+// serveForTest serves a gRPC server with l (simple auth; register adds
+// services, nil for none) on loopback until t ends, and returns it and a
+// dialer of new connections to it (closed when t ends).
+func serveForTest(t *testing.T, l Limits, reg prometheus.Registerer, register func(*Server)) (*Server, func() *grpc.ClientConn) {
+	t.Helper()
+	authz := security.NewAuthorizer(security.AuthConfig{Simple: true, Registry: prometheus.NewRegistry()})
+	srv := NewGRPC(nil, func(string, string, time.Duration) {}, authz, l, reg)
+	if register != nil {
+		register(srv)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	GRPC(srv, lis, &wg, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { srv.Stop(); wg.Wait() })
+	return srv, func() *grpc.ClientConn {
+		cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+}
+
 // testLimits are small limits for the tests.
 func testLimits() Limits {
 	l := DefaultLimits()
@@ -36,24 +63,7 @@ func testLimits() Limits {
 // ends.
 func TestMaxConcurrentStreams(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	authz := security.NewAuthorizer(security.AuthConfig{Simple: true, Registry: prometheus.NewRegistry()})
-	srv := NewGRPC(nil, func(string, string, time.Duration) {}, authz, testLimits(), reg)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	GRPC(srv, lis, &wg, slog.New(slog.DiscardHandler))
-	defer func() { srv.Stop(); wg.Wait() }()
-
-	dial := func() *grpc.ClientConn {
-		cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cc.Close() })
-		return cc
-	}
+	_, dial := serveForTest(t, testLimits(), reg, nil)
 	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), security.UserKey, "alice"))
 	defer cancel()
 	a := healthpb.NewHealthClient(dial())

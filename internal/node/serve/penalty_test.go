@@ -2,18 +2,13 @@ package serve
 
 import (
 	"context"
-	"log/slog"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/time/rate"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -80,27 +75,10 @@ func TestRefusedConnectionIsSlowed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			authz := security.NewAuthorizer(security.AuthConfig{Simple: true, Registry: prometheus.NewRegistry()})
 			l := testLimits()
 			l.MaxConcurrentStreams = 16
 			l.RefusalRate, l.RefusalBurst = tc.rate, 5
-			srv := NewGRPC(nil, func(string, string, time.Duration) {}, authz, l, reg)
-			api.RegisterAdminServer(srv, api.UnimplementedAdminServer{})
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wg sync.WaitGroup
-			GRPC(srv, lis, &wg, slog.New(slog.DiscardHandler))
-			defer func() { srv.Stop(); wg.Wait() }()
-			dial := func() *grpc.ClientConn {
-				cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cc.Close() })
-				return cc
-			}
+			srv, dial := serveForTest(t, l, reg, func(s *Server) { api.RegisterAdminServer(s, api.UnimplementedAdminServer{}) })
 			as := func(user string) context.Context {
 				return metadata.AppendToOutgoingContext(context.Background(), security.UserKey, user)
 			}
