@@ -416,6 +416,102 @@ func (x *TransferLeadershipResponse) GetNewLeaderId() string {
 	return ""
 }
 
+type NamespaceHashRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamespaceHashRequest) Reset() {
+	*x = NamespaceHashRequest{}
+	mi := &file_api_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamespaceHashRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamespaceHashRequest) ProtoMessage() {}
+
+func (x *NamespaceHashRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamespaceHashRequest.ProtoReflect.Descriptor instead.
+func (*NamespaceHashRequest) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{6}
+}
+
+type NamespaceHashResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppliedIndex  uint64                 `protobuf:"varint,1,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Hash          []byte                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"` // SHA-256, 32 bytes
+	ServedBy      string                 `protobuf:"bytes,3,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamespaceHashResponse) Reset() {
+	*x = NamespaceHashResponse{}
+	mi := &file_api_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamespaceHashResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamespaceHashResponse) ProtoMessage() {}
+
+func (x *NamespaceHashResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamespaceHashResponse.ProtoReflect.Descriptor instead.
+func (*NamespaceHashResponse) Descriptor() ([]byte, []int) {
+	return file_api_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *NamespaceHashResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *NamespaceHashResponse) GetHash() []byte {
+	if x != nil {
+		return x.Hash
+	}
+	return nil
+}
+
+func (x *NamespaceHashResponse) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
 type SnapshotRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -424,7 +520,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_api_admin_proto_msgTypes[6]
+	mi := &file_api_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +532,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[6]
+	mi := &file_api_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +545,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{6}
+	return file_api_admin_proto_rawDescGZIP(), []int{8}
 }
 
 type SnapshotResponse struct {
@@ -462,7 +558,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_api_admin_proto_msgTypes[7]
+	mi := &file_api_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +570,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[7]
+	mi := &file_api_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +583,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{7}
+	return file_api_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SnapshotResponse) GetIndex() uint64 {
@@ -513,7 +609,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_api_admin_proto_msgTypes[8]
+	mi := &file_api_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +621,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[8]
+	mi := &file_api_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +634,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{8}
+	return file_api_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ApplyRequest) GetCommand() []byte {
@@ -558,7 +654,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_api_admin_proto_msgTypes[9]
+	mi := &file_api_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +666,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[9]
+	mi := &file_api_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +679,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{9}
+	return file_api_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApplyResponse) GetResult() []byte {
@@ -608,7 +704,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_api_admin_proto_msgTypes[10]
+	mi := &file_api_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +716,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[10]
+	mi := &file_api_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +729,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{10}
+	return file_api_admin_proto_rawDescGZIP(), []int{12}
 }
 
 type ReadIndexResponse struct {
@@ -645,7 +741,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_api_admin_proto_msgTypes[11]
+	mi := &file_api_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +753,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[11]
+	mi := &file_api_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +766,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{11}
+	return file_api_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -691,7 +787,7 @@ type RevokeRequest struct {
 
 func (x *RevokeRequest) Reset() {
 	*x = RevokeRequest{}
-	mi := &file_api_admin_proto_msgTypes[12]
+	mi := &file_api_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +799,7 @@ func (x *RevokeRequest) String() string {
 func (*RevokeRequest) ProtoMessage() {}
 
 func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[12]
+	mi := &file_api_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +812,7 @@ func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRequest.ProtoReflect.Descriptor instead.
 func (*RevokeRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{12}
+	return file_api_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RevokeRequest) GetEntry() *RevokedEntry {
@@ -735,7 +831,7 @@ type RevokeResponse struct {
 
 func (x *RevokeResponse) Reset() {
 	*x = RevokeResponse{}
-	mi := &file_api_admin_proto_msgTypes[13]
+	mi := &file_api_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +843,7 @@ func (x *RevokeResponse) String() string {
 func (*RevokeResponse) ProtoMessage() {}
 
 func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[13]
+	mi := &file_api_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +856,7 @@ func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeResponse.ProtoReflect.Descriptor instead.
 func (*RevokeResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{13}
+	return file_api_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RevokeResponse) GetIndex() uint64 {
@@ -779,7 +875,7 @@ type UnrevokeRequest struct {
 
 func (x *UnrevokeRequest) Reset() {
 	*x = UnrevokeRequest{}
-	mi := &file_api_admin_proto_msgTypes[14]
+	mi := &file_api_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +887,7 @@ func (x *UnrevokeRequest) String() string {
 func (*UnrevokeRequest) ProtoMessage() {}
 
 func (x *UnrevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[14]
+	mi := &file_api_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +900,7 @@ func (x *UnrevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnrevokeRequest.ProtoReflect.Descriptor instead.
 func (*UnrevokeRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{14}
+	return file_api_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UnrevokeRequest) GetEntry() *RevokedEntry {
@@ -822,7 +918,7 @@ type ListRevokedRequest struct {
 
 func (x *ListRevokedRequest) Reset() {
 	*x = ListRevokedRequest{}
-	mi := &file_api_admin_proto_msgTypes[15]
+	mi := &file_api_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +930,7 @@ func (x *ListRevokedRequest) String() string {
 func (*ListRevokedRequest) ProtoMessage() {}
 
 func (x *ListRevokedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[15]
+	mi := &file_api_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +943,7 @@ func (x *ListRevokedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevokedRequest.ProtoReflect.Descriptor instead.
 func (*ListRevokedRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{15}
+	return file_api_admin_proto_rawDescGZIP(), []int{17}
 }
 
 type ListRevokedResponse struct {
@@ -859,7 +955,7 @@ type ListRevokedResponse struct {
 
 func (x *ListRevokedResponse) Reset() {
 	*x = ListRevokedResponse{}
-	mi := &file_api_admin_proto_msgTypes[16]
+	mi := &file_api_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +967,7 @@ func (x *ListRevokedResponse) String() string {
 func (*ListRevokedResponse) ProtoMessage() {}
 
 func (x *ListRevokedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[16]
+	mi := &file_api_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +980,7 @@ func (x *ListRevokedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevokedResponse.ProtoReflect.Descriptor instead.
 func (*ListRevokedResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{16}
+	return file_api_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRevokedResponse) GetEntries() []*RevokedEntry {
@@ -903,7 +999,7 @@ type SafeModeRequest struct {
 
 func (x *SafeModeRequest) Reset() {
 	*x = SafeModeRequest{}
-	mi := &file_api_admin_proto_msgTypes[17]
+	mi := &file_api_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1011,7 @@ func (x *SafeModeRequest) String() string {
 func (*SafeModeRequest) ProtoMessage() {}
 
 func (x *SafeModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[17]
+	mi := &file_api_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1024,7 @@ func (x *SafeModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafeModeRequest.ProtoReflect.Descriptor instead.
 func (*SafeModeRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{17}
+	return file_api_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SafeModeRequest) GetAction() SafeModeAction {
@@ -952,7 +1048,7 @@ type SafeModeResponse struct {
 
 func (x *SafeModeResponse) Reset() {
 	*x = SafeModeResponse{}
-	mi := &file_api_admin_proto_msgTypes[18]
+	mi := &file_api_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1060,7 @@ func (x *SafeModeResponse) String() string {
 func (*SafeModeResponse) ProtoMessage() {}
 
 func (x *SafeModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[18]
+	mi := &file_api_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1073,7 @@ func (x *SafeModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafeModeResponse.ProtoReflect.Descriptor instead.
 func (*SafeModeResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{18}
+	return file_api_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SafeModeResponse) GetOn() bool {
@@ -1032,7 +1128,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_api_admin_proto_msgTypes[19]
+	mi := &file_api_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1140,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[19]
+	mi := &file_api_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1153,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{19}
+	return file_api_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DecommissionRequest) GetDatanodes() []string {
@@ -1076,7 +1172,7 @@ type RecommissionRequest struct {
 
 func (x *RecommissionRequest) Reset() {
 	*x = RecommissionRequest{}
-	mi := &file_api_admin_proto_msgTypes[20]
+	mi := &file_api_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1184,7 @@ func (x *RecommissionRequest) String() string {
 func (*RecommissionRequest) ProtoMessage() {}
 
 func (x *RecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[20]
+	mi := &file_api_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1197,7 @@ func (x *RecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecommissionRequest.ProtoReflect.Descriptor instead.
 func (*RecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{20}
+	return file_api_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RecommissionRequest) GetDatanodes() []string {
@@ -1124,7 +1220,7 @@ type MaintenanceRequest struct {
 
 func (x *MaintenanceRequest) Reset() {
 	*x = MaintenanceRequest{}
-	mi := &file_api_admin_proto_msgTypes[21]
+	mi := &file_api_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1232,7 @@ func (x *MaintenanceRequest) String() string {
 func (*MaintenanceRequest) ProtoMessage() {}
 
 func (x *MaintenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[21]
+	mi := &file_api_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1245,7 @@ func (x *MaintenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaintenanceRequest.ProtoReflect.Descriptor instead.
 func (*MaintenanceRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{21}
+	return file_api_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MaintenanceRequest) GetDatanodes() []string {
@@ -1181,7 +1277,7 @@ type RefreshNodesRequest struct {
 
 func (x *RefreshNodesRequest) Reset() {
 	*x = RefreshNodesRequest{}
-	mi := &file_api_admin_proto_msgTypes[22]
+	mi := &file_api_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1289,7 @@ func (x *RefreshNodesRequest) String() string {
 func (*RefreshNodesRequest) ProtoMessage() {}
 
 func (x *RefreshNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[22]
+	mi := &file_api_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1302,7 @@ func (x *RefreshNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshNodesRequest.ProtoReflect.Descriptor instead.
 func (*RefreshNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{22}
+	return file_api_admin_proto_rawDescGZIP(), []int{24}
 }
 
 // AdminStateResponse lists the datanodes whose state changed (ids) and
@@ -1222,7 +1318,7 @@ type AdminStateResponse struct {
 
 func (x *AdminStateResponse) Reset() {
 	*x = AdminStateResponse{}
-	mi := &file_api_admin_proto_msgTypes[23]
+	mi := &file_api_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1330,7 @@ func (x *AdminStateResponse) String() string {
 func (*AdminStateResponse) ProtoMessage() {}
 
 func (x *AdminStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[23]
+	mi := &file_api_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1343,7 @@ func (x *AdminStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminStateResponse.ProtoReflect.Descriptor instead.
 func (*AdminStateResponse) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{23}
+	return file_api_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AdminStateResponse) GetChanged() []string {
@@ -1286,7 +1382,7 @@ type StartBalancerRequest struct {
 
 func (x *StartBalancerRequest) Reset() {
 	*x = StartBalancerRequest{}
-	mi := &file_api_admin_proto_msgTypes[24]
+	mi := &file_api_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1394,7 @@ func (x *StartBalancerRequest) String() string {
 func (*StartBalancerRequest) ProtoMessage() {}
 
 func (x *StartBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[24]
+	mi := &file_api_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1407,7 @@ func (x *StartBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartBalancerRequest.ProtoReflect.Descriptor instead.
 func (*StartBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{24}
+	return file_api_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StartBalancerRequest) GetThreshold() float64 {
@@ -1350,7 +1446,7 @@ type BalancerProgressRequest struct {
 
 func (x *BalancerProgressRequest) Reset() {
 	*x = BalancerProgressRequest{}
-	mi := &file_api_admin_proto_msgTypes[25]
+	mi := &file_api_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1458,7 @@ func (x *BalancerProgressRequest) String() string {
 func (*BalancerProgressRequest) ProtoMessage() {}
 
 func (x *BalancerProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[25]
+	mi := &file_api_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1471,7 @@ func (x *BalancerProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalancerProgressRequest.ProtoReflect.Descriptor instead.
 func (*BalancerProgressRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{25}
+	return file_api_admin_proto_rawDescGZIP(), []int{27}
 }
 
 type StopBalancerRequest struct {
@@ -1386,7 +1482,7 @@ type StopBalancerRequest struct {
 
 func (x *StopBalancerRequest) Reset() {
 	*x = StopBalancerRequest{}
-	mi := &file_api_admin_proto_msgTypes[26]
+	mi := &file_api_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1494,7 @@ func (x *StopBalancerRequest) String() string {
 func (*StopBalancerRequest) ProtoMessage() {}
 
 func (x *StopBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[26]
+	mi := &file_api_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1507,7 @@ func (x *StopBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopBalancerRequest.ProtoReflect.Descriptor instead.
 func (*StopBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{26}
+	return file_api_admin_proto_rawDescGZIP(), []int{28}
 }
 
 type BalancerStatus struct {
@@ -1440,7 +1536,7 @@ type BalancerStatus struct {
 
 func (x *BalancerStatus) Reset() {
 	*x = BalancerStatus{}
-	mi := &file_api_admin_proto_msgTypes[27]
+	mi := &file_api_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1548,7 @@ func (x *BalancerStatus) String() string {
 func (*BalancerStatus) ProtoMessage() {}
 
 func (x *BalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_admin_proto_msgTypes[27]
+	mi := &file_api_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1561,7 @@ func (x *BalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalancerStatus.ProtoReflect.Descriptor instead.
 func (*BalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_admin_proto_rawDescGZIP(), []int{27}
+	return file_api_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BalancerStatus) GetState() BalancerState {
@@ -1614,7 +1710,12 @@ const file_api_admin_proto_rawDesc = "" +
 	"\x19TransferLeadershipRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\x1aTransferLeadershipResponse\x12\"\n" +
-	"\rnew_leader_id\x18\x01 \x01(\tR\vnewLeaderId\"\x11\n" +
+	"\rnew_leader_id\x18\x01 \x01(\tR\vnewLeaderId\"\x16\n" +
+	"\x14NamespaceHashRequest\"m\n" +
+	"\x15NamespaceHashResponse\x12#\n" +
+	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\fR\x04hash\x12\x1b\n" +
+	"\tserved_by\x18\x03 \x01(\tR\bservedBy\"\x11\n" +
 	"\x0fSnapshotRequest\"<\n" +
 	"\x10SnapshotResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
@@ -1700,7 +1801,7 @@ const file_api_admin_proto_rawDesc = "" +
 	"\x10BALANCER_RUNNING\x10\x01\x12\x15\n" +
 	"\x11BALANCER_BALANCED\x10\x02\x12\x13\n" +
 	"\x0fBALANCER_FAILED\x10\x03\x12\x14\n" +
-	"\x10BALANCER_STOPPED\x10\x042\xa0\t\n" +
+	"\x10BALANCER_STOPPED\x10\x042\xf6\t\n" +
 	"\x05Admin\x12H\n" +
 	"\tAddServer\x12\x1c.blockfs.v1.AddServerRequest\x1a\x1d.blockfs.v1.AddServerResponse\x12Q\n" +
 	"\fRemoveServer\x12\x1f.blockfs.v1.RemoveServerRequest\x1a .blockfs.v1.RemoveServerResponse\x12c\n" +
@@ -1716,7 +1817,8 @@ const file_api_admin_proto_rawDesc = "" +
 	"\fRefreshNodes\x12\x1f.blockfs.v1.RefreshNodesRequest\x1a\x1e.blockfs.v1.AdminStateResponse\x12M\n" +
 	"\rStartBalancer\x12 .blockfs.v1.StartBalancerRequest\x1a\x1a.blockfs.v1.BalancerStatus\x12S\n" +
 	"\x10BalancerProgress\x12#.blockfs.v1.BalancerProgressRequest\x1a\x1a.blockfs.v1.BalancerStatus\x12K\n" +
-	"\fStopBalancer\x12\x1f.blockfs.v1.StopBalancerRequest\x1a\x1a.blockfs.v1.BalancerStatus2\x9a\x01\n" +
+	"\fStopBalancer\x12\x1f.blockfs.v1.StopBalancerRequest\x1a\x1a.blockfs.v1.BalancerStatus\x12T\n" +
+	"\rNamespaceHash\x12 .blockfs.v1.NamespaceHashRequest\x1a!.blockfs.v1.NamespaceHashResponse2\x9a\x01\n" +
 	"\x10NamenodeInternal\x12<\n" +
 	"\x05Apply\x12\x18.blockfs.v1.ApplyRequest\x1a\x19.blockfs.v1.ApplyResponse\x12H\n" +
 	"\tReadIndex\x12\x1c.blockfs.v1.ReadIndexRequest\x1a\x1d.blockfs.v1.ReadIndexResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
@@ -1734,7 +1836,7 @@ func file_api_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_api_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_api_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_api_admin_proto_goTypes = []any{
 	(SafeModeAction)(0),                // 0: blockfs.v1.SafeModeAction
 	(BalancerState)(0),                 // 1: blockfs.v1.BalancerState
@@ -1744,72 +1846,76 @@ var file_api_admin_proto_goTypes = []any{
 	(*RemoveServerResponse)(nil),       // 5: blockfs.v1.RemoveServerResponse
 	(*TransferLeadershipRequest)(nil),  // 6: blockfs.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 7: blockfs.v1.TransferLeadershipResponse
-	(*SnapshotRequest)(nil),            // 8: blockfs.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),           // 9: blockfs.v1.SnapshotResponse
-	(*ApplyRequest)(nil),               // 10: blockfs.v1.ApplyRequest
-	(*ApplyResponse)(nil),              // 11: blockfs.v1.ApplyResponse
-	(*ReadIndexRequest)(nil),           // 12: blockfs.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),          // 13: blockfs.v1.ReadIndexResponse
-	(*RevokeRequest)(nil),              // 14: blockfs.v1.RevokeRequest
-	(*RevokeResponse)(nil),             // 15: blockfs.v1.RevokeResponse
-	(*UnrevokeRequest)(nil),            // 16: blockfs.v1.UnrevokeRequest
-	(*ListRevokedRequest)(nil),         // 17: blockfs.v1.ListRevokedRequest
-	(*ListRevokedResponse)(nil),        // 18: blockfs.v1.ListRevokedResponse
-	(*SafeModeRequest)(nil),            // 19: blockfs.v1.SafeModeRequest
-	(*SafeModeResponse)(nil),           // 20: blockfs.v1.SafeModeResponse
-	(*DecommissionRequest)(nil),        // 21: blockfs.v1.DecommissionRequest
-	(*RecommissionRequest)(nil),        // 22: blockfs.v1.RecommissionRequest
-	(*MaintenanceRequest)(nil),         // 23: blockfs.v1.MaintenanceRequest
-	(*RefreshNodesRequest)(nil),        // 24: blockfs.v1.RefreshNodesRequest
-	(*AdminStateResponse)(nil),         // 25: blockfs.v1.AdminStateResponse
-	(*StartBalancerRequest)(nil),       // 26: blockfs.v1.StartBalancerRequest
-	(*BalancerProgressRequest)(nil),    // 27: blockfs.v1.BalancerProgressRequest
-	(*StopBalancerRequest)(nil),        // 28: blockfs.v1.StopBalancerRequest
-	(*BalancerStatus)(nil),             // 29: blockfs.v1.BalancerStatus
-	(*RevokedEntry)(nil),               // 30: blockfs.v1.RevokedEntry
+	(*NamespaceHashRequest)(nil),       // 8: blockfs.v1.NamespaceHashRequest
+	(*NamespaceHashResponse)(nil),      // 9: blockfs.v1.NamespaceHashResponse
+	(*SnapshotRequest)(nil),            // 10: blockfs.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),           // 11: blockfs.v1.SnapshotResponse
+	(*ApplyRequest)(nil),               // 12: blockfs.v1.ApplyRequest
+	(*ApplyResponse)(nil),              // 13: blockfs.v1.ApplyResponse
+	(*ReadIndexRequest)(nil),           // 14: blockfs.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),          // 15: blockfs.v1.ReadIndexResponse
+	(*RevokeRequest)(nil),              // 16: blockfs.v1.RevokeRequest
+	(*RevokeResponse)(nil),             // 17: blockfs.v1.RevokeResponse
+	(*UnrevokeRequest)(nil),            // 18: blockfs.v1.UnrevokeRequest
+	(*ListRevokedRequest)(nil),         // 19: blockfs.v1.ListRevokedRequest
+	(*ListRevokedResponse)(nil),        // 20: blockfs.v1.ListRevokedResponse
+	(*SafeModeRequest)(nil),            // 21: blockfs.v1.SafeModeRequest
+	(*SafeModeResponse)(nil),           // 22: blockfs.v1.SafeModeResponse
+	(*DecommissionRequest)(nil),        // 23: blockfs.v1.DecommissionRequest
+	(*RecommissionRequest)(nil),        // 24: blockfs.v1.RecommissionRequest
+	(*MaintenanceRequest)(nil),         // 25: blockfs.v1.MaintenanceRequest
+	(*RefreshNodesRequest)(nil),        // 26: blockfs.v1.RefreshNodesRequest
+	(*AdminStateResponse)(nil),         // 27: blockfs.v1.AdminStateResponse
+	(*StartBalancerRequest)(nil),       // 28: blockfs.v1.StartBalancerRequest
+	(*BalancerProgressRequest)(nil),    // 29: blockfs.v1.BalancerProgressRequest
+	(*StopBalancerRequest)(nil),        // 30: blockfs.v1.StopBalancerRequest
+	(*BalancerStatus)(nil),             // 31: blockfs.v1.BalancerStatus
+	(*RevokedEntry)(nil),               // 32: blockfs.v1.RevokedEntry
 }
 var file_api_admin_proto_depIdxs = []int32{
-	30, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	30, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
-	30, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
+	32, // 0: blockfs.v1.RevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	32, // 1: blockfs.v1.UnrevokeRequest.entry:type_name -> blockfs.v1.RevokedEntry
+	32, // 2: blockfs.v1.ListRevokedResponse.entries:type_name -> blockfs.v1.RevokedEntry
 	0,  // 3: blockfs.v1.SafeModeRequest.action:type_name -> blockfs.v1.SafeModeAction
 	1,  // 4: blockfs.v1.BalancerStatus.state:type_name -> blockfs.v1.BalancerState
 	2,  // 5: blockfs.v1.Admin.AddServer:input_type -> blockfs.v1.AddServerRequest
 	4,  // 6: blockfs.v1.Admin.RemoveServer:input_type -> blockfs.v1.RemoveServerRequest
 	6,  // 7: blockfs.v1.Admin.TransferLeadership:input_type -> blockfs.v1.TransferLeadershipRequest
-	8,  // 8: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
-	14, // 9: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
-	16, // 10: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
-	17, // 11: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
-	19, // 12: blockfs.v1.Admin.SafeMode:input_type -> blockfs.v1.SafeModeRequest
-	21, // 13: blockfs.v1.Admin.Decommission:input_type -> blockfs.v1.DecommissionRequest
-	22, // 14: blockfs.v1.Admin.Recommission:input_type -> blockfs.v1.RecommissionRequest
-	23, // 15: blockfs.v1.Admin.Maintenance:input_type -> blockfs.v1.MaintenanceRequest
-	24, // 16: blockfs.v1.Admin.RefreshNodes:input_type -> blockfs.v1.RefreshNodesRequest
-	26, // 17: blockfs.v1.Admin.StartBalancer:input_type -> blockfs.v1.StartBalancerRequest
-	27, // 18: blockfs.v1.Admin.BalancerProgress:input_type -> blockfs.v1.BalancerProgressRequest
-	28, // 19: blockfs.v1.Admin.StopBalancer:input_type -> blockfs.v1.StopBalancerRequest
-	10, // 20: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
-	12, // 21: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
-	3,  // 22: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
-	5,  // 23: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
-	7,  // 24: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
-	9,  // 25: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
-	15, // 26: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
-	15, // 27: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
-	18, // 28: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
-	20, // 29: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
-	25, // 30: blockfs.v1.Admin.Decommission:output_type -> blockfs.v1.AdminStateResponse
-	25, // 31: blockfs.v1.Admin.Recommission:output_type -> blockfs.v1.AdminStateResponse
-	25, // 32: blockfs.v1.Admin.Maintenance:output_type -> blockfs.v1.AdminStateResponse
-	25, // 33: blockfs.v1.Admin.RefreshNodes:output_type -> blockfs.v1.AdminStateResponse
-	29, // 34: blockfs.v1.Admin.StartBalancer:output_type -> blockfs.v1.BalancerStatus
-	29, // 35: blockfs.v1.Admin.BalancerProgress:output_type -> blockfs.v1.BalancerStatus
-	29, // 36: blockfs.v1.Admin.StopBalancer:output_type -> blockfs.v1.BalancerStatus
-	11, // 37: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
-	13, // 38: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
-	22, // [22:39] is the sub-list for method output_type
-	5,  // [5:22] is the sub-list for method input_type
+	10, // 8: blockfs.v1.Admin.Snapshot:input_type -> blockfs.v1.SnapshotRequest
+	16, // 9: blockfs.v1.Admin.Revoke:input_type -> blockfs.v1.RevokeRequest
+	18, // 10: blockfs.v1.Admin.Unrevoke:input_type -> blockfs.v1.UnrevokeRequest
+	19, // 11: blockfs.v1.Admin.ListRevoked:input_type -> blockfs.v1.ListRevokedRequest
+	21, // 12: blockfs.v1.Admin.SafeMode:input_type -> blockfs.v1.SafeModeRequest
+	23, // 13: blockfs.v1.Admin.Decommission:input_type -> blockfs.v1.DecommissionRequest
+	24, // 14: blockfs.v1.Admin.Recommission:input_type -> blockfs.v1.RecommissionRequest
+	25, // 15: blockfs.v1.Admin.Maintenance:input_type -> blockfs.v1.MaintenanceRequest
+	26, // 16: blockfs.v1.Admin.RefreshNodes:input_type -> blockfs.v1.RefreshNodesRequest
+	28, // 17: blockfs.v1.Admin.StartBalancer:input_type -> blockfs.v1.StartBalancerRequest
+	29, // 18: blockfs.v1.Admin.BalancerProgress:input_type -> blockfs.v1.BalancerProgressRequest
+	30, // 19: blockfs.v1.Admin.StopBalancer:input_type -> blockfs.v1.StopBalancerRequest
+	8,  // 20: blockfs.v1.Admin.NamespaceHash:input_type -> blockfs.v1.NamespaceHashRequest
+	12, // 21: blockfs.v1.NamenodeInternal.Apply:input_type -> blockfs.v1.ApplyRequest
+	14, // 22: blockfs.v1.NamenodeInternal.ReadIndex:input_type -> blockfs.v1.ReadIndexRequest
+	3,  // 23: blockfs.v1.Admin.AddServer:output_type -> blockfs.v1.AddServerResponse
+	5,  // 24: blockfs.v1.Admin.RemoveServer:output_type -> blockfs.v1.RemoveServerResponse
+	7,  // 25: blockfs.v1.Admin.TransferLeadership:output_type -> blockfs.v1.TransferLeadershipResponse
+	11, // 26: blockfs.v1.Admin.Snapshot:output_type -> blockfs.v1.SnapshotResponse
+	17, // 27: blockfs.v1.Admin.Revoke:output_type -> blockfs.v1.RevokeResponse
+	17, // 28: blockfs.v1.Admin.Unrevoke:output_type -> blockfs.v1.RevokeResponse
+	20, // 29: blockfs.v1.Admin.ListRevoked:output_type -> blockfs.v1.ListRevokedResponse
+	22, // 30: blockfs.v1.Admin.SafeMode:output_type -> blockfs.v1.SafeModeResponse
+	27, // 31: blockfs.v1.Admin.Decommission:output_type -> blockfs.v1.AdminStateResponse
+	27, // 32: blockfs.v1.Admin.Recommission:output_type -> blockfs.v1.AdminStateResponse
+	27, // 33: blockfs.v1.Admin.Maintenance:output_type -> blockfs.v1.AdminStateResponse
+	27, // 34: blockfs.v1.Admin.RefreshNodes:output_type -> blockfs.v1.AdminStateResponse
+	31, // 35: blockfs.v1.Admin.StartBalancer:output_type -> blockfs.v1.BalancerStatus
+	31, // 36: blockfs.v1.Admin.BalancerProgress:output_type -> blockfs.v1.BalancerStatus
+	31, // 37: blockfs.v1.Admin.StopBalancer:output_type -> blockfs.v1.BalancerStatus
+	9,  // 38: blockfs.v1.Admin.NamespaceHash:output_type -> blockfs.v1.NamespaceHashResponse
+	13, // 39: blockfs.v1.NamenodeInternal.Apply:output_type -> blockfs.v1.ApplyResponse
+	15, // 40: blockfs.v1.NamenodeInternal.ReadIndex:output_type -> blockfs.v1.ReadIndexResponse
+	23, // [23:41] is the sub-list for method output_type
+	5,  // [5:23] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -1827,7 +1933,7 @@ func file_api_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_admin_proto_rawDesc), len(file_api_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -37,6 +37,7 @@ const (
 	Admin_StartBalancer_FullMethodName      = "/blockfs.v1.Admin/StartBalancer"
 	Admin_BalancerProgress_FullMethodName   = "/blockfs.v1.Admin/BalancerProgress"
 	Admin_StopBalancer_FullMethodName       = "/blockfs.v1.Admin/StopBalancer"
+	Admin_NamespaceHash_FullMethodName      = "/blockfs.v1.Admin/NamespaceHash"
 )
 
 // AdminClient is the client API for Admin service.
@@ -73,6 +74,12 @@ type AdminClient interface {
 	StartBalancer(ctx context.Context, in *StartBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
 	BalancerProgress(ctx context.Context, in *BalancerProgressRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
 	StopBalancer(ctx context.Context, in *StopBalancerRequest, opts ...grpc.CallOption) (*BalancerStatus, error)
+	// NamespaceHash answers this namenode's own digest of the replicated
+	// state (fsm.FSM.Hash) and the applied index it was taken at, never
+	// forwarded: namenodes that answer the same index with different hashes
+	// have diverged. It costs a walk of the whole namespace, hence the
+	// superuser only.
+	NamespaceHash(ctx context.Context, in *NamespaceHashRequest, opts ...grpc.CallOption) (*NamespaceHashResponse, error)
 }
 
 type adminClient struct {
@@ -233,6 +240,16 @@ func (c *adminClient) StopBalancer(ctx context.Context, in *StopBalancerRequest,
 	return out, nil
 }
 
+func (c *adminClient) NamespaceHash(ctx context.Context, in *NamespaceHashRequest, opts ...grpc.CallOption) (*NamespaceHashResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NamespaceHashResponse)
+	err := c.cc.Invoke(ctx, Admin_NamespaceHash_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -267,6 +284,12 @@ type AdminServer interface {
 	StartBalancer(context.Context, *StartBalancerRequest) (*BalancerStatus, error)
 	BalancerProgress(context.Context, *BalancerProgressRequest) (*BalancerStatus, error)
 	StopBalancer(context.Context, *StopBalancerRequest) (*BalancerStatus, error)
+	// NamespaceHash answers this namenode's own digest of the replicated
+	// state (fsm.FSM.Hash) and the applied index it was taken at, never
+	// forwarded: namenodes that answer the same index with different hashes
+	// have diverged. It costs a walk of the whole namespace, hence the
+	// superuser only.
+	NamespaceHash(context.Context, *NamespaceHashRequest) (*NamespaceHashResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -321,6 +344,9 @@ func (UnimplementedAdminServer) BalancerProgress(context.Context, *BalancerProgr
 }
 func (UnimplementedAdminServer) StopBalancer(context.Context, *StopBalancerRequest) (*BalancerStatus, error) {
 	return nil, status.Error(codes.Unimplemented, "method StopBalancer not implemented")
+}
+func (UnimplementedAdminServer) NamespaceHash(context.Context, *NamespaceHashRequest) (*NamespaceHashResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NamespaceHash not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -613,6 +639,24 @@ func _Admin_StopBalancer_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_NamespaceHash_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NamespaceHashRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).NamespaceHash(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_NamespaceHash_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).NamespaceHash(ctx, req.(*NamespaceHashRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -679,6 +723,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StopBalancer",
 			Handler:    _Admin_StopBalancer_Handler,
+		},
+		{
+			MethodName: "NamespaceHash",
+			Handler:    _Admin_NamespaceHash_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -146,6 +146,13 @@ func (s *adminService) Snapshot(ctx context.Context, req *api.SnapshotRequest) (
 	return &api.SnapshotResponse{Index: meta.Index, Term: meta.Term}, nil
 }
 
+// NamespaceHash answers this node's own digest of the replicated state at
+// its applied index; it is never forwarded.
+func (s *adminService) NamespaceHash(ctx context.Context, req *api.NamespaceHashRequest) (*api.NamespaceHashResponse, error) {
+	idx, h := s.n.fsm.HashAt()
+	return &api.NamespaceHashResponse{AppliedIndex: idx, Hash: h[:], ServedBy: s.n.cfg.ID}, nil
+}
+
 // Revoke and Unrevoke change the replicated deny list (fsm/revoke.go),
 // stamped with the caller and this node's clock; ListRevoked lists it.
 func (s *adminService) Revoke(ctx context.Context, req *api.RevokeRequest) (*api.RevokeResponse, error) {

@@ -79,6 +79,8 @@ func TestAuthorizeSimple(t *testing.T) {
 		{"user mkdirs", md(UserKey, "alice"), api.ClientService_Mkdirs_FullMethodName, nil, 0},
 		{"user snapshot", md(UserKey, "alice"), api.Admin_Snapshot_FullMethodName, nil, errs.Permission},
 		{"superuser snapshot", md(UserKey, "root"), api.Admin_Snapshot_FullMethodName, nil, 0},
+		{"user namespace hash", md(UserKey, "alice"), api.Admin_NamespaceHash_FullMethodName, nil, errs.Permission},
+		{"superuser namespace hash", md(UserKey, "root"), api.Admin_NamespaceHash_FullMethodName, nil, 0},
 		{"user starts the balancer", md(UserKey, "alice"), api.Admin_StartBalancer_FullMethodName, nil, errs.Permission},
 		{"user watches the balancer", md(UserKey, "alice"), api.Admin_BalancerProgress_FullMethodName, nil, errs.Permission},
 		{"user stops the balancer", md(UserKey, "alice"), api.Admin_StopBalancer_FullMethodName, nil, errs.Permission},

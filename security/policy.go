@@ -107,6 +107,8 @@ func Policy() map[string]Rule {
 		api.Admin_RemoveServer_FullMethodName:       {Roles: admins, Superuser: true},
 		api.Admin_TransferLeadership_FullMethodName: {Roles: admins, Superuser: true},
 		api.Admin_Snapshot_FullMethodName:           {Roles: admins, Superuser: true},
+		// A walk of the whole namespace: the superuser only.
+		api.Admin_NamespaceHash_FullMethodName: {Roles: admins, Superuser: true},
 		// The replicated deny list (revoke.go): the superuser only.
 		api.Admin_Revoke_FullMethodName:      {Roles: admins, Superuser: true},
 		api.Admin_Unrevoke_FullMethodName:    {Roles: admins, Superuser: true},

@@ -136,9 +136,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		out[i] = f.applyEntry(l.Data)
 	}
+	if last > 0 {
+		// Stored under the lock, so a reader holding it sees the state
+		// and its index together (HashAt); waiters are woken after.
+		f.applied.Store(last)
+	}
 	f.mu.Unlock()
 	if last > 0 {
-		f.setApplied(last)
+		f.notifyApplied()
 	}
 	if f.metrics != nil {
 		f.metrics.apply.Observe(time.Since(start).Seconds())
@@ -158,8 +163,7 @@ func (f *FSM) ApplyUnlogged(data []byte) *api.CommandResult {
 	return f.applyOne(data)
 }
 
-func (f *FSM) setApplied(idx uint64) {
-	f.applied.Store(idx)
+func (f *FSM) notifyApplied() {
 	f.chMu.Lock()
 	close(f.appliedCh)
 	f.appliedCh = make(chan struct{})

@@ -182,7 +182,19 @@ func (f *FSM) Counts() Counts {
 // deny list's and the admin-state table's when they are not empty. Namenodes at the same applied index
 // have the same Hash.
 func (f *FSM) Hash() [32]byte {
+	_, h := f.HashAt()
+	return h
+}
+
+// HashAt is Hash with the applied index of the state it digests, taken
+// together under the lock: two namenodes that answer one index with
+// different hashes have diverged.
+func (f *FSM) HashAt() (uint64, [32]byte) {
 	defer f.mu.RLock().RUnlock()
+	return f.applied.Load(), f.hashLocked()
+}
+
+func (f *FSM) hashLocked() [32]byte {
 	h := f.st.tree.Hash()
 	if _, files, recs := f.st.leases.Counts(); files != 0 || recs != 0 {
 		l := f.st.leases.Hash()

@@ -77,8 +77,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// The block map expects exactly the restored blocks: those of the old
 	// state that the snapshot lacks are forgotten, their replicas deleted.
 	f.resetBlockEvents(st)
+	f.applied.Store(applied)
 	f.mu.Unlock()
-	f.setApplied(applied)
+	f.notifyApplied()
 	// A snapshot installed from the leader went into the store by raft's
 	// own sink, which does not reap (snapfiles.go): reap here too, so a
 	// follower that only ever installs keeps two like any node.
