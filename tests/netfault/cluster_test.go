@@ -2,9 +2,11 @@ package netfault
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,11 +24,15 @@ const (
 	nnGRPCPort = 9100
 	nnRaftPort = 9101
 	dnGRPCPort = 9200
+	proxyPort  = 9300 // + namenode index: a host's proxy to that namenode
+	diskSize   = "512m"
 )
 
 // Cluster is 3 namenodes and some datanodes, each a process in a
 // namespace of its own on one Net, and a client host whose namespace the
-// test's own gRPC clients dial from.
+// test's own gRPC clients dial from. The datanodes and the client reach
+// the namenodes through proxies on their own hosts (slow links), and each
+// datanode keeps its data on a tmpfs of its own (full disks).
 type Cluster struct {
 	Net     *Net
 	NNHosts []*Host
@@ -34,6 +40,12 @@ type Cluster struct {
 	Client  *Host
 	NNs     []*nodeproc.Proc
 	DNs     []*nodeproc.Proc
+	// DNProxies[i] are datanode i's links to the namenodes, ClientProxies
+	// the client host's.
+	DNProxies     [][]*Proxy
+	ClientProxies []*Proxy
+	// Disks are the datanodes' tmpfs mount points (DataDir is below).
+	Disks []string
 }
 
 // StartCluster starts the cluster from the binaries in binDir, its data
@@ -71,7 +83,21 @@ func StartCluster(ctx context.Context, binDir, dir string, datanodes int) (_ *Cl
 	for i, h := range c.NNHosts {
 		peers = append(peers, fmt.Sprintf("nn%d=%s/%s", i+1, h.Addr(nnRaftPort), h.Addr(nnGRPCPort)))
 	}
-	peerList, nnList := strings.Join(peers, ","), strings.Join(c.NNAddrs(), ",")
+	peerList := strings.Join(peers, ",")
+	proxies := func(h *Host) ([]*Proxy, error) {
+		var ps []*Proxy
+		for i, a := range c.NNAddrs() {
+			p, err := NewProxy(h, h.Addr(proxyPort+i), a)
+			if err != nil {
+				return ps, err
+			}
+			ps = append(ps, p)
+		}
+		return ps, nil
+	}
+	if c.ClientProxies, err = proxies(c.Client); err != nil {
+		return nil, err
+	}
 	for i, h := range c.NNHosts {
 		name := fmt.Sprintf("nn%d", i+1)
 		p := &nodeproc.Proc{Name: name, Bin: filepath.Join(binDir, "namenode"), DataDir: filepath.Join(dir, name),
@@ -80,17 +106,35 @@ func StartCluster(ctx context.Context, binDir, dir string, datanodes int) (_ *Cl
 			return []string{"--id", name, "--data-dir", p.DataDir, "--grpc-addr", p.GRPC, "--raft-addr", h.Addr(nnRaftPort),
 				"--http-addr", "", "--bootstrap", "--peers", peerList, "--auth", "simple", "--superuser", "root",
 				"--heartbeat-interval", "200ms", "--dead-after-missed", "5", "--log-level", "warn",
-				"--lease-check-interval", "200ms", "--recovery-timeout", "3s", "--safemode-extension", "0s", "--insecure-raft"}
+				"--lease-check-interval", "200ms", "--lease-soft-limit", "2s", "--lease-hard-limit", "30s", "--recovery-timeout", "3s", "--safemode-extension", "0s", "--insecure-raft",
+				"--token-lifetime", tokenLifetime.String(), "--clock-skew", "1s"}
 		}
 		c.NNs = append(c.NNs, p)
 	}
 	for i, h := range c.DNHosts {
 		name := fmt.Sprintf("dn%d", i+1)
-		p := &nodeproc.Proc{Name: name, Bin: filepath.Join(binDir, "datanode"), DataDir: filepath.Join(dir, name),
+		ps, err := proxies(h)
+		c.DNProxies = append(c.DNProxies, ps)
+		if err != nil {
+			return nil, err
+		}
+		var nnList []string
+		for _, p := range ps {
+			nnList = append(nnList, p.Addr)
+		}
+		disk := filepath.Join(dir, name+"-disk")
+		if err := os.MkdirAll(disk, 0o755); err != nil {
+			return nil, err
+		}
+		if err := run(ctx, "mount", "-t", "tmpfs", "-o", "size="+diskSize, "tmpfs", disk); err != nil {
+			return nil, err
+		}
+		c.Disks = append(c.Disks, disk)
+		p := &nodeproc.Proc{Name: name, Bin: filepath.Join(binDir, "datanode"), DataDir: filepath.Join(disk, "data"),
 			GRPC: h.Addr(dnGRPCPort), LogPath: filepath.Join(dir, name+".log"), Netns: h.NS, Dial: c.Client.DialContext}
 		p.Args = func() []string {
 			return []string{"--id", name, "--data-dirs", p.DataDir, "--grpc-addr", p.GRPC, "--http-addr", "",
-				"--namenodes", nnList, "--heartbeat-interval", "200ms", "--encrypt",
+				"--namenodes", strings.Join(nnList, ","), "--heartbeat-interval", "200ms", "--encrypt", "--clock-skew", "1s",
 				"--container-max-blocks", "16", "--log-level", "warn", "--auth", "simple"}
 		}
 		c.DNs = append(c.DNs, p)
@@ -113,11 +157,23 @@ func StartCluster(ctx context.Context, binDir, dir string, datanodes int) (_ *Cl
 	return c, nil
 }
 
+// tokenLifetime is short, so that the token checker sees tokens expire.
+const tokenLifetime = 10 * time.Second
+
 // NNAddrs are the namenodes' gRPC addresses.
 func (c *Cluster) NNAddrs() []string {
 	out := make([]string, len(c.NNHosts))
 	for i, h := range c.NNHosts {
 		out[i] = h.Addr(nnGRPCPort)
+	}
+	return out
+}
+
+// ClientNNAddrs are the client host's proxies to the namenodes.
+func (c *Cluster) ClientNNAddrs() []string {
+	out := make([]string, len(c.ClientProxies))
+	for i, p := range c.ClientProxies {
+		out[i] = p.Addr
 	}
 	return out
 }
@@ -157,10 +213,18 @@ func (c *Cluster) Leader(ctx context.Context, nns []api.ClientServiceClient) int
 	return -1
 }
 
-// Close stops every process and removes the namespaces.
+// Close stops every process, the proxies, unmounts the disks and removes
+// the namespaces.
 func (c *Cluster) Close() error {
 	for _, p := range append(append([]*nodeproc.Proc(nil), c.NNs...), c.DNs...) {
 		p.Stop()
 	}
-	return c.Net.Close()
+	var errs []error
+	for _, p := range append(slices.Concat(c.DNProxies...), c.ClientProxies...) {
+		errs = append(errs, p.Close())
+	}
+	for _, d := range c.Disks {
+		errs = append(errs, run(context.Background(), "umount", d))
+	}
+	return errors.Join(append(errs, c.Net.Close())...)
 }

@@ -1,147 +1,120 @@
 package netfault
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"google.golang.org/grpc"
 
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
 	"github.com/blockfs/blockfs/tests/robustness"
 )
 
-// A nemesis fault: inject returns the heal, which leaves every node up
-// and every link whole.
-type nemesisKind struct {
-	name   string
-	inject func(ctx context.Context, c *Cluster, leader int, rng *rand.Rand) (heal func(context.Context) error, err error)
-}
-
-func healNet(c *Cluster) func(context.Context) error {
-	return func(ctx context.Context) error { return c.Net.Heal(ctx) }
-}
-
-func restart(ctx context.Context, p *nodeproc.Proc) error {
-	if err := p.Start(); err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return p.WaitListening(wctx)
-}
-
-var nemesisKinds = []nemesisKind{
-	{"partition-leader-from-peers", func(ctx context.Context, c *Cluster, l int, _ *rand.Rand) (func(context.Context) error, error) {
-		return healNet(c), c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, othersThan(c.NNHosts, l))
-	}},
-	{"isolate-leader", func(ctx context.Context, c *Cluster, l int, _ *rand.Rand) (func(context.Context) error, error) {
-		rest := append(append(othersThan(c.NNHosts, l), c.DNHosts...), c.Client)
-		return healNet(c), c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, rest)
-	}},
-	{"one-way-into-leader", func(ctx context.Context, c *Cluster, l int, _ *rand.Rand) (func(context.Context) error, error) {
-		for _, h := range othersThan(c.NNHosts, l) {
-			if err := c.Net.Drop(ctx, h, c.NNHosts[l]); err != nil {
-				return healNet(c), err
-			}
-		}
-		return healNet(c), nil
-	}},
-	{"bridge", func(ctx context.Context, c *Cluster, l int, _ *rand.Rand) (func(context.Context) error, error) {
-		return healNet(c), c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, []*Host{c.NNHosts[(l+1)%3]})
-	}},
-	{"datanodes-cut-from-leader", func(ctx context.Context, c *Cluster, l int, rng *rand.Rand) (func(context.Context) error, error) {
-		dns := slices.Clone(c.DNHosts)
-		rng.Shuffle(len(dns), func(i, j int) { dns[i], dns[j] = dns[j], dns[i] })
-		return healNet(c), c.Net.Partition(ctx, []*Host{c.NNHosts[l]}, dns[:1+rng.IntN(len(dns)-1)])
-	}},
-	{"pause-leader", func(ctx context.Context, c *Cluster, l int, _ *rand.Rand) (func(context.Context) error, error) {
-		c.NNs[l].Pause()
-		return func(context.Context) error { c.NNs[l].Resume(); return nil }, nil
-	}},
-	{"pause-datanode", func(ctx context.Context, c *Cluster, _ int, rng *rand.Rand) (func(context.Context) error, error) {
-		p := c.DNs[rng.IntN(len(c.DNs))]
-		p.Pause()
-		return func(context.Context) error { p.Resume(); return nil }, nil
-	}},
-	{"kill-namenode", func(ctx context.Context, c *Cluster, _ int, rng *rand.Rand) (func(context.Context) error, error) {
-		p := c.NNs[rng.IntN(len(c.NNs))] // one of three: a quorum stays
-		p.Kill9()
-		return func(ctx context.Context) error { return restart(ctx, p) }, nil
-	}},
-	{"kill-datanode", func(ctx context.Context, c *Cluster, _ int, rng *rand.Rand) (func(context.Context) error, error) {
-		p := c.DNs[rng.IntN(len(c.DNs))] // one of five: three stay up
-		p.Kill9()
-		return func(ctx context.Context) error { return restart(ctx, p) }, nil
-	}},
-}
-
-// envInt is the environment variable name as an int, or def.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
+// TestNemesis's knobs: go test ./tests/netfault -run TestNemesis -args
+// -duration 30m -plot timeline.svg -summary nemesis.json.
+var (
+	flagFaults   = flag.Int("faults", 0, "faults TestNemesis injects (default 20, or $BLOCKFS_NETFAULT_FAULTS); ignored with -duration")
+	flagDuration = flag.Duration("duration", 0, "inject faults for this long instead of a count (the long run: 30m before a release)")
+	flagSeed     = flag.Uint64("seed", 0, "the nemesis schedule's seed (default $BLOCKFS_SEED, else random); a failure prints it")
+	flagSummary  = flag.String("summary", "", "write the run's JSON summary here (default $BLOCKFS_NETFAULT_JSON)")
+	flagPlot     = flag.String("plot", "", "draw the run's throughput timeline, faults marked, as an SVG here")
+)
 
 // faultRecord is one injected fault and what the workloads got done
 // while it lasted.
 type faultRecord struct {
 	Kind      string  `json:"kind"`
+	What      string  `json:"what,omitempty"`
+	Start     float64 `json:"start_s"` // since the run began
 	Seconds   float64 `json:"seconds"`
 	Acked     int64   `json:"acked_ops"`
 	OpsPerSec float64 `json:"acked_ops_per_sec"`
 	Avail     float64 `json:"availability"` // OpsPerSec over the no-fault baseline
 }
 
-// TestNemesis runs the namespace workload and whole-file writers while a
-// seeded random schedule injects BLOCKFS_NETFAULT_FAULTS faults (20 by
-// default) of every kind in nemesisKinds, one at a time, each held for a
-// second or two and healed. At the end: the namespace history is
-// linearizable, no acknowledged write is lost, every file whose close was
-// acknowledged reads back byte-identical, the namenodes converge, and
-// fsck finds every block back at full replication. It prints the faults
-// by kind, the operations attempted and acknowledged, and availability
-// during each fault against the no-fault baseline of the same run; with
-// BLOCKFS_NETFAULT_JSON, a JSON summary to that file. BLOCKFS_SEED fixes
-// the schedule.
+// TestNemesis runs four workloads while a seeded random schedule injects
+// faults of every kind in nemesisKinds, one at a time, each held for one
+// to four seconds and healed: the namespace workload (an epoch of its own
+// per fault, checked for linearizability), an hflush writer with readers
+// (the visible-length model), whole-file writers (every acknowledged
+// byte read back), and a token checker (no token from a namenode cut off
+// from its peers, no expired token accepted). After the last heal: the
+// namenodes converge (one namespace hash at one applied index) and fsck
+// finds every block at full replication. It prints, and with -summary
+// writes as JSON, the faults by kind with the availability during each
+// (acknowledged ops/s against the no-fault baseline of the same run), the
+// operations attempted and acknowledged, the longest stall, and the time
+// from heal to full replication; -plot draws the timeline.
 func TestNemesis(t *testing.T) {
 	c, nns, conns := start(t, 5)
 	ctx := t.Context()
-	seed := uint64(envInt("BLOCKFS_SEED", int(time.Now().UnixNano()%1e9)))
-	nFaults := envInt("BLOCKFS_NETFAULT_FAULTS", 20)
-	t.Logf("seed %d (BLOCKFS_SEED=%d reruns this schedule), %d faults", seed, seed, nFaults)
+	seed := *flagSeed
+	if seed == 0 {
+		seed = uint64(envInt("BLOCKFS_SEED", int(time.Now().UnixNano()%1e9)))
+	}
+	nFaults := *flagFaults
+	if nFaults == 0 {
+		nFaults = envInt("BLOCKFS_NETFAULT_FAULTS", 20)
+	}
+	t.Logf("seed %d (-seed %d reruns this schedule), %d faults or -duration %v", seed, seed, nFaults, *flagDuration)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	waitLeader(t, c, nns, -1)
 
-	setup(t, nns, "/nemesis")
-	cc := client.DefaultConfig(c.NNAddrs()...)
-	cc.User = "root"
-	cc.DialOptions = []grpc.DialOption{grpc.WithContextDialer(c.Client.DialContext)}
-	fc, err := client.New(cc)
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"/nemesis", "/files", "/vis", "/tokens"} {
+		setup(t, nns, d)
 	}
-	defer fc.Close()
-	setup(t, nns, "/files")
+	newClient := func() *client.Client {
+		cc := client.DefaultConfig(c.ClientNNAddrs()...)
+		cc.User = "root"
+		cc.DialOptions = []grpc.DialOption{grpc.WithContextDialer(c.Client.DialContext)}
+		fc, err := client.New(cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fc.Close() })
+		return fc
+	}
+	fc := newClient()
+	for try := 0; ; try++ {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := fc.WriteFile(wctx, "/tokens/f", content("/tokens/f"), client.CreateOptions{Perm: 0o644, Replication: 3, Overwrite: true})
+		cancel()
+		if err == nil {
+			break
+		} else if try > 10 {
+			t.Fatalf("writing the token checker's file: %v", err)
+		}
+	}
 
-	var acked ackCounter // every acknowledged op of both workloads
-	var files sync.Map   // path -> true: closes acknowledged
-	var attempted, fileErrs atomic.Int64
+	var acked ackCounter // every acknowledged op of every workload
+	var attempted atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	fw := &fileWriters{fc: fc, dir: "/files", acked: &acked}
+	lw := &lengthWorkload{writer: newClient(), readers: []*client.Client{newClient(), newClient()}, dir: "/vis", acked: &acked}
+	tc := &tokenChecker{c: c, nns: nns, path: "/tokens/f"}
+	defer tc.close()
+	for id := range 2 {
+		wg.Go(func() { fw.run(wctx, id) })
+	}
+	wg.Go(func() { lw.write(wctx, rand.New(rand.NewPCG(seed, 2))) })
+	for id := 1; id <= 2; id++ {
+		wg.Go(func() { lw.read(wctx, id) })
+	}
+	wg.Go(func() { tc.run(wctx) })
+	tl := newTimeline(&acked)
+	wg.Go(func() { tl.sample(wctx) })
+
 	// The namespace workload runs an epoch per fault, on a directory of
 	// its own: each history is checked alone, short enough for porcupine.
 	var epochs []*workload
@@ -157,65 +130,68 @@ func TestNemesis(t *testing.T) {
 		}
 		return func() { cancel(); ewg.Wait() }
 	}
-	for id := range 2 {
-		wg.Go(func() {
-			for n := 0; wctx.Err() == nil; n++ {
-				p := fmt.Sprintf("/files/w%d-%d", id, n)
-				attempted.Add(1)
-				octx, cancel := context.WithTimeout(wctx, 20*time.Second)
-				err := fc.WriteFile(octx, p, content(p), client.CreateOptions{Perm: 0o644, Replication: 3, BlockSize: 64 << 10})
-				cancel()
-				if err == nil {
-					files.Store(p, true)
-					acked.Add(1)
-				} else {
-					fileErrs.Add(1)
-				}
-			}
-		})
-	}
 
 	endEpoch := epoch("baseline")
-	base0, t0 := acked.Load(), time.Now()
+	// The baseline is every stretch without a fault: this first one and
+	// each from a heal to the next injection (recovery included).
+	var calmOps int64
+	var calmSecs float64
+	calm0, calmT := acked.Load(), time.Now()
+	calm := func() {
+		calmOps += acked.Load() - calm0
+		calmSecs += time.Since(calmT).Seconds()
+	}
 	time.Sleep(3 * time.Second)
-	baseline := float64(acked.Load()-base0) / time.Since(t0).Seconds()
 	endEpoch()
 	var recs []faultRecord
-	byKind := map[string]int{}
-	for i := range nFaults {
-		k := nemesisKinds[i%len(nemesisKinds)] // every kind, in a seeded order below
-		if i >= len(nemesisKinds) {
-			k = nemesisKinds[rng.IntN(len(nemesisKinds))]
+	var cuts []cutWindow
+	var order []nemesisKind
+	for i := 0; ; i++ {
+		if *flagDuration > 0 && tl.elapsed() >= *flagDuration || *flagDuration == 0 && i >= nFaults {
+			break
 		}
+		if i%len(nemesisKinds) == 0 { // every kind once per round, in a seeded order
+			order = slices.Clone(nemesisKinds)
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		k := order[i%len(order)]
 		leader := c.Leader(ctx, nns)
 		if leader < 0 {
 			leader = waitLeader(t, c, nns, -1)
 		}
-		endEpoch := epoch(fmt.Sprintf("%02d-%s", i, k.name))
+		endEpoch := epoch(fmt.Sprintf("%03d-%s", i, k.name))
 		time.Sleep(300 * time.Millisecond)
+		calm()
 		a0, f0 := acked.Load(), time.Now()
-		heal, err := k.inject(ctx, c, leader, rng)
+		inj, err := k.inject(ctx, c, leader, rng)
 		if err != nil {
 			t.Fatalf("fault %d (%s): %v", i, k.name, err)
 		}
-		time.Sleep(time.Duration(1000+rng.IntN(1500)) * time.Millisecond)
-		if err := heal(ctx); err != nil {
+		injectedAt := time.Now()
+		time.Sleep(time.Duration(1000+rng.IntN(3000)) * time.Millisecond)
+		healAt := time.Now()
+		if err := inj.heal(ctx); err != nil {
 			t.Fatalf("healing fault %d (%s): %v", i, k.name, err)
 		}
-		d := time.Since(f0).Seconds()
-		r := faultRecord{Kind: k.name, Seconds: d, Acked: acked.Load() - a0}
-		r.OpsPerSec = float64(r.Acked) / d
-		if baseline > 0 {
-			r.Avail = r.OpsPerSec / baseline
+		for _, nn := range inj.cut {
+			cuts = append(cuts, cutWindow{nn: nn, from: injectedAt, to: healAt})
 		}
+		d := time.Since(f0).Seconds()
+		r := faultRecord{Kind: k.name, What: inj.what, Start: f0.Sub(tl.start).Seconds(), Seconds: d, Acked: acked.Load() - a0}
+		r.OpsPerSec = float64(r.Acked) / d
 		recs = append(recs, r)
-		byKind[k.name]++
+		calm0, calmT = acked.Load(), time.Now()
 		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond) // settle
 		endEpoch()
 	}
+	calm()
+	baseline := float64(calmOps) / max(calmSecs, 1e-9)
+	for i := range recs {
+		recs[i].Avail = recs[i].OpsPerSec / baseline
+	}
 	healed := time.Now()
 	// Time from the last heal to every block at full replication, while
-	// the file writers still run.
+	// the writers still run.
 	toFull := make(chan time.Duration, 1)
 	go func() {
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
@@ -233,9 +209,9 @@ func TestNemesis(t *testing.T) {
 	stop()
 	wg.Wait()
 
-	converged(t, nns, "/nemesis")
-	var all, writes, unknown int
-	res := porcupine.Ok
+	sum := summary{Seed: seed, Faults: recs, Baseline: baseline, Attempted: attempted.Load() + fw.attempted.Load(),
+		Acknowledged: acked.Load(), LongestStall: acked.longestStall().Seconds(), Linearizable: true}
+	sum.NamespaceIndex = converged(t, conns)
 	for _, w := range epochs {
 		final := robustness.State{}
 		for _, p := range robustness.OpPaths {
@@ -244,115 +220,55 @@ func TestNemesis(t *testing.T) {
 			}
 		}
 		ops := w.hist.Ops()
-		a, wr, u := robustness.Stats(ops)
-		all, writes, unknown = all+a, writes+wr, unknown+u
-		r, _ := robustness.Check(ops, time.Minute)
-		if r != porcupine.Ok {
-			res = r
-			t.Errorf("%s: namespace history (%d ops) is %s, not linearizable", w.root, a, r)
+		a, _, u := robustness.Stats(ops)
+		sum.NamespaceOps += a
+		switch r, _ := robustness.Check(ops, time.Minute); r {
+		case porcupine.Illegal:
+			sum.Linearizable = false
+			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: namespace history (%d ops) is NOT linearizable", w.root, a))
+		case porcupine.Unknown:
+			sum.Unchecked++
+			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: namespace history (%d ops, %d indeterminate) not checked: porcupine ran out of time", w.root, a, u))
 		}
 		for _, l := range robustness.LostWrites(ops, final, robustness.OpPaths) {
-			t.Errorf("%s: lost acknowledged write: %s", w.root, l)
+			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: lost acknowledged write: %s", w.root, l))
 		}
 	}
-	nFiles, lost := 0, 0
-	files.Range(func(k, _ any) bool {
-		nFiles++
-		p := k.(string)
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		got, err := fc.ReadFile(rctx, p)
-		cancel()
-		if err != nil || !bytes.Equal(got, content(p)) {
-			lost++
-			t.Errorf("acknowledged file %s: read %d bytes, err %v", p, len(got), err)
-		}
-		return true
-	})
+	var lostFiles []string
+	sum.Files, lostFiles = fw.finish(ctx)
+	sum.FilesLost = len(lostFiles)
+	sum.Anomalies = append(sum.Anomalies, lostFiles...)
+	var lengthBad []string
+	sum.LengthFiles, sum.LengthFlushes, lengthBad = lw.check(time.Minute)
+	sum.Anomalies = append(sum.Anomalies, lengthBad...)
+	sum.Tokens = tc.verdict(cuts)
+	sum.Anomalies = append(sum.Anomalies, sum.Tokens.Anomalies...)
 	full := <-toFull
+	sum.HealToFull = full.Seconds()
 	if full < 0 {
-		t.Error("fsck never found every block at full replication within 90 s of the last heal")
+		sum.Anomalies = append(sum.Anomalies, "fsck never found every block at full replication within 90 s of the last heal")
 	}
-
-	var tb bytes.Buffer
-	tw := tabwriter.NewWriter(&tb, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "fault\tcount\tacked ops/s during (median)\tavailability (median)\n")
-	kinds := make([]string, 0, len(byKind))
-	for k := range byKind {
-		kinds = append(kinds, k)
+	t.Log("\n" + sum.table())
+	t.Log(sum.line())
+	if sum.Tokens.ExpiredReplayed == 0 || sum.Tokens.Issued == 0 || sum.LengthFlushes == 0 {
+		t.Errorf("a checker checked nothing: %d tokens issued, %d expired tokens replayed, %d flushes", sum.Tokens.Issued, sum.Tokens.ExpiredReplayed, sum.LengthFlushes)
 	}
-	slices.Sort(kinds)
-	for _, k := range kinds {
-		var ops, av []float64
-		for _, r := range recs {
-			if r.Kind == k {
-				ops, av = append(ops, r.OpsPerSec), append(av, r.Avail)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\n", k, byKind[k], median(ops), median(av))
+	for _, a := range sum.Anomalies {
+		t.Error(a)
 	}
-	fmt.Fprintf(tw, "baseline (no fault)\t-\t%.0f\t1.00\n", baseline)
-	tw.Flush()
-	t.Log("\n" + tb.String())
-	t.Logf("%d faults; %d ops attempted, %d acknowledged, longest stall without an acknowledgment %v; namespace: %d ops (%d writes, %d indeterminate), %s; files: %d acknowledged, %d lost, %d writes failed; heal to full replication %v",
-		len(recs), attempted.Load(), acked.Load(), acked.longestStall().Round(10*time.Millisecond), all, writes, unknown, res, nFiles, lost, fileErrs.Load(), full.Round(100*time.Millisecond))
-	if out := os.Getenv("BLOCKFS_NETFAULT_JSON"); out != "" {
-		b, _ := json.MarshalIndent(map[string]any{"seed": seed, "faults": recs, "by_kind": byKind, "baseline_ops_per_sec": baseline,
-			"attempted": attempted.Load(), "acknowledged": acked.Load(), "longest_stall_s": acked.longestStall().Seconds(), "namespace_ops": all, "linearizable": res == porcupine.Ok,
-			"files_acknowledged": nFiles, "files_lost": lost, "heal_to_full_replication_s": full.Seconds()}, "", "  ")
+	out := *flagSummary
+	if out == "" {
+		out = os.Getenv("BLOCKFS_NETFAULT_JSON")
+	}
+	if out != "" {
+		b, _ := json.MarshalIndent(sum, "", "  ")
 		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
-}
-
-// ackCounter counts acknowledged operations and keeps the longest gap
-// between two of them: the longest stall any client saw of the cluster.
-type ackCounter struct {
-	n       atomic.Int64
-	last    atomic.Int64 // unix nanoseconds of the latest acknowledgment
-	longest atomic.Int64 // nanoseconds
-}
-
-func (a *ackCounter) Add(d int64) {
-	now := time.Now().UnixNano()
-	if prev := a.last.Swap(now); prev != 0 {
-		for gap := now - prev; ; {
-			cur := a.longest.Load()
-			if gap <= cur || a.longest.CompareAndSwap(cur, gap) {
-				break
-			}
+	if *flagPlot != "" {
+		if err := tl.plot(*flagPlot, recs, baseline); err != nil {
+			t.Error(err)
 		}
 	}
-	a.n.Add(d)
-}
-
-func (a *ackCounter) Load() int64 { return a.n.Load() }
-
-func (a *ackCounter) longestStall() time.Duration { return time.Duration(a.longest.Load()) }
-
-// content is a file's bytes, derived from its name (1 to 200 KiB).
-func content(p string) []byte {
-	r := rand.New(rand.NewPCG(uint64(len(p)), hash(p)))
-	b := make([]byte, 1024+r.IntN(199*1024))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-func hash(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := range len(s) {
-		h = (h ^ uint64(s[i])) * 1099511628211
-	}
-	return h
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -154,52 +154,69 @@ func (n *Net) Close() error {
 }
 
 // DialContext dials addr from inside h's namespace, for a client that runs
-// in the test process: the socket is made on a thread moved into the
-// namespace (and moved back before the thread is released); a socket
-// keeps the namespace it was made in.
-func (h *Host) DialContext(ctx context.Context, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
+// in the test process.
+func (h *Host) DialContext(ctx context.Context, addr string) (c net.Conn, err error) {
+	err = h.inNS(func() error {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", addr)
+		return err
+	})
+	if err != nil && c != nil {
+		c.Close()
+		c = nil
 	}
-	ch := make(chan result, 1)
+	return c, err
+}
+
+// Listen listens on addr inside h's namespace (the slow-link proxies).
+func (h *Host) Listen(addr string) (l net.Listener, err error) {
+	err = h.inNS(func() error {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil && l != nil {
+		l.Close()
+		l = nil
+	}
+	return l, err
+}
+
+// inNS runs fn on a thread moved into h's namespace (and moved back before
+// the thread is released): a socket keeps the namespace it was made in.
+func (h *Host) inNS(fn func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		// The thread is not unlocked if moving back fails: the runtime
 		// then ends it rather than reuse it in the wrong namespace.
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
-			ch <- result{nil, err}
 			runtime.UnlockOSThread()
+			ch <- err
 			return
 		}
 		defer orig.Close()
 		target, err := os.Open("/run/netns/" + h.NS)
 		if err != nil {
-			ch <- result{nil, err}
 			runtime.UnlockOSThread()
+			ch <- err
 			return
 		}
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{nil, fmt.Errorf("setns %s: %w", h.NS, err)}
 			runtime.UnlockOSThread()
+			ch <- fmt.Errorf("setns %s: %w", h.NS, err)
 			return
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
+		fnErr := fn()
 		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			if c != nil {
-				c.Close()
-			}
-			ch <- result{nil, fmt.Errorf("setns back: %w", err)}
+			ch <- errors.Join(fnErr, fmt.Errorf("setns back: %w", err))
 			return // the thread stays locked and dies with the goroutine
 		}
 		runtime.UnlockOSThread()
-		ch <- result{c, err}
+		ch <- fnErr
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-ch
 }
 
 func (n *Net) cmds(ctx context.Context, cs [][]string) error {

@@ -1,12 +1,11 @@
 package netfault
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -273,7 +272,7 @@ func runFault(t *testing.T, c *Cluster, nns []api.ClientServiceClient, conns []*
 	stop()
 	wg.Wait()
 
-	converged(t, nns, w.root)
+	converged(t, conns)
 	final := robustness.State{}
 	for _, p := range robustness.OpPaths {
 		out := finalRead(t, w, robustness.Input{Kind: robustness.OpStat, Path: p})
@@ -337,72 +336,43 @@ func finalRead(t *testing.T, w *workload, in robustness.Input) robustness.Output
 	return robustness.Output{}
 }
 
-// converged waits until every namenode's stale reads answer at one applied
-// index, unchanged between two looks, with one listing of root.
-func converged(t *testing.T, nns []api.ClientServiceClient, root string) {
+// converged waits until every namenode answers one applied index and
+// returns it; at one index the namespace hashes must be equal, or the
+// namenodes have diverged.
+func converged(t *testing.T, conns []*grpc.ClientConn) uint64 {
 	t.Helper()
-	stale := &api.ReadOptions{Consistency: api.ReadConsistency_READ_CONSISTENCY_STALE}
-	look := func() ([]uint64, []string, error) {
-		var idx []uint64
-		var lists []string
-		for _, nn := range nns {
-			cctx, cancel := context.WithTimeout(AsRoot(t.Context()), opTimeout)
-			names, hdr, err := walk(cctx, nn, root, stale)
-			cancel()
-			if err != nil {
-				return nil, nil, err
-			}
-			idx = append(idx, hdr)
-			lists = append(lists, strings.Join(names, " "))
-		}
-		return idx, lists, nil
-	}
 	var why string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		a, la, err := look()
-		if err != nil {
-			why = err.Error()
+		var rs []*api.NamespaceHashResponse
+		for _, conn := range conns {
+			cctx, cancel := context.WithTimeout(AsRoot(t.Context()), opTimeout)
+			r, err := api.NewAdminClient(conn).NamespaceHash(cctx, &api.NamespaceHashRequest{}, grpc.WaitForReady(false))
+			cancel()
+			if err != nil {
+				why = err.Error()
+				break
+			}
+			rs = append(rs, r)
+		}
+		if len(rs) < len(conns) {
 			continue
 		}
-		b, lb, err := look()
-		if err != nil {
-			why = err.Error()
-			continue
-		}
-		if slices.Equal(a, b) && a[0] == a[1] && a[1] == a[2] && slices.Equal(la, lb) && la[0] == la[1] && la[1] == la[2] {
-			t.Logf("namenodes agree at applied index %d on %q", a[0], la[0])
-			return
-		}
-		why = fmt.Sprintf("applied %v then %v; listings %q", a, b, la)
-	}
-	t.Fatalf("namenodes did not converge: %s", why)
-}
-
-// walk lists root's tree (the workload's is tiny) and returns the paths
-// and the lowest applied index among the answers.
-func walk(ctx context.Context, nn api.ClientServiceClient, root string, ro *api.ReadOptions) ([]string, uint64, error) {
-	var out []string
-	var idx uint64
-	dirs := []string{root}
-	for len(dirs) > 0 {
-		d := dirs[0]
-		dirs = dirs[1:]
-		r, err := nn.ListStatus(ctx, &api.ListStatusRequest{Path: d, Read: ro}, grpc.WaitForReady(false))
-		if err != nil {
-			return nil, 0, err
-		}
-		if h := r.GetHeader().GetAppliedIndex(); idx == 0 || h < idx {
-			idx = h
-		}
-		for _, e := range r.Entries {
-			out = append(out, e.Path)
-			if e.IsDir {
-				dirs = append(dirs, e.Path)
+		same := true
+		for _, r := range rs[1:] {
+			if r.AppliedIndex != rs[0].AppliedIndex {
+				same = false
+			} else if !bytes.Equal(r.Hash, rs[0].Hash) {
+				t.Fatalf("namenodes DIVERGED: at applied index %d %s has namespace hash %x, %s %x", r.AppliedIndex, rs[0].ServedBy, rs[0].Hash, r.ServedBy, r.Hash)
 			}
 		}
+		if same {
+			t.Logf("namenodes agree at applied index %d: namespace hash %x", rs[0].AppliedIndex, rs[0].Hash[:8])
+			return rs[0].AppliedIndex
+		}
+		why = fmt.Sprintf("applied indexes %d, %d, %d", rs[0].AppliedIndex, rs[1].AppliedIndex, rs[2].AppliedIndex)
 	}
-	slices.Sort(out)
-	return out, idx, nil
+	t.Fatalf("namenodes did not converge: %s", why)
+	return 0
 }
 
 func b2i(b bool) int {

@@ -49,7 +49,7 @@ func TestVisibleLength(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	h := &lengthHistory{start: time.Now()}
+	h := NewLengthHistory()
 	runCtx, stop := context.WithTimeout(ctx, 6*time.Second)
 	defer stop()
 	var wg sync.WaitGroup
@@ -137,9 +137,7 @@ func TestVisibleLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	h.mu.Lock()
-	ops := h.ops
-	h.mu.Unlock()
+	ops := h.Ops()
 	flushes := 0
 	for _, op := range ops {
 		if op.Input.(LengthInput).Op == LenFlush {
@@ -156,19 +154,4 @@ func TestVisibleLength(t *testing.T) {
 	if flushes < 10 {
 		t.Fatalf("only %d flushes: the run checked little", flushes)
 	}
-}
-
-// lengthHistory records the visible-length operations for porcupine.
-type lengthHistory struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation
-}
-
-func (h *lengthHistory) Now() int64 { return int64(time.Since(h.start)) }
-
-func (h *lengthHistory) Add(client int, in LengthInput, call int64, out LengthOutput, ret int64) {
-	h.mu.Lock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
-	h.mu.Unlock()
 }
