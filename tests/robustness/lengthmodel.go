@@ -3,7 +3,6 @@ package robustness
 import (
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -74,28 +73,12 @@ var LengthModel = porcupine.Model{
 
 // LengthHistory records visible-length operations for porcupine; it is
 // safe for concurrent use.
-type LengthHistory struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation
-}
+type LengthHistory struct{ opLog }
 
 // NewLengthHistory starts an empty history; its clock starts now.
-func NewLengthHistory() *LengthHistory { return &LengthHistory{start: time.Now()} }
-
-// Now is the history's clock, in nanoseconds since it started.
-func (h *LengthHistory) Now() int64 { return int64(time.Since(h.start)) }
+func NewLengthHistory() *LengthHistory { return &LengthHistory{opLog{start: time.Now()}} }
 
 // Add records one operation by client, called at call and returned at ret.
 func (h *LengthHistory) Add(client int, in LengthInput, call int64, out LengthOutput, ret int64) {
-	h.mu.Lock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
-	h.mu.Unlock()
-}
-
-// Ops returns a copy of the operations recorded so far.
-func (h *LengthHistory) Ops() []porcupine.Operation {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]porcupine.Operation(nil), h.ops...)
+	h.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 }

@@ -16,18 +16,36 @@ import (
 	"github.com/blockfs/blockfs/errs"
 )
 
-// History records operations for porcupine. It is safe for concurrent use.
-type History struct {
+// opLog is a list of porcupine operations on one clock, safe for
+// concurrent use: the body of History and LengthHistory.
+type opLog struct {
 	start time.Time
 	mu    sync.Mutex
 	ops   []porcupine.Operation
 }
 
-// NewHistory starts an empty history; times are relative to now.
-func NewHistory() *History { return &History{start: time.Now()} }
+// Now is the log's clock (monotonic nanoseconds since it started).
+func (l *opLog) Now() int64 { return int64(time.Since(l.start)) }
 
-// Now is the history's clock (monotonic nanoseconds).
-func (h *History) Now() int64 { return int64(time.Since(h.start)) }
+func (l *opLog) add(op porcupine.Operation) {
+	l.mu.Lock()
+	l.ops = append(l.ops, op)
+	l.mu.Unlock()
+}
+
+// Ops returns a copy of the recorded operations.
+func (l *opLog) Ops() []porcupine.Operation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ops)
+}
+
+// History records namespace operations for porcupine. It is safe for
+// concurrent use.
+type History struct{ opLog }
+
+// NewHistory starts an empty history; times are relative to now.
+func NewHistory() *History { return &History{opLog{start: time.Now()}} }
 
 // Add records one operation. A failed read should not be added; an
 // indeterminate write is recorded with an infinite return time.
@@ -35,16 +53,7 @@ func (h *History) Add(client int, in Input, call int64, out Output, ret int64) {
 	if out.Unknown {
 		ret = math.MaxInt64
 	}
-	h.mu.Lock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
-	h.mu.Unlock()
-}
-
-// Ops returns a copy of the recorded operations.
-func (h *History) Ops() []porcupine.Operation {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.ops)
+	h.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 }
 
 // Stats counts a history's operations: all, writes, indeterminate writes.
