@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -61,6 +62,12 @@ type Config struct {
 	// are absent from Blocks(), so the full block report omits them and the
 	// namenode re-replicates them, as HDFS does for a failed volume.
 	FailOnCorruptContainer bool
+	// FullRetry is how long a data directory that answered a write with
+	// ENOSPC gets no new blocks before one is tried there again. A full
+	// disk is not a failed one: it comes back into service when space is
+	// freed (HDFS chooses volumes by their available space alike), where
+	// an I/O error takes the directory out until restart. 0 means 1 s.
+	FullRetry time.Duration
 	// Registerer receives the store's metrics; nil = not registered.
 	Registerer prometheus.Registerer
 	// Logger; nil = slog.Default().

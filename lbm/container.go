@@ -21,6 +21,9 @@ import (
 type dataDir struct {
 	path   string
 	failed atomic.Bool
+	// fullUntil (unix nanoseconds) is when a directory that ran out of
+	// space may be tried again; 0 when it is not full.
+	fullUntil atomic.Int64
 
 	mu    sync.Mutex
 	avail []*container // not full, no writer; LIFO

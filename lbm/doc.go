@@ -171,5 +171,9 @@
 // All file I/O goes through FS (OSFS, MemFS for crash and fault tests,
 // CountingFS to count read calls). An I/O error while writing to a data dir
 // marks the dir failed (FailedDirs); new blocks go to the other dirs and
-// blocks already there keep being served if the disk still reads.
+// blocks already there keep being served if the disk still reads. ENOSPC
+// is not a failure: the dir is full (FullDirs), gets no new blocks for
+// Config.FullRetry, then is tried again, and is back in service with the
+// first block that fits (a full disk comes back when space is freed; a
+// failed one only at restart).
 package lbm

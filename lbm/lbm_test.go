@@ -122,7 +122,7 @@ func TestFailedDirs(t *testing.T) {
 		name string
 		op   Op
 		err  error
-	}{{"enospc-write", OpWrite, syscall.ENOSPC}, {"eio-sync", OpSync, syscall.EIO}, {"eio-any", OpAny, syscall.EIO}} {
+	}{{"eio-write", OpWrite, syscall.EIO}, {"eio-sync", OpSync, syscall.EIO}, {"eio-any", OpAny, syscall.EIO}} {
 		t.Run(fault.name, func(t *testing.T) {
 			m := NewMemFS()
 			dirs := []string{"/d0", "/d1", "/d2"}
@@ -157,7 +157,7 @@ func TestFailedDirs(t *testing.T) {
 			}
 		})
 	}
-	t.Run("all-failed", func(t *testing.T) {
+	t.Run("all-full", func(t *testing.T) {
 		m := NewMemFS()
 		s := mustOpen(t, testConfig(m, []string{"/a", "/b"}, false))
 		defer s.Close()

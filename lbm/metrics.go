@@ -14,6 +14,7 @@ type metrics struct {
 	bytesRead     prometheus.Counter
 	bytesWritten  prometheus.Counter
 	failedDirs    prometheus.Gauge
+	fullDirs      prometheus.Gauge
 	truncations   prometheus.Counter
 	setAside      prometheus.Counter
 }
@@ -49,6 +50,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "blockfs", Subsystem: "lbm", Name: "failed_dirs",
 			Help: "Data directories marked failed.",
 		}),
+		fullDirs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "full_dirs",
+			Help: "Data directories that answered a write with ENOSPC and have taken no block since (new blocks go elsewhere; retried every FullRetry).",
+		}),
 		truncations: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "blockfs", Subsystem: "lbm", Name: "metadata_tail_truncations_total",
 			Help: "Torn metadata tails truncated at startup.",
@@ -60,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.replaySeconds, m.openSeconds, m.containers,
-			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.truncations, m.setAside} {
+			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.fullDirs, m.truncations, m.setAside} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -2,11 +2,13 @@ package lbm
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
@@ -145,6 +147,9 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 		}
 		done += n
 		s.release(c)
+		if err == nil {
+			s.wrote(c.dir)
+		}
 		if err != nil {
 			s.failDir(c.dir, err)
 			if failures++; failures > len(s.dirs) {
@@ -159,7 +164,7 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 func (s *Store) acquire() (*container, error) {
 	for range len(s.dirs) {
 		d := s.dirs[s.rr.Add(1)%uint64(len(s.dirs))]
-		if d.failed.Load() {
+		if !d.writable(time.Now()) {
 			continue
 		}
 		var c *container
@@ -206,6 +211,10 @@ func (s *Store) release(c *container) {
 }
 
 func (s *Store) failDir(d *dataDir, err error) {
+	if errors.Is(err, syscall.ENOSPC) {
+		s.dirFull(d)
+		return
+	}
 	if errs.Is(err, errs.Canceled) || d.failed.Swap(true) {
 		return
 	}
@@ -214,6 +223,51 @@ func (s *Store) failDir(d *dataDir, err error) {
 	d.mu.Lock()
 	d.avail = nil
 	d.mu.Unlock()
+}
+
+// dirFull keeps new blocks out of d for FullRetry: it answered a write
+// with ENOSPC. The container that failed is broken (no more writes until
+// restart); d's others stay available for when space returns.
+func (s *Store) dirFull(d *dataDir) {
+	retry := s.cfg.FullRetry
+	if retry <= 0 {
+		retry = time.Second
+	}
+	if d.fullUntil.Swap(time.Now().Add(retry).UnixNano()) == 0 {
+		s.metrics.fullDirs.Inc()
+		s.log.Warn("lbm: data directory full; no new blocks go there until space is freed", "dir", d.path, "retry", retry)
+	}
+}
+
+// writable reports whether new blocks may go to d now: not failed, and
+// not within a full directory's retry wait. Past the wait the directory
+// is tried again; a write that fits clears the mark (wrote).
+func (d *dataDir) writable(now time.Time) bool {
+	if d.failed.Load() {
+		return false
+	}
+	u := d.fullUntil.Load()
+	return u == 0 || now.UnixNano() >= u
+}
+
+// wrote clears d's full mark after a write there succeeded.
+func (s *Store) wrote(d *dataDir) {
+	if d.fullUntil.Load() != 0 && d.fullUntil.Swap(0) != 0 {
+		s.metrics.fullDirs.Dec()
+		s.log.Info("lbm: data directory has space again", "dir", d.path)
+	}
+}
+
+// FullDirs returns the data directories that ran out of space and have
+// not taken a block since.
+func (s *Store) FullDirs() []string {
+	var out []string
+	for _, d := range s.dirs {
+		if d.fullUntil.Load() != 0 {
+			out = append(out, d.path)
+		}
+	}
+	return out
 }
 
 // FailedDirs returns the data directories marked failed.

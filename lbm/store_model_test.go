@@ -7,6 +7,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -56,6 +57,10 @@ func newStoreModel(t *rapid.T) *storeModel {
 	dirs := []string{"/d0", "/d1"}
 	m := NewMemFS()
 	cfg := testConfig(m, dirs, rapid.Bool().Draw(t, "encrypt"))
+	// The model expects every operation after ClearFaults to succeed: a
+	// dir that ran out of space is tried again at once (TestFullDirComesBack
+	// checks the wait).
+	cfg.FullRetry = time.Nanosecond
 	cfg.KeyFile = "/lbm-server.key"
 	cfg.MaxBlocksPerContainer = rapid.IntRange(2, 6).Draw(t, "maxBlocks")
 	cfg.CompactLiveRatio = 0.5

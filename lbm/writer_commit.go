@@ -114,6 +114,7 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 	c.mu.Unlock()
 	w.state = writerCommitted
 	w.s.release(c)
+	w.s.wrote(c.dir)
 	w.scratch, w.stale = nil, nil
 	if ext := e.extent(); span > ext {
 		if err := c.data.PunchHole(w.off+ext, span-ext); err != nil {
