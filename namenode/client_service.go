@@ -29,7 +29,7 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (res
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, "Mkdirs", fsm.CmdMkdirs, &api.MkdirsCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, Perm: perm, Parents: req.Parents, MtimeUnixMs: s.n.nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 	c := s.n.caller(ctx)
 	cmd := &api.CreateCommand{
 		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
-		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: nowMs(),
+		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: s.n.nowMs(),
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	}
 	if r, ok := security.RedirectFromContext(ctx); ok && r.Op == security.RedirectCreate {
@@ -111,7 +111,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		ids[i] = d.ID
 	}
 	res, idx, err := s.n.propose(ctx, op, fsm.CmdAddBlock, &api.AddBlockCommand{
-		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: nowMs(), Targets: ids,
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: s.n.nowMs(), Targets: ids,
 	})
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 		}
 	}
 	_, idx, err := s.n.propose(ctx, "Complete", fsm.CmdComplete, &api.CompleteCommand{
-		Caller: c, Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: nowMs(),
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Blocks: req.Blocks, MtimeUnixMs: s.n.nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (res
 	}
 	c := s.n.caller(ctx)
 	res, idx, err := s.n.propose(ctx, "Append", fsm.CmdAppend, &api.AppendCommand{
-		Caller: c, Path: req.Path, MtimeUnixMs: nowMs(), NewBlock: req.NewBlock,
+		Caller: c, Path: req.Path, MtimeUnixMs: s.n.nowMs(), NewBlock: req.NewBlock,
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	})
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *clientService) Delete(ctx context.Context, req *api.DeleteRequest) (res
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, "Delete", fsm.CmdDelete, &api.DeleteCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, Recursive: req.Recursive, MtimeUnixMs: s.n.nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -248,7 +248,7 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (res
 		return nil, err
 	}
 	_, idx, err := s.n.propose(ctx, "Rename", fsm.CmdRename, &api.RenameCommand{
-		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: s.n.nowMs(),
 	})
 	if err != nil {
 		return nil, err
@@ -320,7 +320,7 @@ func (s *clientService) SetPermission(ctx context.Context, req *api.SetPermissio
 		return nil, errs.Newf(errs.Invalid, "SetPermission", req.Path, "mode %#o has bits outside 01777", req.Mode)
 	}
 	_, idx, err := s.n.propose(ctx, "SetPermission", fsm.CmdSetPermission, &api.SetPermissionCommand{
-		Caller: s.n.caller(ctx), Path: req.Path, Perm: req.Mode, MtimeUnixMs: nowMs(),
+		Caller: s.n.caller(ctx), Path: req.Path, Perm: req.Mode, MtimeUnixMs: s.n.nowMs(),
 	})
 	if err != nil {
 		return nil, err

@@ -36,6 +36,11 @@ type Config struct {
 	MaxRequestSize int
 	// WorkInterval is how often liveness and replication work run.
 	WorkInterval time.Duration
+	// Now is the node's wall clock, stamped into commands and tokens; nil
+	// means time.Now. Tests set it to make one node's clock jump; nothing
+	// a namenode decides by its own clock depends on it agreeing with its
+	// peers' (leases are timed on the leader's monotonic clock, leasewatch.go).
+	Now func() time.Time
 
 	Raft      RaftConfig
 	Namespace NamespaceConfig

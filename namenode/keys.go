@@ -19,7 +19,7 @@ func (n *Namenode) keyLoop() {
 	cfg := n.cfg.Tokens
 	retry := 50 * time.Millisecond
 	for {
-		now := time.Now()
+		now := n.now()
 		if n.rotationDue(now) {
 			if err := n.rotateKey(now); err != nil {
 				n.log.Debug("key rotation not done yet", "err", err)

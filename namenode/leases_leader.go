@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
@@ -30,7 +31,7 @@ type recoveryQueue struct {
 }
 
 func (s *clientService) RenewLease(ctx context.Context, req *api.RenewLeaseRequest) (*api.RenewLeaseResponse, error) {
-	res, idx, err := s.n.propose(ctx, "RenewLease", fsm.CmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: nowMs()})
+	res, idx, err := s.n.propose(ctx, "RenewLease", fsm.CmdRenewLease, &api.RenewLeaseCommand{Caller: s.n.caller(ctx), NowUnixMs: s.n.nowMs()})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (s *clientService) RecoverLease(ctx context.Context, req *api.RecoverLeaseR
 // then. op names the operation that asked: RecoverLease, or the Create or
 // Append that took the file over.
 func (n *Namenode) startRecovery(ctx context.Context, op string, c *api.Caller, p namespace.Path, id namespace.ID) (*api.CommandResult, uint64, error) {
-	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p.String(), InodeId: uint64(id), NowUnixMs: nowMs(),
+	cmd := &api.RecoverLeaseCommand{Caller: c, Path: p.String(), InodeId: uint64(id), NowUnixMs: n.nowMs(),
 		SoftLimitMs: n.cfg.Leases.SoftLimit.Milliseconds(), System: c == nil}
 	var last *namespace.Block
 	prev := ""
@@ -179,7 +180,7 @@ func (s *datanodeService) CommitBlockSynchronization(ctx context.Context, req *a
 	}
 	_, _, err := s.n.propose(ctx, op, fsm.CmdCommitBlockSync, &api.CommitBlockSyncCommand{
 		DatanodeId: req.DatanodeId, InodeId: req.InodeId, Block: req.Block, RecoveryId: req.RecoveryId,
-		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: nowMs(), StoredOn: req.StoredOn,
+		NewLength: req.NewLength, Crc32C: req.Crc32C, DeleteBlock: req.DeleteBlock, MtimeUnixMs: s.n.nowMs(), StoredOn: req.StoredOn,
 	})
 	if err != nil {
 		if k := errs.KindOf(err); k == errs.Permission || k == errs.Precondition {
@@ -250,14 +251,19 @@ func (n *Namenode) leaseLoop() {
 }
 
 func (n *Namenode) checkLeases() {
-	now := nowMs()
+	now, mono := n.nowMs(), time.Now()
 	hard, timeout := n.cfg.Leases.HardLimit.Milliseconds(), n.cfg.Leases.RecoveryTimeout.Milliseconds()
 	var due []namespace.ID
 	var expired int
 	n.fsm.View(func(r fsm.Reader) {
 		recs := r.Recoveries()
-		for _, h := range r.Holders() {
-			if now-h.RenewedMs <= hard {
+		holders := r.Holders()
+		quiet := n.leaseWatch.silences(n.raft.CurrentTerm(), holders, mono)
+		for _, h := range holders {
+			// Past the hard limit by the table's stamps and by this
+			// leader's own watch (leasewatch.go): a clock ahead of the
+			// stamps' recovers nobody.
+			if now-h.RenewedMs <= hard || quiet[holderKey(h)] <= n.cfg.Leases.HardLimit {
 				continue
 			}
 			for _, id := range h.Files {

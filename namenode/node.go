@@ -70,9 +70,11 @@ type Namenode struct {
 	topo     *topology.Resolver
 	decom    *decommission.Service
 	safe     *safemode.Mode
-	authz    *security.Authorizer
-	groups   *security.GroupMapping
-	members  memberCache
+	// leaseWatch times lease holders on the leader's monotonic clock.
+	leaseWatch leaseWatch
+	authz      *security.Authorizer
+	groups     *security.GroupMapping
+	members    memberCache
 	// raftAdmit says who may speak Raft to this node (raftadmit.go); nil
 	// without TLS.
 	raftAdmit *raftAdmission
@@ -110,6 +112,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		return nil, err
 	}
 	cfg.Tokens.NodeID = cfg.ID
+	if cfg.Tokens.Now == nil {
+		cfg.Tokens.Now = cfg.Now
+	}
 	km, err := security.NewKeyManager(cfg.Tokens)
 	if err != nil {
 		return nil, err

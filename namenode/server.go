@@ -116,4 +116,14 @@ func (n *Namenode) header() *api.ResponseHeader {
 	return h
 }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
+// now is this node's wall clock: time.Now, or Config.Now (tests, and
+// --test-clock-offset). Every time the namenode puts in a command (mtimes,
+// lease renewals and checks) is read here.
+func (n *Namenode) now() time.Time {
+	if n.cfg.Now != nil {
+		return n.cfg.Now()
+	}
+	return time.Now()
+}
+
+func (n *Namenode) nowMs() int64 { return n.now().UnixMilli() }

@@ -68,6 +68,8 @@ func parse(args []string) (namenode.Config, error) {
 	f.Duration(&cfg.Leases.SoftLimit, "lease-soft-limit", cfg.Leases.SoftLimit, "after this long without a renewal another client may take over a writer's files (HDFS's soft limit)")
 	f.Duration(&cfg.Leases.HardLimit, "lease-hard-limit", cfg.Leases.HardLimit, "after this long without a renewal the leader recovers and closes a writer's files (HDFS's hard limit)")
 	f.Duration(&cfg.Leases.RecoveryTimeout, "recovery-timeout", cfg.Leases.RecoveryTimeout, "a block recovery not reported within this starts again with another primary datanode")
+	var clockOffset time.Duration
+	f.Duration(&clockOffset, "test-clock-offset", 0, "FOR TESTS ONLY: add this to the node's wall clock (its commands' times and its tokens' iat/exp), to test clock jumps and skew between namenodes (tests/netfault)")
 	f.Duration(&cfg.Leases.CheckInterval, "lease-check-interval", cfg.Leases.CheckInterval, "how often the leader looks for expired leases and stalled recoveries")
 	f.Int(&cfg.Namespace.MinReplication, "min-replication", cfg.Namespace.MinReplication, "replicas each block must have reported before Complete closes its file (HDFS dfs.namenode.replication.min; 0: do not wait)")
 	f.Duration(&cfg.Namespace.CompleteWait, "complete-wait", cfg.Namespace.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
@@ -149,6 +151,10 @@ func parse(args []string) (namenode.Config, error) {
 	}
 	if cfg.Logger, err = cliflag.Logger(logLevel); err != nil {
 		return cfg, err
+	}
+	if clockOffset != 0 {
+		cfg.Now = func() time.Time { return time.Now().Add(clockOffset) }
+		cfg.Logger.Warn("--test-clock-offset is set: this namenode's clock is shifted; never use it outside tests", "offset", clockOffset)
 	}
 	return cfg, nil
 }
