@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -46,6 +47,9 @@ type Cluster struct {
 	ClientProxies []*Proxy
 	// Disks are the datanodes' tmpfs mount points (DataDir is below).
 	Disks []string
+	// ClockOffsets[i] is namenode i's --test-clock-offset at its next
+	// start (nanoseconds).
+	ClockOffsets [3]atomic.Int64
 }
 
 // StartCluster starts the cluster from the binaries in binDir, its data
@@ -107,7 +111,8 @@ func StartCluster(ctx context.Context, binDir, dir string, datanodes int) (_ *Cl
 				"--http-addr", "", "--bootstrap", "--peers", peerList, "--auth", "simple", "--superuser", "root",
 				"--heartbeat-interval", "200ms", "--dead-after-missed", "5", "--log-level", "warn",
 				"--lease-check-interval", "200ms", "--lease-soft-limit", "2s", "--lease-hard-limit", "30s", "--recovery-timeout", "3s", "--safemode-extension", "0s", "--insecure-raft",
-				"--token-lifetime", tokenLifetime.String(), "--clock-skew", "1s"}
+				"--token-lifetime", tokenLifetime.String(), "--clock-skew", "1s",
+				"--test-clock-offset", time.Duration(c.ClockOffsets[i].Load()).String()}
 		}
 		c.NNs = append(c.NNs, p)
 	}
@@ -227,4 +232,26 @@ func (c *Cluster) Close() error {
 		errs = append(errs, run(context.Background(), "umount", d))
 	}
 	return errors.Join(append(errs, c.Net.Close())...)
+}
+
+// transferLeadership asks the current leader, through each namenode in
+// turn, to hand leadership to id, for a few seconds; it reports whether id
+// leads.
+func (c *Cluster) transferLeadership(ctx context.Context, id string) bool {
+	deadline := time.Now().Add(8 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		conn, err := c.Dial(c.NNAddrs()[i%len(c.NNAddrs())])
+		if err != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(AsRoot(ctx), 2*time.Second)
+		r, err := api.NewAdminClient(conn).TransferLeadership(cctx, &api.TransferLeadershipRequest{Id: id})
+		cancel()
+		conn.Close()
+		if err == nil && r.NewLeaderId == id {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
 }

@@ -58,6 +58,9 @@ func without(hs, drop []*Host) []*Host {
 	return out
 }
 
+// clockJump is past the harness's lease hard limit (30 s).
+const clockJump = 40 * time.Second
+
 var nemesisKinds = []nemesisKind{
 	// The deposed leader stays reachable by clients and datanodes.
 	{"partition-leader-from-peers", func(ctx context.Context, c *Cluster, l int, _ *rand.Rand) (injected, error) {
@@ -146,6 +149,35 @@ var nemesisKinds = []nemesisKind{
 			return injected{heal: heal}, err
 		}
 		return injected{heal: heal, what: c.DNs[i].Name}, nil
+	}},
+	// A namenode's clock jumps: it restarts with --test-clock-offset past
+	// the lease hard limit (ahead or behind) and is handed the
+	// leadership. Its tokens fall outside the datanodes' skew allowance
+	// (refused: reads and writes through it fail), and by the lease
+	// table's stamps every holder is past the hard limit; it must recover
+	// no live writer's file. The heal restarts it on the true clock.
+	{"clock-jump", func(ctx context.Context, c *Cluster, l int, rng *rand.Rand) (injected, error) {
+		i := l
+		if rng.IntN(3) == 0 {
+			i = (l + 1 + rng.IntN(2)) % 3
+		}
+		p := c.NNs[i]
+		off := clockJump
+		if rng.IntN(3) == 0 {
+			off = -off
+		}
+		heal := func(ctx context.Context) error {
+			p.Kill9()
+			c.ClockOffsets[i].Store(0)
+			return restart(ctx, p)
+		}
+		p.Kill9()
+		c.ClockOffsets[i].Store(int64(off))
+		if err := restart(ctx, p); err != nil {
+			return injected{heal: heal}, err
+		}
+		moved := c.transferLeadership(ctx, p.Name)
+		return injected{heal: heal, what: fmt.Sprintf("%s %+v, leader: %v", p.Name, off, moved)}, nil
 	}},
 	// Slow links through the proxies: one datanode's links to every
 	// namenode, or the client host's.

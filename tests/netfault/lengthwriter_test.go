@@ -36,7 +36,11 @@ type lengthWorkload struct {
 
 	mu    sync.Mutex
 	files []*lengthFile
-	cur   atomic.Pointer[lengthFile]
+	// abandoned are files whose write or hflush failed: the writer keeps
+	// them open (its client renews their lease to the end), so none may
+	// be closed by a lease recovery meanwhile.
+	abandoned []*lengthFile
+	cur       atomic.Pointer[lengthFile]
 	// bad are bytes a reader saw that the writer never wrote, or a read
 	// shorter than the length a stat before it answered.
 	bad []string
@@ -77,12 +81,14 @@ func (w *lengthWorkload) writeFile(ctx context.Context, rng *rand.Rand, f *lengt
 		k := min(len(f.data)-off, 1+rng.IntN(700))
 		if _, err := wr.Write(f.data[off : off+k]); err != nil {
 			h.Add(0, robustness.LengthInput{Op: robustness.LenFlush, Len: int64(off + k)}, h.Now(), robustness.LengthOutput{Unknown: true}, math.MaxInt64)
+			w.abandon(f)
 			return
 		}
 		off += k
 		call := h.Now()
 		if err := wr.Hflush(); err != nil {
 			h.Add(0, robustness.LengthInput{Op: robustness.LenFlush, Len: int64(off)}, call, robustness.LengthOutput{Unknown: true}, math.MaxInt64)
+			w.abandon(f)
 			return
 		}
 		h.Add(0, robustness.LengthInput{Op: robustness.LenFlush, Len: int64(off)}, call, robustness.LengthOutput{}, h.Now())
@@ -128,6 +134,38 @@ func (w *lengthWorkload) read(ctx context.Context, id int) {
 			w.fail(fmt.Sprintf("%s: reader %d read %d bytes after a stat answered %d", f.path, id, len(got), st.Length))
 		}
 	}
+}
+
+func (w *lengthWorkload) abandon(f *lengthFile) {
+	w.mu.Lock()
+	w.abandoned = append(w.abandoned, f)
+	w.mu.Unlock()
+}
+
+// recoveredUnderWriter returns the abandoned files some lease recovery
+// closed although their writer's client renewed its lease throughout
+// (every fault is shorter than the hard limit, and no other client
+// touches them): the leader took a live writer's file.
+func (w *lengthWorkload) recoveredUnderWriter(ctx context.Context) (checked int, bad []string) {
+	w.mu.Lock()
+	files := append([]*lengthFile(nil), w.abandoned...)
+	w.mu.Unlock()
+	for _, f := range files {
+		for try := 0; try < 5; try++ {
+			octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			st, err := w.readers[0].Stat(octx, f.path)
+			cancel()
+			if err != nil {
+				continue
+			}
+			checked++
+			if !st.UnderConstruction {
+				bad = append(bad, fmt.Sprintf("%s: closed by a lease recovery while its writer lived and renewed its lease", f.path))
+			}
+			break
+		}
+	}
+	return checked, bad
 }
 
 func (w *lengthWorkload) fail(s string) {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,24 @@ var (
 	flagSeed     = flag.Uint64("seed", 0, "the nemesis schedule's seed (default $BLOCKFS_SEED, else random); a failure prints it")
 	flagSummary  = flag.String("summary", "", "write the run's JSON summary here (default $BLOCKFS_NETFAULT_JSON)")
 	flagPlot     = flag.String("plot", "", "draw the run's throughput timeline, faults marked, as an SVG here")
+	flagKinds    = flag.String("kinds", "", "only these fault kinds (comma-separated names of kinds_test.go); default every kind")
 )
+
+// kinds is nemesisKinds, or those -kinds names.
+func kinds(t *testing.T) []nemesisKind {
+	if *flagKinds == "" {
+		return nemesisKinds
+	}
+	var out []nemesisKind
+	for _, name := range strings.Split(*flagKinds, ",") {
+		i := slices.IndexFunc(nemesisKinds, func(k nemesisKind) bool { return k.name == name })
+		if i < 0 {
+			t.Fatalf("-kinds: no fault kind %q", name)
+		}
+		out = append(out, nemesisKinds[i])
+	}
+	return out
+}
 
 // faultRecord is one injected fault and what the workloads got done
 // while it lasted.
@@ -146,12 +164,13 @@ func TestNemesis(t *testing.T) {
 	var recs []faultRecord
 	var cuts []cutWindow
 	var order []nemesisKind
+	all := kinds(t)
 	for i := 0; ; i++ {
 		if *flagDuration > 0 && tl.elapsed() >= *flagDuration || *flagDuration == 0 && i >= nFaults {
 			break
 		}
-		if i%len(nemesisKinds) == 0 { // every kind once per round, in a seeded order
-			order = slices.Clone(nemesisKinds)
+		if i%len(all) == 0 { // every kind once per round, in a seeded order
+			order = slices.Clone(all)
 			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		}
 		k := order[i%len(order)]
@@ -240,6 +259,8 @@ func TestNemesis(t *testing.T) {
 	sum.Anomalies = append(sum.Anomalies, lostFiles...)
 	var lengthBad []string
 	sum.LengthFiles, sum.LengthFlushes, lengthBad = lw.check(time.Minute)
+	sum.Anomalies = append(sum.Anomalies, lengthBad...)
+	sum.LengthAbandoned, lengthBad = lw.recoveredUnderWriter(ctx)
 	sum.Anomalies = append(sum.Anomalies, lengthBad...)
 	sum.Tokens = tc.verdict(cuts)
 	sum.Anomalies = append(sum.Anomalies, sum.Tokens.Anomalies...)

@@ -23,9 +23,11 @@ type summary struct {
 	FilesLost      int           `json:"files_lost"`
 	LengthFiles    int           `json:"hflush_files"`
 	LengthFlushes  int           `json:"hflushes_acknowledged"`
-	Tokens         tokenVerdict  `json:"tokens"`
-	HealToFull     float64       `json:"heal_to_full_replication_s"`
-	Anomalies      []string      `json:"anomalies"`
+	// files whose writer failed and kept them open: none may be recovered
+	LengthAbandoned int          `json:"hflush_files_abandoned_open"`
+	Tokens          tokenVerdict `json:"tokens"`
+	HealToFull      float64      `json:"heal_to_full_replication_s"`
+	Anomalies       []string     `json:"anomalies"`
 }
 
 // byKind groups the faults: kind -> records, in kind order.
@@ -68,9 +70,9 @@ func (s *summary) line() string {
 		lin = "NOT linearizable"
 	}
 	return fmt.Sprintf("%d faults; %d ops attempted, %d acknowledged, longest stall without an acknowledgment %.2f s; "+
-		"namespace: %d ops, %s, converged at index %d; files: %d acknowledged, %d lost; hflush: %d files, %d flushes acknowledged; "+
+		"namespace: %d ops, %s, converged at index %d; files: %d acknowledged, %d lost; hflush: %d files, %d flushes acknowledged, %d left open; "+
 		"tokens: %d asked, %d issued, %d accepted, %d asked of a namenode cut off, %d issued by one, %d expired replayed; heal to full replication %.1f s; %d anomalies",
 		len(s.Faults), s.Attempted, s.Acknowledged, s.LongestStall, s.NamespaceOps, lin, s.NamespaceIndex, s.Files, s.FilesLost,
-		s.LengthFiles, s.LengthFlushes, s.Tokens.Asked, s.Tokens.Issued, s.Tokens.Accepted, s.Tokens.AskedWhileCut, s.Tokens.IssuedWhileCut, s.Tokens.ExpiredReplayed,
+		s.LengthFiles, s.LengthFlushes, s.LengthAbandoned, s.Tokens.Asked, s.Tokens.Issued, s.Tokens.Accepted, s.Tokens.AskedWhileCut, s.Tokens.IssuedWhileCut, s.Tokens.ExpiredReplayed,
 		s.HealToFull, len(s.Anomalies))
 }
