@@ -46,6 +46,7 @@ type Output struct {
 	OK      bool   // writes: succeeded; list: the path was listable
 	Stat    string // stat: "file", "dir" or "none"
 	Names   string // list: the entries' names, sorted, comma-joined
+	Why     string // an indeterminate write's error, for reports; never compared
 }
 
 // Kinds of model entries.

@@ -161,13 +161,14 @@ func Exec(ctx context.Context, nn api.ClientServiceClient, root string, in Input
 	if definite(err) {
 		return Output{}, nil, true
 	}
-	if errs.KindOf(err) == errs.NotLeader {
+	if errs.KindOf(err) == errs.NotLeader || errs.IsSafeMode(err) {
 		// Raft refused the entry before appending it (the namenode
-		// forwards, or re-proposes, only in that case): the write did not
-		// happen and leaves the history, like a failed read.
+		// forwards, or re-proposes, only in that case), or a leader in
+		// safe mode refused it before proposing: the write did not happen
+		// and leaves the history, like a failed read.
 		return Output{}, nil, false
 	}
-	return Output{Unknown: true}, nil, true
+	return Output{Unknown: true, Why: err.Error()}, nil, true
 }
 
 func join(root, p string) string {
