@@ -3,10 +3,14 @@ package namenode
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/blockfs/blockfs/api"
@@ -77,15 +81,44 @@ func (n *Namenode) raftError(op string, err error) error {
 	return errs.Wrap(errs.Internal, op, "", err)
 }
 
-// forwardApply sends an encoded command to the leader.
+// forwardApply sends an encoded command to the leader. A node that answers
+// NotLeader (it lost the leadership, or is handing it over) never put the
+// entry in its log, and a leader that could not be dialled never got it,
+// so the command goes to the next leader this node learns of, a few times; it fails NotLeader, not Unavailable, when none
+// takes it, so that callers know it did not happen.
 func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
-	conn, err := n.leaderConn(ctx, op)
-	if err != nil {
-		return nil, 0, err
-	}
-	resp, err := api.NewNamenodeInternalClient(conn).Apply(ctx, &api.ApplyRequest{Command: data})
-	if err != nil {
-		return nil, 0, n.forwardError(op, err)
+	var resp *api.ApplyResponse
+	for attempt := 0; ; attempt++ {
+		conn, err := n.leaderConn(ctx, op)
+		if err != nil {
+			return nil, 0, err
+		}
+		var trailer metadata.MD
+		resp, err = api.NewNamenodeInternalClient(conn).Apply(ctx, &api.ApplyRequest{Command: data}, grpc.Trailer(&trailer))
+		if err == nil {
+			break
+		}
+		remote := errs.FromStatus(err, trailer)
+		answered := len(trailer.Get(errs.KindKey)) > 0 // the leader's own verdict, not the transport's
+		if answered && errs.KindOf(remote) != errs.NotLeader {
+			// A refusal (safe mode, a rate limit, ...) is the leader's
+			// answer: pass it on as such, not as "unreachable".
+			return nil, 0, errs.WithOp(remote, op)
+		}
+		if !answered && !notSent(err) {
+			return nil, 0, n.forwardError(op, err)
+		}
+		if attempt == 2 || ctx.Err() != nil {
+			e := errs.Wrap(errs.NotLeader, op, "", remote)
+			e.LeaderHint = n.leaderGRPC()
+			return nil, 0, e
+		}
+		select { // let this node hear of the next leader
+		case <-ctx.Done():
+		case <-n.stop:
+			return nil, 0, &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "namenode is stopping"}
+		case <-time.After(time.Duration(20<<attempt) * time.Millisecond):
+		}
 	}
 	res := &api.CommandResult{}
 	if err := proto.Unmarshal(resp.Result, res); err != nil {
@@ -97,6 +130,14 @@ func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*a
 		return res, resp.Index, errs.Wrap(errs.Timeout, op, "", ctx.Err())
 	}
 	return res, resp.Index, fsm.ResultErr(res)
+}
+
+// notSent reports whether a call failed before it left this node: the
+// connection to the peer could not be made (grpc-go's transport says
+// "Error while dialing"), so the peer never saw it.
+func notSent(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), "Error while dialing")
 }
 
 func (n *Namenode) forwardError(op string, err error) error {
