@@ -247,7 +247,7 @@ func TestNemesis(t *testing.T) {
 			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: namespace history (%d ops) is NOT linearizable", w.root, a))
 		case porcupine.Unknown:
 			sum.Unchecked++
-			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: namespace history (%d ops, %d indeterminate) not checked: porcupine ran out of time", w.root, a, u))
+			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: namespace history (%d ops, %d indeterminate) not checked: porcupine ran out of time; indeterminate because: %s", w.root, a, u, whyUnknown(ops)))
 		}
 		for _, l := range robustness.LostWrites(ops, final, robustness.OpPaths) {
 			sum.Anomalies = append(sum.Anomalies, fmt.Sprintf("%s: lost acknowledged write: %s", w.root, l))

@@ -106,11 +106,17 @@ type workload struct {
 	in    bool // the fault is on
 }
 
-// down reports whether target's connection is known to be failing (a
-// client would not send there, and a write that cannot be delivered only
-// adds an indeterminate operation to the history).
+// down reports whether target's connection is failing or still being
+// made (a client would not send there, and a write that cannot be
+// delivered only adds an indeterminate operation to the history, each of
+// which makes porcupine's search longer; a killed namenode's connection
+// cycles between the two until it is back).
 func (w *workload) down(target int) bool {
-	return w.conns != nil && w.conns[target].GetState() == connectivity.TransientFailure
+	if w.conns == nil {
+		return false
+	}
+	st := w.conns[target].GetState()
+	return st == connectivity.TransientFailure || st == connectivity.Connecting
 }
 
 // worker runs operations until ctx ends, recording them; acked and

@@ -1,12 +1,18 @@
 package netfault
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/blockfs/blockfs/tests/robustness"
 )
 
 // envInt is the environment variable name as an int, or def.
@@ -67,4 +73,29 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// whyUnknown sums up why a history's indeterminate writes are so: the
+// three commonest errors (their first 120 bytes) with their counts.
+func whyUnknown(ops []porcupine.Operation) string {
+	n := map[string]int{}
+	for _, op := range ops {
+		if o := op.Output.(robustness.Output); o.Unknown {
+			w := o.Why
+			if len(w) > 120 {
+				w = w[:120]
+			}
+			n[w]++
+		}
+	}
+	keys := make([]string, 0, len(n))
+	for k := range n {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return n[b] - n[a] })
+	var parts []string
+	for _, k := range keys[:min(3, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%d x %q", n[k], k))
+	}
+	return strings.Join(parts, "; ")
 }
