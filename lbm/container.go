@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
@@ -251,7 +252,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 		}
 		if n > 0 {
 			if _, err := c.data.WriteAt(scratch, off); err != nil {
-				c.markBroken()
+				c.dataFailed(alignUp(off+int64(n)), err)
 				return 0, errs.Wrap(errs.IO, "lbm.BlockWriter.Write", c.dataPath, err)
 			}
 		}
@@ -261,7 +262,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 		created++
 	}
 	if err := c.data.Sync(); err != nil {
-		c.markBroken()
+		c.dataFailed(off, err)
 		return 0, errs.Wrap(errs.IO, "lbm.BlockWriter.Write", c.dataPath, err)
 	}
 	buf := make([]byte, 0, len(recs)*frameLen(create2BodyLen))
@@ -315,6 +316,22 @@ func putCRCs(dst []byte, crcs []uint32) {
 	for i, v := range crcs {
 		binary.LittleEndian.PutUint32(dst[i*chunkCRCLen:], v)
 	}
+}
+
+// dataFailed handles a failed write or sync of the data file, before any
+// metadata names the bytes: on ENOSPC the container stays usable (its
+// metadata is whole; a full disk is not a broken one, and its deletes
+// are what free space), new blocks starting at end or later, so no CTR
+// keystream position ever encrypts two plaintexts; any other error breaks
+// it.
+func (c *container) dataFailed(end int64, err error) {
+	if !errors.Is(err, syscall.ENOSPC) {
+		c.markBroken()
+		return
+	}
+	c.mu.Lock()
+	c.nextBlock = max(c.nextBlock, end)
+	c.mu.Unlock()
 }
 
 func (c *container) markBroken() {

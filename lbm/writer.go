@@ -252,7 +252,7 @@ func (w *BlockWriter) writeLocked(op string, off int64, data []byte, crcs []uint
 		w.touched = max(w.touched, off+n)
 		if w.fc == nil {
 			if _, err := w.c.data.WriteAt(fresh, at); err != nil {
-				return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+				return w.failDataLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
 			}
 		} else {
 			// Encrypt through a bounded scratch buffer, whatever the call's size.
@@ -261,7 +261,7 @@ func (w *BlockWriter) writeLocked(op string, off int64, data []byte, crcs []uint
 				w.scratch = slices.Grow(w.scratch[:0], len(piece))[:len(piece)]
 				w.fc.xorAt(w.scratch, piece, at+int64(p))
 				if _, err := w.c.data.WriteAt(w.scratch, at+int64(p)); err != nil {
-					return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+					return w.failDataLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
 				}
 			}
 		}

@@ -2,6 +2,8 @@ package lbm
 
 import (
 	"context"
+	"errors"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -84,11 +86,11 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 	w.touched = max(w.touched, w.written+int64(len(table)))
 	if len(table) > 0 {
 		if _, err := c.data.WriteAt(table, at); err != nil {
-			return BlockInfo{}, w.failLocked(errs.Wrap(errs.IO, op, c.dataPath, err))
+			return BlockInfo{}, w.failDataLocked(errs.Wrap(errs.IO, op, c.dataPath, err))
 		}
 	}
 	if err := datasync(c.data); err != nil {
-		return BlockInfo{}, w.failLocked(errs.Wrap(errs.IO, op, c.dataPath, err))
+		return BlockInfo{}, w.failDataLocked(errs.Wrap(errs.IO, op, c.dataPath, err))
 	}
 	rec := w.recordLocked()
 	buf := appendCreate(make([]byte, 0, frameLen(create2BodyLen)), &rec)
@@ -210,6 +212,19 @@ func (w *BlockWriter) usable(op string) error {
 // its dir is marked failed, and the write is released as by Abort.
 func (w *BlockWriter) failLocked(err error) error {
 	w.c.markBroken()
+	w.s.failDir(w.c.dir, err)
+	w.releaseLocked()
+	return err
+}
+
+// failDataLocked is failLocked for a failed write or sync of the data file
+// (no metadata names the bytes yet): on ENOSPC the container stays usable,
+// past everything this writer touched (releaseLocked), and the dir is
+// only full.
+func (w *BlockWriter) failDataLocked(err error) error {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return w.failLocked(err)
+	}
 	w.s.failDir(w.c.dir, err)
 	w.releaseLocked()
 	return err
