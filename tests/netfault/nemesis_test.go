@@ -212,6 +212,7 @@ func TestNemesis(t *testing.T) {
 	// Time from the last heal to every block at full replication, while
 	// the writers still run.
 	toFull := make(chan time.Duration, 1)
+	var lastFsck string // the last report that was not yet full, for the failure
 	go func() {
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -220,6 +221,12 @@ func TestNemesis(t *testing.T) {
 			if err == nil && rep.Healthy() && rep.Under == 0 && !rep.SafeMode {
 				toFull <- time.Since(healed)
 				return
+			}
+			if err != nil {
+				lastFsck = err.Error()
+			} else {
+				lastFsck = fmt.Sprintf("%d blocks: %d missing, %d corrupt, %d under-replicated, safe mode %v; first problems %+v",
+					rep.Blocks, rep.Missing, rep.Corrupt, rep.Under, rep.SafeMode, rep.Problems[:min(3, len(rep.Problems))])
 			}
 		}
 		toFull <- -1
@@ -267,7 +274,7 @@ func TestNemesis(t *testing.T) {
 	full := <-toFull
 	sum.HealToFull = full.Seconds()
 	if full < 0 {
-		sum.Anomalies = append(sum.Anomalies, "fsck never found every block at full replication within 90 s of the last heal")
+		sum.Anomalies = append(sum.Anomalies, "fsck never found every block at full replication within 90 s of the last heal; last: "+lastFsck)
 	}
 	t.Log("\n" + sum.table())
 	t.Log(sum.line())
