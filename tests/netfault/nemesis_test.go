@@ -150,8 +150,11 @@ func TestNemesis(t *testing.T) {
 	}
 
 	endEpoch := epoch("baseline")
-	// The baseline is every stretch without a fault: this first one and
-	// each from a heal to the next injection (recovery included).
+	// The baseline is every stretch without a fault while a namespace
+	// epoch runs (its workers are most of the load): this first one, and
+	// in each fault's epoch the stretches before the injection and after
+	// the heal (recovery included). Epoch changes, when the namespace
+	// workers stop, count in neither.
 	var calmOps int64
 	var calmSecs float64
 	calm0, calmT := acked.Load(), time.Now()
@@ -160,6 +163,7 @@ func TestNemesis(t *testing.T) {
 		calmSecs += time.Since(calmT).Seconds()
 	}
 	time.Sleep(3 * time.Second)
+	calm()
 	endEpoch()
 	var recs []faultRecord
 	var cuts []cutWindow
@@ -179,6 +183,7 @@ func TestNemesis(t *testing.T) {
 			leader = waitLeader(t, c, nns, -1)
 		}
 		endEpoch := epoch(fmt.Sprintf("%03d-%s", i, k.name))
+		calm0, calmT = acked.Load(), time.Now()
 		time.Sleep(300 * time.Millisecond)
 		calm()
 		a0, f0 := acked.Load(), time.Now()
@@ -201,9 +206,9 @@ func TestNemesis(t *testing.T) {
 		recs = append(recs, r)
 		calm0, calmT = acked.Load(), time.Now()
 		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond) // settle
+		calm()
 		endEpoch()
 	}
-	calm()
 	baseline := float64(calmOps) / max(calmSecs, 1e-9)
 	for i := range recs {
 		recs[i].Avail = recs[i].OpsPerSec / baseline
