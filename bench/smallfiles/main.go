@@ -13,6 +13,10 @@
 // clients of a real cluster are, so the namenode's per-user write rate
 // (meant for abuse, docs/OPERATIONS.md) applies to each client alone.
 //
+// Each Create allocates the file's first block (client.CreateOptions.
+// FirstBlock); --first-block=false measures the separate AddBlock.
+// --cpuprofile with --profile-phase write or read profiles one phase.
+//
 //	go run ./bench/smallfiles --files 20000 --clients 16 --replication 3
 package main
 
@@ -64,6 +68,7 @@ type Round struct {
 type config struct {
 	files, size, jitter, clients, rounds int
 	replication                          uint32
+	firstBlock                           bool
 }
 
 func main() {
@@ -74,9 +79,11 @@ func main() {
 	flag.IntVar(&cfg.clients, "clients", 16, "concurrent clients, each its own user")
 	flag.IntVar(&cfg.rounds, "rounds", 2, "rounds; every figure is the median")
 	repl := flag.Uint("replication", 3, "replicas per file")
+	flag.BoolVar(&cfg.firstBlock, "first-block", true, "have each Create allocate the file's first block (client.CreateOptions.FirstBlock); false: a separate AddBlock, as before")
 	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
 	jsonOut := flag.String("json", "", "write every round and the medians as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds (the whole process: cluster and clients) to this file")
+	profilePhase := flag.String("profile-phase", "both", "what --cpuprofile covers: both phases of every round, or the first round's write or read phase")
 	flag.Parse()
 	cfg.replication = uint32(*repl)
 	if cfg.files < 1 || cfg.clients < 1 || cfg.rounds < 1 || cfg.size < 0 || cfg.jitter < 0 || cfg.replication < 1 {
@@ -107,11 +114,30 @@ func main() {
 	check(err)
 	defer rc.Close()
 
+	if *profilePhase != "both" && *profilePhase != "write" && *profilePhase != "read" {
+		log.Fatal("--profile-phase must be both, write or read")
+	}
+	// profile runs a phase's fn, under the CPU profile if --profile-phase
+	// names it: with both, every round's; with one, the first round's
+	// only (a profile file holds one start to stop).
+	var prof *os.File
 	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+		var err error
+		prof, err = os.Create(*cpuprofile)
 		check(err)
-		check(pprof.StartCPUProfile(f))
+		defer prof.Close()
+		if *profilePhase == "both" {
+			check(pprof.StartCPUProfile(prof))
+			defer pprof.StopCPUProfile()
+		}
+	}
+	profile := func(r int, phase string, fn func() Phase) Phase {
+		if prof == nil || r > 0 || *profilePhase != phase {
+			return fn()
+		}
+		check(pprof.StartCPUProfile(prof))
 		defer pprof.StopCPUProfile()
+		return fn()
 	}
 	var rounds []Round
 	for r := range cfg.rounds {
@@ -124,11 +150,15 @@ func main() {
 			}
 		}
 		data := files(cfg, r)
-		w := run(ctx, clients, cfg.files, writeSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
-			return write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], cfg.replication, t)
+		w := profile(r, "write", func() Phase {
+			return run(ctx, clients, cfg.files, writeSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+				return write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}, t)
+			})
 		})
-		rd := run(ctx, clients, cfg.files, readSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
-			return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
+		rd := profile(r, "read", func() Phase {
+			return run(ctx, clients, cfg.files, readSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+				return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
+			})
 		})
 		rounds = append(rounds, Round{Write: w, Read: rd})
 		log.Printf("round %d: write %.0f files/s (p50 %.1f ms), read %.0f files/s (p50 %.1f ms), errors %d/%d",
@@ -178,8 +208,8 @@ func (t *timer) mark() {
 	t.last = now
 }
 
-func write(ctx context.Context, c *client.Client, p string, data []byte, repl uint32, t *timer) error {
-	w, err := c.Create(ctx, p, client.CreateOptions{Perm: 0o644, Replication: repl})
+func write(ctx context.Context, c *client.Client, p string, data []byte, o client.CreateOptions, t *timer) error {
+	w, err := c.Create(ctx, p, o)
 	if err != nil {
 		return err
 	}
