@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -57,6 +58,10 @@ type Phase struct {
 	StepP50Ms   map[string]float64 `json:"step_p50_ms"`
 	StepP99Ms   map[string]float64 `json:"step_p99_ms"`
 	Errors      int                `json:"errors"`
+	// CPUMsPerFile is this process's CPU time (user + system) in the
+	// phase per file: with the in-process cluster, every node's and
+	// client's, the figure least moved by other load on the machine.
+	CPUMsPerFile float64 `json:"cpu_ms_per_file"`
 }
 
 // Round is one round's write and read phases.
@@ -257,7 +262,7 @@ func run(ctx context.Context, clients []*client.Client, n int, steps []string, o
 		next <- i
 	}
 	close(next)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for _, c := range clients {
 		wg.Go(func() {
 			for i := range next {
@@ -282,9 +287,10 @@ func run(ctx context.Context, clients []*client.Client, n int, steps []string, o
 		})
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), cpuTime()-cpu0
 	ph := Phase{FilesPerSec: float64(n-errs) / el.Seconds(), P50Ms: pct(total, 50), P90Ms: pct(total, 90), P99Ms: pct(total, 99),
-		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs}
+		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs,
+		CPUMsPerFile: float64(cpu.Microseconds()) / 1000 / float64(n)}
 	for k, s := range steps {
 		ph.StepP50Ms[s], ph.StepP99Ms[s] = pct(per[k], 50), pct(per[k], 99)
 	}
@@ -309,13 +315,14 @@ func medianPhase(rs []Round, get func(Round) Phase) Phase {
 		return results.Median(xs)
 	}
 	ph := Phase{
-		FilesPerSec: f(func(p Phase) float64 { return p.FilesPerSec }),
-		P50Ms:       f(func(p Phase) float64 { return p.P50Ms }),
-		P90Ms:       f(func(p Phase) float64 { return p.P90Ms }),
-		P99Ms:       f(func(p Phase) float64 { return p.P99Ms }),
-		Errors:      int(f(func(p Phase) float64 { return float64(p.Errors) })),
-		StepP50Ms:   map[string]float64{},
-		StepP99Ms:   map[string]float64{},
+		FilesPerSec:  f(func(p Phase) float64 { return p.FilesPerSec }),
+		P50Ms:        f(func(p Phase) float64 { return p.P50Ms }),
+		P90Ms:        f(func(p Phase) float64 { return p.P90Ms }),
+		P99Ms:        f(func(p Phase) float64 { return p.P99Ms }),
+		Errors:       int(f(func(p Phase) float64 { return float64(p.Errors) })),
+		CPUMsPerFile: f(func(p Phase) float64 { return p.CPUMsPerFile }),
+		StepP50Ms:    map[string]float64{},
+		StepP99Ms:    map[string]float64{},
 	}
 	for s := range get(rs[0]).StepP50Ms {
 		ph.StepP50Ms[s] = f(func(p Phase) float64 { return p.StepP50Ms[s] })
@@ -342,6 +349,8 @@ func printTable(w io.Writer, cfg config, m Round) {
 	for _, s := range readSteps {
 		fmt.Fprintf(tw, "read: %s\t%.2f\t%.2f\n", s, m.Read.StepP50Ms[s], m.Read.StepP99Ms[s])
 	}
+	fmt.Fprintf(tw, "write: CPU ms per file\t%.2f\t(this process)\n", m.Write.CPUMsPerFile)
+	fmt.Fprintf(tw, "read: CPU ms per file\t%.2f\t(this process)\n", m.Read.CPUMsPerFile)
 	fmt.Fprintf(tw, "rounds\t%d\t%d files each; medians\n", cfg.rounds, cfg.files)
 	tw.Flush()
 }
@@ -350,4 +359,13 @@ func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// cpuTime is the CPU time this process has used (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
