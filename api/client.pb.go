@@ -128,14 +128,21 @@ func (x *MkdirsResponse) GetHeader() *ResponseHeader {
 }
 
 type CreateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`                                     // 0 means 0644
-	Overwrite     bool                   `protobuf:"varint,3,opt,name=overwrite,proto3" json:"overwrite,omitempty"`                           // replace an existing file (never a directory)
-	Replication   uint32                 `protobuf:"varint,4,opt,name=replication,proto3" json:"replication,omitempty"`                       // 0 means the namenode default
-	BlockSize     uint64                 `protobuf:"varint,5,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`          // 0 means the namenode default
-	CreateParent  bool                   `protobuf:"varint,6,opt,name=create_parent,json=createParent,proto3" json:"create_parent,omitempty"` // create missing parent directories
-	ClientName    string                 `protobuf:"bytes,7,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`        // lease holder name, informational
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Path         string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Mode         uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`                                     // 0 means 0644
+	Overwrite    bool                   `protobuf:"varint,3,opt,name=overwrite,proto3" json:"overwrite,omitempty"`                           // replace an existing file (never a directory)
+	Replication  uint32                 `protobuf:"varint,4,opt,name=replication,proto3" json:"replication,omitempty"`                       // 0 means the namenode default
+	BlockSize    uint64                 `protobuf:"varint,5,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`          // 0 means the namenode default
+	CreateParent bool                   `protobuf:"varint,6,opt,name=create_parent,json=createParent,proto3" json:"create_parent,omitempty"` // create missing parent directories
+	ClientName   string                 `protobuf:"bytes,7,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`        // lease holder name, informational
+	// Also allocate the file's first block, as an AddBlock with no previous
+	// block would, in the same Raft entry: a small file's writer saves a
+	// round trip. The answer carries it in block, token and
+	// bytes_per_checksum; without a block there (no datanode could be
+	// chosen, or the space quota refused it) the writer calls AddBlock,
+	// which says why.
+	FirstBlock    bool `protobuf:"varint,8,opt,name=first_block,json=firstBlock,proto3" json:"first_block,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -219,6 +226,13 @@ func (x *CreateRequest) GetClientName() string {
 	return ""
 }
 
+func (x *CreateRequest) GetFirstBlock() bool {
+	if x != nil {
+		return x.FirstBlock
+	}
+	return false
+}
+
 type CreateResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
@@ -226,6 +240,11 @@ type CreateResponse struct {
 	// The namenode's lease soft limit: the writer's client renews its
 	// leases well within it (at most every half of it).
 	LeaseSoftLimitMs int64 `protobuf:"varint,3,opt,name=lease_soft_limit_ms,json=leaseSoftLimitMs,proto3" json:"lease_soft_limit_ms,omitempty"`
+	// With first_block: the first block and its pipeline, its write token and
+	// the chunk size, as in AddBlockResponse; unset when none was allocated.
+	Block            *LocatedBlock `protobuf:"bytes,4,opt,name=block,proto3" json:"block,omitempty"`
+	Token            []byte        `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
+	BytesPerChecksum uint32        `protobuf:"varint,6,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -277,6 +296,27 @@ func (x *CreateResponse) GetStatus() *FileStatus {
 func (x *CreateResponse) GetLeaseSoftLimitMs() int64 {
 	if x != nil {
 		return x.LeaseSoftLimitMs
+	}
+	return 0
+}
+
+func (x *CreateResponse) GetBlock() *LocatedBlock {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *CreateResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *CreateResponse) GetBytesPerChecksum() uint32 {
+	if x != nil {
+		return x.BytesPerChecksum
 	}
 	return 0
 }
@@ -3047,7 +3087,7 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
 	"\aparents\x18\x03 \x01(\bR\aparents\"D\n" +
 	"\x0eMkdirsResponse\x122\n" +
-	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"\xdc\x01\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"\xfd\x01\n" +
 	"\rCreateRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x1c\n" +
@@ -3057,11 +3097,16 @@ const file_api_client_proto_rawDesc = "" +
 	"block_size\x18\x05 \x01(\x04R\tblockSize\x12#\n" +
 	"\rcreate_parent\x18\x06 \x01(\bR\fcreateParent\x12\x1f\n" +
 	"\vclient_name\x18\a \x01(\tR\n" +
-	"clientName\"\xa3\x01\n" +
+	"clientName\x12\x1f\n" +
+	"\vfirst_block\x18\b \x01(\bR\n" +
+	"firstBlock\"\x97\x02\n" +
 	"\x0eCreateResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12-\n" +
-	"\x13lease_soft_limit_ms\x18\x03 \x01(\x03R\x10leaseSoftLimitMs\"\x94\x01\n" +
+	"\x13lease_soft_limit_ms\x18\x03 \x01(\x03R\x10leaseSoftLimitMs\x12.\n" +
+	"\x05block\x18\x04 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\fR\x05token\x12,\n" +
+	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\"\x94\x01\n" +
 	"\x0fAddBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12-\n" +
@@ -3350,8 +3395,8 @@ var file_api_client_proto_goTypes = []any{
 	(*GetQuotaUsageResponse)(nil),          // 48: blockfs.v1.GetQuotaUsageResponse
 	(*ResponseHeader)(nil),                 // 49: blockfs.v1.ResponseHeader
 	(*FileStatus)(nil),                     // 50: blockfs.v1.FileStatus
-	(*Block)(nil),                          // 51: blockfs.v1.Block
-	(*LocatedBlock)(nil),                   // 52: blockfs.v1.LocatedBlock
+	(*LocatedBlock)(nil),                   // 51: blockfs.v1.LocatedBlock
+	(*Block)(nil),                          // 52: blockfs.v1.Block
 	(*ReadOptions)(nil),                    // 53: blockfs.v1.ReadOptions
 	(*DatanodeInfo)(nil),                   // 54: blockfs.v1.DatanodeInfo
 }
@@ -3359,102 +3404,103 @@ var file_api_client_proto_depIdxs = []int32{
 	49, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
 	49, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
 	50, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	51, // 3: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	49, // 4: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 5: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	51, // 6: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	49, // 7: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 8: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	49, // 9: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 10: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 11: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	51, // 12: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	52, // 13: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	53, // 14: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 15: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 16: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	54, // 17: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	53, // 18: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 19: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 20: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	53, // 21: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 22: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 23: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	49, // 24: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 25: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 26: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 27: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 28: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	30, // 29: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	54, // 30: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	49, // 31: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 32: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 33: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	49, // 34: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 35: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	49, // 36: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 37: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	51, // 38: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	51, // 39: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	49, // 40: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 41: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
-	53, // 42: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 43: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 44: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
-	53, // 45: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 46: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
-	46, // 47: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
-	0,  // 48: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 49: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 50: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 51: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 52: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 53: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 54: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 55: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 56: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 57: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 58: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 59: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 60: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 61: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 62: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31, // 63: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33, // 64: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35, // 65: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37, // 66: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39, // 67: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	41, // 68: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
-	44, // 69: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
-	47, // 70: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
-	1,  // 71: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 72: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 73: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 74: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 75: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 76: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 77: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 78: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 79: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 80: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 81: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 82: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 83: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 84: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 85: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32, // 86: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34, // 87: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36, // 88: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38, // 89: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40, // 90: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	42, // 91: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
-	45, // 92: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
-	48, // 93: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
-	71, // [71:94] is the sub-list for method output_type
-	48, // [48:71] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	51, // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
+	52, // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	49, // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	52, // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	49, // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	49, // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	52, // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	51, // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	53, // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51, // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	54, // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	53, // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	53, // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	50, // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	49, // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	30, // 30: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	54, // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	49, // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	49, // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	49, // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	52, // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	52, // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	52, // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	49, // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	53, // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43, // 45: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
+	53, // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	49, // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	46, // 48: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
+	0,  // 49: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 50: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 51: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 52: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 53: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 54: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 55: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 56: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 57: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 58: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 59: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 60: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 61: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 62: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 63: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31, // 64: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33, // 65: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35, // 66: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37, // 67: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39, // 68: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	41, // 69: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	44, // 70: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	47, // 71: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	1,  // 72: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 73: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 74: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 75: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 76: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 77: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 78: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 79: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 80: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 81: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 82: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 83: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 84: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 85: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 86: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32, // 87: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34, // 88: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36, // 89: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38, // 90: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40, // 91: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	42, // 92: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	45, // 93: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	48, // 94: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	72, // [72:95] is the sub-list for method output_type
+	49, // [49:72] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }

@@ -248,8 +248,14 @@ type CreateCommand struct {
 	// it until it expires (redirect_expires_unix_ms).
 	RedirectNonce         string `protobuf:"bytes,10,opt,name=redirect_nonce,json=redirectNonce,proto3" json:"redirect_nonce,omitempty"`
 	RedirectExpiresUnixMs int64  `protobuf:"varint,11,opt,name=redirect_expires_unix_ms,json=redirectExpiresUnixMs,proto3" json:"redirect_expires_unix_ms,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Non-empty: once the file is created, allocate its first block as an
+	// AddBlockCommand with these targets (no previous block, same caller
+	// and mtime) would, in the same apply. The result then carries block
+	// and offset besides status; a refused allocation leaves the file
+	// created without blocks and the result without a block.
+	FirstBlockTargets []string `protobuf:"bytes,12,rep,name=first_block_targets,json=firstBlockTargets,proto3" json:"first_block_targets,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CreateCommand) Reset() {
@@ -357,6 +363,13 @@ func (x *CreateCommand) GetRedirectExpiresUnixMs() int64 {
 		return x.RedirectExpiresUnixMs
 	}
 	return 0
+}
+
+func (x *CreateCommand) GetFirstBlockTargets() []string {
+	if x != nil {
+		return x.FirstBlockTargets
+	}
+	return nil
 }
 
 type AddBlockCommand struct {
@@ -2242,7 +2255,7 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04perm\x18\x03 \x01(\rR\x04perm\x12\x18\n" +
 	"\aparents\x18\x04 \x01(\bR\aparents\x12\"\n" +
-	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\x8f\x03\n" +
+	"\rmtime_unix_ms\x18\x05 \x01(\x03R\vmtimeUnixMs\"\xbf\x03\n" +
 	"\rCreateCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -2256,7 +2269,8 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\rsoft_limit_ms\x18\t \x01(\x03R\vsoftLimitMs\x12%\n" +
 	"\x0eredirect_nonce\x18\n" +
 	" \x01(\tR\rredirectNonce\x127\n" +
-	"\x18redirect_expires_unix_ms\x18\v \x01(\x03R\x15redirectExpiresUnixMs\"\xd9\x01\n" +
+	"\x18redirect_expires_unix_ms\x18\v \x01(\x03R\x15redirectExpiresUnixMs\x12.\n" +
+	"\x13first_block_targets\x18\f \x03(\tR\x11firstBlockTargets\"\xd9\x01\n" +
 	"\x0fAddBlockCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +

@@ -31,6 +31,8 @@ type Manager struct {
 	refused refusals
 	// admin is the replicated admin-state table (admin.go).
 	admin adminTable
+	// reported wakes the waiters for replica reports (notify.go).
+	reported reportSignal
 }
 
 // New returns an empty Manager, or an errs.Invalid error if cfg does not

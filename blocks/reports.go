@@ -35,6 +35,9 @@ func (m *Manager) FullReport(id string, rs []Replica) (accepted bool) {
 	})
 	n.blocks = held
 	n.needFull = false
+	if len(rs) > 0 {
+		m.reported.fire()
+	}
 	n.qmu.Lock()
 	for b := range n.invalidate {
 		if !held.Has(b) {
@@ -77,6 +80,9 @@ func (m *Manager) IncrementalReport(id string, received []Replica, deleted []uin
 		s.removeReplica(n, b)
 		s.shrink()
 		s.mu.Unlock()
+	}
+	if len(received) > 0 {
+		m.reported.fire()
 	}
 	if len(deleted) > 0 {
 		n.qmu.Lock()

@@ -205,8 +205,10 @@ func (c *Client) reportBad(ctx context.Context, b *api.Block, datanode string) {
 	})
 }
 
-// WriteFile creates p with data in one call.
+// WriteFile creates p with data in one call. A non-empty file's first
+// block comes with the Create (CreateOptions.FirstBlock).
 func (c *Client) WriteFile(ctx context.Context, p string, data []byte, o CreateOptions) error {
+	o.FirstBlock = o.FirstBlock || len(data) > 0
 	w, err := c.Create(ctx, p, o)
 	if err != nil {
 		return err

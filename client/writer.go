@@ -26,6 +26,12 @@ type CreateOptions struct {
 	NonRecursive bool
 	Replication  uint32
 	BlockSize    uint64
+	// FirstBlock has the Create allocate the file's first block too, in
+	// the same call and Raft entry (CreateRequest.first_block): a file of
+	// one block then costs the namenode two calls, Create and Complete.
+	// Ask for it when the file will not be empty; a Writer closed with
+	// nothing written gives the block back (AbandonBlock) first.
+	FirstBlock bool
 }
 
 // Writer writes a file block by block, as HDFS's DFSOutputStream does: the
@@ -49,8 +55,11 @@ type Writer struct {
 	// lastSynced: the last of blocks, finished with cur nil, had its
 	// length recorded by an hflush (Fsync) before anything committed it.
 	lastSynced bool
-	err        error
-	closed     bool
+	// first is the block the Create allocated (CreateOptions.FirstBlock),
+	// until the first block starts with it.
+	first  *api.AddBlockResponse
+	err    error
+	closed bool
 }
 
 // blockWrite is the block being written and its pipeline.
@@ -73,12 +82,17 @@ func (b *blockWrite) end() int64 { return b.base + int64(len(b.buf)) }
 func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer, error) {
 	var st *api.FileStatus
 	var soft int64
+	var first *api.AddBlockResponse
 	err := c.call(ctx, "Create", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Create(ctx, &api.CreateRequest{
 			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
-			Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
+			Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User, FirstBlock: o.FirstBlock,
 		}, trailerOpt(ctx))
 		st, soft = r.GetStatus(), r.GetLeaseSoftLimitMs()
+		first = nil
+		if len(r.GetBlock().GetLocations()) > 0 {
+			first = &api.AddBlockResponse{Block: r.Block, Token: r.Token, BytesPerChecksum: r.BytesPerChecksum}
+		}
 		c.saw(r.GetHeader())
 		return err
 	})
@@ -89,7 +103,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 		return nil, errs.Newf(errs.Internal, "client.Client.Create", p, "namenode answered block size %d; want 1..%d", st.GetBlockSize(), uint64(maxBlockSize))
 	}
 	c.leases.hold(soft)
-	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize}, nil
+	return &Writer{c: c, ctx: ctx, path: p, inode: st.InodeId, blockSize: st.BlockSize, first: first}, nil
 }
 
 // maxBlockSize is the largest block a Writer buffers (the namenode's
@@ -229,6 +243,14 @@ func (w *Writer) Close() error {
 			return err
 		}
 	}
+	if w.first != nil {
+		// Nothing was written: the Create's block goes back, or Complete
+		// would find a block the writer never names.
+		if w.err = w.abandon(w.first.Block.Block); w.err != nil {
+			return w.err
+		}
+		w.first = nil
+	}
 	w.err = w.c.call(w.ctx, "Complete", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks}, trailerOpt(ctx))
 		w.c.saw(r.GetHeader())
@@ -264,9 +286,13 @@ func (w *Writer) startBlock() error {
 	var exclude []string
 	var lastErr error
 	for range maxPipelineAttempts {
-		ab, err := w.addBlock(exclude)
-		if err != nil {
-			return err
+		ab := w.first
+		w.first = nil
+		if ab == nil {
+			var err error
+			if ab, err = w.addBlock(exclude); err != nil {
+				return err
+			}
 		}
 		bpc := int(ab.BytesPerChecksum)
 		if bpc == 0 {
@@ -282,13 +308,18 @@ func (w *Writer) startBlock() error {
 			return nil
 		}
 		lastErr = err
-		_ = w.c.call(w.ctx, "AbandonBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
-			_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: ab.Block.Block}, trailerOpt(ctx))
-			return err
-		})
+		_ = w.abandon(ab.Block.Block)
 		exclude = append(exclude, bad)
 	}
 	return &errs.Error{Kind: errs.Unavailable, Op: "WriteBlock", Path: w.path, Msg: "every pipeline failed", Err: lastErr}
+}
+
+// abandon gives block b of the file back (AbandonBlock).
+func (w *Writer) abandon(b *api.Block) error {
+	return w.c.call(w.ctx, "AbandonBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
+		_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: b}, trailerOpt(ctx))
+		return err
+	})
 }
 
 // openPipeline opens the stream of b to nodes (the first, which forwards
@@ -480,10 +511,7 @@ func (w *Writer) recoverPipeline(cause error) error {
 // and places it anew without bad, keeping its bytes.
 func (w *Writer) restartBlock(bad string, cause error) error {
 	b := w.cur
-	_ = w.c.call(w.ctx, "AbandonBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
-		_, err := nn.AbandonBlock(ctx, &api.AbandonBlockRequest{Path: w.path, InodeId: w.inode, Block: b.lb.Block}, trailerOpt(ctx))
-		return err
-	})
+	_ = w.abandon(b.lb.Block)
 	ab, err := w.addBlock([]string{bad})
 	if err != nil {
 		return &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "re-placing the block failed", Err: cause}

@@ -63,14 +63,51 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: s.n.nowMs(),
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
 	}
-	if r, ok := security.RedirectFromContext(ctx); ok && r.Op == security.RedirectCreate {
-		cmd.RedirectNonce, cmd.RedirectExpiresUnixMs = r.Nonce, r.ExpiresAt.UnixMilli()
+	red, _ := security.RedirectFromContext(ctx)
+	if red.Op == security.RedirectCreate {
+		cmd.RedirectNonce, cmd.RedirectExpiresUnixMs = red.Nonce, red.ExpiresAt.UnixMilli()
+	}
+	var targets []blocks.Datanode
+	if req.FirstBlock {
+		// No datanode to choose is not the Create's failure: the file is
+		// created without a block, and the writer's AddBlock says why.
+		targets, _ = s.n.blocks.ChooseTargets(int(repl), bs, nil, red.Datanode)
+		cmd.FirstBlockTargets = datanodeIDs(targets)
 	}
 	res, idx, err := s.n.propose(ctx, "Create", fsm.CmdCreate, cmd)
 	if err != nil {
 		return nil, s.n.takeOver(ctx, "Create", c, p, err)
 	}
-	return &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}, nil
+	resp = &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}
+	if res.Block != nil && len(targets) > 0 {
+		if resp.Block, resp.Token, err = s.n.locatedWriteBlock(c.User, res.Status.GetInodeId(), res.Block, res.Offset, targets); err != nil {
+			return nil, err
+		}
+		resp.BytesPerChecksum = s.n.cfg.Namespace.BytesPerChecksum
+	}
+	return resp, nil
+}
+
+func datanodeIDs(ds []blocks.Datanode) []string {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	return ids
+}
+
+// locatedWriteBlock is a block the FSM gave the file's writer, with its
+// pipeline and the write token for it.
+func (n *Namenode) locatedWriteBlock(user string, inode uint64, b *api.Block, offset uint64, targets []blocks.Datanode) (*api.LocatedBlock, []byte, error) {
+	lb := &api.LocatedBlock{Block: b, Offset: offset}
+	for _, d := range targets {
+		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+	}
+	tok, err := n.issuer.WriteToken(user, inode, b.Id, b.GenStamp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lb, tok, nil
 }
 
 func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) (*api.AddBlockResponse, error) {
@@ -106,22 +143,14 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		}
 		return nil, err
 	}
-	ids := make([]string, len(targets))
-	for i, d := range targets {
-		ids[i] = d.ID
-	}
 	res, idx, err := s.n.propose(ctx, op, fsm.CmdAddBlock, &api.AddBlockCommand{
-		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: s.n.nowMs(), Targets: ids,
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: s.n.nowMs(), Targets: datanodeIDs(targets),
 	})
 	if err != nil {
 		return nil, err
 	}
-	lb := &api.LocatedBlock{Block: res.Block, Offset: res.Offset}
-	for _, d := range targets {
-		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
-	}
 	// The FSM gave out the block only to the file's writer.
-	tok, err := s.n.issuer.WriteToken(c.User, req.InodeId, res.Block.Id, res.Block.GenStamp)
+	lb, tok, err := s.n.locatedWriteBlock(c.User, req.InodeId, res.Block, res.Offset, targets)
 	if err != nil {
 		return nil, err
 	}

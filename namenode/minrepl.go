@@ -14,7 +14,8 @@ import (
 // completeFile does: a file closed before any datanode said it holds the
 // last block would be visible with blocks nobody can be sent to read. The
 // datanodes report a block they stored within their incremental report
-// delay, so the wait is usually one such delay. After cfg.CompleteWait it
+// delay, so the wait is usually one such delay (one report's trip at the
+// default delay of 0); each report that adds replicas wakes the wait. After cfg.CompleteWait it
 // answers Unavailable, and the client retries. A call that must wait
 // takes one of its user's Complete waits (Limits.CompleteWaits*) and is refused
 // with ResourceExhausted when the user, or the namenode, has none left.
@@ -34,33 +35,40 @@ func (n *Namenode) awaitMinReplication(ctx context.Context, user, p string, bs [
 			n.cfg.Limits.CompleteWaitsTotal)
 	}
 	defer n.completeWaits.Release(user)
-	deadline := time.Now().Add(n.cfg.Namespace.CompleteWait)
-	wait := time.Millisecond
-	for _, b := range bs {
-		for len(n.blocks.Locations(b.GetId())) < need {
-			if time.Now().After(deadline) {
-				return errs.Newf(errs.Unavailable, "Complete", p, "block %d has fewer than %d reported replicas after %v; retry", b.GetId(), need, n.cfg.Namespace.CompleteWait)
-			}
-			select {
-			case <-ctx.Done():
-				return errs.Wrap(errs.Canceled, "Complete", p, ctx.Err())
-			case <-n.stop:
-				return errs.New(errs.Unavailable, "Complete", p, "namenode is stopping")
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, 50*time.Millisecond)
+	// Wake on each report that adds replicas rather than polling: the
+	// datanodes report a finalized replica at once, so the wait is one
+	// report's trip, not the next poll after it.
+	deadline := time.NewTimer(n.cfg.Namespace.CompleteWait)
+	defer deadline.Stop()
+	for {
+		woken := n.blocks.ReplicasReported()
+		short := n.shortBlock(bs, need)
+		if short == nil {
+			return nil
+		}
+		select {
+		case <-woken:
+		case <-deadline.C:
+			return errs.Newf(errs.Unavailable, "Complete", p, "block %d has fewer than %d reported replicas after %v; retry", short.GetId(), need, n.cfg.Namespace.CompleteWait)
+		case <-ctx.Done():
+			return errs.Wrap(errs.Canceled, "Complete", p, ctx.Err())
+		case <-n.stop:
+			return errs.New(errs.Unavailable, "Complete", p, "namenode is stopping")
 		}
 	}
-	return nil
 }
 
 // replicated reports whether every block of bs has at least need reported
 // replicas now.
-func (n *Namenode) replicated(bs []*api.Block, need int) bool {
+func (n *Namenode) replicated(bs []*api.Block, need int) bool { return n.shortBlock(bs, need) == nil }
+
+// shortBlock returns the first block of bs with fewer than need reported
+// replicas now, or nil.
+func (n *Namenode) shortBlock(bs []*api.Block, need int) *api.Block {
 	for _, b := range bs {
 		if len(n.blocks.Locations(b.GetId())) < need {
-			return false
+			return b
 		}
 	}
-	return true
+	return nil
 }

@@ -13,6 +13,10 @@
 // clients of a real cluster are, so the namenode's per-user write rate
 // (meant for abuse, docs/OPERATIONS.md) applies to each client alone.
 //
+// Each Create allocates the file's first block (client.CreateOptions.
+// FirstBlock); --first-block=false measures the separate AddBlock.
+// --cpuprofile with --profile-phase write or read profiles one phase.
+//
 //	go run ./bench/smallfiles --files 20000 --clients 16 --replication 3
 package main
 
@@ -29,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -53,6 +58,10 @@ type Phase struct {
 	StepP50Ms   map[string]float64 `json:"step_p50_ms"`
 	StepP99Ms   map[string]float64 `json:"step_p99_ms"`
 	Errors      int                `json:"errors"`
+	// CPUMsPerFile is this process's CPU time (user + system) in the
+	// phase per file: with the in-process cluster, every node's and
+	// client's, the figure least moved by other load on the machine.
+	CPUMsPerFile float64 `json:"cpu_ms_per_file"`
 }
 
 // Round is one round's write and read phases.
@@ -64,6 +73,7 @@ type Round struct {
 type config struct {
 	files, size, jitter, clients, rounds int
 	replication                          uint32
+	firstBlock                           bool
 }
 
 func main() {
@@ -74,9 +84,11 @@ func main() {
 	flag.IntVar(&cfg.clients, "clients", 16, "concurrent clients, each its own user")
 	flag.IntVar(&cfg.rounds, "rounds", 2, "rounds; every figure is the median")
 	repl := flag.Uint("replication", 3, "replicas per file")
+	flag.BoolVar(&cfg.firstBlock, "first-block", true, "have each Create allocate the file's first block (client.CreateOptions.FirstBlock); false: a separate AddBlock, as before")
 	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
 	jsonOut := flag.String("json", "", "write every round and the medians as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds (the whole process: cluster and clients) to this file")
+	profilePhase := flag.String("profile-phase", "both", "what --cpuprofile covers: both phases of every round, or the first round's write or read phase")
 	flag.Parse()
 	cfg.replication = uint32(*repl)
 	if cfg.files < 1 || cfg.clients < 1 || cfg.rounds < 1 || cfg.size < 0 || cfg.jitter < 0 || cfg.replication < 1 {
@@ -107,11 +119,30 @@ func main() {
 	check(err)
 	defer rc.Close()
 
+	if *profilePhase != "both" && *profilePhase != "write" && *profilePhase != "read" {
+		log.Fatal("--profile-phase must be both, write or read")
+	}
+	// profile runs a phase's fn, under the CPU profile if --profile-phase
+	// names it: with both, every round's; with one, the first round's
+	// only (a profile file holds one start to stop).
+	var prof *os.File
 	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+		var err error
+		prof, err = os.Create(*cpuprofile)
 		check(err)
-		check(pprof.StartCPUProfile(f))
+		defer prof.Close()
+		if *profilePhase == "both" {
+			check(pprof.StartCPUProfile(prof))
+			defer pprof.StopCPUProfile()
+		}
+	}
+	profile := func(r int, phase string, fn func() Phase) Phase {
+		if prof == nil || r > 0 || *profilePhase != phase {
+			return fn()
+		}
+		check(pprof.StartCPUProfile(prof))
 		defer pprof.StopCPUProfile()
+		return fn()
 	}
 	var rounds []Round
 	for r := range cfg.rounds {
@@ -124,11 +155,15 @@ func main() {
 			}
 		}
 		data := files(cfg, r)
-		w := run(ctx, clients, cfg.files, writeSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
-			return write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], cfg.replication, t)
+		w := profile(r, "write", func() Phase {
+			return run(ctx, clients, cfg.files, writeSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+				return write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}, t)
+			})
 		})
-		rd := run(ctx, clients, cfg.files, readSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
-			return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
+		rd := profile(r, "read", func() Phase {
+			return run(ctx, clients, cfg.files, readSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+				return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
+			})
 		})
 		rounds = append(rounds, Round{Write: w, Read: rd})
 		log.Printf("round %d: write %.0f files/s (p50 %.1f ms), read %.0f files/s (p50 %.1f ms), errors %d/%d",
@@ -178,8 +213,8 @@ func (t *timer) mark() {
 	t.last = now
 }
 
-func write(ctx context.Context, c *client.Client, p string, data []byte, repl uint32, t *timer) error {
-	w, err := c.Create(ctx, p, client.CreateOptions{Perm: 0o644, Replication: repl})
+func write(ctx context.Context, c *client.Client, p string, data []byte, o client.CreateOptions, t *timer) error {
+	w, err := c.Create(ctx, p, o)
 	if err != nil {
 		return err
 	}
@@ -227,7 +262,7 @@ func run(ctx context.Context, clients []*client.Client, n int, steps []string, o
 		next <- i
 	}
 	close(next)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for _, c := range clients {
 		wg.Go(func() {
 			for i := range next {
@@ -252,9 +287,10 @@ func run(ctx context.Context, clients []*client.Client, n int, steps []string, o
 		})
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), cpuTime()-cpu0
 	ph := Phase{FilesPerSec: float64(n-errs) / el.Seconds(), P50Ms: pct(total, 50), P90Ms: pct(total, 90), P99Ms: pct(total, 99),
-		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs}
+		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs,
+		CPUMsPerFile: float64(cpu.Microseconds()) / 1000 / float64(n)}
 	for k, s := range steps {
 		ph.StepP50Ms[s], ph.StepP99Ms[s] = pct(per[k], 50), pct(per[k], 99)
 	}
@@ -279,13 +315,14 @@ func medianPhase(rs []Round, get func(Round) Phase) Phase {
 		return results.Median(xs)
 	}
 	ph := Phase{
-		FilesPerSec: f(func(p Phase) float64 { return p.FilesPerSec }),
-		P50Ms:       f(func(p Phase) float64 { return p.P50Ms }),
-		P90Ms:       f(func(p Phase) float64 { return p.P90Ms }),
-		P99Ms:       f(func(p Phase) float64 { return p.P99Ms }),
-		Errors:      int(f(func(p Phase) float64 { return float64(p.Errors) })),
-		StepP50Ms:   map[string]float64{},
-		StepP99Ms:   map[string]float64{},
+		FilesPerSec:  f(func(p Phase) float64 { return p.FilesPerSec }),
+		P50Ms:        f(func(p Phase) float64 { return p.P50Ms }),
+		P90Ms:        f(func(p Phase) float64 { return p.P90Ms }),
+		P99Ms:        f(func(p Phase) float64 { return p.P99Ms }),
+		Errors:       int(f(func(p Phase) float64 { return float64(p.Errors) })),
+		CPUMsPerFile: f(func(p Phase) float64 { return p.CPUMsPerFile }),
+		StepP50Ms:    map[string]float64{},
+		StepP99Ms:    map[string]float64{},
 	}
 	for s := range get(rs[0]).StepP50Ms {
 		ph.StepP50Ms[s] = f(func(p Phase) float64 { return p.StepP50Ms[s] })
@@ -312,6 +349,8 @@ func printTable(w io.Writer, cfg config, m Round) {
 	for _, s := range readSteps {
 		fmt.Fprintf(tw, "read: %s\t%.2f\t%.2f\n", s, m.Read.StepP50Ms[s], m.Read.StepP99Ms[s])
 	}
+	fmt.Fprintf(tw, "write: CPU ms per file\t%.2f\t(this process)\n", m.Write.CPUMsPerFile)
+	fmt.Fprintf(tw, "read: CPU ms per file\t%.2f\t(this process)\n", m.Read.CPUMsPerFile)
 	fmt.Fprintf(tw, "rounds\t%d\t%d files each; medians\n", cfg.rounds, cfg.files)
 	tw.Flush()
 }
@@ -320,4 +359,13 @@ func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// cpuTime is the CPU time this process has used (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -49,7 +49,18 @@ func (f *FSM) applyCreate(c *api.CreateCommand) (*api.CommandResult, error) {
 		f.pruneLeases()
 	}
 	f.st.leases.Add(fi.ID, writerOf(c.Caller), c.MtimeUnixMs)
-	return &api.CommandResult{Status: ToFileStatus(fi)}, nil
+	res := &api.CommandResult{Status: ToFileStatus(fi)}
+	if len(c.FirstBlockTargets) > 0 {
+		// The file's first block, as the writer's AddBlock would allocate
+		// it. A refusal (the space quota) is not the Create's: the file
+		// stays created, and the writer's AddBlock hears why.
+		ab, err := f.applyAddBlock(&api.AddBlockCommand{Caller: c.Caller, Path: c.Path, InodeId: uint64(fi.ID),
+			MtimeUnixMs: c.MtimeUnixMs, Targets: c.FirstBlockTargets})
+		if err == nil {
+			res.Block, res.Offset = ab.Block, ab.Offset
+		}
+	}
+	return res, nil
 }
 
 // applyAddBlock allocates the next block for the file's writer. A writer
