@@ -112,7 +112,8 @@ type move struct {
 
 // StartMove starts mv. It returns an errs.NotFound error for an unknown
 // datanode or block, and an errs.Precondition error saying why when the
-// move may not start now (see above); nothing changes then.
+// move may not start now (see above); nothing changes then, except that a
+// block with no verified replica has its replicas' verifies ordered.
 func (m *Manager) StartMove(mv Move) (*MoveHandle, error) {
 	const op = "blocks.Manager.StartMove"
 	src, dst := m.lookup(mv.Source), m.lookup(mv.Target)
@@ -156,6 +157,13 @@ func (m *Manager) StartMove(mv Move) (*MoveHandle, error) {
 	}
 	sender, sl := s.moveSender(b, src)
 	if sender == nil {
+		if s.verifiedGood(b) == 0 {
+			// As for re-replication: only a verified replica is copied.
+			// A leader that did not see the block written (it took over
+			// since, or restarted) has only reports, so it asks the
+			// holders to verify theirs, and a later plan can move it.
+			s.verifyUnverified(b, now.Add(m.cfg.ReplicationTimeout))
+		}
 		return nil, errs.New(errs.Precondition, op, name, "no live verified holder with a free replication stream")
 	}
 	before := s.tally(b)

@@ -373,3 +373,41 @@ func TestMovePacedCopyTime(t *testing.T) {
 		t.Fatalf("state %v (%q) long past the paced time", st, why)
 	}
 }
+
+// TestMoveOfUnverifiedBlockOrdersVerify: on a leader that did not see a
+// block written, its replicas are known only from reports, so none may be
+// copied; a move is refused, and the holders are asked to verify theirs.
+// Once they answer, the move starts. (A balancer on a new leader had
+// stalled on such blocks until it gave up.)
+func TestMoveOfUnverifiedBlockOrdersVerify(t *testing.T) {
+	m, _ := newTestManager(t, 4)
+	m.SetExpected(1, 1, 100, 2, true)
+	for _, h := range []string{dn(1), dn(2)} {
+		if !m.FullReport(h, []Replica{rep(1)}) {
+			t.Fatalf("report from %s rejected", h)
+		}
+	}
+	_, err := m.StartMove(Move{BlockID: 1, Source: dn(1), Target: dn(3)})
+	if !errs.Is(err, errs.Precondition) || !strings.Contains(err.Error(), "verified holder") {
+		t.Fatalf("a move of a block with only reported replicas: %v", err)
+	}
+	asked := 0
+	for _, h := range []string{dn(1), dn(2)} {
+		for _, c := range commands(m, h) {
+			if c.Kind == Verify && c.Block.BlockID == 1 {
+				asked++
+			}
+		}
+	}
+	if asked != 2 {
+		t.Fatalf("%d verifies ordered, want one per holder", asked)
+	}
+	for _, h := range []string{dn(1), dn(2)} {
+		if n := m.ReportVerified(h, []Replica{rep(1)}); n != 1 {
+			t.Fatalf("%s's verify answer accepted for %d replicas", h, n)
+		}
+	}
+	if _, err := m.StartMove(Move{BlockID: 1, Source: dn(1), Target: dn(3)}); err != nil {
+		t.Fatalf("the move after the verify: %v", err)
+	}
+}
