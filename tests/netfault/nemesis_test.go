@@ -74,17 +74,61 @@ type faultRecord struct {
 // operations attempted and acknowledged, the longest stall, and the time
 // from heal to full replication; -plot draws the timeline.
 func TestNemesis(t *testing.T) {
+	run := nemesisRun{seed: *flagSeed, faults: *flagFaults, duration: *flagDuration, kinds: kinds(t), summary: *flagSummary, plot: *flagPlot}
+	if run.seed == 0 {
+		run.seed = uint64(envInt("BLOCKFS_SEED", int(time.Now().UnixNano()%1e9)))
+	}
+	if run.faults == 0 {
+		run.faults = envInt("BLOCKFS_NETFAULT_FAULTS", 20)
+	}
+	if run.summary == "" {
+		run.summary = os.Getenv("BLOCKFS_NETFAULT_JSON")
+	}
+	nemesis(t, run)
+}
+
+// TestNemesisRegressions replays, short, the schedules that found bugs:
+// each seed with the fault kinds that showed it (docs/RELIABILITY.md).
+func TestNemesisRegressions(t *testing.T) {
+	for _, r := range []struct {
+		name   string
+		seed   uint64
+		kinds  []string
+		faults int
+	}{
+		// A full disk took a datanode's data dir out until restart, then
+		// its containers stayed read-only: no full replication after.
+		{"full-disk-comes-back", 998913214, []string{"full-disk", "kill-datanode"}, 6},
+		// Forwarded writes around a leadership handover were "leader
+		// unreachable"; a leader 40 s ahead recovered live writers' files.
+		{"clock-jump-handover", 523245763, []string{"clock-jump"}, 2},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			var ks []nemesisKind
+			for _, name := range r.kinds {
+				ks = append(ks, nemesisKinds[slices.IndexFunc(nemesisKinds, func(k nemesisKind) bool { return k.name == name })])
+			}
+			nemesis(t, nemesisRun{seed: r.seed, faults: r.faults, kinds: ks})
+		})
+	}
+}
+
+// nemesisRun is one schedule: its seed, how many faults (or for how
+// long), of which kinds, and where its summary and timeline go ("": not
+// written).
+type nemesisRun struct {
+	seed          uint64
+	faults        int
+	duration      time.Duration
+	kinds         []nemesisKind
+	summary, plot string
+}
+
+func nemesis(t *testing.T, run nemesisRun) {
 	c, nns, conns := start(t, 5)
 	ctx := t.Context()
-	seed := *flagSeed
-	if seed == 0 {
-		seed = uint64(envInt("BLOCKFS_SEED", int(time.Now().UnixNano()%1e9)))
-	}
-	nFaults := *flagFaults
-	if nFaults == 0 {
-		nFaults = envInt("BLOCKFS_NETFAULT_FAULTS", 20)
-	}
-	t.Logf("seed %d (-seed %d reruns this schedule), %d faults or -duration %v", seed, seed, nFaults, *flagDuration)
+	seed, nFaults := run.seed, run.faults
+	t.Logf("seed %d (-seed %d reruns this schedule), %d faults or -duration %v", seed, seed, nFaults, run.duration)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	waitLeader(t, c, nns, -1)
 
@@ -168,9 +212,9 @@ func TestNemesis(t *testing.T) {
 	var recs []faultRecord
 	var cuts []cutWindow
 	var order []nemesisKind
-	all := kinds(t)
+	all := run.kinds
 	for i := 0; ; i++ {
-		if *flagDuration > 0 && tl.elapsed() >= *flagDuration || *flagDuration == 0 && i >= nFaults {
+		if run.duration > 0 && tl.elapsed() >= run.duration || run.duration == 0 && i >= nFaults {
 			break
 		}
 		if i%len(all) == 0 { // every kind once per round, in a seeded order
@@ -289,18 +333,14 @@ func TestNemesis(t *testing.T) {
 	for _, a := range sum.Anomalies {
 		t.Error(a)
 	}
-	out := *flagSummary
-	if out == "" {
-		out = os.Getenv("BLOCKFS_NETFAULT_JSON")
-	}
-	if out != "" {
+	if out := run.summary; out != "" {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
-	if *flagPlot != "" {
-		if err := tl.plot(*flagPlot, recs, baseline); err != nil {
+	if run.plot != "" {
+		if err := tl.plot(run.plot, recs, baseline); err != nil {
 			t.Error(err)
 		}
 	}
