@@ -3,6 +3,7 @@ package errs
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -153,4 +154,12 @@ func kindFromCode(c codes.Code) Kind {
 		return Timeout
 	}
 	return Other
+}
+
+// NotSent reports whether a gRPC call failed before it left this process:
+// the connection to the peer could not be made (grpc-go's transport says
+// "Error while dialing"), so the peer never saw the call.
+func NotSent(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), "Error while dialing")
 }

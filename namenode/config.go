@@ -39,7 +39,7 @@ type Config struct {
 	// Now is the node's wall clock, stamped into commands and tokens; nil
 	// means time.Now. Tests set it to make one node's clock jump; nothing
 	// a namenode decides by its own clock depends on it agreeing with its
-	// peers' (leases are timed on the leader's monotonic clock, leasewatch.go).
+	// peers' (leases are timed on the leader's monotonic clock, leases.Watch).
 	Now func() time.Time
 
 	Raft      RaftConfig

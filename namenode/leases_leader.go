@@ -258,12 +258,12 @@ func (n *Namenode) checkLeases() {
 	n.fsm.View(func(r fsm.Reader) {
 		recs := r.Recoveries()
 		holders := r.Holders()
-		quiet := n.leaseWatch.silences(n.raft.CurrentTerm(), holders, mono)
+		quiet := n.leaseWatch.Silences(n.raft.CurrentTerm(), holders, mono)
 		for _, h := range holders {
 			// Past the hard limit by the table's stamps and by this
-			// leader's own watch (leasewatch.go): a clock ahead of the
+			// leader's own watch (leases.Watch): a clock ahead of the
 			// stamps' recovers nobody.
-			if now-h.RenewedMs <= hard || quiet[holderKey(h)] <= n.cfg.Leases.HardLimit {
+			if now-h.RenewedMs <= hard || quiet[leases.HolderKey(h)] <= n.cfg.Leases.HardLimit {
 				continue
 			}
 			for _, id := range h.Files {

@@ -25,9 +25,11 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/internal/node/serve"
+	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namenode/decommission"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/raftstore"
+	"github.com/blockfs/blockfs/namenode/readindex"
 	"github.com/blockfs/blockfs/namenode/reports"
 	"github.com/blockfs/blockfs/namenode/safemode"
 	"github.com/blockfs/blockfs/namespace"
@@ -53,7 +55,7 @@ type Namenode struct {
 	raft      *raft.Raft
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
-	reads     *readBatcher
+	reads     *readindex.Batcher
 	proposer  *proposer
 	keys      *security.KeyManager
 	issuer    *security.Issuer
@@ -71,7 +73,7 @@ type Namenode struct {
 	decom    *decommission.Service
 	safe     *safemode.Mode
 	// leaseWatch times lease holders on the leader's monotonic clock.
-	leaseWatch leaseWatch
+	leaseWatch leases.Watch
 	authz      *security.Authorizer
 	groups     *security.GroupMapping
 	members    memberCache
@@ -172,7 +174,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startRaft(); err != nil {
 		return nil, err
 	}
-	n.reads = newReadBatcher(n.raft, n.fsm.AppliedIndex)
+	n.reads = readindex.New(n.raft, n.fsm.AppliedIndex)
 	n.proposer = newProposer(n, n.cfg.Raft.MaxInflightApplies, n.cfg.Raft.MaxBatch)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {

@@ -3,14 +3,11 @@ package namenode
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/blockfs/blockfs/api"
@@ -105,7 +102,7 @@ func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*a
 			// answer: pass it on as such, not as "unreachable".
 			return nil, 0, errs.WithOp(remote, op)
 		}
-		if !answered && !notSent(err) {
+		if !answered && !errs.NotSent(err) {
 			return nil, 0, n.forwardError(op, err)
 		}
 		if attempt == 2 || ctx.Err() != nil {
@@ -130,14 +127,6 @@ func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*a
 		return res, resp.Index, errs.Wrap(errs.Timeout, op, "", ctx.Err())
 	}
 	return res, resp.Index, fsm.ResultErr(res)
-}
-
-// notSent reports whether a call failed before it left this node: the
-// connection to the peer could not be made (grpc-go's transport says
-// "Error while dialing"), so the peer never saw it.
-func notSent(err error) bool {
-	st, ok := status.FromError(err)
-	return ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), "Error while dialing")
 }
 
 func (n *Namenode) forwardError(op string, err error) error {

@@ -2,7 +2,6 @@ package namenode
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -10,70 +9,6 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 )
-
-// readBatcher shares one VerifyLeader round among concurrent linearizable
-// reads. A read joins the next round to start (never one already in flight,
-// whose index may predate the read); the round records the read index when
-// it starts and confirms leadership with a quorum.
-type readBatcher struct {
-	r       *raft.Raft
-	applied func() uint64
-	mu      sync.Mutex
-	next    *readRound
-	running bool
-}
-
-type readRound struct {
-	done  chan struct{}
-	index uint64
-	err   error
-}
-
-func newReadBatcher(r *raft.Raft, applied func() uint64) *readBatcher {
-	return &readBatcher{r: r, applied: applied}
-}
-
-// readIndex returns a commit index confirmed by a quorum after the call
-// began; op names the operation that reads.
-func (b *readBatcher) readIndex(ctx context.Context, op string) (uint64, error) {
-	b.mu.Lock()
-	if b.next == nil {
-		b.next = &readRound{done: make(chan struct{})}
-	}
-	rd := b.next
-	if !b.running {
-		b.startLocked()
-	}
-	b.mu.Unlock()
-	select {
-	case <-rd.done:
-		return rd.index, rd.err
-	case <-ctx.Done():
-		return 0, errs.Wrap(errs.Timeout, op, "", ctx.Err())
-	}
-}
-
-func (b *readBatcher) startLocked() {
-	rd := b.next
-	b.next = nil
-	b.running = true
-	// Every write acknowledged before this moment has been applied to the
-	// leader's FSM (Apply returns after the FSM), and a ready leader has
-	// applied everything earlier leaders committed (Barrier). So the
-	// leader's applied index is a sufficient read index, and unlike the
-	// commit index it never points at a no-op entry that FSMs never see.
-	rd.index = b.applied()
-	go func() {
-		rd.err = b.r.VerifyLeader().Error()
-		close(rd.done)
-		b.mu.Lock()
-		b.running = false
-		if b.next != nil {
-			b.startLocked()
-		}
-		b.mu.Unlock()
-	}()
-}
 
 // readBarrier makes this node ready to serve a read with the requested
 // consistency, and returns after the local state is recent enough. Its
@@ -122,7 +57,7 @@ func (n *Namenode) leaderReadIndex(ctx context.Context, op string) (uint64, erro
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	idx, err := n.reads.readIndex(ctx, op)
+	idx, err := n.reads.ReadIndex(ctx, op)
 	if err != nil {
 		if errs.KindOf(err) == errs.Other {
 			return 0, n.raftError(op, err)

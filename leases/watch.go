@@ -1,14 +1,13 @@
-package namenode
+package leases
 
 import (
 	"sync"
 	"time"
 
-	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namespace"
 )
 
-// leaseWatch is the leader's own measure of how long each lease holder has
+// Watch is the leader's own measure of how long each lease holder has
 // been silent, on its monotonic clock. The lease table's renewal times are
 // wall-clock stamps of whichever leader applied each renewal, so a leader
 // whose clock is ahead of its predecessor's (or jumps forward) would see
@@ -16,10 +15,11 @@ import (
 // of live writers at once. The monitor recovers a holder only when both
 // agree: the table says it passed the hard limit, and this leader has
 // itself watched it stay unrenewed for that long since it began leading
-// (HDFS's new active namenode likewise starts every lease afresh). A
+// (HDFS's new active namenode likewise starts every lease afresh).
+// The zero Watch is ready to use. A
 // holder's silence starts when this node first sees its current renewal
 // stamp; a renewal changes the stamp and restarts it.
-type leaseWatch struct {
+type Watch struct {
 	mu   sync.Mutex
 	term uint64 // the leadership the watch belongs to; another term resets it
 	seen map[string]watched
@@ -30,11 +30,11 @@ type watched struct {
 	since     time.Time // monotonic: when this renewal stamp was first seen
 }
 
-// silences returns, for each holder, how long this leader has watched it
+// Silences returns, for each holder (by Key), how long this leader has watched it
 // without a renewal, as of mono (a time.Now reading: only its monotonic
 // part is used). term is the current leadership's Raft term; holders no
 // longer in the table are forgotten.
-func (w *leaseWatch) silences(term uint64, holders []leases.Holder, mono time.Time) map[string]time.Duration {
+func (w *Watch) Silences(term uint64, holders []Holder, mono time.Time) map[string]time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.term != term || w.seen == nil {
@@ -43,7 +43,7 @@ func (w *leaseWatch) silences(term uint64, holders []leases.Holder, mono time.Ti
 	next := make(map[string]watched, len(holders))
 	out := make(map[string]time.Duration, len(holders))
 	for _, h := range holders {
-		k := holderKey(h)
+		k := HolderKey(h)
 		s, ok := w.seen[k]
 		if !ok || s.renewedMs != h.RenewedMs {
 			s = watched{renewedMs: h.RenewedMs, since: mono}
@@ -55,6 +55,7 @@ func (w *leaseWatch) silences(term uint64, holders []leases.Holder, mono time.Ti
 	return out
 }
 
-func holderKey(h leases.Holder) string {
-	return leases.Key(namespace.Writer{Client: h.Client, User: h.User})
+// HolderKey is h's key, as Key gives a writer's.
+func HolderKey(h Holder) string {
+	return Key(namespace.Writer{Client: h.Client, User: h.User})
 }
