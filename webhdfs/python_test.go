@@ -62,7 +62,11 @@ func TestFsspecClient(t *testing.T) {
 			}
 			e := startEnv(t, 1, c.mtls, "root")
 			cl := e.client()
-			ctx := ctxT(t)
+			// 64 MiB each way under the race detector, beside other
+			// packages' clusters: the whole case gets the script's 5 minutes,
+			// not ctxT's one (CI ran out of it reading back).
+			ctx, cancelAll := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancelAll()
 			goData := make([]byte, c.size)
 			r := rand.NewChaCha8([32]byte{2})
 			r.Read(goData)
@@ -95,12 +99,7 @@ func TestFsspecClient(t *testing.T) {
 				// requests prefers these variables to a session's verify.
 				env = append(env, "REQUESTS_CA_BUNDLE="+ca, "CURL_CA_BUNDLE="+ca)
 			}
-			// The mTLS case moves 64 MiB each way through Python under the
-			// race detector: give the script more than ctxT's minute, so a
-			// loaded machine slows it rather than fails it.
-			pctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(pctx, py, args...)
+			cmd := exec.CommandContext(ctx, py, args...)
 			cmd.Env = env
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
