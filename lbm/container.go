@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
@@ -325,7 +324,7 @@ func putCRCs(dst []byte, crcs []uint32) {
 // keystream position ever encrypts two plaintexts; any other error breaks
 // it.
 func (c *container) dataFailed(end int64, err error) {
-	if !errors.Is(err, syscall.ENOSPC) {
+	if !outOfSpace(err) {
 		c.markBroken()
 		return
 	}

@@ -149,8 +149,7 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 		s.release(c)
 		if err == nil {
 			s.wrote(c.dir)
-		}
-		if err != nil {
+		} else {
 			s.failDir(c.dir, err)
 			if failures++; failures > len(s.dirs) {
 				return err
@@ -210,8 +209,13 @@ func (s *Store) release(c *container) {
 	c.mu.Unlock()
 }
 
+// outOfSpace reports whether err is the disk being full (ENOSPC): a
+// directory that answers it is full, not failed, and a container whose
+// data file met it is not broken.
+func outOfSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
+
 func (s *Store) failDir(d *dataDir, err error) {
-	if errors.Is(err, syscall.ENOSPC) {
+	if outOfSpace(err) {
 		s.dirFull(d)
 		return
 	}
@@ -226,8 +230,8 @@ func (s *Store) failDir(d *dataDir, err error) {
 }
 
 // dirFull keeps new blocks out of d for FullRetry: it answered a write
-// with ENOSPC. The container that failed is broken (no more writes until
-// restart); d's others stay available for when space returns.
+// with ENOSPC. Its containers stay available for when space returns
+// (container.dataFailed, BlockWriter.failDataLocked).
 func (s *Store) dirFull(d *dataDir) {
 	retry := s.cfg.FullRetry
 	if retry <= 0 {

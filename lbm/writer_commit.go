@@ -2,8 +2,6 @@ package lbm
 
 import (
 	"context"
-	"errors"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -222,7 +220,7 @@ func (w *BlockWriter) failLocked(err error) error {
 // past everything this writer touched (releaseLocked), and the dir is
 // only full.
 func (w *BlockWriter) failDataLocked(err error) error {
-	if !errors.Is(err, syscall.ENOSPC) {
+	if !outOfSpace(err) {
 		return w.failLocked(err)
 	}
 	w.s.failDir(w.c.dir, err)

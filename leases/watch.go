@@ -15,10 +15,10 @@ import (
 // of live writers at once. The monitor recovers a holder only when both
 // agree: the table says it passed the hard limit, and this leader has
 // itself watched it stay unrenewed for that long since it began leading
-// (HDFS's new active namenode likewise starts every lease afresh).
-// The zero Watch is ready to use. A
+// (HDFS's new active namenode likewise starts every lease afresh). A
 // holder's silence starts when this node first sees its current renewal
-// stamp; a renewal changes the stamp and restarts it.
+// stamp; a renewal changes the stamp and restarts it. The zero Watch is
+// ready to use.
 type Watch struct {
 	mu   sync.Mutex
 	term uint64 // the leadership the watch belongs to; another term resets it
@@ -30,8 +30,8 @@ type watched struct {
 	since     time.Time // monotonic: when this renewal stamp was first seen
 }
 
-// Silences returns, for each holder (by Key), how long this leader has watched it
-// without a renewal, as of mono (a time.Now reading: only its monotonic
+// Silences returns, for each holder (by HolderKey), how long this leader
+// has watched it without a renewal, as of mono (a time.Now reading: only its monotonic
 // part is used). term is the current leadership's Raft term; holders no
 // longer in the table are forgotten.
 func (w *Watch) Silences(term uint64, holders []Holder, mono time.Time) map[string]time.Duration {

@@ -15,8 +15,8 @@ import (
 // last block would be visible with blocks nobody can be sent to read. The
 // datanodes report a block they stored within their incremental report
 // delay, so the wait is usually one such delay (one report's trip at the
-// default delay of 0); each report that adds replicas wakes the wait. After cfg.CompleteWait it
-// answers Unavailable, and the client retries. A call that must wait
+// default delay of 0); each report that adds replicas wakes the wait.
+// After cfg.CompleteWait it answers Unavailable, and the client retries. A call that must wait
 // takes one of its user's Complete waits (Limits.CompleteWaits*) and is refused
 // with ResourceExhausted when the user, or the namenode, has none left.
 func (n *Namenode) awaitMinReplication(ctx context.Context, user, p string, bs []*api.Block) error {

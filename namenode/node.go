@@ -114,6 +114,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		return nil, err
 	}
 	cfg.Tokens.NodeID = cfg.ID
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Tokens.Now == nil {
 		cfg.Tokens.Now = cfg.Now
 	}

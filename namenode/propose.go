@@ -81,8 +81,10 @@ func (n *Namenode) raftError(op string, err error) error {
 // forwardApply sends an encoded command to the leader. A node that answers
 // NotLeader (it lost the leadership, or is handing it over) never put the
 // entry in its log, and a leader that could not be dialled never got it,
-// so the command goes to the next leader this node learns of, a few times; it fails NotLeader, not Unavailable, when none
-// takes it, so that callers know it did not happen.
+// so the command goes to the next leader this node learns of, a few
+// times. It fails NotLeader, not Unavailable, when none takes it, so that
+// callers know it did not happen; a leader's own refusal (safe mode, a
+// rate limit) is passed on as that refusal.
 func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
 	var resp *api.ApplyResponse
 	for attempt := 0; ; attempt++ {
@@ -130,8 +132,7 @@ func (n *Namenode) forwardApply(ctx context.Context, op string, data []byte) (*a
 }
 
 func (n *Namenode) forwardError(op string, err error) error {
-	e := &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "leader unreachable", Err: err, LeaderHint: n.leaderGRPC()}
-	return e
+	return &errs.Error{Kind: errs.Unavailable, Op: op, Msg: "leader unreachable", Err: err, LeaderHint: n.leaderGRPC()}
 }
 
 // leaderGRPC returns the leader's gRPC address, or "" if unknown.

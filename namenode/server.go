@@ -116,14 +116,9 @@ func (n *Namenode) header() *api.ResponseHeader {
 	return h
 }
 
-// now is this node's wall clock: time.Now, or Config.Now (tests, and
-// --test-clock-offset). Every time the namenode puts in a command (mtimes,
-// lease renewals and checks) is read here.
-func (n *Namenode) now() time.Time {
-	if n.cfg.Now != nil {
-		return n.cfg.Now()
-	}
-	return time.Now()
-}
+// now is this node's wall clock, Config.Now (time.Now unless a test or
+// --test-clock-offset set it). Every time the namenode puts in a command
+// (mtimes, lease renewals and checks) is read here.
+func (n *Namenode) now() time.Time { return n.cfg.Now() }
 
 func (n *Namenode) nowMs() int64 { return n.now().UnixMilli() }

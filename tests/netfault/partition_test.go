@@ -172,15 +172,7 @@ type fault struct {
 	heal     func(ctx context.Context, c *Cluster, leader int) error
 }
 
-func othersThan(hs []*Host, i int) []*Host {
-	var out []*Host
-	for j, h := range hs {
-		if j != i {
-			out = append(out, h)
-		}
-	}
-	return out
-}
+func othersThan(hs []*Host, i int) []*Host { return without(hs, hs[i:i+1]) }
 
 var faults = []fault{
 	{name: "leader-cut-from-peers", majority: true, // clients and datanodes still reach it
