@@ -1,12 +1,18 @@
 .PHONY: proto test vet build fuzz
 
 PROTOS := $(wildcard api/*.proto)
+# Hadoop's own .proto files (vendored; api/hadoop/doc.go says what changed):
+# messages only, no gRPC stubs, since Hadoop IPC is not gRPC.
+HADOOP_PROTOS := $(wildcard api/hadoop/common/*.proto api/hadoop/hdfs/*.proto)
 
 proto:
 	PATH="$$PATH:$$(go env GOPATH)/bin" protoc -I . \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative \
 		$(PROTOS)
+	PATH="$$PATH:$$(go env GOPATH)/bin" protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		$(HADOOP_PROTOS)
 
 build:
 	go build ./...
