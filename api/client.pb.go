@@ -1407,9 +1407,15 @@ func (x *DeleteResponse) GetDeleted() bool {
 }
 
 type RenameRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Src           string                 `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
-	Dst           string                 `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Src   string                 `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
+	Dst   string                 `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	// exact is HDFS's rename2: dst names the destination itself (an existing
+	// directory is not moved into), and an existing dst is an error unless
+	// overwrite, which replaces a file with a file or an empty directory with
+	// a directory (namespace.Tree.Rename2).
+	Exact         bool `protobuf:"varint,3,opt,name=exact,proto3" json:"exact,omitempty"`
+	Overwrite     bool `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1456,6 +1462,20 @@ func (x *RenameRequest) GetDst() string {
 		return x.Dst
 	}
 	return ""
+}
+
+func (x *RenameRequest) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
+func (x *RenameRequest) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
 }
 
 type RenameResponse struct {
@@ -3188,10 +3208,12 @@ const file_api_client_proto_rawDesc = "" +
 	"\trecursive\x18\x02 \x01(\bR\trecursive\"^\n" +
 	"\x0eDeleteResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x18\n" +
-	"\adeleted\x18\x02 \x01(\bR\adeleted\"3\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\"g\n" +
 	"\rRenameRequest\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
-	"\x03dst\x18\x02 \x01(\tR\x03dst\"D\n" +
+	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x14\n" +
+	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x1c\n" +
+	"\toverwrite\x18\x04 \x01(\bR\toverwrite\"D\n" +
 	"\x0eRenameResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\">\n" +
 	"\x14SetPermissionRequest\x12\x12\n" +

@@ -755,6 +755,8 @@ type RenameCommand struct {
 	Src           string                 `protobuf:"bytes,2,opt,name=src,proto3" json:"src,omitempty"`
 	Dst           string                 `protobuf:"bytes,3,opt,name=dst,proto3" json:"dst,omitempty"`
 	MtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	Exact         bool                   `protobuf:"varint,5,opt,name=exact,proto3" json:"exact,omitempty"` // rename2: see RenameRequest
+	Overwrite     bool                   `protobuf:"varint,6,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,6 +817,20 @@ func (x *RenameCommand) GetMtimeUnixMs() int64 {
 		return x.MtimeUnixMs
 	}
 	return 0
+}
+
+func (x *RenameCommand) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
+func (x *RenameCommand) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
 }
 
 type SetMemberCommand struct {
@@ -2299,12 +2315,14 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x03 \x01(\bR\trecursive\x12\"\n" +
-	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"\x83\x01\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"\xb7\x01\n" +
 	"\rRenameCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x10\n" +
 	"\x03src\x18\x02 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x03 \x01(\tR\x03dst\x12\"\n" +
-	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\">\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\x12\x14\n" +
+	"\x05exact\x18\x05 \x01(\bR\x05exact\x12\x1c\n" +
+	"\toverwrite\x18\x06 \x01(\bR\toverwrite\">\n" +
 	"\x10SetMemberCommand\x12*\n" +
 	"\x06member\x18\x01 \x01(\v2\x12.blockfs.v1.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +

@@ -278,6 +278,7 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (res
 	}
 	_, idx, err := s.n.propose(ctx, "Rename", fsm.CmdRename, &api.RenameCommand{
 		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: s.n.nowMs(),
+		Exact: req.Exact, Overwrite: req.Overwrite,
 	})
 	if err != nil {
 		return nil, err
