@@ -74,16 +74,16 @@ func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespac
 	if req.Offset > fi.Length && !(req.Offset == 0 && fi.Length == 0) {
 		return nil, errs.Newf(errs.Invalid, opGetBlockLocations, req.Path, "offset %d is past the end of the file (%d bytes)", req.Offset, fi.Length)
 	}
-	end := rangeEnd(req.Offset, req.Length, fi.Length)
+	end := namespace.RangeEnd(req.Offset, req.Length, fi.Length)
 	uc := fi.State == namespace.UnderConstruction
 	// The reply is parallel packed arrays (see api/client.proto), filled
 	// with no allocation per block; each datanode is named once.
-	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
+	first, last := namespace.Overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
 	out := newReply(count)
 	setHeader(out, n.fsm.AppliedIndex(), n.cfg.ID)
 	out.InodeId, out.FileLength, out.UnderConstruction = uint64(fi.ID), fi.Length, uc
-	out.FirstOffset = blockOffset(bs, first)
+	out.FirstOffset = namespace.BlockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, which
 	// names each datanode once, in entries the reply owns (replies.go).
@@ -159,51 +159,6 @@ func fillDatanodeInfo(e *api.DatanodeInfo, d *blocks.Datanode) {
 	if d.Admin.State != blocks.AdminNormal { // "" is NORMAL: no bytes on the hot path
 		e.AdminState = d.Admin.State.HDFS()
 	}
-}
-
-// rangeEnd is where a read of length bytes (0: to the end) from off stops
-// in a file of fileLen bytes: off+length or the end of the file, whichever
-// comes first. off <= fileLen (checked before), so the subtraction cannot
-// wrap, and an off+length past 2^64 is simply past the end.
-func rangeEnd(off, length, fileLen uint64) uint64 {
-	if length > 0 && off <= fileLen && length < fileLen-off {
-		return off + length
-	}
-	return fileLen
-}
-
-// overlapping returns the index range [first, last) of the blocks that
-// overlap [off, end). withLast forces the last block in (an under-
-// construction block whose length is not known yet).
-func overlapping(bs []namespace.Block, off, end uint64, withLast bool) (int, int) {
-	first, last := len(bs), 0
-	var pos uint64
-	for i, b := range bs {
-		bEnd := pos + b.Length
-		if bEnd > off && pos < end {
-			first, last = min(first, i), i+1
-		}
-		pos = bEnd
-		if pos >= end && !withLast {
-			break
-		}
-	}
-	if withLast && len(bs) > 0 {
-		first, last = min(first, len(bs)-1), len(bs)
-	}
-	if last <= first {
-		return 0, 0
-	}
-	return first, last
-}
-
-// blockOffset returns the file offset of block i.
-func blockOffset(bs []namespace.Block, i int) uint64 {
-	var pos uint64
-	for _, b := range bs[:i] {
-		pos += b.Length
-	}
-	return pos
 }
 
 // scratch is one request's replica reader and datanode table, recycled
