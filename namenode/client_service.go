@@ -7,6 +7,7 @@ import (
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -101,7 +102,7 @@ func datanodeIDs(ds []blocks.Datanode) []string {
 func (n *Namenode) locatedWriteBlock(user string, inode uint64, b *api.Block, offset uint64, targets []blocks.Datanode) (*api.LocatedBlock, []byte, error) {
 	lb := &api.LocatedBlock{Block: b, Offset: offset}
 	for _, d := range targets {
-		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+		lb.Locations = append(lb.Locations, locreply.DatanodeInfo(d))
 	}
 	tok, err := n.issuer.WriteToken(user, inode, b.Id, b.GenStamp)
 	if err != nil {
@@ -227,7 +228,7 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (res
 		// The reopened block: its replicas are where the old stamp's are.
 		lb := &api.LocatedBlock{Block: b, Offset: res.Status.GetLength() - b.Length}
 		for _, d := range s.n.blocks.WriteTargets(b.Id) {
-			lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+			lb.Locations = append(lb.Locations, locreply.DatanodeInfo(d))
 		}
 		tok, err := s.n.issuer.WriteToken(c.User, res.Status.GetInodeId(), b.Id, b.GenStamp)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -233,7 +234,7 @@ func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Bloc
 	rc := &api.RecoverBlockCommand{Block: fsm.ToAPIBlock(b), InodeId: uint64(ino), RecoveryId: rid, Token: tok}
 	for _, id := range replicas {
 		if d, ok := n.blocks.Datanode(id); ok && d.State == blocks.Live {
-			rc.Replicas = append(rc.Replicas, toDatanodeInfo(d))
+			rc.Replicas = append(rc.Replicas, locreply.DatanodeInfo(d))
 		}
 	}
 	return &api.DatanodeCommand{Command: &api.DatanodeCommand_Recover{Recover: rc}}, nil
