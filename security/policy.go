@@ -66,7 +66,7 @@ var (
 // the datanode's gRPC services and HTTP endpoints. docs/SECURITY.md prints
 // it; a test checks that every registered method has a row.
 func Policy() map[string]Rule {
-	return map[string]Rule{
+	p := map[string]Rule{
 		// ClientService: users. ReportBadBlocks also takes datanodes, which
 		// report replicas they found corrupt (a user's report only makes a
 		// replica suspect; see namenode ReportBadBlocks).
@@ -193,4 +193,6 @@ func Policy() map[string]Rule {
 		"POST /webhdfs/v1/":   {Roles: users, Token: "datanode: redirect token (APPEND)"},
 		"DELETE /webhdfs/v1/": {Roles: users},
 	}
+	addHadoopRows(p)
+	return p
 }
