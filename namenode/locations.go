@@ -9,6 +9,7 @@ import (
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/replies"
 	"github.com/blockfs/blockfs/namespace"
 )
 
@@ -80,13 +81,13 @@ func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespac
 	// with no allocation per block; each datanode is named once.
 	first, last := overlapping(bs, req.Offset, end, uc && end == fi.Length)
 	count := last - first
-	out := newReply(count)
-	setHeader(out, n.fsm.AppliedIndex(), n.cfg.ID)
+	out := replies.New(count)
+	replies.SetHeader(out, n.fsm.AppliedIndex(), n.cfg.ID)
 	out.InodeId, out.FileLength, out.UnderConstruction = uint64(fi.ID), fi.Length, uc
 	out.FirstOffset = blockOffset(bs, first)
 	// One clock read per request; replicas come back as datanode numbers,
 	// mapped in place to indexes into the reply's datanode table, which
-	// names each datanode once, in entries the reply owns (replies.go).
+	// names each datanode once, in entries the reply owns (package replies).
 	rd := &sc.rd
 	rd.Reset(n.blocks)
 	sc.infos = out.Datanodes
@@ -110,7 +111,7 @@ func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespac
 			k := slices.IndexFunc(sc.infos, func(i *api.DatanodeInfo) bool { return i.Id == d.ID })
 			if k < 0 {
 				k = len(sc.infos)
-				sc.infos = appendInfo(sc.infos, &d)
+				sc.infos = replies.AppendInfo(sc.infos, &d)
 			}
 			out.ReplicaIndexes = append(out.ReplicaIndexes, uint32(k))
 			out.ReplicaCounts[count-1]++
@@ -122,7 +123,7 @@ func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespac
 	for i, b := range bs[first:last] {
 		if b.HasCRC {
 			if out.Crc32Cs == nil {
-				out.Crc32Cs = zeroed(crcs, count)
+				out.Crc32Cs = replies.Zeroed(crcs, count)
 			}
 			out.Crc32Cs[i] = packCRC(b)
 		}
@@ -130,35 +131,10 @@ func (n *Namenode) locate(r fsm.Reader, user string, groups []string, p namespac
 	return out, nil
 }
 
-// zeroed returns n zeros in s's array if it has room, else in a new one.
-func zeroed(s []uint64, n int) []uint64 {
-	if cap(s) < n {
-		return make([]uint64, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
-}
-
 func toDatanodeInfo(d blocks.Datanode) *api.DatanodeInfo {
 	e := new(api.DatanodeInfo)
-	fillDatanodeInfo(e, &d)
+	replies.FillDatanodeInfo(e, &d)
 	return e
-}
-
-// fillDatanodeInfo sets e to describe d.
-func fillDatanodeInfo(e *api.DatanodeInfo, d *blocks.Datanode) {
-	state := "live"
-	if d.State == blocks.Dead {
-		state = "dead"
-	}
-	*e = api.DatanodeInfo{
-		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Rack: d.Rack, Capacity: d.Capacity, Used: d.Used,
-		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
-	}
-	if d.Admin.State != blocks.AdminNormal { // "" is NORMAL: no bytes on the hot path
-		e.AdminState = d.Admin.State.HDFS()
-	}
 }
 
 // rangeEnd is where a read of length bytes (0: to the end) from off stops
@@ -234,7 +210,7 @@ func (sc *scratch) index(rd *blocks.LocationReader, num uint32) uint32 {
 	} else {
 		sc.slot = append(sc.slot, make([]uint32, int(num)+1-len(sc.slot))...)
 	}
-	sc.infos = appendInfo(sc.infos, rd.Datanode(num))
+	sc.infos = replies.AppendInfo(sc.infos, rd.Datanode(num))
 	k := uint32(len(sc.infos))
 	sc.slot[num] = k
 	sc.used = append(sc.used, num)

@@ -1,14 +1,5 @@
-package namenode
-
-import (
-	"sync"
-
-	"github.com/blockfs/blockfs/api"
-	"github.com/blockfs/blockfs/blocks"
-)
-
-// replies recycles GetBlockLocations replies: the gRPC codec
-// (serve.Codec) hands each one to releaseReply once it is marshaled, and
+// Package replies recycles the namenode's GetBlockLocations replies: the
+// gRPC codec (serve.Codec) hands each one to Release once it is marshaled, and
 // the next request refills it, arrays included. At steady state a call
 // allocates no reply. Replies that never reach the codec (WebHDFS, tests
 // calling the handler) are left to the garbage collector.
@@ -17,31 +8,40 @@ import (
 // entries are its own copies, never shared with another reply. Marshaling
 // writes each message's size cache, so a shared entry would be a cache line
 // that every core's replies write, passed from core to core on every call.
+package replies
+
+import (
+	"sync"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
+)
+
 var replies sync.Pool
 
-// releaseReply takes back a message the server has marshaled, if it is a
+// Release takes back a message the server has marshaled, if it is a
 // GetBlockLocations reply. It must not be read afterwards.
-func releaseReply(v any) {
+func Release(v any) {
 	out, ok := v.(*api.GetBlockLocationsResponse)
-	if !ok || out == nil || cap(out.BlockIds) > 3*maxPooledBlocks {
+	if !ok || out == nil || cap(out.BlockIds) > 3*MaxPooledBlocks {
 		return // a huge file's reply is left to the collector, not kept for small ones
 	}
 	clear(out.BlockTokens) // the tokens are not the reply's: drop them
 	replies.Put(out)
 }
 
-// maxPooledBlocks is the most blocks a reply kept for reuse has room for.
-const maxPooledBlocks = 4096
+// MaxPooledBlocks is the most blocks a reply kept for reuse has room for.
+const MaxPooledBlocks = 4096
 
-// newReply returns an empty reply with arrays for count blocks: block ids,
+// New returns an empty reply with arrays for count blocks: block ids,
 // generation stamps and lengths in one array, replica counts and (room for
 // 3 per block) replica indexes in another, and an empty datanode table; and
 // its own header. A recycled reply's arrays, entries and header are reused
 // when they are big enough. The layout keeps each array recoverable from
 // the reply alone: BlockIds and ReplicaCounts start their arrays and keep
 // their capacity, and the datanode table keeps its entries beyond its
-// length (appendInfo).
-func newReply(count int) *api.GetBlockLocationsResponse {
+// length (AppendInfo).
+func New(count int) *api.GetBlockLocationsResponse {
 	out, _ := replies.Get().(*api.GetBlockLocationsResponse)
 	if out == nil {
 		if count == 1 {
@@ -74,18 +74,18 @@ func refill(out *api.GetBlockLocationsResponse, count int) *api.GetBlockLocation
 	return out
 }
 
-// setHeader fills out's own header: applied index idx, served by id. (The
+// SetHeader fills out's own header: applied index idx, served by id. (The
 // namenode's shared header, Namenode.header, would only be copied here, and
 // building one on each new applied index is an allocation and a shared
 // store on the read path.)
-func setHeader(out *api.GetBlockLocationsResponse, idx uint64, id string) {
+func SetHeader(out *api.GetBlockLocationsResponse, idx uint64, id string) {
 	*out.Header = api.ResponseHeader{AppliedIndex: idx, ServedBy: id}
 }
 
-// appendInfo appends datanode d to a reply's table, in the entry the
+// AppendInfo appends datanode d to a reply's table, in the entry the
 // table's array already holds past its length if there is one (a recycled
 // reply's), else in a new one.
-func appendInfo(infos []*api.DatanodeInfo, d *blocks.Datanode) []*api.DatanodeInfo {
+func AppendInfo(infos []*api.DatanodeInfo, d *blocks.Datanode) []*api.DatanodeInfo {
 	var e *api.DatanodeInfo
 	if k := len(infos); k < cap(infos) {
 		e = infos[:k+1][k]
@@ -93,7 +93,7 @@ func appendInfo(infos []*api.DatanodeInfo, d *blocks.Datanode) []*api.DatanodeIn
 	if e == nil {
 		e = new(api.DatanodeInfo)
 	}
-	fillDatanodeInfo(e, d)
+	FillDatanodeInfo(e, d)
 	return append(infos, e)
 }
 
@@ -121,4 +121,29 @@ func newOneBlockReply() *api.GetBlockLocationsResponse {
 	}
 	out.Datanodes, out.Header = r.infos[:0], &r.hdr
 	return out
+}
+
+// FillDatanodeInfo sets e to describe d.
+func FillDatanodeInfo(e *api.DatanodeInfo, d *blocks.Datanode) {
+	state := "live"
+	if d.State == blocks.Dead {
+		state = "dead"
+	}
+	*e = api.DatanodeInfo{
+		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Rack: d.Rack, Capacity: d.Capacity, Used: d.Used,
+		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
+	}
+	if d.Admin.State != blocks.AdminNormal { // "" is NORMAL: no bytes on the hot path
+		e.AdminState = d.Admin.State.HDFS()
+	}
+}
+
+// Zeroed returns n zeros in s's array if it has room, else in a new one.
+func Zeroed(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
