@@ -3303,7 +3303,7 @@ func (x *GetXAttrsRequest) GetRead() *ReadOptions {
 type GetXAttrsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
-	Xattrs        []*XAttr               `protobuf:"bytes,2,rep,name=xattrs,proto3" json:"xattrs,omitempty"` // in name order
+	Xattrs        []*XAttr               `protobuf:"bytes,2,rep,name=xattrs,proto3" json:"xattrs,omitempty"` // as named (each once); all of them in name order
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
