@@ -6,6 +6,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/attrs"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namespace"
@@ -16,8 +17,8 @@ import (
 // commands; reads pass the read barrier and then run under the FSM's read
 // lock.
 type clientService struct {
-	api.UnimplementedClientServiceServer
-	n *Namenode
+	*attrs.Service // xattrs, times, truncate, defaults (attrs_core.go)
+	n              *Namenode
 }
 
 func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (resp *api.MkdirsResponse, err error) {
