@@ -146,9 +146,14 @@ func (d *Door) located(lb *api.LocatedBlock, tok []byte) *hdfs.LocatedBlockProto
 	return out
 }
 
-// accessTime is a status's access time: its modification time until
-// inodes keep one of their own.
-func accessTime(_ *api.FileStatus, mtime uint64) uint64 { return mtime }
+// accessTime is a status's access time (its modification time when it
+// has none recorded).
+func accessTime(fs *api.FileStatus, mtime uint64) uint64 {
+	if fs.AtimeUnixMs > 0 {
+		return uint64(fs.AtimeUnixMs)
+	}
+	return mtime
+}
 
 // locatedBlocks converts GetBlockLocations' columns. Each datanode and, in
 // per-request and cached token mode, the token are converted once and

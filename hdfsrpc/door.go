@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sort"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -18,17 +17,6 @@ const Protocol = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
 
 // PolicyPrefix prefixes a method's row in security.Policy.
 const PolicyPrefix = "hadoop.ClientProtocol/"
-
-// Defaults are the namenode's configured figures getServerDefaults reports
-// and create falls back to.
-type Defaults struct {
-	BlockSize        uint64
-	Replication      uint32
-	BytesPerChecksum uint32
-	WritePacketSize  uint32
-	FileBufferSize   uint32
-	TrashInterval    time.Duration
-}
 
 // Config is what the door needs from its namenode.
 type Config struct {
@@ -54,7 +42,6 @@ type Config struct {
 	// this door did not hand it out (after a failover).
 	Files     FileFinder
 	BlockPool string
-	Defaults  Defaults
 	Log       *slog.Logger
 }
 

@@ -21,6 +21,14 @@ var ops = map[string]op{
 	// getPreferredBlockSize: the file's block size.
 	"getPreferredBlockSize": {run: unary(getPreferredBlockSize)},
 
+	// Attributes, times, truncate (attrs.go).
+	"setXAttr":    {write: true, run: unary(setXAttr)},
+	"getXAttrs":   {run: unary(getXAttrs)},
+	"listXAttrs":  {run: unary(listXAttrs)},
+	"removeXAttr": {write: true, run: unary(removeXAttr)},
+	"setTimes":    {write: true, run: unary(setTimes)},
+	"truncate":    {write: true, run: unary(truncate)},
+
 	// Files being written (files.go).
 	"create":                 {write: true, run: unary(create)},
 	"append":                 {write: true, run: unary(appendFile)},

@@ -12,7 +12,6 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/hadoopipc"
 	"github.com/blockfs/blockfs/hdfsrpc"
-	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/webhdfs"
 )
 
@@ -26,14 +25,9 @@ func (n *Namenode) startHDFSRPC() error {
 		return nil
 	}
 	door, err := hdfsrpc.New(hdfsrpc.Config{
-		Service: &clientService{n: n}, Authorize: n.authz.AuthorizeUser, CallContext: hdfsCall,
+		Service: newClientService(n), Authorize: n.authz.AuthorizeUser, CallContext: hdfsCall,
 		Leader: n.IsLeader, DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr },
 		Exception: hadoopException, Files: n.fsm, BlockPool: "BP-" + n.cfg.Auth.TrustDomain, Log: n.log,
-		Defaults: hdfsrpc.Defaults{
-			BlockSize: n.cfg.Namespace.DefaultBlockSize, Replication: n.cfg.Namespace.DefaultReplication,
-			BytesPerChecksum: chunks.Default, WritePacketSize: 64 << 10, FileBufferSize: 4096,
-			TrashInterval: n.cfg.TrashInterval,
-		},
 	})
 	if err != nil {
 		return err

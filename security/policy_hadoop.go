@@ -12,12 +12,13 @@ var (
 	hadoopReads = []string{
 		"getFileInfo", "getFileLinkInfo", "getListing", "getContentSummary", "getQuotaUsage",
 		"isFileClosed", "getPreferredBlockSize", "getBlockLocations",
-		"getServerDefaults", "getFsStats", "getDataEncryptionKey",
+		"getServerDefaults", "getFsStats", "getDataEncryptionKey", "getXAttrs", "listXAttrs",
 	}
 	hadoopWrites = []string{
 		"mkdirs", "delete", "rename", "rename2", "setPermission", "setOwner", "setQuota",
 		"create", "append", "addBlock", "abandonBlock", "complete", "fsync", "renewLease",
-		"recoverLease", "updateBlockForPipeline", "updatePipeline",
+		"recoverLease", "updateBlockForPipeline", "updatePipeline", "setXAttr", "removeXAttr",
+		"setTimes", "truncate",
 	}
 )
 

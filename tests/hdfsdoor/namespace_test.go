@@ -121,6 +121,29 @@ func TestNamespaceThroughTheDoor(t *testing.T) {
 	if err != nil || cs.DirectoryCount() < 3 {
 		t.Fatalf("content summary: %+v %v", cs, err)
 	}
+	// Extended attributes and times, as HDFS's xattr and setTimes calls.
+	if err := root.SetXAttr("/door/bob", "user.color", "blue"); err != nil {
+		t.Fatal(err)
+	}
+	if xs, err := root.ListXAttrs("/door/bob"); err != nil || len(xs) != 1 {
+		t.Fatalf("listed xattrs: %v %v", xs, err)
+	}
+	if xs, err := root.GetXAttrs("/door/bob", "user.color"); err != nil || xs["user.color"] != "blue" {
+		t.Fatalf("xattrs: %v %v", xs, err)
+	}
+	if err := root.RemoveXAttr("/door/bob", "user.color"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.GetXAttrs("/door/bob", "user.color"); err == nil {
+		t.Fatal("a removed attribute is still there")
+	}
+	when := time.UnixMilli(1_600_000_000_000)
+	if err := root.Chtimes("/door/bob", when, when); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := root.Stat("/door/bob"); err != nil || !fi.ModTime().Equal(when) {
+		t.Fatalf("mtime after setTimes: %v %v", fi, err)
+	}
 	if _, err := root.StatFs(); err != nil {
 		t.Fatal(err)
 	}
