@@ -44,6 +44,7 @@ type inodeExt struct {
 	length uint64   // with blocks: their total length
 	writer *Writer  // files: non-nil exactly while under construction
 	quota  *quota   // directories with a quota (quota.go); else nil
+	snaps  *snapDir // snapshottable directories (hsnap.go); else nil
 }
 
 // hdr packs an inode's small fields, as HDFS packs an INodeFile's header
@@ -56,6 +57,7 @@ type inodeExt struct {
 //	bit  16      directory
 //	bit  17      under construction (files)
 //	bit  18      the inline block (b0) has a CRC
+//	bit  19      the inode belongs to a namespace snapshot (hsnap.go)
 type hdr uint32
 
 const (
@@ -68,6 +70,9 @@ const (
 	hdrDir       = 1 << (hdrModeBits + hdrReplBits)
 	hdrUC        = hdrDir << 1
 	hdrB0CRC     = hdrDir << 2
+	// hdrSnap marks an inode of a namespace snapshot (hsnap.go), or a
+	// ".snapshot" directory made for a read: read only, never indexed.
+	hdrSnap = hdrDir << 3
 )
 
 // The packed widths must hold every valid value: these fail to compile
@@ -151,7 +156,7 @@ func (n *inode) extForWrite() *inodeExt {
 
 // dropEmptyExt drops file n's ext when nothing is left in it.
 func (n *inode) dropEmptyExt() {
-	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil {
+	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil && e.snaps == nil {
 		n.ext = nil
 	}
 }
