@@ -3076,6 +3076,661 @@ func (x *GetQuotaUsageResponse) GetUsage() *QuotaUsage {
 	return nil
 }
 
+// AllowSnapshot makes a directory snapshottable (superuser only; already
+// snapshottable is success; nested snapshottable directories are refused).
+type AllowSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowSnapshotRequest) Reset() {
+	*x = AllowSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowSnapshotRequest) ProtoMessage() {}
+
+func (x *AllowSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*AllowSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *AllowSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type AllowSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowSnapshotResponse) Reset() {
+	*x = AllowSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowSnapshotResponse) ProtoMessage() {}
+
+func (x *AllowSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*AllowSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *AllowSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// DisallowSnapshot makes a directory not snapshottable (superuser only;
+// refused while it has snapshots).
+type DisallowSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisallowSnapshotRequest) Reset() {
+	*x = DisallowSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisallowSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisallowSnapshotRequest) ProtoMessage() {}
+
+func (x *DisallowSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisallowSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DisallowSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *DisallowSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type DisallowSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisallowSnapshotResponse) Reset() {
+	*x = DisallowSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisallowSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisallowSnapshotResponse) ProtoMessage() {}
+
+func (x *DisallowSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisallowSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DisallowSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *DisallowSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// CreateSnapshot takes a snapshot of a snapshottable directory (its owner
+// or a superuser). An empty name is "s" and the time, yyyyMMdd-HHmmss.SSS
+// (UTC), as HDFS names one.
+type CreateSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotRequest) Reset() {
+	*x = CreateSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotRequest) ProtoMessage() {}
+
+func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CreateSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CreateSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CreateSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	SnapshotPath  string                 `protobuf:"bytes,2,opt,name=snapshot_path,json=snapshotPath,proto3" json:"snapshot_path,omitempty"` // <path>/.snapshot/<name>
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotResponse) Reset() {
+	*x = CreateSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotResponse) ProtoMessage() {}
+
+func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *CreateSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *CreateSnapshotResponse) GetSnapshotPath() string {
+	if x != nil {
+		return x.SnapshotPath
+	}
+	return ""
+}
+
+type DeleteSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotRequest) Reset() {
+	*x = DeleteSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotRequest) ProtoMessage() {}
+
+func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *DeleteSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeleteSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotResponse) Reset() {
+	*x = DeleteSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotResponse) ProtoMessage() {}
+
+func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DeleteSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+type RenameSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	OldName       string                 `protobuf:"bytes,2,opt,name=old_name,json=oldName,proto3" json:"old_name,omitempty"`
+	NewName       string                 `protobuf:"bytes,3,opt,name=new_name,json=newName,proto3" json:"new_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenameSnapshotRequest) Reset() {
+	*x = RenameSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenameSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenameSnapshotRequest) ProtoMessage() {}
+
+func (x *RenameSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenameSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*RenameSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *RenameSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RenameSnapshotRequest) GetOldName() string {
+	if x != nil {
+		return x.OldName
+	}
+	return ""
+}
+
+func (x *RenameSnapshotRequest) GetNewName() string {
+	if x != nil {
+		return x.NewName
+	}
+	return ""
+}
+
+type RenameSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenameSnapshotResponse) Reset() {
+	*x = RenameSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenameSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenameSnapshotResponse) ProtoMessage() {}
+
+func (x *RenameSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenameSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RenameSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *RenameSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// SnapshottableDirectory is one row of GetSnapshottableDirListing (HDFS's
+// SnapshottableDirectoryStatus).
+type SnapshottableDirectory struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *FileStatus            `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	SnapshotCount uint32                 `protobuf:"varint,2,opt,name=snapshot_count,json=snapshotCount,proto3" json:"snapshot_count,omitempty"`
+	SnapshotLimit uint32                 `protobuf:"varint,3,opt,name=snapshot_limit,json=snapshotLimit,proto3" json:"snapshot_limit,omitempty"`
+	ParentPath    string                 `protobuf:"bytes,4,opt,name=parent_path,json=parentPath,proto3" json:"parent_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshottableDirectory) Reset() {
+	*x = SnapshottableDirectory{}
+	mi := &file_api_client_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshottableDirectory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshottableDirectory) ProtoMessage() {}
+
+func (x *SnapshottableDirectory) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshottableDirectory.ProtoReflect.Descriptor instead.
+func (*SnapshottableDirectory) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SnapshottableDirectory) GetStatus() *FileStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *SnapshottableDirectory) GetSnapshotCount() uint32 {
+	if x != nil {
+		return x.SnapshotCount
+	}
+	return 0
+}
+
+func (x *SnapshottableDirectory) GetSnapshotLimit() uint32 {
+	if x != nil {
+		return x.SnapshotLimit
+	}
+	return 0
+}
+
+func (x *SnapshottableDirectory) GetParentPath() string {
+	if x != nil {
+		return x.ParentPath
+	}
+	return ""
+}
+
+// GetSnapshottableDirListing lists the snapshottable directories the
+// caller owns (a superuser: all), by path.
+type GetSnapshottableDirListingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshottableDirListingRequest) Reset() {
+	*x = GetSnapshottableDirListingRequest{}
+	mi := &file_api_client_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshottableDirListingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshottableDirListingRequest) ProtoMessage() {}
+
+func (x *GetSnapshottableDirListingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshottableDirListingRequest.ProtoReflect.Descriptor instead.
+func (*GetSnapshottableDirListingRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *GetSnapshottableDirListingRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type GetSnapshottableDirListingResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Header        *ResponseHeader           `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Dirs          []*SnapshottableDirectory `protobuf:"bytes,2,rep,name=dirs,proto3" json:"dirs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshottableDirListingResponse) Reset() {
+	*x = GetSnapshottableDirListingResponse{}
+	mi := &file_api_client_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshottableDirListingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshottableDirListingResponse) ProtoMessage() {}
+
+func (x *GetSnapshottableDirListingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshottableDirListingResponse.ProtoReflect.Descriptor instead.
+func (*GetSnapshottableDirListingResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GetSnapshottableDirListingResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetSnapshottableDirListingResponse) GetDirs() []*SnapshottableDirectory {
+	if x != nil {
+		return x.Dirs
+	}
+	return nil
+}
+
 var File_api_client_proto protoreflect.FileDescriptor
 
 const file_api_client_proto_rawDesc = "" +
@@ -3302,7 +3957,43 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"y\n" +
 	"\x15GetQuotaUsageResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12,\n" +
-	"\x05usage\x18\x02 \x01(\v2\x16.blockfs.v1.QuotaUsageR\x05usage2\xaa\x0e\n" +
+	"\x05usage\x18\x02 \x01(\v2\x16.blockfs.v1.QuotaUsageR\x05usage\"*\n" +
+	"\x14AllowSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"K\n" +
+	"\x15AllowSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"-\n" +
+	"\x17DisallowSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"N\n" +
+	"\x18DisallowSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"?\n" +
+	"\x15CreateSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"q\n" +
+	"\x16CreateSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12#\n" +
+	"\rsnapshot_path\x18\x02 \x01(\tR\fsnapshotPath\"?\n" +
+	"\x15DeleteSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"L\n" +
+	"\x16DeleteSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"a\n" +
+	"\x15RenameSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_name\x18\x02 \x01(\tR\aoldName\x12\x19\n" +
+	"\bnew_name\x18\x03 \x01(\tR\anewName\"L\n" +
+	"\x16RenameSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"\xb7\x01\n" +
+	"\x16SnapshottableDirectory\x12.\n" +
+	"\x06status\x18\x01 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12%\n" +
+	"\x0esnapshot_count\x18\x02 \x01(\rR\rsnapshotCount\x12%\n" +
+	"\x0esnapshot_limit\x18\x03 \x01(\rR\rsnapshotLimit\x12\x1f\n" +
+	"\vparent_path\x18\x04 \x01(\tR\n" +
+	"parentPath\"P\n" +
+	"!GetSnapshottableDirListingRequest\x12+\n" +
+	"\x04read\x18\x01 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\x90\x01\n" +
+	"\"GetSnapshottableDirListingResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x126\n" +
+	"\x04dirs\x18\x02 \x03(\v2\".blockfs.v1.SnapshottableDirectoryR\x04dirs2\xe7\x12\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
@@ -3328,7 +4019,13 @@ const file_api_client_proto_rawDesc = "" +
 	"\x0eUpdatePipeline\x12!.blockfs.v1.UpdatePipelineRequest\x1a\".blockfs.v1.UpdatePipelineResponse\x12E\n" +
 	"\bSetQuota\x12\x1b.blockfs.v1.SetQuotaRequest\x1a\x1c.blockfs.v1.SetQuotaResponse\x12`\n" +
 	"\x11GetContentSummary\x12$.blockfs.v1.GetContentSummaryRequest\x1a%.blockfs.v1.GetContentSummaryResponse\x12T\n" +
-	"\rGetQuotaUsage\x12 .blockfs.v1.GetQuotaUsageRequest\x1a!.blockfs.v1.GetQuotaUsageResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\rGetQuotaUsage\x12 .blockfs.v1.GetQuotaUsageRequest\x1a!.blockfs.v1.GetQuotaUsageResponse\x12T\n" +
+	"\rAllowSnapshot\x12 .blockfs.v1.AllowSnapshotRequest\x1a!.blockfs.v1.AllowSnapshotResponse\x12]\n" +
+	"\x10DisallowSnapshot\x12#.blockfs.v1.DisallowSnapshotRequest\x1a$.blockfs.v1.DisallowSnapshotResponse\x12W\n" +
+	"\x0eCreateSnapshot\x12!.blockfs.v1.CreateSnapshotRequest\x1a\".blockfs.v1.CreateSnapshotResponse\x12W\n" +
+	"\x0eDeleteSnapshot\x12!.blockfs.v1.DeleteSnapshotRequest\x1a\".blockfs.v1.DeleteSnapshotResponse\x12W\n" +
+	"\x0eRenameSnapshot\x12!.blockfs.v1.RenameSnapshotRequest\x1a\".blockfs.v1.RenameSnapshotResponse\x12{\n" +
+	"\x1aGetSnapshottableDirListing\x12-.blockfs.v1.GetSnapshottableDirListingRequest\x1a..blockfs.v1.GetSnapshottableDirListingResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_client_proto_rawDescOnce sync.Once
@@ -3342,165 +4039,199 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_api_client_proto_goTypes = []any{
-	(*MkdirsRequest)(nil),                  // 0: blockfs.v1.MkdirsRequest
-	(*MkdirsResponse)(nil),                 // 1: blockfs.v1.MkdirsResponse
-	(*CreateRequest)(nil),                  // 2: blockfs.v1.CreateRequest
-	(*CreateResponse)(nil),                 // 3: blockfs.v1.CreateResponse
-	(*AddBlockRequest)(nil),                // 4: blockfs.v1.AddBlockRequest
-	(*AddBlockResponse)(nil),               // 5: blockfs.v1.AddBlockResponse
-	(*CompleteRequest)(nil),                // 6: blockfs.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 7: blockfs.v1.CompleteResponse
-	(*AbandonBlockRequest)(nil),            // 8: blockfs.v1.AbandonBlockRequest
-	(*AbandonBlockResponse)(nil),           // 9: blockfs.v1.AbandonBlockResponse
-	(*AppendRequest)(nil),                  // 10: blockfs.v1.AppendRequest
-	(*AppendResponse)(nil),                 // 11: blockfs.v1.AppendResponse
-	(*GetBlockLocationsRequest)(nil),       // 12: blockfs.v1.GetBlockLocationsRequest
-	(*GetBlockLocationsResponse)(nil),      // 13: blockfs.v1.GetBlockLocationsResponse
-	(*GetFileInfoRequest)(nil),             // 14: blockfs.v1.GetFileInfoRequest
-	(*GetFileInfoResponse)(nil),            // 15: blockfs.v1.GetFileInfoResponse
-	(*ListStatusRequest)(nil),              // 16: blockfs.v1.ListStatusRequest
-	(*ListStatusResponse)(nil),             // 17: blockfs.v1.ListStatusResponse
-	(*DeleteRequest)(nil),                  // 18: blockfs.v1.DeleteRequest
-	(*DeleteResponse)(nil),                 // 19: blockfs.v1.DeleteResponse
-	(*RenameRequest)(nil),                  // 20: blockfs.v1.RenameRequest
-	(*RenameResponse)(nil),                 // 21: blockfs.v1.RenameResponse
-	(*SetPermissionRequest)(nil),           // 22: blockfs.v1.SetPermissionRequest
-	(*SetPermissionResponse)(nil),          // 23: blockfs.v1.SetPermissionResponse
-	(*SetOwnerRequest)(nil),                // 24: blockfs.v1.SetOwnerRequest
-	(*SetOwnerResponse)(nil),               // 25: blockfs.v1.SetOwnerResponse
-	(*ReportBadBlocksRequest)(nil),         // 26: blockfs.v1.ReportBadBlocksRequest
-	(*ReportBadBlocksResponse)(nil),        // 27: blockfs.v1.ReportBadBlocksResponse
-	(*ClusterStatusRequest)(nil),           // 28: blockfs.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),          // 29: blockfs.v1.ClusterStatusResponse
-	(*Member)(nil),                         // 30: blockfs.v1.Member
-	(*RenewLeaseRequest)(nil),              // 31: blockfs.v1.RenewLeaseRequest
-	(*RenewLeaseResponse)(nil),             // 32: blockfs.v1.RenewLeaseResponse
-	(*RecoverLeaseRequest)(nil),            // 33: blockfs.v1.RecoverLeaseRequest
-	(*RecoverLeaseResponse)(nil),           // 34: blockfs.v1.RecoverLeaseResponse
-	(*FsyncRequest)(nil),                   // 35: blockfs.v1.FsyncRequest
-	(*FsyncResponse)(nil),                  // 36: blockfs.v1.FsyncResponse
-	(*UpdateBlockForPipelineRequest)(nil),  // 37: blockfs.v1.UpdateBlockForPipelineRequest
-	(*UpdateBlockForPipelineResponse)(nil), // 38: blockfs.v1.UpdateBlockForPipelineResponse
-	(*UpdatePipelineRequest)(nil),          // 39: blockfs.v1.UpdatePipelineRequest
-	(*UpdatePipelineResponse)(nil),         // 40: blockfs.v1.UpdatePipelineResponse
-	(*SetQuotaRequest)(nil),                // 41: blockfs.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),               // 42: blockfs.v1.SetQuotaResponse
-	(*ContentSummary)(nil),                 // 43: blockfs.v1.ContentSummary
-	(*GetContentSummaryRequest)(nil),       // 44: blockfs.v1.GetContentSummaryRequest
-	(*GetContentSummaryResponse)(nil),      // 45: blockfs.v1.GetContentSummaryResponse
-	(*QuotaUsage)(nil),                     // 46: blockfs.v1.QuotaUsage
-	(*GetQuotaUsageRequest)(nil),           // 47: blockfs.v1.GetQuotaUsageRequest
-	(*GetQuotaUsageResponse)(nil),          // 48: blockfs.v1.GetQuotaUsageResponse
-	(*ResponseHeader)(nil),                 // 49: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                     // 50: blockfs.v1.FileStatus
-	(*LocatedBlock)(nil),                   // 51: blockfs.v1.LocatedBlock
-	(*Block)(nil),                          // 52: blockfs.v1.Block
-	(*ReadOptions)(nil),                    // 53: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),                   // 54: blockfs.v1.DatanodeInfo
+	(*MkdirsRequest)(nil),                      // 0: blockfs.v1.MkdirsRequest
+	(*MkdirsResponse)(nil),                     // 1: blockfs.v1.MkdirsResponse
+	(*CreateRequest)(nil),                      // 2: blockfs.v1.CreateRequest
+	(*CreateResponse)(nil),                     // 3: blockfs.v1.CreateResponse
+	(*AddBlockRequest)(nil),                    // 4: blockfs.v1.AddBlockRequest
+	(*AddBlockResponse)(nil),                   // 5: blockfs.v1.AddBlockResponse
+	(*CompleteRequest)(nil),                    // 6: blockfs.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 7: blockfs.v1.CompleteResponse
+	(*AbandonBlockRequest)(nil),                // 8: blockfs.v1.AbandonBlockRequest
+	(*AbandonBlockResponse)(nil),               // 9: blockfs.v1.AbandonBlockResponse
+	(*AppendRequest)(nil),                      // 10: blockfs.v1.AppendRequest
+	(*AppendResponse)(nil),                     // 11: blockfs.v1.AppendResponse
+	(*GetBlockLocationsRequest)(nil),           // 12: blockfs.v1.GetBlockLocationsRequest
+	(*GetBlockLocationsResponse)(nil),          // 13: blockfs.v1.GetBlockLocationsResponse
+	(*GetFileInfoRequest)(nil),                 // 14: blockfs.v1.GetFileInfoRequest
+	(*GetFileInfoResponse)(nil),                // 15: blockfs.v1.GetFileInfoResponse
+	(*ListStatusRequest)(nil),                  // 16: blockfs.v1.ListStatusRequest
+	(*ListStatusResponse)(nil),                 // 17: blockfs.v1.ListStatusResponse
+	(*DeleteRequest)(nil),                      // 18: blockfs.v1.DeleteRequest
+	(*DeleteResponse)(nil),                     // 19: blockfs.v1.DeleteResponse
+	(*RenameRequest)(nil),                      // 20: blockfs.v1.RenameRequest
+	(*RenameResponse)(nil),                     // 21: blockfs.v1.RenameResponse
+	(*SetPermissionRequest)(nil),               // 22: blockfs.v1.SetPermissionRequest
+	(*SetPermissionResponse)(nil),              // 23: blockfs.v1.SetPermissionResponse
+	(*SetOwnerRequest)(nil),                    // 24: blockfs.v1.SetOwnerRequest
+	(*SetOwnerResponse)(nil),                   // 25: blockfs.v1.SetOwnerResponse
+	(*ReportBadBlocksRequest)(nil),             // 26: blockfs.v1.ReportBadBlocksRequest
+	(*ReportBadBlocksResponse)(nil),            // 27: blockfs.v1.ReportBadBlocksResponse
+	(*ClusterStatusRequest)(nil),               // 28: blockfs.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),              // 29: blockfs.v1.ClusterStatusResponse
+	(*Member)(nil),                             // 30: blockfs.v1.Member
+	(*RenewLeaseRequest)(nil),                  // 31: blockfs.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),                 // 32: blockfs.v1.RenewLeaseResponse
+	(*RecoverLeaseRequest)(nil),                // 33: blockfs.v1.RecoverLeaseRequest
+	(*RecoverLeaseResponse)(nil),               // 34: blockfs.v1.RecoverLeaseResponse
+	(*FsyncRequest)(nil),                       // 35: blockfs.v1.FsyncRequest
+	(*FsyncResponse)(nil),                      // 36: blockfs.v1.FsyncResponse
+	(*UpdateBlockForPipelineRequest)(nil),      // 37: blockfs.v1.UpdateBlockForPipelineRequest
+	(*UpdateBlockForPipelineResponse)(nil),     // 38: blockfs.v1.UpdateBlockForPipelineResponse
+	(*UpdatePipelineRequest)(nil),              // 39: blockfs.v1.UpdatePipelineRequest
+	(*UpdatePipelineResponse)(nil),             // 40: blockfs.v1.UpdatePipelineResponse
+	(*SetQuotaRequest)(nil),                    // 41: blockfs.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),                   // 42: blockfs.v1.SetQuotaResponse
+	(*ContentSummary)(nil),                     // 43: blockfs.v1.ContentSummary
+	(*GetContentSummaryRequest)(nil),           // 44: blockfs.v1.GetContentSummaryRequest
+	(*GetContentSummaryResponse)(nil),          // 45: blockfs.v1.GetContentSummaryResponse
+	(*QuotaUsage)(nil),                         // 46: blockfs.v1.QuotaUsage
+	(*GetQuotaUsageRequest)(nil),               // 47: blockfs.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),              // 48: blockfs.v1.GetQuotaUsageResponse
+	(*AllowSnapshotRequest)(nil),               // 49: blockfs.v1.AllowSnapshotRequest
+	(*AllowSnapshotResponse)(nil),              // 50: blockfs.v1.AllowSnapshotResponse
+	(*DisallowSnapshotRequest)(nil),            // 51: blockfs.v1.DisallowSnapshotRequest
+	(*DisallowSnapshotResponse)(nil),           // 52: blockfs.v1.DisallowSnapshotResponse
+	(*CreateSnapshotRequest)(nil),              // 53: blockfs.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),             // 54: blockfs.v1.CreateSnapshotResponse
+	(*DeleteSnapshotRequest)(nil),              // 55: blockfs.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil),             // 56: blockfs.v1.DeleteSnapshotResponse
+	(*RenameSnapshotRequest)(nil),              // 57: blockfs.v1.RenameSnapshotRequest
+	(*RenameSnapshotResponse)(nil),             // 58: blockfs.v1.RenameSnapshotResponse
+	(*SnapshottableDirectory)(nil),             // 59: blockfs.v1.SnapshottableDirectory
+	(*GetSnapshottableDirListingRequest)(nil),  // 60: blockfs.v1.GetSnapshottableDirListingRequest
+	(*GetSnapshottableDirListingResponse)(nil), // 61: blockfs.v1.GetSnapshottableDirListingResponse
+	(*ResponseHeader)(nil),                     // 62: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                         // 63: blockfs.v1.FileStatus
+	(*LocatedBlock)(nil),                       // 64: blockfs.v1.LocatedBlock
+	(*Block)(nil),                              // 65: blockfs.v1.Block
+	(*ReadOptions)(nil),                        // 66: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                       // 67: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	49, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	51, // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
-	52, // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	49, // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	52, // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	49, // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	49, // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	52, // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	51, // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	53, // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	54, // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	53, // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	53, // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	49, // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	62, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	64, // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
+	65, // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	62, // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	64, // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	65, // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	62, // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	65, // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	62, // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63, // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	65, // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	64, // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	66, // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	62, // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	64, // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	67, // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	66, // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	62, // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63, // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	66, // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	62, // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63, // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	62, // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	65, // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
 	30, // 30: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	54, // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	49, // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	49, // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	49, // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	52, // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	52, // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	49, // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
-	53, // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	62, // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	65, // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	62, // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	65, // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	62, // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	65, // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	65, // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	65, // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	62, // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	66, // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	62, // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
 	43, // 45: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
-	53, // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	66, // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	62, // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
 	46, // 48: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
-	0,  // 49: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 50: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 51: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 52: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 53: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 54: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 55: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 56: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 57: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 58: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 59: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 60: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 61: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 62: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 63: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31, // 64: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33, // 65: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35, // 66: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37, // 67: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39, // 68: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	41, // 69: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
-	44, // 70: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
-	47, // 71: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
-	1,  // 72: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 73: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 74: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 75: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 76: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 77: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 78: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 79: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 80: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 81: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 82: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 83: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 84: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 85: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 86: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32, // 87: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34, // 88: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36, // 89: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38, // 90: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40, // 91: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	42, // 92: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
-	45, // 93: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
-	48, // 94: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
-	72, // [72:95] is the sub-list for method output_type
-	49, // [49:72] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	62, // 49: blockfs.v1.AllowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 50: blockfs.v1.DisallowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 51: blockfs.v1.CreateSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 52: blockfs.v1.DeleteSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	62, // 53: blockfs.v1.RenameSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63, // 54: blockfs.v1.SnapshottableDirectory.status:type_name -> blockfs.v1.FileStatus
+	66, // 55: blockfs.v1.GetSnapshottableDirListingRequest.read:type_name -> blockfs.v1.ReadOptions
+	62, // 56: blockfs.v1.GetSnapshottableDirListingResponse.header:type_name -> blockfs.v1.ResponseHeader
+	59, // 57: blockfs.v1.GetSnapshottableDirListingResponse.dirs:type_name -> blockfs.v1.SnapshottableDirectory
+	0,  // 58: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 59: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 60: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 61: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 62: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 63: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 64: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 65: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 66: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 67: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 68: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 69: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 70: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 71: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 72: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31, // 73: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33, // 74: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35, // 75: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37, // 76: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39, // 77: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	41, // 78: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	44, // 79: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	47, // 80: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	49, // 81: blockfs.v1.ClientService.AllowSnapshot:input_type -> blockfs.v1.AllowSnapshotRequest
+	51, // 82: blockfs.v1.ClientService.DisallowSnapshot:input_type -> blockfs.v1.DisallowSnapshotRequest
+	53, // 83: blockfs.v1.ClientService.CreateSnapshot:input_type -> blockfs.v1.CreateSnapshotRequest
+	55, // 84: blockfs.v1.ClientService.DeleteSnapshot:input_type -> blockfs.v1.DeleteSnapshotRequest
+	57, // 85: blockfs.v1.ClientService.RenameSnapshot:input_type -> blockfs.v1.RenameSnapshotRequest
+	60, // 86: blockfs.v1.ClientService.GetSnapshottableDirListing:input_type -> blockfs.v1.GetSnapshottableDirListingRequest
+	1,  // 87: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 88: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 89: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 90: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 91: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 92: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 93: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 94: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 95: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 96: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 97: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 98: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 99: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 100: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 101: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32, // 102: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34, // 103: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36, // 104: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38, // 105: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40, // 106: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	42, // 107: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	45, // 108: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	48, // 109: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	50, // 110: blockfs.v1.ClientService.AllowSnapshot:output_type -> blockfs.v1.AllowSnapshotResponse
+	52, // 111: blockfs.v1.ClientService.DisallowSnapshot:output_type -> blockfs.v1.DisallowSnapshotResponse
+	54, // 112: blockfs.v1.ClientService.CreateSnapshot:output_type -> blockfs.v1.CreateSnapshotResponse
+	56, // 113: blockfs.v1.ClientService.DeleteSnapshot:output_type -> blockfs.v1.DeleteSnapshotResponse
+	58, // 114: blockfs.v1.ClientService.RenameSnapshot:output_type -> blockfs.v1.RenameSnapshotResponse
+	61, // 115: blockfs.v1.ClientService.GetSnapshottableDirListing:output_type -> blockfs.v1.GetSnapshottableDirListingResponse
+	87, // [87:116] is the sub-list for method output_type
+	58, // [58:87] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -3515,7 +4246,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   49,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2239,6 +2239,306 @@ func (x *SetAdminStateCommand) GetFrom() AdminState {
 	return AdminState_ADMIN_NORMAL
 }
 
+type AllowSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowSnapshotCommand) Reset() {
+	*x = AllowSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowSnapshotCommand) ProtoMessage() {}
+
+func (x *AllowSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*AllowSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AllowSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *AllowSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type DisallowSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisallowSnapshotCommand) Reset() {
+	*x = DisallowSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisallowSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisallowSnapshotCommand) ProtoMessage() {}
+
+func (x *DisallowSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisallowSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*DisallowSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DisallowSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *DisallowSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type CreateSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // "" : named from mtime_unix_ms
+	MtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotCommand) Reset() {
+	*x = CreateSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotCommand) ProtoMessage() {}
+
+func (x *CreateSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CreateSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *CreateSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CreateSnapshotCommand) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateSnapshotCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+type DeleteSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotCommand) Reset() {
+	*x = DeleteSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotCommand) ProtoMessage() {}
+
+func (x *DeleteSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *DeleteSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *DeleteSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeleteSnapshotCommand) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RenameSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	OldName       string                 `protobuf:"bytes,3,opt,name=old_name,json=oldName,proto3" json:"old_name,omitempty"`
+	NewName       string                 `protobuf:"bytes,4,opt,name=new_name,json=newName,proto3" json:"new_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenameSnapshotCommand) Reset() {
+	*x = RenameSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenameSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenameSnapshotCommand) ProtoMessage() {}
+
+func (x *RenameSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenameSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*RenameSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RenameSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RenameSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RenameSnapshotCommand) GetOldName() string {
+	if x != nil {
+		return x.OldName
+	}
+	return ""
+}
+
+func (x *RenameSnapshotCommand) GetNewName() string {
+	if x != nil {
+		return x.NewName
+	}
+	return ""
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -2418,7 +2718,27 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\aentries\x18\x01 \x03(\v2\x1b.blockfs.v1.AdminStateEntryR\aentries\x12\x1d\n" +
 	"\n" +
 	"check_from\x18\x02 \x01(\bR\tcheckFrom\x12*\n" +
-	"\x04from\x18\x03 \x01(\x0e2\x16.blockfs.v1.AdminStateR\x04from*\x8d\x01\n" +
+	"\x04from\x18\x03 \x01(\x0e2\x16.blockfs.v1.AdminStateR\x04from\"V\n" +
+	"\x14AllowSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"Y\n" +
+	"\x17DisallowSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"\x8f\x01\n" +
+	"\x15CreateSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\"\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"k\n" +
+	"\x15DeleteSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x8d\x01\n" +
+	"\x15RenameSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_name\x18\x03 \x01(\tR\aoldName\x12\x19\n" +
+	"\bnew_name\x18\x04 \x01(\tR\anewName*\x8d\x01\n" +
 	"\n" +
 	"AdminState\x12\x10\n" +
 	"\fADMIN_NORMAL\x10\x00\x12\x19\n" +
@@ -2440,7 +2760,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_api_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_api_fsm_proto_goTypes = []any{
 	(AdminState)(0),                       // 0: blockfs.v1.AdminState
 	(*Caller)(nil),                        // 1: blockfs.v1.Caller
@@ -2472,50 +2792,60 @@ var file_api_fsm_proto_goTypes = []any{
 	(*SetQuotaCommand)(nil),               // 27: blockfs.v1.SetQuotaCommand
 	(*AdminStateEntry)(nil),               // 28: blockfs.v1.AdminStateEntry
 	(*SetAdminStateCommand)(nil),          // 29: blockfs.v1.SetAdminStateCommand
-	(*Block)(nil),                         // 30: blockfs.v1.Block
-	(*Member)(nil),                        // 31: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 32: blockfs.v1.FileStatus
+	(*AllowSnapshotCommand)(nil),          // 30: blockfs.v1.AllowSnapshotCommand
+	(*DisallowSnapshotCommand)(nil),       // 31: blockfs.v1.DisallowSnapshotCommand
+	(*CreateSnapshotCommand)(nil),         // 32: blockfs.v1.CreateSnapshotCommand
+	(*DeleteSnapshotCommand)(nil),         // 33: blockfs.v1.DeleteSnapshotCommand
+	(*RenameSnapshotCommand)(nil),         // 34: blockfs.v1.RenameSnapshotCommand
+	(*Block)(nil),                         // 35: blockfs.v1.Block
+	(*Member)(nil),                        // 36: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 37: blockfs.v1.FileStatus
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	1,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	35, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	1,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	35, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	1,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	35, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	1,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	31, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	32, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	30, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	30, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	30, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	36, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	37, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	35, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	35, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	35, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
 	1,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	35, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
 	1,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	35, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
 	1,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	35, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
 	1,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	30, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	35, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	35, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
 	24, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	24, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	1,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 31: blockfs.v1.AdminStateEntry.state:type_name -> blockfs.v1.AdminState
 	28, // 32: blockfs.v1.SetAdminStateCommand.entries:type_name -> blockfs.v1.AdminStateEntry
 	0,  // 33: blockfs.v1.SetAdminStateCommand.from:type_name -> blockfs.v1.AdminState
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	1,  // 34: blockfs.v1.AllowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 35: blockfs.v1.DisallowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 36: blockfs.v1.CreateSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 37: blockfs.v1.DeleteSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 38: blockfs.v1.RenameSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -2532,7 +2862,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

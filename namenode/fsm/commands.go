@@ -43,6 +43,14 @@ const (
 
 	// The replicated datanode admin states (admin.go).
 	CmdSetAdminState CmdType = 25
+
+	// HDFS snapshots, namespace snapshots (hsnap.go; not Raft's). 26..35
+	// are left to other work in flight.
+	CmdAllowSnapshot    CmdType = 36
+	CmdDisallowSnapshot CmdType = 37
+	CmdCreateSnapshot   CmdType = 38
+	CmdDeleteSnapshot   CmdType = 39
+	CmdRenameSnapshot   CmdType = 40
 )
 
 // ChangesNamespace reports whether commands of type t change the
@@ -53,7 +61,8 @@ func (t CmdType) ChangesNamespace() bool {
 	switch t {
 	case CmdMkdirs, CmdCreate, CmdAddBlock, CmdComplete, CmdAbandonBlock, CmdDelete, CmdRename,
 		CmdSetPermission, CmdSetOwner, CmdAppend, CmdRecoverLease, CmdFsync,
-		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota:
+		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota,
+		CmdAllowSnapshot, CmdDisallowSnapshot, CmdCreateSnapshot, CmdDeleteSnapshot, CmdRenameSnapshot:
 		return true
 	}
 	return false
@@ -107,6 +116,12 @@ var commands = [...]command{
 	CmdUnrevoke: handle(func() *api.UnrevokeCommand { return &api.UnrevokeCommand{} }, (*FSM).applyUnrevoke),
 
 	CmdSetAdminState: handle(func() *api.SetAdminStateCommand { return &api.SetAdminStateCommand{} }, (*FSM).applySetAdminState),
+
+	CmdAllowSnapshot:    handle(func() *api.AllowSnapshotCommand { return &api.AllowSnapshotCommand{} }, (*FSM).applyAllowSnapshot),
+	CmdDisallowSnapshot: handle(func() *api.DisallowSnapshotCommand { return &api.DisallowSnapshotCommand{} }, (*FSM).applyDisallowSnapshot),
+	CmdCreateSnapshot:   handle(func() *api.CreateSnapshotCommand { return &api.CreateSnapshotCommand{} }, (*FSM).applyCreateSnapshot),
+	CmdDeleteSnapshot:   handle(func() *api.DeleteSnapshotCommand { return &api.DeleteSnapshotCommand{} }, (*FSM).applyDeleteSnapshot),
+	CmdRenameSnapshot:   handle(func() *api.RenameSnapshotCommand { return &api.RenameSnapshotCommand{} }, (*FSM).applyRenameSnapshot),
 }
 
 // Encode frames msg as one log entry: type byte, then the protobuf,
