@@ -45,6 +45,18 @@ type viewSnaps struct {
 	next   int         // its next snapshot
 	headed bool        // its SNAPDIR is written
 	done   bool        // the section is written
+	// any is set when the tree has a snapshottable directory: only then
+	// is the image version 5. A tree without is written as version 4,
+	// byte for byte what it was before snapshots existed.
+	any bool
+}
+
+// version returns the image version v writes.
+func (v *View) version() uint32 {
+	if v.snap.any {
+		return imageVersion
+	}
+	return imageV4
 }
 
 // heldList returns the held blocks by id.

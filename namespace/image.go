@@ -59,7 +59,7 @@ func (t *Tree) WriteImage(w io.Writer) error {
 // appendHeader appends the image header and META record of view v.
 func (v *View) appendHeader(b []byte) []byte {
 	b = append(b, imageMagic...)
-	b = binary.LittleEndian.AppendUint32(b, imageVersion)
+	b = binary.LittleEndian.AppendUint32(b, v.version())
 	at := len(b)
 	b = append(b, 0, 0, 0, 0, 0)
 	for _, l := range []int{v.lim.MaxPathLen, v.lim.MaxComponentLen, v.lim.MaxBlocksPerFile, v.lim.MaxDirItems} {

@@ -94,7 +94,7 @@ func (t *Tree) newView() *View {
 		t: t, lim: t.lim, nextID: t.nextID, nextBlockID: t.nextBlockID, nextGenStamp: t.nextGenStamp,
 		numDirs: t.numDirs, numFiles: t.numFiles, numBlocks: t.numBlocks,
 		stack: []viewFrame{{kids: children{chunks: []*kidChunk{{k: []*inode{t.root}}}, n: 1}}},
-		snap:  viewSnaps{held: t.heldList()},
+		snap:  viewSnaps{held: t.heldList(), any: len(t.snappable) > 0},
 	}
 }
 
