@@ -7,15 +7,16 @@ import (
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/hsnapshot"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
 
 // clientService implements api.ClientServiceServer. Writes become FSM
 // commands; reads pass the read barrier and then run under the FSM's read
-// lock.
+// lock. The HDFS snapshot methods are the embedded door's (hsnapshot).
 type clientService struct {
-	api.UnimplementedClientServiceServer
+	*hsnapshot.Service
 	n *Namenode
 }
 

@@ -530,7 +530,9 @@ func (a blockEventsAdapter) Forget(bs []namespace.Block) {
 
 // ClientServer returns the node's ClientService implementation, for
 // in-process callers (benchmarks, embedding) that skip the network.
-func (n *Namenode) ClientServer() api.ClientServiceServer { return &clientService{n: n} }
+func (n *Namenode) ClientServer() api.ClientServiceServer {
+	return &clientService{Service: n.snapshotDoor(), n: n}
+}
 
 // reapReportsLoop drops expired unfinished reports every quarter TTL
 // until the namenode stops, whether or not more reports arrive.

@@ -31,7 +31,7 @@ func (n *Namenode) startGRPC() {
 		n.met.rpc.WithLabelValues(method, code).Observe(d.Seconds())
 	}, n.authz, n.cfg.Limits.Serve, n.reg, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
 		grpc.ForceServerCodecV2(serve.Codec(releaseReply))) // recycles GetBlockLocations replies (replies.go)
-	api.RegisterClientServiceServer(n.grpcSrv, &clientService{n: n})
+	api.RegisterClientServiceServer(n.grpcSrv, &clientService{Service: n.snapshotDoor(), n: n})
 	api.RegisterDatanodeProtocolServer(n.grpcSrv, &datanodeService{n: n})
 	api.RegisterAdminServer(n.grpcSrv, &adminService{n: n})
 	api.RegisterNamenodeInternalServer(n.grpcSrv, &internalService{n: n})
