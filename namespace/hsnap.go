@@ -46,6 +46,11 @@ import (
 // directory's snapshots appear.
 const DotSnapshot = ".snapshot"
 
+// ReadOnlySnapshot is the message of every write refused under a
+// snapshottable directory's .snapshot (a Permission error), HDFS's
+// SnapshotAccessControlException's: doors match it to name that exception.
+const ReadOnlySnapshot = "Modification on a read-only snapshot is disallowed"
+
 // MaxSnapshots is the most snapshots one directory may have (HDFS's
 // default snapshot quota).
 const MaxSnapshots = 65536
@@ -93,7 +98,7 @@ func (sd *snapDir) find(name string) (int, bool) {
 func (t *Tree) enterDotSnapshot(op, p string, n *inode, at string, read bool) (*inode, error) {
 	sd := n.snapDir()
 	if !read && sd != nil {
-		return nil, errs.New(errs.Permission, op, p, "Modification on a read-only snapshot is disallowed")
+		return nil, errs.New(errs.Permission, op, p, ReadOnlySnapshot)
 	}
 	if !read {
 		return nil, errs.Newf(errs.Invalid, op, p, "%q is a reserved name: %s is not a snapshottable directory", DotSnapshot, at)

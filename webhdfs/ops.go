@@ -35,7 +35,7 @@ func (o Op) Supported() bool { return o.Why == "" }
 const (
 	whyRepl    = "blockfs cannot change a file's replication after it is created"
 	whyTrunc   = "blockfs files cannot be truncated"
-	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshots, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
+	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshot diffs, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
 	whyTimes   = "blockfs does not record access times and sets modification times itself"
 	whyConcat  = "blockfs cannot concatenate files"
 )
@@ -61,6 +61,13 @@ var ops = map[string]Op{
 	"SETQUOTA":              {Name: "SETQUOTA", Method: http.MethodPut, namenode: (*NamenodeDoor).setQuota},
 	"GETQUOTAUSAGE":         {Name: "GETQUOTAUSAGE", Method: http.MethodGet, namenode: (*NamenodeDoor).quotaUsage},
 	"DELETE":                {Name: "DELETE", Method: http.MethodDelete, namenode: (*NamenodeDoor).delete},
+	// Served: HDFS snapshots (namenode_snapshot.go).
+	"ALLOWSNAPSHOT":                 {Name: "ALLOWSNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).allowSnapshot},
+	"DISALLOWSNAPSHOT":              {Name: "DISALLOWSNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).disallowSnapshot},
+	"CREATESNAPSHOT":                {Name: "CREATESNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).createSnapshot},
+	"RENAMESNAPSHOT":                {Name: "RENAMESNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).renameSnapshot},
+	"DELETESNAPSHOT":                {Name: "DELETESNAPSHOT", Method: http.MethodDelete, namenode: (*NamenodeDoor).deleteSnapshot},
+	"GETSNAPSHOTTABLEDIRECTORYLIST": {Name: "GETSNAPSHOTTABLEDIRECTORYLIST", Method: http.MethodGet, namenode: (*NamenodeDoor).snapshottableDirs},
 	// Served: data, redirected by the namenode (namenode_data.go) to a
 	// datanode (datanode_data.go).
 	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true, namenode: (*NamenodeDoor).open, datanode: (*DatanodeDoor).open},
@@ -78,21 +85,20 @@ var ops = map[string]Op{
 
 func init() {
 	for _, n := range []string{"GETDELEGATIONTOKEN", "GETXATTRS", "LISTXATTRS", "GETACLSTATUS", "CHECKACCESS",
-		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF", "GETSNAPSHOTTABLEDIRECTORYLIST",
+		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF",
 		"GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
 		"GETSTATUS", "GETSNAPSHOTLIST", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"} {
 		ops[n] = Op{Name: n, Method: http.MethodGet, Why: whyNoXAttr}
 	}
 	for _, n := range []string{"CREATESYMLINK", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES",
-		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "SETXATTR", "REMOVEXATTR", "CREATESNAPSHOT",
-		"RENAMESNAPSHOT", "ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "SETSTORAGEPOLICY",
+		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "SETXATTR", "REMOVEXATTR",
+		"SETSTORAGEPOLICY",
 		"SETQUOTABYSTORAGETYPE", "SATISFYSTORAGEPOLICY", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"} {
 		ops[n] = Op{Name: n, Method: http.MethodPut, Why: whyNoXAttr}
 	}
 	for _, n := range []string{"UNSETSTORAGEPOLICY", "UNSETECPOLICY"} {
 		ops[n] = Op{Name: n, Method: http.MethodPost, Why: whyNoXAttr}
 	}
-	ops["DELETESNAPSHOT"] = Op{Name: "DELETESNAPSHOT", Method: http.MethodDelete, Why: whyNoXAttr}
 }
 
 // methods returns the HTTP methods of the ops that served reports true
