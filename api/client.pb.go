@@ -4131,6 +4131,661 @@ func (x *GetFsStatsResponse) GetPendingDeletionBlocks() uint64 {
 	return 0
 }
 
+// AllowSnapshot makes a directory snapshottable (superuser only; already
+// snapshottable is success; nested snapshottable directories are refused).
+type AllowSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowSnapshotRequest) Reset() {
+	*x = AllowSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowSnapshotRequest) ProtoMessage() {}
+
+func (x *AllowSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*AllowSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *AllowSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type AllowSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowSnapshotResponse) Reset() {
+	*x = AllowSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowSnapshotResponse) ProtoMessage() {}
+
+func (x *AllowSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*AllowSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *AllowSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// DisallowSnapshot makes a directory not snapshottable (superuser only;
+// refused while it has snapshots).
+type DisallowSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisallowSnapshotRequest) Reset() {
+	*x = DisallowSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisallowSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisallowSnapshotRequest) ProtoMessage() {}
+
+func (x *DisallowSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisallowSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DisallowSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *DisallowSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type DisallowSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisallowSnapshotResponse) Reset() {
+	*x = DisallowSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisallowSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisallowSnapshotResponse) ProtoMessage() {}
+
+func (x *DisallowSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisallowSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DisallowSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *DisallowSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// CreateSnapshot takes a snapshot of a snapshottable directory (its owner
+// or a superuser). An empty name is "s" and the time, yyyyMMdd-HHmmss.SSS
+// (UTC), as HDFS names one.
+type CreateSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotRequest) Reset() {
+	*x = CreateSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotRequest) ProtoMessage() {}
+
+func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *CreateSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CreateSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type CreateSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	SnapshotPath  string                 `protobuf:"bytes,2,opt,name=snapshot_path,json=snapshotPath,proto3" json:"snapshot_path,omitempty"` // <path>/.snapshot/<name>
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotResponse) Reset() {
+	*x = CreateSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotResponse) ProtoMessage() {}
+
+func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *CreateSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *CreateSnapshotResponse) GetSnapshotPath() string {
+	if x != nil {
+		return x.SnapshotPath
+	}
+	return ""
+}
+
+type DeleteSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotRequest) Reset() {
+	*x = DeleteSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotRequest) ProtoMessage() {}
+
+func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *DeleteSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeleteSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotResponse) Reset() {
+	*x = DeleteSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotResponse) ProtoMessage() {}
+
+func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *DeleteSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+type RenameSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	OldName       string                 `protobuf:"bytes,2,opt,name=old_name,json=oldName,proto3" json:"old_name,omitempty"`
+	NewName       string                 `protobuf:"bytes,3,opt,name=new_name,json=newName,proto3" json:"new_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenameSnapshotRequest) Reset() {
+	*x = RenameSnapshotRequest{}
+	mi := &file_api_client_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenameSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenameSnapshotRequest) ProtoMessage() {}
+
+func (x *RenameSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenameSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*RenameSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *RenameSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RenameSnapshotRequest) GetOldName() string {
+	if x != nil {
+		return x.OldName
+	}
+	return ""
+}
+
+func (x *RenameSnapshotRequest) GetNewName() string {
+	if x != nil {
+		return x.NewName
+	}
+	return ""
+}
+
+type RenameSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenameSnapshotResponse) Reset() {
+	*x = RenameSnapshotResponse{}
+	mi := &file_api_client_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenameSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenameSnapshotResponse) ProtoMessage() {}
+
+func (x *RenameSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenameSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RenameSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *RenameSnapshotResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// SnapshottableDirectory is one row of GetSnapshottableDirListing (HDFS's
+// SnapshottableDirectoryStatus).
+type SnapshottableDirectory struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *FileStatus            `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	SnapshotCount uint32                 `protobuf:"varint,2,opt,name=snapshot_count,json=snapshotCount,proto3" json:"snapshot_count,omitempty"`
+	SnapshotLimit uint32                 `protobuf:"varint,3,opt,name=snapshot_limit,json=snapshotLimit,proto3" json:"snapshot_limit,omitempty"`
+	ParentPath    string                 `protobuf:"bytes,4,opt,name=parent_path,json=parentPath,proto3" json:"parent_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshottableDirectory) Reset() {
+	*x = SnapshottableDirectory{}
+	mi := &file_api_client_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshottableDirectory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshottableDirectory) ProtoMessage() {}
+
+func (x *SnapshottableDirectory) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshottableDirectory.ProtoReflect.Descriptor instead.
+func (*SnapshottableDirectory) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *SnapshottableDirectory) GetStatus() *FileStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *SnapshottableDirectory) GetSnapshotCount() uint32 {
+	if x != nil {
+		return x.SnapshotCount
+	}
+	return 0
+}
+
+func (x *SnapshottableDirectory) GetSnapshotLimit() uint32 {
+	if x != nil {
+		return x.SnapshotLimit
+	}
+	return 0
+}
+
+func (x *SnapshottableDirectory) GetParentPath() string {
+	if x != nil {
+		return x.ParentPath
+	}
+	return ""
+}
+
+// GetSnapshottableDirListing lists the snapshottable directories the
+// caller owns (a superuser: all), by path.
+type GetSnapshottableDirListingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshottableDirListingRequest) Reset() {
+	*x = GetSnapshottableDirListingRequest{}
+	mi := &file_api_client_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshottableDirListingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshottableDirListingRequest) ProtoMessage() {}
+
+func (x *GetSnapshottableDirListingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshottableDirListingRequest.ProtoReflect.Descriptor instead.
+func (*GetSnapshottableDirListingRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *GetSnapshottableDirListingRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type GetSnapshottableDirListingResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Header        *ResponseHeader           `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Dirs          []*SnapshottableDirectory `protobuf:"bytes,2,rep,name=dirs,proto3" json:"dirs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshottableDirListingResponse) Reset() {
+	*x = GetSnapshottableDirListingResponse{}
+	mi := &file_api_client_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshottableDirListingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshottableDirListingResponse) ProtoMessage() {}
+
+func (x *GetSnapshottableDirListingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshottableDirListingResponse.ProtoReflect.Descriptor instead.
+func (*GetSnapshottableDirListingResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *GetSnapshottableDirListingResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetSnapshottableDirListingResponse) GetDirs() []*SnapshottableDirectory {
+	if x != nil {
+		return x.Dirs
+	}
+	return nil
+}
+
 var File_api_client_proto protoreflect.FileDescriptor
 
 const file_api_client_proto_rawDesc = "" +
@@ -4426,7 +5081,43 @@ const file_api_client_proto_rawDesc = "" +
 	"\x0ecorrupt_blocks\x18\x06 \x01(\x04R\rcorruptBlocks\x12%\n" +
 	"\x0emissing_blocks\x18\a \x01(\x04R\rmissingBlocks\x125\n" +
 	"\x17missing_repl_one_blocks\x18\b \x01(\x04R\x14missingReplOneBlocks\x126\n" +
-	"\x17pending_deletion_blocks\x18\t \x01(\x04R\x15pendingDeletionBlocks2\x95\x13\n" +
+	"\x17pending_deletion_blocks\x18\t \x01(\x04R\x15pendingDeletionBlocks\"*\n" +
+	"\x14AllowSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"K\n" +
+	"\x15AllowSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"-\n" +
+	"\x17DisallowSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"N\n" +
+	"\x18DisallowSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"?\n" +
+	"\x15CreateSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"q\n" +
+	"\x16CreateSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12#\n" +
+	"\rsnapshot_path\x18\x02 \x01(\tR\fsnapshotPath\"?\n" +
+	"\x15DeleteSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"L\n" +
+	"\x16DeleteSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"a\n" +
+	"\x15RenameSnapshotRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_name\x18\x02 \x01(\tR\aoldName\x12\x19\n" +
+	"\bnew_name\x18\x03 \x01(\tR\anewName\"L\n" +
+	"\x16RenameSnapshotResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"\xb7\x01\n" +
+	"\x16SnapshottableDirectory\x12.\n" +
+	"\x06status\x18\x01 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12%\n" +
+	"\x0esnapshot_count\x18\x02 \x01(\rR\rsnapshotCount\x12%\n" +
+	"\x0esnapshot_limit\x18\x03 \x01(\rR\rsnapshotLimit\x12\x1f\n" +
+	"\vparent_path\x18\x04 \x01(\tR\n" +
+	"parentPath\"P\n" +
+	"!GetSnapshottableDirListingRequest\x12+\n" +
+	"\x04read\x18\x01 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\x90\x01\n" +
+	"\"GetSnapshottableDirListingResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x126\n" +
+	"\x04dirs\x18\x02 \x03(\v2\".blockfs.v1.SnapshottableDirectoryR\x04dirs2\xd2\x17\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
@@ -4462,7 +5153,13 @@ const file_api_client_proto_rawDesc = "" +
 	"\bTruncate\x12\x1b.blockfs.v1.TruncateRequest\x1a\x1c.blockfs.v1.TruncateResponse\x12`\n" +
 	"\x11GetServerDefaults\x12$.blockfs.v1.GetServerDefaultsRequest\x1a%.blockfs.v1.GetServerDefaultsResponse\x12K\n" +
 	"\n" +
-	"GetFsStats\x12\x1d.blockfs.v1.GetFsStatsRequest\x1a\x1e.blockfs.v1.GetFsStatsResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"GetFsStats\x12\x1d.blockfs.v1.GetFsStatsRequest\x1a\x1e.blockfs.v1.GetFsStatsResponse\x12T\n" +
+	"\rAllowSnapshot\x12 .blockfs.v1.AllowSnapshotRequest\x1a!.blockfs.v1.AllowSnapshotResponse\x12]\n" +
+	"\x10DisallowSnapshot\x12#.blockfs.v1.DisallowSnapshotRequest\x1a$.blockfs.v1.DisallowSnapshotResponse\x12W\n" +
+	"\x0eCreateSnapshot\x12!.blockfs.v1.CreateSnapshotRequest\x1a\".blockfs.v1.CreateSnapshotResponse\x12W\n" +
+	"\x0eDeleteSnapshot\x12!.blockfs.v1.DeleteSnapshotRequest\x1a\".blockfs.v1.DeleteSnapshotResponse\x12W\n" +
+	"\x0eRenameSnapshot\x12!.blockfs.v1.RenameSnapshotRequest\x1a\".blockfs.v1.RenameSnapshotResponse\x12{\n" +
+	"\x1aGetSnapshottableDirListing\x12-.blockfs.v1.GetSnapshottableDirListingRequest\x1a..blockfs.v1.GetSnapshottableDirListingResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_client_proto_rawDescOnce sync.Once
@@ -4476,213 +5173,247 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_api_client_proto_goTypes = []any{
-	(*MkdirsRequest)(nil),                  // 0: blockfs.v1.MkdirsRequest
-	(*MkdirsResponse)(nil),                 // 1: blockfs.v1.MkdirsResponse
-	(*CreateRequest)(nil),                  // 2: blockfs.v1.CreateRequest
-	(*CreateResponse)(nil),                 // 3: blockfs.v1.CreateResponse
-	(*AddBlockRequest)(nil),                // 4: blockfs.v1.AddBlockRequest
-	(*AddBlockResponse)(nil),               // 5: blockfs.v1.AddBlockResponse
-	(*CompleteRequest)(nil),                // 6: blockfs.v1.CompleteRequest
-	(*CompleteResponse)(nil),               // 7: blockfs.v1.CompleteResponse
-	(*AbandonBlockRequest)(nil),            // 8: blockfs.v1.AbandonBlockRequest
-	(*AbandonBlockResponse)(nil),           // 9: blockfs.v1.AbandonBlockResponse
-	(*AppendRequest)(nil),                  // 10: blockfs.v1.AppendRequest
-	(*AppendResponse)(nil),                 // 11: blockfs.v1.AppendResponse
-	(*GetBlockLocationsRequest)(nil),       // 12: blockfs.v1.GetBlockLocationsRequest
-	(*GetBlockLocationsResponse)(nil),      // 13: blockfs.v1.GetBlockLocationsResponse
-	(*GetFileInfoRequest)(nil),             // 14: blockfs.v1.GetFileInfoRequest
-	(*GetFileInfoResponse)(nil),            // 15: blockfs.v1.GetFileInfoResponse
-	(*ListStatusRequest)(nil),              // 16: blockfs.v1.ListStatusRequest
-	(*ListStatusResponse)(nil),             // 17: blockfs.v1.ListStatusResponse
-	(*DeleteRequest)(nil),                  // 18: blockfs.v1.DeleteRequest
-	(*DeleteResponse)(nil),                 // 19: blockfs.v1.DeleteResponse
-	(*RenameRequest)(nil),                  // 20: blockfs.v1.RenameRequest
-	(*RenameResponse)(nil),                 // 21: blockfs.v1.RenameResponse
-	(*SetPermissionRequest)(nil),           // 22: blockfs.v1.SetPermissionRequest
-	(*SetPermissionResponse)(nil),          // 23: blockfs.v1.SetPermissionResponse
-	(*SetOwnerRequest)(nil),                // 24: blockfs.v1.SetOwnerRequest
-	(*SetOwnerResponse)(nil),               // 25: blockfs.v1.SetOwnerResponse
-	(*ReportBadBlocksRequest)(nil),         // 26: blockfs.v1.ReportBadBlocksRequest
-	(*ReportBadBlocksResponse)(nil),        // 27: blockfs.v1.ReportBadBlocksResponse
-	(*ClusterStatusRequest)(nil),           // 28: blockfs.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),          // 29: blockfs.v1.ClusterStatusResponse
-	(*Member)(nil),                         // 30: blockfs.v1.Member
-	(*RenewLeaseRequest)(nil),              // 31: blockfs.v1.RenewLeaseRequest
-	(*RenewLeaseResponse)(nil),             // 32: blockfs.v1.RenewLeaseResponse
-	(*RecoverLeaseRequest)(nil),            // 33: blockfs.v1.RecoverLeaseRequest
-	(*RecoverLeaseResponse)(nil),           // 34: blockfs.v1.RecoverLeaseResponse
-	(*FsyncRequest)(nil),                   // 35: blockfs.v1.FsyncRequest
-	(*FsyncResponse)(nil),                  // 36: blockfs.v1.FsyncResponse
-	(*UpdateBlockForPipelineRequest)(nil),  // 37: blockfs.v1.UpdateBlockForPipelineRequest
-	(*UpdateBlockForPipelineResponse)(nil), // 38: blockfs.v1.UpdateBlockForPipelineResponse
-	(*UpdatePipelineRequest)(nil),          // 39: blockfs.v1.UpdatePipelineRequest
-	(*UpdatePipelineResponse)(nil),         // 40: blockfs.v1.UpdatePipelineResponse
-	(*SetQuotaRequest)(nil),                // 41: blockfs.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),               // 42: blockfs.v1.SetQuotaResponse
-	(*ContentSummary)(nil),                 // 43: blockfs.v1.ContentSummary
-	(*GetContentSummaryRequest)(nil),       // 44: blockfs.v1.GetContentSummaryRequest
-	(*GetContentSummaryResponse)(nil),      // 45: blockfs.v1.GetContentSummaryResponse
-	(*QuotaUsage)(nil),                     // 46: blockfs.v1.QuotaUsage
-	(*GetQuotaUsageRequest)(nil),           // 47: blockfs.v1.GetQuotaUsageRequest
-	(*GetQuotaUsageResponse)(nil),          // 48: blockfs.v1.GetQuotaUsageResponse
-	(*XAttr)(nil),                          // 49: blockfs.v1.XAttr
-	(*SetXAttrRequest)(nil),                // 50: blockfs.v1.SetXAttrRequest
-	(*SetXAttrResponse)(nil),               // 51: blockfs.v1.SetXAttrResponse
-	(*GetXAttrsRequest)(nil),               // 52: blockfs.v1.GetXAttrsRequest
-	(*GetXAttrsResponse)(nil),              // 53: blockfs.v1.GetXAttrsResponse
-	(*ListXAttrsRequest)(nil),              // 54: blockfs.v1.ListXAttrsRequest
-	(*ListXAttrsResponse)(nil),             // 55: blockfs.v1.ListXAttrsResponse
-	(*RemoveXAttrRequest)(nil),             // 56: blockfs.v1.RemoveXAttrRequest
-	(*RemoveXAttrResponse)(nil),            // 57: blockfs.v1.RemoveXAttrResponse
-	(*SetTimesRequest)(nil),                // 58: blockfs.v1.SetTimesRequest
-	(*SetTimesResponse)(nil),               // 59: blockfs.v1.SetTimesResponse
-	(*TruncateRequest)(nil),                // 60: blockfs.v1.TruncateRequest
-	(*TruncateResponse)(nil),               // 61: blockfs.v1.TruncateResponse
-	(*GetServerDefaultsRequest)(nil),       // 62: blockfs.v1.GetServerDefaultsRequest
-	(*ServerDefaults)(nil),                 // 63: blockfs.v1.ServerDefaults
-	(*GetServerDefaultsResponse)(nil),      // 64: blockfs.v1.GetServerDefaultsResponse
-	(*GetFsStatsRequest)(nil),              // 65: blockfs.v1.GetFsStatsRequest
-	(*GetFsStatsResponse)(nil),             // 66: blockfs.v1.GetFsStatsResponse
-	(*ResponseHeader)(nil),                 // 67: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                     // 68: blockfs.v1.FileStatus
-	(*LocatedBlock)(nil),                   // 69: blockfs.v1.LocatedBlock
-	(*Block)(nil),                          // 70: blockfs.v1.Block
-	(*ReadOptions)(nil),                    // 71: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),                   // 72: blockfs.v1.DatanodeInfo
+	(*MkdirsRequest)(nil),                      // 0: blockfs.v1.MkdirsRequest
+	(*MkdirsResponse)(nil),                     // 1: blockfs.v1.MkdirsResponse
+	(*CreateRequest)(nil),                      // 2: blockfs.v1.CreateRequest
+	(*CreateResponse)(nil),                     // 3: blockfs.v1.CreateResponse
+	(*AddBlockRequest)(nil),                    // 4: blockfs.v1.AddBlockRequest
+	(*AddBlockResponse)(nil),                   // 5: blockfs.v1.AddBlockResponse
+	(*CompleteRequest)(nil),                    // 6: blockfs.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 7: blockfs.v1.CompleteResponse
+	(*AbandonBlockRequest)(nil),                // 8: blockfs.v1.AbandonBlockRequest
+	(*AbandonBlockResponse)(nil),               // 9: blockfs.v1.AbandonBlockResponse
+	(*AppendRequest)(nil),                      // 10: blockfs.v1.AppendRequest
+	(*AppendResponse)(nil),                     // 11: blockfs.v1.AppendResponse
+	(*GetBlockLocationsRequest)(nil),           // 12: blockfs.v1.GetBlockLocationsRequest
+	(*GetBlockLocationsResponse)(nil),          // 13: blockfs.v1.GetBlockLocationsResponse
+	(*GetFileInfoRequest)(nil),                 // 14: blockfs.v1.GetFileInfoRequest
+	(*GetFileInfoResponse)(nil),                // 15: blockfs.v1.GetFileInfoResponse
+	(*ListStatusRequest)(nil),                  // 16: blockfs.v1.ListStatusRequest
+	(*ListStatusResponse)(nil),                 // 17: blockfs.v1.ListStatusResponse
+	(*DeleteRequest)(nil),                      // 18: blockfs.v1.DeleteRequest
+	(*DeleteResponse)(nil),                     // 19: blockfs.v1.DeleteResponse
+	(*RenameRequest)(nil),                      // 20: blockfs.v1.RenameRequest
+	(*RenameResponse)(nil),                     // 21: blockfs.v1.RenameResponse
+	(*SetPermissionRequest)(nil),               // 22: blockfs.v1.SetPermissionRequest
+	(*SetPermissionResponse)(nil),              // 23: blockfs.v1.SetPermissionResponse
+	(*SetOwnerRequest)(nil),                    // 24: blockfs.v1.SetOwnerRequest
+	(*SetOwnerResponse)(nil),                   // 25: blockfs.v1.SetOwnerResponse
+	(*ReportBadBlocksRequest)(nil),             // 26: blockfs.v1.ReportBadBlocksRequest
+	(*ReportBadBlocksResponse)(nil),            // 27: blockfs.v1.ReportBadBlocksResponse
+	(*ClusterStatusRequest)(nil),               // 28: blockfs.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),              // 29: blockfs.v1.ClusterStatusResponse
+	(*Member)(nil),                             // 30: blockfs.v1.Member
+	(*RenewLeaseRequest)(nil),                  // 31: blockfs.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),                 // 32: blockfs.v1.RenewLeaseResponse
+	(*RecoverLeaseRequest)(nil),                // 33: blockfs.v1.RecoverLeaseRequest
+	(*RecoverLeaseResponse)(nil),               // 34: blockfs.v1.RecoverLeaseResponse
+	(*FsyncRequest)(nil),                       // 35: blockfs.v1.FsyncRequest
+	(*FsyncResponse)(nil),                      // 36: blockfs.v1.FsyncResponse
+	(*UpdateBlockForPipelineRequest)(nil),      // 37: blockfs.v1.UpdateBlockForPipelineRequest
+	(*UpdateBlockForPipelineResponse)(nil),     // 38: blockfs.v1.UpdateBlockForPipelineResponse
+	(*UpdatePipelineRequest)(nil),              // 39: blockfs.v1.UpdatePipelineRequest
+	(*UpdatePipelineResponse)(nil),             // 40: blockfs.v1.UpdatePipelineResponse
+	(*SetQuotaRequest)(nil),                    // 41: blockfs.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),                   // 42: blockfs.v1.SetQuotaResponse
+	(*ContentSummary)(nil),                     // 43: blockfs.v1.ContentSummary
+	(*GetContentSummaryRequest)(nil),           // 44: blockfs.v1.GetContentSummaryRequest
+	(*GetContentSummaryResponse)(nil),          // 45: blockfs.v1.GetContentSummaryResponse
+	(*QuotaUsage)(nil),                         // 46: blockfs.v1.QuotaUsage
+	(*GetQuotaUsageRequest)(nil),               // 47: blockfs.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),              // 48: blockfs.v1.GetQuotaUsageResponse
+	(*XAttr)(nil),                              // 49: blockfs.v1.XAttr
+	(*SetXAttrRequest)(nil),                    // 50: blockfs.v1.SetXAttrRequest
+	(*SetXAttrResponse)(nil),                   // 51: blockfs.v1.SetXAttrResponse
+	(*GetXAttrsRequest)(nil),                   // 52: blockfs.v1.GetXAttrsRequest
+	(*GetXAttrsResponse)(nil),                  // 53: blockfs.v1.GetXAttrsResponse
+	(*ListXAttrsRequest)(nil),                  // 54: blockfs.v1.ListXAttrsRequest
+	(*ListXAttrsResponse)(nil),                 // 55: blockfs.v1.ListXAttrsResponse
+	(*RemoveXAttrRequest)(nil),                 // 56: blockfs.v1.RemoveXAttrRequest
+	(*RemoveXAttrResponse)(nil),                // 57: blockfs.v1.RemoveXAttrResponse
+	(*SetTimesRequest)(nil),                    // 58: blockfs.v1.SetTimesRequest
+	(*SetTimesResponse)(nil),                   // 59: blockfs.v1.SetTimesResponse
+	(*TruncateRequest)(nil),                    // 60: blockfs.v1.TruncateRequest
+	(*TruncateResponse)(nil),                   // 61: blockfs.v1.TruncateResponse
+	(*GetServerDefaultsRequest)(nil),           // 62: blockfs.v1.GetServerDefaultsRequest
+	(*ServerDefaults)(nil),                     // 63: blockfs.v1.ServerDefaults
+	(*GetServerDefaultsResponse)(nil),          // 64: blockfs.v1.GetServerDefaultsResponse
+	(*GetFsStatsRequest)(nil),                  // 65: blockfs.v1.GetFsStatsRequest
+	(*GetFsStatsResponse)(nil),                 // 66: blockfs.v1.GetFsStatsResponse
+	(*AllowSnapshotRequest)(nil),               // 67: blockfs.v1.AllowSnapshotRequest
+	(*AllowSnapshotResponse)(nil),              // 68: blockfs.v1.AllowSnapshotResponse
+	(*DisallowSnapshotRequest)(nil),            // 69: blockfs.v1.DisallowSnapshotRequest
+	(*DisallowSnapshotResponse)(nil),           // 70: blockfs.v1.DisallowSnapshotResponse
+	(*CreateSnapshotRequest)(nil),              // 71: blockfs.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),             // 72: blockfs.v1.CreateSnapshotResponse
+	(*DeleteSnapshotRequest)(nil),              // 73: blockfs.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil),             // 74: blockfs.v1.DeleteSnapshotResponse
+	(*RenameSnapshotRequest)(nil),              // 75: blockfs.v1.RenameSnapshotRequest
+	(*RenameSnapshotResponse)(nil),             // 76: blockfs.v1.RenameSnapshotResponse
+	(*SnapshottableDirectory)(nil),             // 77: blockfs.v1.SnapshottableDirectory
+	(*GetSnapshottableDirListingRequest)(nil),  // 78: blockfs.v1.GetSnapshottableDirListingRequest
+	(*GetSnapshottableDirListingResponse)(nil), // 79: blockfs.v1.GetSnapshottableDirListingResponse
+	(*ResponseHeader)(nil),                     // 80: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                         // 81: blockfs.v1.FileStatus
+	(*LocatedBlock)(nil),                       // 82: blockfs.v1.LocatedBlock
+	(*Block)(nil),                              // 83: blockfs.v1.Block
+	(*ReadOptions)(nil),                        // 84: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                       // 85: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	67, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	68, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	69, // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
-	70, // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	67, // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	69, // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	70, // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	67, // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	70, // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	67, // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	68, // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	70, // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	69, // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	71, // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	69, // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	72, // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	71, // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	68, // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	71, // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	68, // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	67, // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	70, // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	30, // 30: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	72, // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	67, // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	70, // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	67, // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	70, // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	67, // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	70, // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	70, // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	70, // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	67, // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
-	71, // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43, // 45: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
-	71, // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
-	46, // 48: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
-	49, // 49: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
-	67, // 50: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
-	71, // 51: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 52: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 53: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
-	71, // 54: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
-	67, // 55: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 56: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
-	67, // 57: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 58: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 59: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	67, // 60: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	63, // 61: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
-	67, // 62: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	0,  // 63: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 64: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 65: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 66: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 67: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 68: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 69: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 70: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 71: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 72: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 73: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 74: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 75: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 76: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 77: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31, // 78: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33, // 79: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35, // 80: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37, // 81: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39, // 82: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	41, // 83: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
-	44, // 84: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
-	47, // 85: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
-	50, // 86: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
-	52, // 87: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
-	54, // 88: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
-	56, // 89: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
-	58, // 90: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
-	60, // 91: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
-	62, // 92: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
-	65, // 93: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
-	1,  // 94: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 95: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 96: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 97: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 98: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 99: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 100: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 101: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 102: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 103: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 104: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 105: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 106: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 107: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 108: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32, // 109: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34, // 110: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36, // 111: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38, // 112: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40, // 113: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	42, // 114: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
-	45, // 115: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
-	48, // 116: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
-	51, // 117: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
-	53, // 118: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
-	55, // 119: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
-	57, // 120: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
-	59, // 121: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
-	61, // 122: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
-	64, // 123: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
-	66, // 124: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
-	94, // [94:125] is the sub-list for method output_type
-	63, // [63:94] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	80,  // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	82,  // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
+	83,  // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	80,  // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	82,  // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	83,  // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	80,  // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	80,  // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	83,  // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	82,  // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	84,  // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	82,  // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	85,  // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	84,  // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	84,  // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	80,  // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	30,  // 30: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	85,  // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	80,  // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	80,  // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	80,  // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	83,  // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	83,  // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	80,  // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	84,  // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43,  // 45: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
+	84,  // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	46,  // 48: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
+	49,  // 49: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
+	80,  // 50: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	84,  // 51: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 52: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49,  // 53: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	84,  // 54: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 55: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49,  // 56: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	80,  // 57: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 58: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 59: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 60: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63,  // 61: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
+	80,  // 62: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 63: blockfs.v1.AllowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 64: blockfs.v1.DisallowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 65: blockfs.v1.CreateSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 66: blockfs.v1.DeleteSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 67: blockfs.v1.RenameSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 68: blockfs.v1.SnapshottableDirectory.status:type_name -> blockfs.v1.FileStatus
+	84,  // 69: blockfs.v1.GetSnapshottableDirListingRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 70: blockfs.v1.GetSnapshottableDirListingResponse.header:type_name -> blockfs.v1.ResponseHeader
+	77,  // 71: blockfs.v1.GetSnapshottableDirListingResponse.dirs:type_name -> blockfs.v1.SnapshottableDirectory
+	0,   // 72: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,   // 73: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,   // 74: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,   // 75: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,   // 76: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10,  // 77: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12,  // 78: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14,  // 79: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16,  // 80: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18,  // 81: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20,  // 82: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22,  // 83: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24,  // 84: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26,  // 85: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28,  // 86: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31,  // 87: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33,  // 88: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35,  // 89: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37,  // 90: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39,  // 91: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	41,  // 92: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	44,  // 93: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	47,  // 94: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	50,  // 95: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
+	52,  // 96: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
+	54,  // 97: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
+	56,  // 98: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
+	58,  // 99: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
+	60,  // 100: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
+	62,  // 101: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
+	65,  // 102: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
+	67,  // 103: blockfs.v1.ClientService.AllowSnapshot:input_type -> blockfs.v1.AllowSnapshotRequest
+	69,  // 104: blockfs.v1.ClientService.DisallowSnapshot:input_type -> blockfs.v1.DisallowSnapshotRequest
+	71,  // 105: blockfs.v1.ClientService.CreateSnapshot:input_type -> blockfs.v1.CreateSnapshotRequest
+	73,  // 106: blockfs.v1.ClientService.DeleteSnapshot:input_type -> blockfs.v1.DeleteSnapshotRequest
+	75,  // 107: blockfs.v1.ClientService.RenameSnapshot:input_type -> blockfs.v1.RenameSnapshotRequest
+	78,  // 108: blockfs.v1.ClientService.GetSnapshottableDirListing:input_type -> blockfs.v1.GetSnapshottableDirListingRequest
+	1,   // 109: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,   // 110: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,   // 111: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,   // 112: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,   // 113: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11,  // 114: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13,  // 115: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15,  // 116: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17,  // 117: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19,  // 118: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21,  // 119: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23,  // 120: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25,  // 121: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27,  // 122: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29,  // 123: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32,  // 124: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34,  // 125: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36,  // 126: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38,  // 127: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40,  // 128: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	42,  // 129: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	45,  // 130: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	48,  // 131: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	51,  // 132: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
+	53,  // 133: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
+	55,  // 134: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
+	57,  // 135: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
+	59,  // 136: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
+	61,  // 137: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
+	64,  // 138: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
+	66,  // 139: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
+	68,  // 140: blockfs.v1.ClientService.AllowSnapshot:output_type -> blockfs.v1.AllowSnapshotResponse
+	70,  // 141: blockfs.v1.ClientService.DisallowSnapshot:output_type -> blockfs.v1.DisallowSnapshotResponse
+	72,  // 142: blockfs.v1.ClientService.CreateSnapshot:output_type -> blockfs.v1.CreateSnapshotResponse
+	74,  // 143: blockfs.v1.ClientService.DeleteSnapshot:output_type -> blockfs.v1.DeleteSnapshotResponse
+	76,  // 144: blockfs.v1.ClientService.RenameSnapshot:output_type -> blockfs.v1.RenameSnapshotResponse
+	79,  // 145: blockfs.v1.ClientService.GetSnapshottableDirListing:output_type -> blockfs.v1.GetSnapshottableDirListingResponse
+	109, // [109:146] is the sub-list for method output_type
+	72,  // [72:109] is the sub-list for method input_type
+	72,  // [72:72] is the sub-list for extension type_name
+	72,  // [72:72] is the sub-list for extension extendee
+	0,   // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -4697,7 +5428,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

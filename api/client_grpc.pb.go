@@ -21,37 +21,43 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ClientService_Mkdirs_FullMethodName                 = "/blockfs.v1.ClientService/Mkdirs"
-	ClientService_Create_FullMethodName                 = "/blockfs.v1.ClientService/Create"
-	ClientService_AddBlock_FullMethodName               = "/blockfs.v1.ClientService/AddBlock"
-	ClientService_Complete_FullMethodName               = "/blockfs.v1.ClientService/Complete"
-	ClientService_AbandonBlock_FullMethodName           = "/blockfs.v1.ClientService/AbandonBlock"
-	ClientService_Append_FullMethodName                 = "/blockfs.v1.ClientService/Append"
-	ClientService_GetBlockLocations_FullMethodName      = "/blockfs.v1.ClientService/GetBlockLocations"
-	ClientService_GetFileInfo_FullMethodName            = "/blockfs.v1.ClientService/GetFileInfo"
-	ClientService_ListStatus_FullMethodName             = "/blockfs.v1.ClientService/ListStatus"
-	ClientService_Delete_FullMethodName                 = "/blockfs.v1.ClientService/Delete"
-	ClientService_Rename_FullMethodName                 = "/blockfs.v1.ClientService/Rename"
-	ClientService_SetPermission_FullMethodName          = "/blockfs.v1.ClientService/SetPermission"
-	ClientService_SetOwner_FullMethodName               = "/blockfs.v1.ClientService/SetOwner"
-	ClientService_ReportBadBlocks_FullMethodName        = "/blockfs.v1.ClientService/ReportBadBlocks"
-	ClientService_ClusterStatus_FullMethodName          = "/blockfs.v1.ClientService/ClusterStatus"
-	ClientService_RenewLease_FullMethodName             = "/blockfs.v1.ClientService/RenewLease"
-	ClientService_RecoverLease_FullMethodName           = "/blockfs.v1.ClientService/RecoverLease"
-	ClientService_Fsync_FullMethodName                  = "/blockfs.v1.ClientService/Fsync"
-	ClientService_UpdateBlockForPipeline_FullMethodName = "/blockfs.v1.ClientService/UpdateBlockForPipeline"
-	ClientService_UpdatePipeline_FullMethodName         = "/blockfs.v1.ClientService/UpdatePipeline"
-	ClientService_SetQuota_FullMethodName               = "/blockfs.v1.ClientService/SetQuota"
-	ClientService_GetContentSummary_FullMethodName      = "/blockfs.v1.ClientService/GetContentSummary"
-	ClientService_GetQuotaUsage_FullMethodName          = "/blockfs.v1.ClientService/GetQuotaUsage"
-	ClientService_SetXAttr_FullMethodName               = "/blockfs.v1.ClientService/SetXAttr"
-	ClientService_GetXAttrs_FullMethodName              = "/blockfs.v1.ClientService/GetXAttrs"
-	ClientService_ListXAttrs_FullMethodName             = "/blockfs.v1.ClientService/ListXAttrs"
-	ClientService_RemoveXAttr_FullMethodName            = "/blockfs.v1.ClientService/RemoveXAttr"
-	ClientService_SetTimes_FullMethodName               = "/blockfs.v1.ClientService/SetTimes"
-	ClientService_Truncate_FullMethodName               = "/blockfs.v1.ClientService/Truncate"
-	ClientService_GetServerDefaults_FullMethodName      = "/blockfs.v1.ClientService/GetServerDefaults"
-	ClientService_GetFsStats_FullMethodName             = "/blockfs.v1.ClientService/GetFsStats"
+	ClientService_Mkdirs_FullMethodName                     = "/blockfs.v1.ClientService/Mkdirs"
+	ClientService_Create_FullMethodName                     = "/blockfs.v1.ClientService/Create"
+	ClientService_AddBlock_FullMethodName                   = "/blockfs.v1.ClientService/AddBlock"
+	ClientService_Complete_FullMethodName                   = "/blockfs.v1.ClientService/Complete"
+	ClientService_AbandonBlock_FullMethodName               = "/blockfs.v1.ClientService/AbandonBlock"
+	ClientService_Append_FullMethodName                     = "/blockfs.v1.ClientService/Append"
+	ClientService_GetBlockLocations_FullMethodName          = "/blockfs.v1.ClientService/GetBlockLocations"
+	ClientService_GetFileInfo_FullMethodName                = "/blockfs.v1.ClientService/GetFileInfo"
+	ClientService_ListStatus_FullMethodName                 = "/blockfs.v1.ClientService/ListStatus"
+	ClientService_Delete_FullMethodName                     = "/blockfs.v1.ClientService/Delete"
+	ClientService_Rename_FullMethodName                     = "/blockfs.v1.ClientService/Rename"
+	ClientService_SetPermission_FullMethodName              = "/blockfs.v1.ClientService/SetPermission"
+	ClientService_SetOwner_FullMethodName                   = "/blockfs.v1.ClientService/SetOwner"
+	ClientService_ReportBadBlocks_FullMethodName            = "/blockfs.v1.ClientService/ReportBadBlocks"
+	ClientService_ClusterStatus_FullMethodName              = "/blockfs.v1.ClientService/ClusterStatus"
+	ClientService_RenewLease_FullMethodName                 = "/blockfs.v1.ClientService/RenewLease"
+	ClientService_RecoverLease_FullMethodName               = "/blockfs.v1.ClientService/RecoverLease"
+	ClientService_Fsync_FullMethodName                      = "/blockfs.v1.ClientService/Fsync"
+	ClientService_UpdateBlockForPipeline_FullMethodName     = "/blockfs.v1.ClientService/UpdateBlockForPipeline"
+	ClientService_UpdatePipeline_FullMethodName             = "/blockfs.v1.ClientService/UpdatePipeline"
+	ClientService_SetQuota_FullMethodName                   = "/blockfs.v1.ClientService/SetQuota"
+	ClientService_GetContentSummary_FullMethodName          = "/blockfs.v1.ClientService/GetContentSummary"
+	ClientService_GetQuotaUsage_FullMethodName              = "/blockfs.v1.ClientService/GetQuotaUsage"
+	ClientService_SetXAttr_FullMethodName                   = "/blockfs.v1.ClientService/SetXAttr"
+	ClientService_GetXAttrs_FullMethodName                  = "/blockfs.v1.ClientService/GetXAttrs"
+	ClientService_ListXAttrs_FullMethodName                 = "/blockfs.v1.ClientService/ListXAttrs"
+	ClientService_RemoveXAttr_FullMethodName                = "/blockfs.v1.ClientService/RemoveXAttr"
+	ClientService_SetTimes_FullMethodName                   = "/blockfs.v1.ClientService/SetTimes"
+	ClientService_Truncate_FullMethodName                   = "/blockfs.v1.ClientService/Truncate"
+	ClientService_GetServerDefaults_FullMethodName          = "/blockfs.v1.ClientService/GetServerDefaults"
+	ClientService_GetFsStats_FullMethodName                 = "/blockfs.v1.ClientService/GetFsStats"
+	ClientService_AllowSnapshot_FullMethodName              = "/blockfs.v1.ClientService/AllowSnapshot"
+	ClientService_DisallowSnapshot_FullMethodName           = "/blockfs.v1.ClientService/DisallowSnapshot"
+	ClientService_CreateSnapshot_FullMethodName             = "/blockfs.v1.ClientService/CreateSnapshot"
+	ClientService_DeleteSnapshot_FullMethodName             = "/blockfs.v1.ClientService/DeleteSnapshot"
+	ClientService_RenameSnapshot_FullMethodName             = "/blockfs.v1.ClientService/RenameSnapshot"
+	ClientService_GetSnapshottableDirListing_FullMethodName = "/blockfs.v1.ClientService/GetSnapshottableDirListing"
 )
 
 // ClientServiceClient is the client API for ClientService service.
@@ -95,6 +101,15 @@ type ClientServiceClient interface {
 	Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error)
 	GetServerDefaults(ctx context.Context, in *GetServerDefaultsRequest, opts ...grpc.CallOption) (*GetServerDefaultsResponse, error)
 	GetFsStats(ctx context.Context, in *GetFsStatsRequest, opts ...grpc.CallOption) (*GetFsStatsResponse, error)
+	// HDFS snapshots: namespace snapshots of snapshottable directories,
+	// read under <dir>/.snapshot/<name> (docs/ARCHITECTURE.md, "Namespace
+	// snapshots"). Not the namenodes' Raft snapshots.
+	AllowSnapshot(ctx context.Context, in *AllowSnapshotRequest, opts ...grpc.CallOption) (*AllowSnapshotResponse, error)
+	DisallowSnapshot(ctx context.Context, in *DisallowSnapshotRequest, opts ...grpc.CallOption) (*DisallowSnapshotResponse, error)
+	CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*CreateSnapshotResponse, error)
+	DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
+	RenameSnapshot(ctx context.Context, in *RenameSnapshotRequest, opts ...grpc.CallOption) (*RenameSnapshotResponse, error)
+	GetSnapshottableDirListing(ctx context.Context, in *GetSnapshottableDirListingRequest, opts ...grpc.CallOption) (*GetSnapshottableDirListingResponse, error)
 }
 
 type clientServiceClient struct {
@@ -415,6 +430,66 @@ func (c *clientServiceClient) GetFsStats(ctx context.Context, in *GetFsStatsRequ
 	return out, nil
 }
 
+func (c *clientServiceClient) AllowSnapshot(ctx context.Context, in *AllowSnapshotRequest, opts ...grpc.CallOption) (*AllowSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AllowSnapshotResponse)
+	err := c.cc.Invoke(ctx, ClientService_AllowSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) DisallowSnapshot(ctx context.Context, in *DisallowSnapshotRequest, opts ...grpc.CallOption) (*DisallowSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DisallowSnapshotResponse)
+	err := c.cc.Invoke(ctx, ClientService_DisallowSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) CreateSnapshot(ctx context.Context, in *CreateSnapshotRequest, opts ...grpc.CallOption) (*CreateSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateSnapshotResponse)
+	err := c.cc.Invoke(ctx, ClientService_CreateSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) DeleteSnapshot(ctx context.Context, in *DeleteSnapshotRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSnapshotResponse)
+	err := c.cc.Invoke(ctx, ClientService_DeleteSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) RenameSnapshot(ctx context.Context, in *RenameSnapshotRequest, opts ...grpc.CallOption) (*RenameSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenameSnapshotResponse)
+	err := c.cc.Invoke(ctx, ClientService_RenameSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) GetSnapshottableDirListing(ctx context.Context, in *GetSnapshottableDirListingRequest, opts ...grpc.CallOption) (*GetSnapshottableDirListingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSnapshottableDirListingResponse)
+	err := c.cc.Invoke(ctx, ClientService_GetSnapshottableDirListing_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServiceServer is the server API for ClientService service.
 // All implementations must embed UnimplementedClientServiceServer
 // for forward compatibility.
@@ -456,6 +531,15 @@ type ClientServiceServer interface {
 	Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error)
 	GetServerDefaults(context.Context, *GetServerDefaultsRequest) (*GetServerDefaultsResponse, error)
 	GetFsStats(context.Context, *GetFsStatsRequest) (*GetFsStatsResponse, error)
+	// HDFS snapshots: namespace snapshots of snapshottable directories,
+	// read under <dir>/.snapshot/<name> (docs/ARCHITECTURE.md, "Namespace
+	// snapshots"). Not the namenodes' Raft snapshots.
+	AllowSnapshot(context.Context, *AllowSnapshotRequest) (*AllowSnapshotResponse, error)
+	DisallowSnapshot(context.Context, *DisallowSnapshotRequest) (*DisallowSnapshotResponse, error)
+	CreateSnapshot(context.Context, *CreateSnapshotRequest) (*CreateSnapshotResponse, error)
+	DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error)
+	RenameSnapshot(context.Context, *RenameSnapshotRequest) (*RenameSnapshotResponse, error)
+	GetSnapshottableDirListing(context.Context, *GetSnapshottableDirListingRequest) (*GetSnapshottableDirListingResponse, error)
 	mustEmbedUnimplementedClientServiceServer()
 }
 
@@ -558,6 +642,24 @@ func (UnimplementedClientServiceServer) GetServerDefaults(context.Context, *GetS
 }
 func (UnimplementedClientServiceServer) GetFsStats(context.Context, *GetFsStatsRequest) (*GetFsStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetFsStats not implemented")
+}
+func (UnimplementedClientServiceServer) AllowSnapshot(context.Context, *AllowSnapshotRequest) (*AllowSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AllowSnapshot not implemented")
+}
+func (UnimplementedClientServiceServer) DisallowSnapshot(context.Context, *DisallowSnapshotRequest) (*DisallowSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DisallowSnapshot not implemented")
+}
+func (UnimplementedClientServiceServer) CreateSnapshot(context.Context, *CreateSnapshotRequest) (*CreateSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSnapshot not implemented")
+}
+func (UnimplementedClientServiceServer) DeleteSnapshot(context.Context, *DeleteSnapshotRequest) (*DeleteSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSnapshot not implemented")
+}
+func (UnimplementedClientServiceServer) RenameSnapshot(context.Context, *RenameSnapshotRequest) (*RenameSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenameSnapshot not implemented")
+}
+func (UnimplementedClientServiceServer) GetSnapshottableDirListing(context.Context, *GetSnapshottableDirListingRequest) (*GetSnapshottableDirListingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSnapshottableDirListing not implemented")
 }
 func (UnimplementedClientServiceServer) mustEmbedUnimplementedClientServiceServer() {}
 func (UnimplementedClientServiceServer) testEmbeddedByValue()                       {}
@@ -1138,6 +1240,114 @@ func _ClientService_GetFsStats_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClientService_AllowSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AllowSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).AllowSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_AllowSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).AllowSnapshot(ctx, req.(*AllowSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_DisallowSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DisallowSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).DisallowSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_DisallowSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).DisallowSnapshot(ctx, req.(*DisallowSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_CreateSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).CreateSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_CreateSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).CreateSnapshot(ctx, req.(*CreateSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_DeleteSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).DeleteSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_DeleteSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).DeleteSnapshot(ctx, req.(*DeleteSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_RenameSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenameSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).RenameSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_RenameSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).RenameSnapshot(ctx, req.(*RenameSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_GetSnapshottableDirListing_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSnapshottableDirListingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).GetSnapshottableDirListing(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_GetSnapshottableDirListing_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).GetSnapshottableDirListing(ctx, req.(*GetSnapshottableDirListingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClientService_ServiceDesc is the grpc.ServiceDesc for ClientService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1268,6 +1478,30 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetFsStats",
 			Handler:    _ClientService_GetFsStats_Handler,
+		},
+		{
+			MethodName: "AllowSnapshot",
+			Handler:    _ClientService_AllowSnapshot_Handler,
+		},
+		{
+			MethodName: "DisallowSnapshot",
+			Handler:    _ClientService_DisallowSnapshot_Handler,
+		},
+		{
+			MethodName: "CreateSnapshot",
+			Handler:    _ClientService_CreateSnapshot_Handler,
+		},
+		{
+			MethodName: "DeleteSnapshot",
+			Handler:    _ClientService_DeleteSnapshot_Handler,
+		},
+		{
+			MethodName: "RenameSnapshot",
+			Handler:    _ClientService_RenameSnapshot_Handler,
+		},
+		{
+			MethodName: "GetSnapshottableDirListing",
+			Handler:    _ClientService_GetSnapshottableDirListing_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

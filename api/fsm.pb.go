@@ -2558,6 +2558,306 @@ func (x *TruncateCommand) GetReplicas() []string {
 	return nil
 }
 
+type AllowSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllowSnapshotCommand) Reset() {
+	*x = AllowSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllowSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllowSnapshotCommand) ProtoMessage() {}
+
+func (x *AllowSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllowSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*AllowSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AllowSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *AllowSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type DisallowSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisallowSnapshotCommand) Reset() {
+	*x = DisallowSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisallowSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisallowSnapshotCommand) ProtoMessage() {}
+
+func (x *DisallowSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisallowSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*DisallowSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DisallowSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *DisallowSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type CreateSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"` // "" : named from mtime_unix_ms
+	MtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSnapshotCommand) Reset() {
+	*x = CreateSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSnapshotCommand) ProtoMessage() {}
+
+func (x *CreateSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*CreateSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CreateSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *CreateSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CreateSnapshotCommand) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateSnapshotCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+type DeleteSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSnapshotCommand) Reset() {
+	*x = DeleteSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSnapshotCommand) ProtoMessage() {}
+
+func (x *DeleteSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*DeleteSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DeleteSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *DeleteSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeleteSnapshotCommand) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RenameSnapshotCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	OldName       string                 `protobuf:"bytes,3,opt,name=old_name,json=oldName,proto3" json:"old_name,omitempty"`
+	NewName       string                 `protobuf:"bytes,4,opt,name=new_name,json=newName,proto3" json:"new_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenameSnapshotCommand) Reset() {
+	*x = RenameSnapshotCommand{}
+	mi := &file_api_fsm_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenameSnapshotCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenameSnapshotCommand) ProtoMessage() {}
+
+func (x *RenameSnapshotCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenameSnapshotCommand.ProtoReflect.Descriptor instead.
+func (*RenameSnapshotCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RenameSnapshotCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RenameSnapshotCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RenameSnapshotCommand) GetOldName() string {
+	if x != nil {
+		return x.OldName
+	}
+	return ""
+}
+
+func (x *RenameSnapshotCommand) GetNewName() string {
+	if x != nil {
+		return x.NewName
+	}
+	return ""
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -2763,7 +3063,27 @@ const file_api_fsm_proto_rawDesc = "" +
 	"new_length\x18\x03 \x01(\x03R\tnewLength\x12\"\n" +
 	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\x12\x18\n" +
 	"\aprimary\x18\x05 \x01(\tR\aprimary\x12\x1a\n" +
-	"\breplicas\x18\x06 \x03(\tR\breplicas*\x8d\x01\n" +
+	"\breplicas\x18\x06 \x03(\tR\breplicas\"V\n" +
+	"\x14AllowSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"Y\n" +
+	"\x17DisallowSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"\x8f\x01\n" +
+	"\x15CreateSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\"\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"k\n" +
+	"\x15DeleteSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x8d\x01\n" +
+	"\x15RenameSnapshotCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_name\x18\x03 \x01(\tR\aoldName\x12\x19\n" +
+	"\bnew_name\x18\x04 \x01(\tR\anewName*\x8d\x01\n" +
 	"\n" +
 	"AdminState\x12\x10\n" +
 	"\fADMIN_NORMAL\x10\x00\x12\x19\n" +
@@ -2785,7 +3105,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_api_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_api_fsm_proto_goTypes = []any{
 	(AdminState)(0),                       // 0: blockfs.v1.AdminState
 	(*Caller)(nil),                        // 1: blockfs.v1.Caller
@@ -2821,40 +3141,45 @@ var file_api_fsm_proto_goTypes = []any{
 	(*RemoveXAttrCommand)(nil),            // 31: blockfs.v1.RemoveXAttrCommand
 	(*SetTimesCommand)(nil),               // 32: blockfs.v1.SetTimesCommand
 	(*TruncateCommand)(nil),               // 33: blockfs.v1.TruncateCommand
-	(*Block)(nil),                         // 34: blockfs.v1.Block
-	(*Member)(nil),                        // 35: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 36: blockfs.v1.FileStatus
-	(*XAttr)(nil),                         // 37: blockfs.v1.XAttr
+	(*AllowSnapshotCommand)(nil),          // 34: blockfs.v1.AllowSnapshotCommand
+	(*DisallowSnapshotCommand)(nil),       // 35: blockfs.v1.DisallowSnapshotCommand
+	(*CreateSnapshotCommand)(nil),         // 36: blockfs.v1.CreateSnapshotCommand
+	(*DeleteSnapshotCommand)(nil),         // 37: blockfs.v1.DeleteSnapshotCommand
+	(*RenameSnapshotCommand)(nil),         // 38: blockfs.v1.RenameSnapshotCommand
+	(*Block)(nil),                         // 39: blockfs.v1.Block
+	(*Member)(nil),                        // 40: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 41: blockfs.v1.FileStatus
+	(*XAttr)(nil),                         // 42: blockfs.v1.XAttr
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	1,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	39, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	1,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	39, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	1,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	39, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	1,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	35, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	36, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	34, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	34, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	34, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	40, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	41, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	39, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	39, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	39, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
 	1,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	39, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
 	1,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	39, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
 	1,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	39, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
 	1,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	34, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	34, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	39, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	39, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
 	24, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	24, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	1,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
@@ -2862,15 +3187,20 @@ var file_api_fsm_proto_depIdxs = []int32{
 	28, // 32: blockfs.v1.SetAdminStateCommand.entries:type_name -> blockfs.v1.AdminStateEntry
 	0,  // 33: blockfs.v1.SetAdminStateCommand.from:type_name -> blockfs.v1.AdminState
 	1,  // 34: blockfs.v1.SetXAttrCommand.caller:type_name -> blockfs.v1.Caller
-	37, // 35: blockfs.v1.SetXAttrCommand.xattr:type_name -> blockfs.v1.XAttr
+	42, // 35: blockfs.v1.SetXAttrCommand.xattr:type_name -> blockfs.v1.XAttr
 	1,  // 36: blockfs.v1.RemoveXAttrCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 37: blockfs.v1.SetTimesCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 38: blockfs.v1.TruncateCommand.caller:type_name -> blockfs.v1.Caller
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	1,  // 39: blockfs.v1.AllowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 40: blockfs.v1.DisallowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 41: blockfs.v1.CreateSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 42: blockfs.v1.DeleteSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 43: blockfs.v1.RenameSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -2887,7 +3217,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

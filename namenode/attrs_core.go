@@ -16,7 +16,7 @@ import (
 type attrsCore struct{ n *Namenode }
 
 func newClientService(n *Namenode) *clientService {
-	return &clientService{Service: attrs.New(attrsCore{n}), n: n}
+	return &clientService{attrsService: attrs.New(attrsCore{n}), snapshotService: n.snapshotDoor(), n: n}
 }
 
 func (a attrsCore) Propose(ctx context.Context, op string, t fsm.CmdType, msg proto.Message) (*api.CommandResult, uint64, error) {

@@ -214,6 +214,31 @@ var (
 		_, err := api.NewClientServiceClient(cc).GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: "/"})
 		return err
 	}}
+	// The HDFS snapshot methods: a user's; a datanode is refused.
+	allowSnap = rpc{"ClientService.AllowSnapshot", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewClientServiceClient(cc).AllowSnapshot(ctx, &api.AllowSnapshotRequest{Path: "/"})
+		return err
+	}}
+	disallowSnap = rpc{"ClientService.DisallowSnapshot", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewClientServiceClient(cc).DisallowSnapshot(ctx, &api.DisallowSnapshotRequest{Path: "/"})
+		return err
+	}}
+	createSnap = rpc{"ClientService.CreateSnapshot", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewClientServiceClient(cc).CreateSnapshot(ctx, &api.CreateSnapshotRequest{Path: "/", Name: "s"})
+		return err
+	}}
+	deleteSnap = rpc{"ClientService.DeleteSnapshot", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewClientServiceClient(cc).DeleteSnapshot(ctx, &api.DeleteSnapshotRequest{Path: "/", Name: "s"})
+		return err
+	}}
+	renameSnap = rpc{"ClientService.RenameSnapshot", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewClientServiceClient(cc).RenameSnapshot(ctx, &api.RenameSnapshotRequest{Path: "/", OldName: "s", NewName: "t"})
+		return err
+	}}
+	listSnapDirs = rpc{"ClientService.GetSnapshottableDirListing", func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := api.NewClientServiceClient(cc).GetSnapshottableDirListing(ctx, &api.GetSnapshottableDirListingRequest{})
+		return err
+	}}
 )
 
 // TestAuthzRefusesWrongRoles: every class of caller that the old control
@@ -253,6 +278,13 @@ func TestAuthzRefusesWrongRoles(t *testing.T) {
 		// namenode, and speaks only for itself.
 		{dnRole, "dn1", mkdirs, "role user"},
 		{dnRole, "dn1", getLocations, "role user"},
+		{dnRole, "dn1", allowSnap, "role user"},
+		{dnRole, "dn1", disallowSnap, "role user"},
+		{dnRole, "dn1", createSnap, "role user"},
+		{dnRole, "dn1", deleteSnap, "role user"},
+		{dnRole, "dn1", renameSnap, "role user"},
+		{dnRole, "dn1", listSnapDirs, "role user"},
+		{nnRole, "nn9", createSnap, "role user"},
 		{dnRole, "dn1", snapshot, "role user or namenode"},
 		{dnRole, "dn1", revokeNN1, "role user or namenode"},
 		{dnRole, "dn1", startBalancer, "role user or namenode"},

@@ -9,17 +9,25 @@ import (
 	"github.com/blockfs/blockfs/namenode/attrs"
 	"github.com/blockfs/blockfs/namenode/fsm"
 	"github.com/blockfs/blockfs/namenode/locreply"
+	"github.com/blockfs/blockfs/namenode/hsnapshot"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
 
 // clientService implements api.ClientServiceServer. Writes become FSM
 // commands; reads pass the read barrier and then run under the FSM's read
-// lock.
+// lock. The HDFS snapshot methods are the embedded door's (hsnapshot).
 type clientService struct {
-	*attrs.Service // xattrs, times, truncate, defaults (attrs_core.go)
-	n              *Namenode
+	*attrsService    // xattrs, times, truncate, defaults (attrs_core.go)
+	*snapshotService // HDFS snapshots (hsnapshot_door.go)
+	n                *Namenode
 }
+
+// The embedded services' names as fields of clientService.
+type (
+	attrsService    = attrs.Service
+	snapshotService = hsnapshot.Service
+)
 
 func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (resp *api.MkdirsResponse, err error) {
 	defer func() { s.n.audited(ctx, "mkdirs", req.Path, "", nil, err) }()

@@ -292,7 +292,7 @@ func (t *Tree) abandonBlock(c *Caller, op string, path Path, id ID, b Block) err
 	before := fileSpace(f)
 	f.dropLast()
 	chargeSpace(f, before)
-	t.blocks.del(last.ID)
+	t.dropBlock(f, last)
 	t.numBlocks--
 	return nil
 }

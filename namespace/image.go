@@ -10,7 +10,8 @@ import (
 // for the byte layout.
 const (
 	imageMagic   = "BFSNSIMG"
-	imageVersion = 4 // 4 added the QUOTA record
+	imageVersion = 5 // 5 added the namespace snapshot section (hsnap_image.go)
+	imageV4      = 4 // still read: 4 added the QUOTA record; it has no snapshots
 	imageV3      = 3 // still read: 3 added each block's CRC32C; it has no quotas
 	imageV2      = 2 // still read: 2 added the writer of files under construction; its blocks have no CRC
 	imageV1      = 1 // still read: its open files get their owner as writer
@@ -62,7 +63,7 @@ func (t *Tree) WriteImage(w io.Writer) error {
 // appendHeader appends the image header and META record of view v.
 func (v *View) appendHeader(b []byte) []byte {
 	b = append(b, imageMagic...)
-	b = binary.LittleEndian.AppendUint32(b, imageVersion)
+	b = binary.LittleEndian.AppendUint32(b, v.version())
 	at := len(b)
 	b = append(b, 0, 0, 0, 0, 0)
 	for _, l := range []int{v.lim.MaxPathLen, v.lim.MaxComponentLen, v.lim.MaxBlocksPerFile, v.lim.MaxDirItems} {

@@ -64,7 +64,7 @@ func (ir *imgReader) addAttrs(body []byte, start int64) error {
 	id, flags, atime, count := ID(d.u64()), d.u8(), int64(d.u64()), d.u32()
 	n := ir.last
 	switch {
-	case ir.ver < imageVersion:
+	case ir.ver < imageV4:
 		return bad("in a version %d image", ir.ver)
 	case d.bad:
 		return bad("truncated")

@@ -31,6 +31,9 @@ type imgReader struct {
 	// saves two interning lookups and a map lookup per inode (what they
 	// cost: docs/OPERATIONS.md, "Measured figures behind design choices").
 	og *ownerGroup
+	// snaps is the namespace snapshot section's state once it began
+	// (hsnap_image.go).
+	snaps *snapRead
 	// last is the inode of the last DIR or FILE record: an ATTRS record
 	// follows it.
 	last *inode
@@ -171,7 +174,7 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	if string(hdr[:8]) != imageMagic {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
-	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV3 && ir.ver != imageV2 && ir.ver != imageV1 {
+	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV4 && ir.ver != imageV3 && ir.ver != imageV2 && ir.ver != imageV1 {
 		return nil, corrupt("unsupported image version %d", ir.ver)
 	}
 	t, err := ir.readMeta()
@@ -188,6 +191,9 @@ func ReadImage(r io.Reader) (*Tree, error) {
 		}
 		switch typ {
 		case recDir, recFile:
+			if ir.snaps != nil {
+				return nil, corrupt("record %d at offset %d: inode record after the snapshot section began", ir.rec-1, start)
+			}
 			if err := ir.addInode(t, typ == recDir, body, start); err != nil {
 				return nil, err
 			}
@@ -203,7 +209,15 @@ func ReadImage(r io.Reader) (*Tree, error) {
 			}
 			quotas = true
 			continue
+		case recSnapDir, recSnapshot, recHeld:
+			if err := ir.snapRecord(t, typ, body, start, maxBody); err != nil {
+				return nil, err
+			}
+			continue
 		case recEnd:
+			if err := ir.endSnapshots(); err != nil {
+				return nil, err
+			}
 			if err := ir.checkEnd(t, body); err != nil {
 				return nil, err
 			}
@@ -241,7 +255,7 @@ func (ir *imgReader) addQuota(body []byte, start int64) error {
 		dir = ir.dirs[len(ir.dirs)-1]
 	}
 	switch {
-	case ir.ver < imageVersion:
+	case ir.ver < imageV4:
 		return corrupt("record %d at offset %d: QUOTA record in a version %d image", ir.rec-1, start, ir.ver)
 	case len(body) != quotaLen:
 		return corrupt("record %d at offset %d: QUOTA record is %d bytes, want %d", ir.rec-1, start, len(body), quotaLen)

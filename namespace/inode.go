@@ -45,6 +45,7 @@ type inodeExt struct {
 	writer *Writer  // files: non-nil exactly while under construction
 	quota  *quota   // directories with a quota (quota.go); else nil
 	attrs  *attrs   // extended attributes and an access time (xattr.go); else nil
+	snaps  *snapDir // snapshottable directories (hsnap.go); else nil
 }
 
 // hdr packs an inode's small fields, as HDFS packs an INodeFile's header
@@ -57,6 +58,7 @@ type inodeExt struct {
 //	bit  16      directory
 //	bit  17      under construction (files)
 //	bit  18      the inline block (b0) has a CRC
+//	bit  19      the inode belongs to a namespace snapshot (hsnap.go)
 type hdr uint32
 
 const (
@@ -69,6 +71,9 @@ const (
 	hdrDir       = 1 << (hdrModeBits + hdrReplBits)
 	hdrUC        = hdrDir << 1
 	hdrB0CRC     = hdrDir << 2
+	// hdrSnap marks an inode of a namespace snapshot (hsnap.go), or a
+	// ".snapshot" directory made for a read: read only, never indexed.
+	hdrSnap = hdrDir << 3
 )
 
 // The packed widths must hold every valid value: these fail to compile
@@ -152,7 +157,7 @@ func (n *inode) extForWrite() *inodeExt {
 
 // dropEmptyExt drops file n's ext when nothing is left in it.
 func (n *inode) dropEmptyExt() {
-	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil && e.attrs == nil {
+	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil && e.attrs == nil && e.snaps == nil {
 		n.ext = nil
 	}
 }

@@ -25,6 +25,10 @@ type Path struct {
 	// tree with smaller limits than those p was parsed under can refuse
 	// it without rescanning (Tree.admit).
 	long int
+	// snap is set when a component is ".snapshot" (DotSnapshot): only
+	// such a path can name a namespace snapshot (hsnap.go), so every
+	// other path resolves without looking for one.
+	snap bool
 }
 
 // ParsePath parses p under the default limits (DefaultLimits). Every
@@ -63,14 +67,15 @@ func parsePath(op, p string, l Limits) (Path, error) {
 	case p == "/":
 		return Path{s: p}, nil
 	}
-	long := 0
+	long, snap := 0, false
 	for comp := range components(p) {
 		if msg := checkComponent(comp, l); msg != "" {
 			return Path{}, errs.New(errs.Invalid, op, p, msg)
 		}
 		long = max(long, len(comp))
+		snap = snap || comp == DotSnapshot
 	}
-	return Path{s: p, long: long}, nil
+	return Path{s: p, long: long, snap: snap}, nil
 }
 
 // String returns the path ("" for the zero Path).
@@ -101,11 +106,12 @@ func (p Path) Parent() Path {
 		return p
 	}
 	par := parentPath(p.s)
-	long := 0
+	long, snap := 0, false
 	for comp := range components(par) {
 		long = max(long, len(comp))
+		snap = snap || comp == DotSnapshot
 	}
-	return Path{s: par, long: long}
+	return Path{s: par, long: long, snap: snap}
 }
 
 // admit checks that p may be resolved in t: it is not the zero Path and

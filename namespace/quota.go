@@ -255,7 +255,7 @@ type ContentSummary struct {
 // Exec on every directory of the tree (HDFS checks READ_EXECUTE on the
 // subtree).
 func (s Session) ContentSummary(path Path) (ContentSummary, error) {
-	n, err := s.t.lookupAs(s.c, s.op, path)
+	n, err := s.t.lookupRead(s.c, s.op, path)
 	if err != nil {
 		return ContentSummary{}, err
 	}
@@ -294,7 +294,7 @@ type QuotaUsage struct {
 // quota (no walk), else by a walk of its tree, as HDFS answers
 // getQuotaUsage. The caller needs what ContentSummary needs.
 func (s Session) QuotaUsage(path Path) (QuotaUsage, error) {
-	n, err := s.t.lookupAs(s.c, s.op, path)
+	n, err := s.t.lookupRead(s.c, s.op, path)
 	if err != nil {
 		return QuotaUsage{}, err
 	}

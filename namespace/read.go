@@ -13,7 +13,7 @@ func (t *Tree) Stat(p Path) (FileInfo, error) { return t.stat(nil, "namespace.Tr
 
 // stat is Stat for caller c, who needs Exec on every ancestor of p.
 func (t *Tree) stat(c *Caller, op string, p Path) (FileInfo, error) {
-	n, err := t.lookupAs(c, op, p)
+	n, err := t.lookupRead(c, op, p)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -33,7 +33,7 @@ func (t *Tree) File(p Path) (FileInfo, []Block, error) {
 // the file. With one non-nil, a one-block file's block is returned in one
 // rather than in a new slice (FileInto).
 func (t *Tree) file(c *Caller, op string, path Path, one *[1]Block) (FileInfo, []Block, error) {
-	n, err := t.lookupAs(c, op, path)
+	n, err := t.lookupRead(c, op, path)
 	p := path.s
 	if err != nil {
 		return FileInfo{}, nil, err
@@ -47,10 +47,16 @@ func (t *Tree) file(c *Caller, op string, path Path, one *[1]Block) (FileInfo, [
 	if c.unreadableBy(n) {
 		return FileInfo{}, nil, errs.Newf(errs.Permission, op, p, "Access is denied for %s since the superuser is not allowed to perform this operation.", c.User)
 	}
+	var bs []Block
 	if one != nil {
-		return n.info(p), n.blockList(one), nil
+		bs = n.blockList(one)
+	} else {
+		bs = n.publicBlocks()
 	}
-	return n.info(p), n.publicBlocks(), nil
+	if n.hdr&hdrSnap != 0 {
+		bs = t.snapshotStamps(bs)
+	}
+	return n.info(p), bs, nil
 }
 
 // FileByID is File by inode id; ok is false if id is not a file. The path
@@ -74,7 +80,7 @@ func (t *Tree) List(p Path, startAfter string, limit int) ([]FileInfo, bool, err
 // list is List for caller c, who needs Exec on every ancestor and, for a
 // directory, Read and Exec on it (a file needs no more than Stat does).
 func (t *Tree) list(c *Caller, op string, path Path, startAfter string, limit int) ([]FileInfo, bool, error) {
-	n, err := t.lookupAs(c, op, path)
+	n, err := t.lookupRead(c, op, path)
 	p := path.s
 	if err != nil {
 		return nil, false, err
@@ -142,7 +148,9 @@ func (t *Tree) Block(blockID uint64) (Block, ID, bool) {
 }
 
 // ForEachBlock calls fn for every block, in tree order (depth first,
-// children by name, each file's blocks in order). complete is false only
+// children by name, each file's blocks in order), then for every block
+// only namespace snapshots hold, by id (complete, with the file and
+// replication it had when its last live file let it go). complete is false only
 // for the last block of an under-construction file, and not for that one
 // when it is committed (a file reopened by Append whose writer has not
 // added a block yet). fn must not modify the tree.
@@ -163,6 +171,7 @@ func (t *Tree) ForEachBlock(fn func(b Block, inode ID, replication uint32, compl
 		}
 	}
 	walk(t.root)
+	t.forEachHeld(fn)
 }
 
 // Counts returns the number of files, directories (the root included) and

@@ -35,6 +35,9 @@ func (t *Tree) delete(c *Caller, op string, path Path, recursive bool, mtimeMs i
 	if err := c.checkSubtree(op, p, n, All); err != nil {
 		return nil, err
 	}
+	if err := t.checkNoSnapshots(op, p, n); err != nil {
+		return nil, err
+	}
 	removed := t.removeSubtree(n, nil)
 	t.removeChild(n.parent, n)
 	n.parent.mtime = mtimeMs
@@ -116,6 +119,9 @@ func (t *Tree) rename(c *Caller, op string, srcPath, dstPath Path, mtimeMs int64
 				return errs.Newf(errs.Invalid, op, src, "rename into own subtree: %s is below %s", dst, src)
 			}
 		}
+	}
+	if err := t.checkNoSnapshots(op, src, s); err != nil {
+		return err
 	}
 	if newParent != s.parent && newParent.kids().len() >= t.lim.MaxDirItems {
 		return t.fullDir(op, src, pathOf(newParent))

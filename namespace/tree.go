@@ -29,6 +29,13 @@ type Tree struct {
 	// newest open one (0 when none is open): a directory chunk made at an
 	// epoch below frozen may be held by a view (children.go).
 	epoch, frozen uint64
+
+	// Namespace (HDFS) snapshots, hsnap.go: the snapshottable
+	// directories, how many snapshot files reference each block, and the
+	// blocks that only snapshots still hold (no live file has them).
+	snappable map[ID]*inode
+	snapRefs  map[uint64]int32
+	held      map[uint64]heldBlock
 }
 
 // ownerGroup is an inode's owner and group. A tree keeps one per distinct
@@ -106,6 +113,19 @@ func (t *Tree) removeChild(d, c *inode) {
 // proves c had Exec on every directory above it. A path is resolved once
 // per operation, and its checks run on the inodes that resolution found.
 func (t *Tree) resolve(c *Caller, op string, path Path) (n *inode, rest string, err error) {
+	return t.walk(c, op, path, false)
+}
+
+// resolveRead is resolve for an operation that only reads: it may pass
+// through a snapshottable directory's ".snapshot" into a namespace
+// snapshot (hsnap.go), which resolve refuses.
+func (t *Tree) resolveRead(c *Caller, op string, path Path) (n *inode, rest string, err error) {
+	return t.walk(c, op, path, true)
+}
+
+// walk is resolve and resolveRead: read says whether the walk may enter
+// a namespace snapshot.
+func (t *Tree) walk(c *Caller, op string, path Path, read bool) (n *inode, rest string, err error) {
 	p := path.s
 	n = t.root
 	rest = p[1:]
@@ -117,8 +137,22 @@ func (t *Tree) resolve(c *Caller, op string, path Path) (n *inode, rest string, 
 			return nil, "", c.check(op, p, n, prefixOf(p, rest), Exec, "traverse")
 		}
 		comp, tail, _ := cutComp(rest)
+		if path.snap && comp == DotSnapshot {
+			if !read || n.snapDir() != nil {
+				if n, err = t.enterDotSnapshot(op, p, n, prefixOf(p, rest), read); err != nil {
+					return nil, "", err
+				}
+				rest = tail
+				continue
+			}
+		}
 		k := n.lookupChild(comp)
 		if k == nil {
+			if path.snap && !read {
+				if err := reservedBelow(op, p, rest); err != nil {
+					return nil, "", err
+				}
+			}
 			return n, rest, nil
 		}
 		n, rest = k, tail
@@ -133,10 +167,20 @@ func (t *Tree) lookup(op string, p Path) (*inode, error) { return t.lookupAs(nil
 // lookupAs is lookup for caller c: Permission if c may not traverse to p
 // (checked before any NotFound or NotDir below the denied directory).
 func (t *Tree) lookupAs(c *Caller, op string, p Path) (*inode, error) {
+	return t.lookupWith(c, op, p, false)
+}
+
+// lookupRead is lookupAs for an operation that only reads: p may name a
+// namespace snapshot or what is in one (hsnap.go).
+func (t *Tree) lookupRead(c *Caller, op string, p Path) (*inode, error) {
+	return t.lookupWith(c, op, p, true)
+}
+
+func (t *Tree) lookupWith(c *Caller, op string, p Path, read bool) (*inode, error) {
 	if err := t.admit(op, p); err != nil {
 		return nil, err
 	}
-	n, rest, err := t.resolve(c, op, p)
+	n, rest, err := t.walk(c, op, p, read)
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +278,9 @@ func (t *Tree) unindex(n *inode, out []Block, u *usage) []Block {
 	u.ns++
 	if n.dir() {
 		t.numDirs--
+		if n.snapDir() != nil {
+			delete(t.snappable, n.id) // it has no snapshots: delete and rename refuse those
+		}
 		for c := range n.kids().all() {
 			out = t.unindex(c, out, u)
 		}
@@ -244,7 +291,7 @@ func (t *Tree) unindex(n *inode, out []Block, u *usage) []Block {
 	var one [1]Block
 	bs := n.blockList(&one)
 	for _, b := range bs {
-		t.blocks.del(b.ID)
+		t.dropBlock(n, b)
 	}
 	t.numBlocks -= len(bs)
 	return append(out, bs...)

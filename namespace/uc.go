@@ -205,7 +205,7 @@ func (t *Tree) CommitRecovery(op string, id ID, r Recovery, mtimeMs int64) (File
 	var out Block
 	if r.Delete {
 		f.dropLast()
-		t.blocks.del(last.ID)
+		t.dropBlock(f, last)
 		t.numBlocks--
 	} else {
 		out = Block{ID: last.ID, GenStamp: r.RecoveryID, Length: r.Length, CRC: r.CRC, HasCRC: r.HasCRC}
@@ -235,7 +235,7 @@ func (t *Tree) CloseEmpty(op string, id ID, mtimeMs int64) (FileInfo, *Block, er
 			return FileInfo{}, nil, errs.Newf(errs.Precondition, op, pathOf(f), "last block %v holds data", last)
 		}
 		f.dropLast()
-		t.blocks.del(last.ID)
+		t.dropBlock(f, last)
 		t.numBlocks--
 		dropped = &last
 	}

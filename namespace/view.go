@@ -62,6 +62,9 @@ type View struct {
 	stage int // 0: header next, 1: inodes, 2: done
 	stack []viewFrame
 	crc   uint32
+
+	// snap is the namespace snapshot section's state (hsnap_image.go).
+	snap viewSnaps
 }
 
 // viewFrame is a directory being encoded: its children as the view sees
@@ -91,6 +94,7 @@ func (t *Tree) newView() *View {
 		t: t, lim: t.lim, nextID: t.nextID, nextBlockID: t.nextBlockID, nextGenStamp: t.nextGenStamp,
 		numDirs: t.numDirs, numFiles: t.numFiles, numBlocks: t.numBlocks,
 		stack: []viewFrame{{kids: children{chunks: []*kidChunk{{k: []*inode{t.root}}}, n: 1}}},
+		snap:  viewSnaps{held: t.heldList(), any: len(t.snappable) > 0},
 	}
 }
 
@@ -157,7 +161,11 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 		dst = v.appendHeader(dst)
 		v.stage = 1
 	}
-	for v.stage == 1 && len(dst)-start < max && len(v.stack) > 0 {
+	for v.stage == 1 && len(dst)-start < max && (len(v.stack) > 0 || !v.snap.done) {
+		if len(v.stack) == 0 {
+			dst = v.appendSnapshots(dst) // pushes a snapshot's root, or ends the section
+			continue
+		}
 		f := &v.stack[len(v.stack)-1]
 		if f.next.ci == len(f.kids.chunks) {
 			v.stack = v.stack[:len(v.stack)-1]
@@ -179,11 +187,14 @@ func (v *View) Next(dst []byte, max int) ([]byte, bool) {
 		}
 		v.cur.Store(nil)
 		dst = appendInode(dst, &n, f.parent)
+		if n.ext != nil && n.ext.snaps != nil {
+			v.snap.dirs = append(v.snap.dirs, snapWork{dir: n.id, sd: n.ext.snaps})
+		}
 		if kids := n.kids(); kids.len() > 0 {
 			v.stack = append(v.stack, viewFrame{kids: kids, parent: n.id})
 		}
 	}
-	if v.stage == 1 && len(v.stack) == 0 {
+	if v.stage == 1 && len(v.stack) == 0 && v.snap.done {
 		dst = v.appendEnd(dst)
 		v.crc = crc32.Update(v.crc, castagnoli, dst[start:])
 		v.stage = 2

@@ -100,6 +100,16 @@ func Policy() map[string]Rule {
 		api.ClientService_SetQuota_FullMethodName:          {Roles: users, Write: true},
 		api.ClientService_GetContentSummary_FullMethodName: {Roles: users},
 		api.ClientService_GetQuotaUsage_FullMethodName:     {Roles: users},
+		// HDFS snapshots (namenode/hsnapshot): any user may ask; the
+		// namespace refuses AllowSnapshot and DisallowSnapshot unless the
+		// caller is a superuser, and the others unless they own the
+		// directory (or are a superuser), as HDFS's namenode does.
+		api.ClientService_AllowSnapshot_FullMethodName:              {Roles: users, Write: true},
+		api.ClientService_DisallowSnapshot_FullMethodName:           {Roles: users, Write: true},
+		api.ClientService_CreateSnapshot_FullMethodName:             {Roles: users, Write: true},
+		api.ClientService_DeleteSnapshot_FullMethodName:             {Roles: users, Write: true},
+		api.ClientService_RenameSnapshot_FullMethodName:             {Roles: users, Write: true},
+		api.ClientService_GetSnapshottableDirListing_FullMethodName: {Roles: users},
 		// Extended attributes, times and truncate (namenode/attrs): any
 		// user; the namespace applies HDFS's rules to the inode (user.
 		// needs r or w on it, trusted. the superuser). The server's

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
 )
 
 // Exception is one Hadoop exception: the short name clients switch on
@@ -52,6 +53,11 @@ var (
 	// WebHDFS answers 403 like the IOException it is.
 	SafeMode = Exception{"RetriableException", "org.apache.hadoop.ipc.RetriableException", http.StatusForbidden}
 	Runtime  = Exception{"RuntimeException", "java.lang.RuntimeException", http.StatusInternalServerError}
+	// SnapshotAccessControl is a write under a .snapshot path, and
+	// Snapshot a snapshot operation the directory's state refuses (not
+	// snapshottable, has snapshots, nested): HDFS's exceptions, IOExceptions.
+	SnapshotAccessControl = Exception{"SnapshotAccessControlException", "org.apache.hadoop.hdfs.protocol.SnapshotAccessControlException", http.StatusForbidden}
+	Snapshot              = Exception{"SnapshotException", "org.apache.hadoop.hdfs.protocol.SnapshotException", http.StatusForbidden}
 )
 
 // Error is an error to answer with a specific exception (an unknown op,
@@ -94,6 +100,9 @@ func ExceptionFor(err error) Exception {
 	case errs.Invalid:
 		return IllegalArgument
 	case errs.Permission:
+		if strings.Contains(err.Error(), namespace.ReadOnlySnapshot) {
+			return SnapshotAccessControl
+		}
 		return AccessControl
 	case errs.Unauthenticated:
 		return Security
@@ -114,6 +123,9 @@ func ExceptionFor(err error) Exception {
 	case errs.Precondition:
 		if errs.IsSafeMode(err) {
 			return SafeMode
+		}
+		if strings.Contains(err.Error(), "snapshot") {
+			return Snapshot // namespace/hsnap.go: every refusal of its own names snapshots
 		}
 		return IOError
 	case errs.IO, errs.Canceled:

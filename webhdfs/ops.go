@@ -34,7 +34,7 @@ func (o Op) Supported() bool { return o.Why == "" }
 
 const (
 	whyRepl    = "blockfs cannot change a file's replication after it is created"
-	whyNoXAttr = "blockfs has no ACLs, snapshots, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
+	whyNoXAttr = "blockfs has no ACLs, snapshot diffs, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
 	whyConcat  = "blockfs cannot concatenate files"
 )
 
@@ -61,6 +61,13 @@ var ops = map[string]Op{
 	"DELETE":                {Name: "DELETE", Method: http.MethodDelete, namenode: (*NamenodeDoor).delete},
 	// Served: attributes, times, truncate (namenode_attrs.go).
 	"GETXATTRS":   {Name: "GETXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).getXAttrs},
+	// Served: HDFS snapshots (namenode_snapshot.go).
+	"ALLOWSNAPSHOT":                 {Name: "ALLOWSNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).allowSnapshot},
+	"DISALLOWSNAPSHOT":              {Name: "DISALLOWSNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).disallowSnapshot},
+	"CREATESNAPSHOT":                {Name: "CREATESNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).createSnapshot},
+	"RENAMESNAPSHOT":                {Name: "RENAMESNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).renameSnapshot},
+	"DELETESNAPSHOT":                {Name: "DELETESNAPSHOT", Method: http.MethodDelete, namenode: (*NamenodeDoor).deleteSnapshot},
+	"GETSNAPSHOTTABLEDIRECTORYLIST": {Name: "GETSNAPSHOTTABLEDIRECTORYLIST", Method: http.MethodGet, namenode: (*NamenodeDoor).snapshottableDirs},
 	"LISTXATTRS":  {Name: "LISTXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).listXAttrs},
 	"SETXATTR":    {Name: "SETXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).setXAttr},
 	"REMOVEXATTR": {Name: "REMOVEXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).removeXAttr},
@@ -81,21 +88,19 @@ var ops = map[string]Op{
 
 func init() {
 	for _, n := range []string{"GETDELEGATIONTOKEN", "GETACLSTATUS", "CHECKACCESS",
-		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF", "GETSNAPSHOTTABLEDIRECTORYLIST",
+		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF",
 		"GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
 		"GETSTATUS", "GETSNAPSHOTLIST", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"} {
 		ops[n] = Op{Name: n, Method: http.MethodGet, Why: whyNoXAttr}
 	}
 	for _, n := range []string{"CREATESYMLINK", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES",
-		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "CREATESNAPSHOT",
-		"RENAMESNAPSHOT", "ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "SETSTORAGEPOLICY",
+		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "SETSTORAGEPOLICY",
 		"SETQUOTABYSTORAGETYPE", "SATISFYSTORAGEPOLICY", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"} {
 		ops[n] = Op{Name: n, Method: http.MethodPut, Why: whyNoXAttr}
 	}
 	for _, n := range []string{"UNSETSTORAGEPOLICY", "UNSETECPOLICY"} {
 		ops[n] = Op{Name: n, Method: http.MethodPost, Why: whyNoXAttr}
 	}
-	ops["DELETESNAPSHOT"] = Op{Name: "DELETESNAPSHOT", Method: http.MethodDelete, Why: whyNoXAttr}
 }
 
 // methods returns the HTTP methods of the ops that served reports true

@@ -18,6 +18,7 @@ import (
 //	dfs admin revoked
 //	dfs admin safemode get|enter|leave|wait
 //	dfs admin decommission|recommission DN..., maintenance DN... --until T, refreshNodes (adminstate.go)
+//	dfs admin allowSnapshot|disallowSnapshot DIR... (hsnapshot.go)
 func cmdAdmin(e *env, _ *flag.FlagSet, args []string) error {
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -33,9 +34,11 @@ func cmdAdmin(e *env, _ *flag.FlagSet, args []string) error {
 		return listRevoked(e)
 	case "decommission", "recommission", "maintenance", "refreshNodes":
 		return adminState(e, sub, rest)
+	case "allowSnapshot", "disallowSnapshot":
+		return snapshottable(e, sub, rest) // hsnapshot.go
 	case "revoke", "unrevoke":
 	default:
-		return usageErr{fmt.Sprintf("unknown admin command %q (revoke, unrevoke, revoked, safemode, decommission, recommission, maintenance, refreshNodes)", sub)}
+		return usageErr{fmt.Sprintf("unknown admin command %q (revoke, unrevoke, revoked, safemode, decommission, recommission, maintenance, refreshNodes, allowSnapshot, disallowSnapshot)", sub)}
 	}
 	fs := flag.NewFlagSet("dfs admin "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -19,6 +19,8 @@
 //	setQuota N DIR...          namespace quota (superuser); clrQuota DIR... clears it
 //	setSpaceQuota N DIR...     space quota, N with k/m/g/t suffixes (superuser); clrSpaceQuota DIR...
 //	count [-q] [-h] PATH...    directories, files, bytes (and quotas) under paths
+//	createSnapshot DIR [NAME]  snapshot a snapshottable directory; read it under DIR/.snapshot/NAME
+//	deleteSnapshot DIR NAME, renameSnapshot DIR OLD NEW, lsSnapshottableDir
 //
 // Global flags: --namenodes (or $BLOCKFS_NAMENODES), --user (or
 // $BLOCKFS_USER, default the OS user), --json, --timeout. Errors go to
@@ -98,7 +100,7 @@ func init() {
 		"chown":         {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
 		"locations":     {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},
 		"cluster":       {usage: "", help: "leader, members, datanodes and space", run: cmdCluster, minArgs: 0, maxArgs: 0},
-		"admin":         {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked | safemode get|enter|leave|wait | decommission DN... | recommission DN... | maintenance DN... --until TIME [--maintenance-min-replicas N] | refreshNodes", help: "superuser: put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them; read, enter, leave or wait out the leader's safe mode; decommission datanodes, put them in maintenance, make them normal again, or reread the exclude file", run: cmdAdmin, minArgs: 1, maxArgs: -1},
+		"admin":         {usage: "revoke|unrevoke --serial S|--fingerprint F|--identity ROLE:NAME [--reason R] | revoked | safemode get|enter|leave|wait | decommission DN... | recommission DN... | maintenance DN... --until TIME [--maintenance-min-replicas N] | refreshNodes | allowSnapshot DIR... | disallowSnapshot DIR...", help: "superuser: make directories snapshottable or not; put a certificate or identity on the cluster's replicated deny list, lift an entry, or list them; read, enter, leave or wait out the leader's safe mode; decommission datanodes, put them in maintenance, make them normal again, or reread the exclude file", run: cmdAdmin, minArgs: 1, maxArgs: -1},
 		"balancer":      {usage: "[-threshold PCT] [-bandwidth BYTES/S] [-max-iterations N]", help: "superuser: move replicas from the fullest to the emptiest datanodes until each is within PCT of the mean utilisation (the leader runs it; resumed on a new leader); exit 0 when balanced", run: cmdBalancer, flags: balancerFlags, minArgs: 0, maxArgs: 0},
 		"fsck":          {usage: "[PATH]", help: "check blocks under PATH (default /): missing, under-replicated, corrupt; exit 1 if any missing or corrupt", run: cmdFsck, minArgs: 0, maxArgs: 1},
 		"setQuota":      {usage: "N DIR...", help: "set the namespace quota of directories to N names (files and directories, each DIR included); superuser only", run: quotaCmd("setQuota", true, false), minArgs: 2, maxArgs: -1},
@@ -106,6 +108,11 @@ func init() {
 		"setSpaceQuota": {usage: "N DIR...", help: "set the space quota of directories to N bytes times replication (suffixes k, m, g, t, p, e: 10g); superuser only", run: quotaCmd("setSpaceQuota", true, true), minArgs: 2, maxArgs: -1},
 		"clrSpaceQuota": {usage: "DIR...", help: "clear the space quota of directories; superuser only", run: quotaCmd("clrSpaceQuota", false, true), minArgs: 1, maxArgs: -1},
 		"count":         {usage: "[-q] [-h] PATH...", help: "count directories, files and bytes under paths: DIR_COUNT FILE_COUNT CONTENT_SIZE PATHNAME; -q first QUOTA REM_QUOTA SPACE_QUOTA REM_SPACE_QUOTA; -h human-readable sizes", run: cmdCount, flags: countFlags, minArgs: 1, maxArgs: -1},
+		// HDFS snapshots (hsnapshot.go); allowSnapshot and disallowSnapshot are admin subcommands.
+		"createSnapshot":     {usage: "DIR [NAME]", help: "take a snapshot of a snapshottable directory (its owner or a superuser), read-only under DIR/.snapshot/NAME; NAME defaults to s<time>", run: cmdCreateSnapshot, minArgs: 1, maxArgs: 2},
+		"deleteSnapshot":     {usage: "DIR NAME", help: "delete a snapshot; blocks only it held are freed", run: cmdDeleteSnapshot, minArgs: 2, maxArgs: 2},
+		"renameSnapshot":     {usage: "DIR OLD NEW", help: "rename a snapshot", run: cmdRenameSnapshot, minArgs: 3, maxArgs: 3},
+		"lsSnapshottableDir": {usage: "", help: "list the snapshottable directories you own (a superuser: all): mode, 0, owner, group, 0, mtime, snapshots, limit, path", run: cmdLsSnapshottableDir, minArgs: 0, maxArgs: 0},
 	}
 }
 

@@ -44,6 +44,14 @@ const (
 	// The replicated datanode admin states (admin.go).
 	CmdSetAdminState CmdType = 25
 
+	// HDFS snapshots, namespace snapshots (hsnap.go; not Raft's). 26..35
+	// are left to other work in flight.
+	CmdAllowSnapshot    CmdType = 36
+	CmdDisallowSnapshot CmdType = 37
+	CmdCreateSnapshot   CmdType = 38
+	CmdDeleteSnapshot   CmdType = 39
+	CmdRenameSnapshot   CmdType = 40
+
 	// Extended attributes, times and truncate (attrs.go).
 	CmdSetXAttr    CmdType = 26
 	CmdRemoveXAttr CmdType = 27
@@ -60,7 +68,8 @@ func (t CmdType) ChangesNamespace() bool {
 	case CmdMkdirs, CmdCreate, CmdAddBlock, CmdComplete, CmdAbandonBlock, CmdDelete, CmdRename,
 		CmdSetPermission, CmdSetOwner, CmdAppend, CmdRecoverLease, CmdFsync,
 		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota,
-		CmdSetXAttr, CmdRemoveXAttr, CmdSetTimes, CmdTruncate:
+		CmdSetXAttr, CmdRemoveXAttr, CmdSetTimes, CmdTruncate,
+		CmdAllowSnapshot, CmdDisallowSnapshot, CmdCreateSnapshot, CmdDeleteSnapshot, CmdRenameSnapshot:
 		return true
 	}
 	return false
@@ -107,6 +116,12 @@ var commands = [...]command{
 	CmdCommitBlockSync:        handle(func() *api.CommitBlockSyncCommand { return &api.CommitBlockSyncCommand{} }, (*FSM).applyCommitBlockSync),
 	CmdFsync:                  handle(func() *api.FsyncCommand { return &api.FsyncCommand{} }, (*FSM).applyFsync),
 	CmdUpdateBlockForPipeline: handle(func() *api.UpdateBlockForPipelineCommand { return &api.UpdateBlockForPipelineCommand{} }, (*FSM).applyUpdateBlockForPipeline),
+
+	CmdAllowSnapshot:    handle(func() *api.AllowSnapshotCommand { return &api.AllowSnapshotCommand{} }, (*FSM).applyAllowSnapshot),
+	CmdDisallowSnapshot: handle(func() *api.DisallowSnapshotCommand { return &api.DisallowSnapshotCommand{} }, (*FSM).applyDisallowSnapshot),
+	CmdCreateSnapshot:   handle(func() *api.CreateSnapshotCommand { return &api.CreateSnapshotCommand{} }, (*FSM).applyCreateSnapshot),
+	CmdDeleteSnapshot:   handle(func() *api.DeleteSnapshotCommand { return &api.DeleteSnapshotCommand{} }, (*FSM).applyDeleteSnapshot),
+	CmdRenameSnapshot:   handle(func() *api.RenameSnapshotCommand { return &api.RenameSnapshotCommand{} }, (*FSM).applyRenameSnapshot),
 	CmdUpdatePipeline:         handle(func() *api.UpdatePipelineCommand { return &api.UpdatePipelineCommand{} }, (*FSM).applyUpdatePipeline),
 	CmdSetQuota:               handle(func() *api.SetQuotaCommand { return &api.SetQuotaCommand{} }, (*FSM).applySetQuota),
 

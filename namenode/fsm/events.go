@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/blockfs/blockfs/namespace"
+import (
+	"slices"
+
+	"github.com/blockfs/blockfs/namespace"
+)
 
 // BlockEvents is told about block changes the FSM applies, so the block
 // map (soft state, outside Raft) knows which blocks exist. Its methods are
@@ -44,10 +48,20 @@ func (f *FSM) resetBlockEvents(st *state) {
 	})
 }
 
+// forget tells the block map that bs are gone, except those a namespace
+// snapshot still lists (hsnap.go): their replicas stay until the last
+// snapshot holding them is deleted.
 func (f *FSM) forget(bs []namespace.Block) {
-	if f.events != nil && len(bs) > 0 {
-		f.events.Forget(bs)
+	if f.events == nil || len(bs) == 0 {
+		return
 	}
+	if tree := f.st.tree; slices.ContainsFunc(bs, func(b namespace.Block) bool { return tree.HeldBySnapshot(b.ID) }) {
+		bs = slices.DeleteFunc(slices.Clone(bs), func(b namespace.Block) bool { return tree.HeldBySnapshot(b.ID) })
+		if len(bs) == 0 {
+			return
+		}
+	}
+	f.events.Forget(bs)
 }
 
 // pipeline tells a PipelineRecorder the datanodes writing b.
