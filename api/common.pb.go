@@ -173,8 +173,12 @@ type DatanodeInfo struct {
 	BlocksLeft              uint64 `protobuf:"varint,12,opt,name=blocks_left,json=blocksLeft,proto3" json:"blocks_left,omitempty"` // blocks without their copies elsewhere yet
 	BytesLeft               uint64 `protobuf:"varint,13,opt,name=bytes_left,json=bytesLeft,proto3" json:"bytes_left,omitempty"`
 	OpenFilesBlocking       uint64 `protobuf:"varint,14,opt,name=open_files_blocking,json=openFilesBlocking,proto3" json:"open_files_blocking,omitempty"` // files under construction holding it
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// hdfs_data_addr is the datanode's DataTransferProtocol door
+	// (--hdfs-data-addr, host:port; "" when off): where HDFS clients read
+	// and write its blocks (Hadoop's DatanodeIDProto.xferPort).
+	HdfsDataAddr  string `protobuf:"bytes,15,opt,name=hdfs_data_addr,json=hdfsDataAddr,proto3" json:"hdfs_data_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DatanodeInfo) Reset() {
@@ -303,6 +307,13 @@ func (x *DatanodeInfo) GetOpenFilesBlocking() uint64 {
 		return x.OpenFilesBlocking
 	}
 	return 0
+}
+
+func (x *DatanodeInfo) GetHdfsDataAddr() string {
+	if x != nil {
+		return x.HdfsDataAddr
+	}
+	return ""
 }
 
 // LocatedBlock is one block of a file with where its replicas live.
@@ -642,7 +653,7 @@ const file_api_common_proto_rawDesc = "" +
 	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x1b\n" +
 	"\x06crc32c\x18\x04 \x01(\rH\x00R\x06crc32c\x88\x01\x01B\t\n" +
-	"\a_crc32c\"\xd3\x03\n" +
+	"\a_crc32c\"\xf9\x03\n" +
 	"\fDatanodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1b\n" +
@@ -661,7 +672,8 @@ const file_api_common_proto_rawDesc = "" +
 	"blocksLeft\x12\x1d\n" +
 	"\n" +
 	"bytes_left\x18\r \x01(\x04R\tbytesLeft\x12.\n" +
-	"\x13open_files_blocking\x18\x0e \x01(\x04R\x11openFilesBlocking\"\xb7\x01\n" +
+	"\x13open_files_blocking\x18\x0e \x01(\x04R\x11openFilesBlocking\x12$\n" +
+	"\x0ehdfs_data_addr\x18\x0f \x01(\tR\fhdfsDataAddr\"\xb7\x01\n" +
 	"\fLocatedBlock\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x126\n" +

@@ -30,6 +30,8 @@ type Datanode struct {
 	ID       string // stable identity across restarts
 	Addr     string // data-transfer (gRPC) address
 	HTTPAddr string
+	// HDFSDataAddr is its DataTransferProtocol door ("" when off).
+	HDFSDataAddr string
 	// Rack is the datanode's failure domain as the namenode's topology
 	// resolves it ("" is DefaultRack); never the datanode's own claim.
 	Rack     string

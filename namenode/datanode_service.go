@@ -29,7 +29,7 @@ func (s *datanodeService) Register(ctx context.Context, req *api.RegisterRequest
 		return nil, err
 	}
 	if err := s.n.blocks.Register(blocks.Datanode{
-		ID: d.Id, Addr: d.Addr, HTTPAddr: d.HttpAddr, Rack: s.n.topo.Rack(d.Id, d.Addr), Capacity: d.Capacity, Used: d.Used, FailedVolumes: d.FailedVolumes,
+		ID: d.Id, Addr: d.Addr, HTTPAddr: d.HttpAddr, HDFSDataAddr: d.HdfsDataAddr, Rack: s.n.topo.Rack(d.Id, d.Addr), Capacity: d.Capacity, Used: d.Used, FailedVolumes: d.FailedVolumes,
 	}); err != nil {
 		s.n.log.Warn("datanode registration refused", "datanode", d.Id, "addr", d.Addr, "err", err)
 		return nil, err

@@ -153,7 +153,7 @@ func fillDatanodeInfo(e *api.DatanodeInfo, d *blocks.Datanode) {
 		state = "dead"
 	}
 	*e = api.DatanodeInfo{
-		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, Rack: d.Rack, Capacity: d.Capacity, Used: d.Used,
+		Id: d.ID, Addr: d.Addr, HttpAddr: d.HTTPAddr, HdfsDataAddr: d.HDFSDataAddr, Rack: d.Rack, Capacity: d.Capacity, Used: d.Used,
 		State: state, LastHeartbeatUnixMs: d.LastHeartbeat.UnixMilli(), FailedVolumes: d.FailedVolumes,
 	}
 	if d.Admin.State != blocks.AdminNormal { // "" is NORMAL: no bytes on the hot path
