@@ -1407,9 +1407,15 @@ func (x *DeleteResponse) GetDeleted() bool {
 }
 
 type RenameRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Src           string                 `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
-	Dst           string                 `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Src   string                 `protobuf:"bytes,1,opt,name=src,proto3" json:"src,omitempty"`
+	Dst   string                 `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	// exact is HDFS's rename2: dst names the destination itself (an existing
+	// directory is not moved into), and an existing dst is an error unless
+	// overwrite, which replaces a file with a file or an empty directory with
+	// a directory (namespace.Tree.Rename2).
+	Exact         bool `protobuf:"varint,3,opt,name=exact,proto3" json:"exact,omitempty"`
+	Overwrite     bool `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1456,6 +1462,20 @@ func (x *RenameRequest) GetDst() string {
 		return x.Dst
 	}
 	return ""
+}
+
+func (x *RenameRequest) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
+func (x *RenameRequest) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
 }
 
 type RenameResponse struct {
@@ -3076,6 +3096,1041 @@ func (x *GetQuotaUsageResponse) GetUsage() *QuotaUsage {
 	return nil
 }
 
+// XAttr is one extended attribute: its name with its namespace prefix
+// (user., trusted., system., security. or raw.; the prefix in any case,
+// answered lower case) and its value.
+type XAttr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XAttr) Reset() {
+	*x = XAttr{}
+	mi := &file_api_client_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XAttr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XAttr) ProtoMessage() {}
+
+func (x *XAttr) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XAttr.ProtoReflect.Descriptor instead.
+func (*XAttr) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *XAttr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *XAttr) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// SetXAttrRequest sets one attribute. flags are HDFS's XAttrSetFlag bits:
+// 1 CREATE (it may be new), 2 REPLACE (it may exist); at least one.
+type SetXAttrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Xattr         *XAttr                 `protobuf:"bytes,2,opt,name=xattr,proto3" json:"xattr,omitempty"`
+	Flags         uint32                 `protobuf:"varint,3,opt,name=flags,proto3" json:"flags,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetXAttrRequest) Reset() {
+	*x = SetXAttrRequest{}
+	mi := &file_api_client_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetXAttrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetXAttrRequest) ProtoMessage() {}
+
+func (x *SetXAttrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetXAttrRequest.ProtoReflect.Descriptor instead.
+func (*SetXAttrRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *SetXAttrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetXAttrRequest) GetXattr() *XAttr {
+	if x != nil {
+		return x.Xattr
+	}
+	return nil
+}
+
+func (x *SetXAttrRequest) GetFlags() uint32 {
+	if x != nil {
+		return x.Flags
+	}
+	return 0
+}
+
+type SetXAttrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetXAttrResponse) Reset() {
+	*x = SetXAttrResponse{}
+	mi := &file_api_client_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetXAttrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetXAttrResponse) ProtoMessage() {}
+
+func (x *SetXAttrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetXAttrResponse.ProtoReflect.Descriptor instead.
+func (*SetXAttrResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *SetXAttrResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// GetXAttrsRequest reads the named attributes (every one the caller may
+// see when names is empty); one missing is NotFound, "At least one of the
+// attributes provided was not found.".
+type GetXAttrsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Names         []string               `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,3,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetXAttrsRequest) Reset() {
+	*x = GetXAttrsRequest{}
+	mi := &file_api_client_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetXAttrsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetXAttrsRequest) ProtoMessage() {}
+
+func (x *GetXAttrsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetXAttrsRequest.ProtoReflect.Descriptor instead.
+func (*GetXAttrsRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *GetXAttrsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *GetXAttrsRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *GetXAttrsRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type GetXAttrsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Xattrs        []*XAttr               `protobuf:"bytes,2,rep,name=xattrs,proto3" json:"xattrs,omitempty"` // as named (each once); all of them in name order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetXAttrsResponse) Reset() {
+	*x = GetXAttrsResponse{}
+	mi := &file_api_client_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetXAttrsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetXAttrsResponse) ProtoMessage() {}
+
+func (x *GetXAttrsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetXAttrsResponse.ProtoReflect.Descriptor instead.
+func (*GetXAttrsResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *GetXAttrsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetXAttrsResponse) GetXattrs() []*XAttr {
+	if x != nil {
+		return x.Xattrs
+	}
+	return nil
+}
+
+// ListXAttrsRequest lists the attributes the caller may see: their names,
+// and their values when the caller may read the inode.
+type ListXAttrsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListXAttrsRequest) Reset() {
+	*x = ListXAttrsRequest{}
+	mi := &file_api_client_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListXAttrsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListXAttrsRequest) ProtoMessage() {}
+
+func (x *ListXAttrsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListXAttrsRequest.ProtoReflect.Descriptor instead.
+func (*ListXAttrsRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListXAttrsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ListXAttrsRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type ListXAttrsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Xattrs        []*XAttr               `protobuf:"bytes,2,rep,name=xattrs,proto3" json:"xattrs,omitempty"` // in name order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListXAttrsResponse) Reset() {
+	*x = ListXAttrsResponse{}
+	mi := &file_api_client_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListXAttrsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListXAttrsResponse) ProtoMessage() {}
+
+func (x *ListXAttrsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListXAttrsResponse.ProtoReflect.Descriptor instead.
+func (*ListXAttrsResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListXAttrsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *ListXAttrsResponse) GetXattrs() []*XAttr {
+	if x != nil {
+		return x.Xattrs
+	}
+	return nil
+}
+
+type RemoveXAttrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveXAttrRequest) Reset() {
+	*x = RemoveXAttrRequest{}
+	mi := &file_api_client_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveXAttrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveXAttrRequest) ProtoMessage() {}
+
+func (x *RemoveXAttrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveXAttrRequest.ProtoReflect.Descriptor instead.
+func (*RemoveXAttrRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RemoveXAttrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoveXAttrRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RemoveXAttrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveXAttrResponse) Reset() {
+	*x = RemoveXAttrResponse{}
+	mi := &file_api_client_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveXAttrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveXAttrResponse) ProtoMessage() {}
+
+func (x *RemoveXAttrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveXAttrResponse.ProtoReflect.Descriptor instead.
+func (*RemoveXAttrResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *RemoveXAttrResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// SetTimesRequest sets the modification and access times, ms since the
+// epoch; -1 leaves one unchanged (HDFS's setTimes).
+type SetTimesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,2,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	AtimeUnixMs   int64                  `protobuf:"varint,3,opt,name=atime_unix_ms,json=atimeUnixMs,proto3" json:"atime_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTimesRequest) Reset() {
+	*x = SetTimesRequest{}
+	mi := &file_api_client_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTimesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTimesRequest) ProtoMessage() {}
+
+func (x *SetTimesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTimesRequest.ProtoReflect.Descriptor instead.
+func (*SetTimesRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SetTimesRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetTimesRequest) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *SetTimesRequest) GetAtimeUnixMs() int64 {
+	if x != nil {
+		return x.AtimeUnixMs
+	}
+	return 0
+}
+
+type SetTimesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTimesResponse) Reset() {
+	*x = SetTimesResponse{}
+	mi := &file_api_client_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTimesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTimesResponse) ProtoMessage() {}
+
+func (x *SetTimesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTimesResponse.ProtoReflect.Descriptor instead.
+func (*SetTimesResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SetTimesResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+// TruncateRequest cuts a closed file to new_length bytes (HDFS's
+// truncate). done: the length fell on a block boundary and the file is
+// closed at it; otherwise the caller's client holds the file while block
+// recovery cuts its last block, and the file closes when it is done.
+type TruncateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	NewLength     int64                  `protobuf:"varint,2,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
+	ClientName    string                 `protobuf:"bytes,3,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"` // lease holder name, informational
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TruncateRequest) Reset() {
+	*x = TruncateRequest{}
+	mi := &file_api_client_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateRequest) ProtoMessage() {}
+
+func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateRequest.ProtoReflect.Descriptor instead.
+func (*TruncateRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *TruncateRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TruncateRequest) GetNewLength() int64 {
+	if x != nil {
+		return x.NewLength
+	}
+	return 0
+}
+
+func (x *TruncateRequest) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+type TruncateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Done          bool                   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TruncateResponse) Reset() {
+	*x = TruncateResponse{}
+	mi := &file_api_client_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateResponse) ProtoMessage() {}
+
+func (x *TruncateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateResponse.ProtoReflect.Descriptor instead.
+func (*TruncateResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *TruncateResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *TruncateResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+type GetServerDefaultsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServerDefaultsRequest) Reset() {
+	*x = GetServerDefaultsRequest{}
+	mi := &file_api_client_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServerDefaultsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServerDefaultsRequest) ProtoMessage() {}
+
+func (x *GetServerDefaultsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServerDefaultsRequest.ProtoReflect.Descriptor instead.
+func (*GetServerDefaultsRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{62}
+}
+
+// ServerDefaults are HDFS's FsServerDefaults, this namenode's figures.
+type ServerDefaults struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	BlockSize           uint64                 `protobuf:"varint,1,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	BytesPerChecksum    uint32                 `protobuf:"varint,2,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
+	WritePacketSize     uint32                 `protobuf:"varint,3,opt,name=write_packet_size,json=writePacketSize,proto3" json:"write_packet_size,omitempty"`
+	Replication         uint32                 `protobuf:"varint,4,opt,name=replication,proto3" json:"replication,omitempty"`
+	FileBufferSize      uint32                 `protobuf:"varint,5,opt,name=file_buffer_size,json=fileBufferSize,proto3" json:"file_buffer_size,omitempty"`
+	EncryptDataTransfer bool                   `protobuf:"varint,6,opt,name=encrypt_data_transfer,json=encryptDataTransfer,proto3" json:"encrypt_data_transfer,omitempty"`
+	TrashIntervalMs     int64                  `protobuf:"varint,7,opt,name=trash_interval_ms,json=trashIntervalMs,proto3" json:"trash_interval_ms,omitempty"` // HDFS's fs.trash.interval is in minutes
+	ChecksumType        string                 `protobuf:"bytes,8,opt,name=checksum_type,json=checksumType,proto3" json:"checksum_type,omitempty"`             // "CRC32C"
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ServerDefaults) Reset() {
+	*x = ServerDefaults{}
+	mi := &file_api_client_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerDefaults) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerDefaults) ProtoMessage() {}
+
+func (x *ServerDefaults) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerDefaults.ProtoReflect.Descriptor instead.
+func (*ServerDefaults) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ServerDefaults) GetBlockSize() uint64 {
+	if x != nil {
+		return x.BlockSize
+	}
+	return 0
+}
+
+func (x *ServerDefaults) GetBytesPerChecksum() uint32 {
+	if x != nil {
+		return x.BytesPerChecksum
+	}
+	return 0
+}
+
+func (x *ServerDefaults) GetWritePacketSize() uint32 {
+	if x != nil {
+		return x.WritePacketSize
+	}
+	return 0
+}
+
+func (x *ServerDefaults) GetReplication() uint32 {
+	if x != nil {
+		return x.Replication
+	}
+	return 0
+}
+
+func (x *ServerDefaults) GetFileBufferSize() uint32 {
+	if x != nil {
+		return x.FileBufferSize
+	}
+	return 0
+}
+
+func (x *ServerDefaults) GetEncryptDataTransfer() bool {
+	if x != nil {
+		return x.EncryptDataTransfer
+	}
+	return false
+}
+
+func (x *ServerDefaults) GetTrashIntervalMs() int64 {
+	if x != nil {
+		return x.TrashIntervalMs
+	}
+	return 0
+}
+
+func (x *ServerDefaults) GetChecksumType() string {
+	if x != nil {
+		return x.ChecksumType
+	}
+	return ""
+}
+
+type GetServerDefaultsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Defaults      *ServerDefaults        `protobuf:"bytes,2,opt,name=defaults,proto3" json:"defaults,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServerDefaultsResponse) Reset() {
+	*x = GetServerDefaultsResponse{}
+	mi := &file_api_client_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServerDefaultsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServerDefaultsResponse) ProtoMessage() {}
+
+func (x *GetServerDefaultsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServerDefaultsResponse.ProtoReflect.Descriptor instead.
+func (*GetServerDefaultsResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *GetServerDefaultsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetServerDefaultsResponse) GetDefaults() *ServerDefaults {
+	if x != nil {
+		return x.Defaults
+	}
+	return nil
+}
+
+type GetFsStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFsStatsRequest) Reset() {
+	*x = GetFsStatsRequest{}
+	mi := &file_api_client_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFsStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFsStatsRequest) ProtoMessage() {}
+
+func (x *GetFsStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFsStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetFsStatsRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{65}
+}
+
+// GetFsStatsResponse is HDFS's getFsStats, from the answering namenode's
+// block map (the leader's is the one that sees every report first).
+type GetFsStatsResponse struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	Header                *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Capacity              uint64                 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"`   // bytes, live datanodes
+	Used                  uint64                 `protobuf:"varint,3,opt,name=used,proto3" json:"used,omitempty"`           // bytes used by blocks, live datanodes
+	Remaining             uint64                 `protobuf:"varint,4,opt,name=remaining,proto3" json:"remaining,omitempty"` // capacity - used
+	UnderReplicated       uint64                 `protobuf:"varint,5,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	CorruptBlocks         uint64                 `protobuf:"varint,6,opt,name=corrupt_blocks,json=corruptBlocks,proto3" json:"corrupt_blocks,omitempty"`
+	MissingBlocks         uint64                 `protobuf:"varint,7,opt,name=missing_blocks,json=missingBlocks,proto3" json:"missing_blocks,omitempty"` // no live replica
+	MissingReplOneBlocks  uint64                 `protobuf:"varint,8,opt,name=missing_repl_one_blocks,json=missingReplOneBlocks,proto3" json:"missing_repl_one_blocks,omitempty"`
+	PendingDeletionBlocks uint64                 `protobuf:"varint,9,opt,name=pending_deletion_blocks,json=pendingDeletionBlocks,proto3" json:"pending_deletion_blocks,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *GetFsStatsResponse) Reset() {
+	*x = GetFsStatsResponse{}
+	mi := &file_api_client_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFsStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFsStatsResponse) ProtoMessage() {}
+
+func (x *GetFsStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFsStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetFsStatsResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *GetFsStatsResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *GetFsStatsResponse) GetCapacity() uint64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetUsed() uint64 {
+	if x != nil {
+		return x.Used
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetRemaining() uint64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetUnderReplicated() uint64 {
+	if x != nil {
+		return x.UnderReplicated
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetCorruptBlocks() uint64 {
+	if x != nil {
+		return x.CorruptBlocks
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetMissingBlocks() uint64 {
+	if x != nil {
+		return x.MissingBlocks
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetMissingReplOneBlocks() uint64 {
+	if x != nil {
+		return x.MissingReplOneBlocks
+	}
+	return 0
+}
+
+func (x *GetFsStatsResponse) GetPendingDeletionBlocks() uint64 {
+	if x != nil {
+		return x.PendingDeletionBlocks
+	}
+	return 0
+}
+
 var File_api_client_proto protoreflect.FileDescriptor
 
 const file_api_client_proto_rawDesc = "" +
@@ -3188,10 +4243,12 @@ const file_api_client_proto_rawDesc = "" +
 	"\trecursive\x18\x02 \x01(\bR\trecursive\"^\n" +
 	"\x0eDeleteResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x18\n" +
-	"\adeleted\x18\x02 \x01(\bR\adeleted\"3\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\"g\n" +
 	"\rRenameRequest\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
-	"\x03dst\x18\x02 \x01(\tR\x03dst\"D\n" +
+	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x14\n" +
+	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x1c\n" +
+	"\toverwrite\x18\x04 \x01(\bR\toverwrite\"D\n" +
 	"\x0eRenameResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\">\n" +
 	"\x14SetPermissionRequest\x12\x12\n" +
@@ -3302,7 +4359,74 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"y\n" +
 	"\x15GetQuotaUsageResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12,\n" +
-	"\x05usage\x18\x02 \x01(\v2\x16.blockfs.v1.QuotaUsageR\x05usage2\xaa\x0e\n" +
+	"\x05usage\x18\x02 \x01(\v2\x16.blockfs.v1.QuotaUsageR\x05usage\"1\n" +
+	"\x05XAttr\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"d\n" +
+	"\x0fSetXAttrRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12'\n" +
+	"\x05xattr\x18\x02 \x01(\v2\x11.blockfs.v1.XAttrR\x05xattr\x12\x14\n" +
+	"\x05flags\x18\x03 \x01(\rR\x05flags\"F\n" +
+	"\x10SetXAttrResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"i\n" +
+	"\x10GetXAttrsRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x12+\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"r\n" +
+	"\x11GetXAttrsResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12)\n" +
+	"\x06xattrs\x18\x02 \x03(\v2\x11.blockfs.v1.XAttrR\x06xattrs\"T\n" +
+	"\x11ListXAttrsRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"s\n" +
+	"\x12ListXAttrsResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12)\n" +
+	"\x06xattrs\x18\x02 \x03(\v2\x11.blockfs.v1.XAttrR\x06xattrs\"<\n" +
+	"\x12RemoveXAttrRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"I\n" +
+	"\x13RemoveXAttrResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"m\n" +
+	"\x0fSetTimesRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\"\n" +
+	"\rmtime_unix_ms\x18\x02 \x01(\x03R\vmtimeUnixMs\x12\"\n" +
+	"\ratime_unix_ms\x18\x03 \x01(\x03R\vatimeUnixMs\"F\n" +
+	"\x10SetTimesResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\"e\n" +
+	"\x0fTruncateRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"new_length\x18\x02 \x01(\x03R\tnewLength\x12\x1f\n" +
+	"\vclient_name\x18\x03 \x01(\tR\n" +
+	"clientName\"Z\n" +
+	"\x10TruncateResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\"\x1a\n" +
+	"\x18GetServerDefaultsRequest\"\xda\x02\n" +
+	"\x0eServerDefaults\x12\x1d\n" +
+	"\n" +
+	"block_size\x18\x01 \x01(\x04R\tblockSize\x12,\n" +
+	"\x12bytes_per_checksum\x18\x02 \x01(\rR\x10bytesPerChecksum\x12*\n" +
+	"\x11write_packet_size\x18\x03 \x01(\rR\x0fwritePacketSize\x12 \n" +
+	"\vreplication\x18\x04 \x01(\rR\vreplication\x12(\n" +
+	"\x10file_buffer_size\x18\x05 \x01(\rR\x0efileBufferSize\x122\n" +
+	"\x15encrypt_data_transfer\x18\x06 \x01(\bR\x13encryptDataTransfer\x12*\n" +
+	"\x11trash_interval_ms\x18\a \x01(\x03R\x0ftrashIntervalMs\x12#\n" +
+	"\rchecksum_type\x18\b \x01(\tR\fchecksumType\"\x87\x01\n" +
+	"\x19GetServerDefaultsResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x126\n" +
+	"\bdefaults\x18\x02 \x01(\v2\x1a.blockfs.v1.ServerDefaultsR\bdefaults\"\x13\n" +
+	"\x11GetFsStatsRequest\"\xfe\x02\n" +
+	"\x12GetFsStatsResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12\x1a\n" +
+	"\bcapacity\x18\x02 \x01(\x04R\bcapacity\x12\x12\n" +
+	"\x04used\x18\x03 \x01(\x04R\x04used\x12\x1c\n" +
+	"\tremaining\x18\x04 \x01(\x04R\tremaining\x12)\n" +
+	"\x10under_replicated\x18\x05 \x01(\x04R\x0funderReplicated\x12%\n" +
+	"\x0ecorrupt_blocks\x18\x06 \x01(\x04R\rcorruptBlocks\x12%\n" +
+	"\x0emissing_blocks\x18\a \x01(\x04R\rmissingBlocks\x125\n" +
+	"\x17missing_repl_one_blocks\x18\b \x01(\x04R\x14missingReplOneBlocks\x126\n" +
+	"\x17pending_deletion_blocks\x18\t \x01(\x04R\x15pendingDeletionBlocks2\x95\x13\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
@@ -3328,7 +4452,17 @@ const file_api_client_proto_rawDesc = "" +
 	"\x0eUpdatePipeline\x12!.blockfs.v1.UpdatePipelineRequest\x1a\".blockfs.v1.UpdatePipelineResponse\x12E\n" +
 	"\bSetQuota\x12\x1b.blockfs.v1.SetQuotaRequest\x1a\x1c.blockfs.v1.SetQuotaResponse\x12`\n" +
 	"\x11GetContentSummary\x12$.blockfs.v1.GetContentSummaryRequest\x1a%.blockfs.v1.GetContentSummaryResponse\x12T\n" +
-	"\rGetQuotaUsage\x12 .blockfs.v1.GetQuotaUsageRequest\x1a!.blockfs.v1.GetQuotaUsageResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
+	"\rGetQuotaUsage\x12 .blockfs.v1.GetQuotaUsageRequest\x1a!.blockfs.v1.GetQuotaUsageResponse\x12E\n" +
+	"\bSetXAttr\x12\x1b.blockfs.v1.SetXAttrRequest\x1a\x1c.blockfs.v1.SetXAttrResponse\x12H\n" +
+	"\tGetXAttrs\x12\x1c.blockfs.v1.GetXAttrsRequest\x1a\x1d.blockfs.v1.GetXAttrsResponse\x12K\n" +
+	"\n" +
+	"ListXAttrs\x12\x1d.blockfs.v1.ListXAttrsRequest\x1a\x1e.blockfs.v1.ListXAttrsResponse\x12N\n" +
+	"\vRemoveXAttr\x12\x1e.blockfs.v1.RemoveXAttrRequest\x1a\x1f.blockfs.v1.RemoveXAttrResponse\x12E\n" +
+	"\bSetTimes\x12\x1b.blockfs.v1.SetTimesRequest\x1a\x1c.blockfs.v1.SetTimesResponse\x12E\n" +
+	"\bTruncate\x12\x1b.blockfs.v1.TruncateRequest\x1a\x1c.blockfs.v1.TruncateResponse\x12`\n" +
+	"\x11GetServerDefaults\x12$.blockfs.v1.GetServerDefaultsRequest\x1a%.blockfs.v1.GetServerDefaultsResponse\x12K\n" +
+	"\n" +
+	"GetFsStats\x12\x1d.blockfs.v1.GetFsStatsRequest\x1a\x1e.blockfs.v1.GetFsStatsResponseB$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"
 
 var (
 	file_api_client_proto_rawDescOnce sync.Once
@@ -3342,7 +4476,7 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_api_client_proto_goTypes = []any{
 	(*MkdirsRequest)(nil),                  // 0: blockfs.v1.MkdirsRequest
 	(*MkdirsResponse)(nil),                 // 1: blockfs.v1.MkdirsResponse
@@ -3393,114 +4527,162 @@ var file_api_client_proto_goTypes = []any{
 	(*QuotaUsage)(nil),                     // 46: blockfs.v1.QuotaUsage
 	(*GetQuotaUsageRequest)(nil),           // 47: blockfs.v1.GetQuotaUsageRequest
 	(*GetQuotaUsageResponse)(nil),          // 48: blockfs.v1.GetQuotaUsageResponse
-	(*ResponseHeader)(nil),                 // 49: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                     // 50: blockfs.v1.FileStatus
-	(*LocatedBlock)(nil),                   // 51: blockfs.v1.LocatedBlock
-	(*Block)(nil),                          // 52: blockfs.v1.Block
-	(*ReadOptions)(nil),                    // 53: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),                   // 54: blockfs.v1.DatanodeInfo
+	(*XAttr)(nil),                          // 49: blockfs.v1.XAttr
+	(*SetXAttrRequest)(nil),                // 50: blockfs.v1.SetXAttrRequest
+	(*SetXAttrResponse)(nil),               // 51: blockfs.v1.SetXAttrResponse
+	(*GetXAttrsRequest)(nil),               // 52: blockfs.v1.GetXAttrsRequest
+	(*GetXAttrsResponse)(nil),              // 53: blockfs.v1.GetXAttrsResponse
+	(*ListXAttrsRequest)(nil),              // 54: blockfs.v1.ListXAttrsRequest
+	(*ListXAttrsResponse)(nil),             // 55: blockfs.v1.ListXAttrsResponse
+	(*RemoveXAttrRequest)(nil),             // 56: blockfs.v1.RemoveXAttrRequest
+	(*RemoveXAttrResponse)(nil),            // 57: blockfs.v1.RemoveXAttrResponse
+	(*SetTimesRequest)(nil),                // 58: blockfs.v1.SetTimesRequest
+	(*SetTimesResponse)(nil),               // 59: blockfs.v1.SetTimesResponse
+	(*TruncateRequest)(nil),                // 60: blockfs.v1.TruncateRequest
+	(*TruncateResponse)(nil),               // 61: blockfs.v1.TruncateResponse
+	(*GetServerDefaultsRequest)(nil),       // 62: blockfs.v1.GetServerDefaultsRequest
+	(*ServerDefaults)(nil),                 // 63: blockfs.v1.ServerDefaults
+	(*GetServerDefaultsResponse)(nil),      // 64: blockfs.v1.GetServerDefaultsResponse
+	(*GetFsStatsRequest)(nil),              // 65: blockfs.v1.GetFsStatsRequest
+	(*GetFsStatsResponse)(nil),             // 66: blockfs.v1.GetFsStatsResponse
+	(*ResponseHeader)(nil),                 // 67: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                     // 68: blockfs.v1.FileStatus
+	(*LocatedBlock)(nil),                   // 69: blockfs.v1.LocatedBlock
+	(*Block)(nil),                          // 70: blockfs.v1.Block
+	(*ReadOptions)(nil),                    // 71: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                   // 72: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	49, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	51, // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
-	52, // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	49, // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	52, // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	49, // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	49, // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	52, // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	51, // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	53, // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	51, // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	54, // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	53, // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	53, // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	50, // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	49, // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	67, // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	68, // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	69, // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
+	70, // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	67, // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	69, // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	70, // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	67, // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	70, // 9: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	67, // 10: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 11: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	68, // 12: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	70, // 13: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	69, // 14: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	71, // 15: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 16: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	69, // 17: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	72, // 18: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	71, // 19: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 20: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	68, // 21: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	71, // 22: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 23: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	68, // 24: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	67, // 25: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 26: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 27: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 28: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	70, // 29: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
 	30, // 30: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	54, // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	49, // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	49, // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	49, // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	52, // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	52, // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	52, // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	49, // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49, // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
-	53, // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	72, // 31: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	67, // 32: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 33: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	70, // 34: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	67, // 35: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	70, // 36: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	67, // 37: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	70, // 38: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	70, // 39: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	70, // 40: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	67, // 41: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 42: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	71, // 43: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 44: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
 	43, // 45: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
-	53, // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
-	49, // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	71, // 46: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 47: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
 	46, // 48: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
-	0,  // 49: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,  // 50: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,  // 51: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,  // 52: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,  // 53: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10, // 54: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12, // 55: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14, // 56: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16, // 57: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18, // 58: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20, // 59: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22, // 60: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24, // 61: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26, // 62: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28, // 63: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31, // 64: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33, // 65: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35, // 66: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37, // 67: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39, // 68: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	41, // 69: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
-	44, // 70: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
-	47, // 71: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
-	1,  // 72: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,  // 73: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,  // 74: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,  // 75: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,  // 76: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11, // 77: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13, // 78: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15, // 79: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17, // 80: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19, // 81: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21, // 82: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23, // 83: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25, // 84: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27, // 85: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29, // 86: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32, // 87: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34, // 88: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36, // 89: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38, // 90: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40, // 91: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	42, // 92: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
-	45, // 93: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
-	48, // 94: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
-	72, // [72:95] is the sub-list for method output_type
-	49, // [49:72] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	49, // 49: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
+	67, // 50: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	71, // 51: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 52: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 53: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	71, // 54: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	67, // 55: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49, // 56: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	67, // 57: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 58: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 59: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	67, // 60: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63, // 61: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
+	67, // 62: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	0,  // 63: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,  // 64: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,  // 65: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,  // 66: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,  // 67: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10, // 68: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12, // 69: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14, // 70: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16, // 71: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18, // 72: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20, // 73: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22, // 74: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24, // 75: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26, // 76: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28, // 77: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31, // 78: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33, // 79: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35, // 80: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37, // 81: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39, // 82: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	41, // 83: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	44, // 84: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	47, // 85: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	50, // 86: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
+	52, // 87: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
+	54, // 88: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
+	56, // 89: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
+	58, // 90: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
+	60, // 91: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
+	62, // 92: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
+	65, // 93: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
+	1,  // 94: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,  // 95: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,  // 96: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,  // 97: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,  // 98: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11, // 99: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13, // 100: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15, // 101: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17, // 102: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19, // 103: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21, // 104: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23, // 105: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25, // 106: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27, // 107: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29, // 108: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32, // 109: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34, // 110: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36, // 111: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38, // 112: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40, // 113: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	42, // 114: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	45, // 115: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	48, // 116: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	51, // 117: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
+	53, // 118: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
+	55, // 119: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
+	57, // 120: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
+	59, // 121: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
+	61, // 122: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
+	64, // 123: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
+	66, // 124: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
+	94, // [94:125] is the sub-list for method output_type
+	63, // [63:94] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -3515,7 +4697,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   49,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,6 +44,14 @@ const (
 	ClientService_SetQuota_FullMethodName               = "/blockfs.v1.ClientService/SetQuota"
 	ClientService_GetContentSummary_FullMethodName      = "/blockfs.v1.ClientService/GetContentSummary"
 	ClientService_GetQuotaUsage_FullMethodName          = "/blockfs.v1.ClientService/GetQuotaUsage"
+	ClientService_SetXAttr_FullMethodName               = "/blockfs.v1.ClientService/SetXAttr"
+	ClientService_GetXAttrs_FullMethodName              = "/blockfs.v1.ClientService/GetXAttrs"
+	ClientService_ListXAttrs_FullMethodName             = "/blockfs.v1.ClientService/ListXAttrs"
+	ClientService_RemoveXAttr_FullMethodName            = "/blockfs.v1.ClientService/RemoveXAttr"
+	ClientService_SetTimes_FullMethodName               = "/blockfs.v1.ClientService/SetTimes"
+	ClientService_Truncate_FullMethodName               = "/blockfs.v1.ClientService/Truncate"
+	ClientService_GetServerDefaults_FullMethodName      = "/blockfs.v1.ClientService/GetServerDefaults"
+	ClientService_GetFsStats_FullMethodName             = "/blockfs.v1.ClientService/GetFsStats"
 )
 
 // ClientServiceClient is the client API for ClientService service.
@@ -75,6 +83,18 @@ type ClientServiceClient interface {
 	SetQuota(ctx context.Context, in *SetQuotaRequest, opts ...grpc.CallOption) (*SetQuotaResponse, error)
 	GetContentSummary(ctx context.Context, in *GetContentSummaryRequest, opts ...grpc.CallOption) (*GetContentSummaryResponse, error)
 	GetQuotaUsage(ctx context.Context, in *GetQuotaUsageRequest, opts ...grpc.CallOption) (*GetQuotaUsageResponse, error)
+	// Extended attributes, times, truncate and the server's defaults and
+	// figures (HDFS's setXAttr, getXAttrs, listXAttrs, removeXAttr,
+	// setTimes, truncate, getServerDefaults, getFsStats; docs/OPERATIONS.md,
+	// "Extended attributes and times", "Truncate").
+	SetXAttr(ctx context.Context, in *SetXAttrRequest, opts ...grpc.CallOption) (*SetXAttrResponse, error)
+	GetXAttrs(ctx context.Context, in *GetXAttrsRequest, opts ...grpc.CallOption) (*GetXAttrsResponse, error)
+	ListXAttrs(ctx context.Context, in *ListXAttrsRequest, opts ...grpc.CallOption) (*ListXAttrsResponse, error)
+	RemoveXAttr(ctx context.Context, in *RemoveXAttrRequest, opts ...grpc.CallOption) (*RemoveXAttrResponse, error)
+	SetTimes(ctx context.Context, in *SetTimesRequest, opts ...grpc.CallOption) (*SetTimesResponse, error)
+	Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error)
+	GetServerDefaults(ctx context.Context, in *GetServerDefaultsRequest, opts ...grpc.CallOption) (*GetServerDefaultsResponse, error)
+	GetFsStats(ctx context.Context, in *GetFsStatsRequest, opts ...grpc.CallOption) (*GetFsStatsResponse, error)
 }
 
 type clientServiceClient struct {
@@ -315,6 +335,86 @@ func (c *clientServiceClient) GetQuotaUsage(ctx context.Context, in *GetQuotaUsa
 	return out, nil
 }
 
+func (c *clientServiceClient) SetXAttr(ctx context.Context, in *SetXAttrRequest, opts ...grpc.CallOption) (*SetXAttrResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetXAttrResponse)
+	err := c.cc.Invoke(ctx, ClientService_SetXAttr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) GetXAttrs(ctx context.Context, in *GetXAttrsRequest, opts ...grpc.CallOption) (*GetXAttrsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetXAttrsResponse)
+	err := c.cc.Invoke(ctx, ClientService_GetXAttrs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) ListXAttrs(ctx context.Context, in *ListXAttrsRequest, opts ...grpc.CallOption) (*ListXAttrsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListXAttrsResponse)
+	err := c.cc.Invoke(ctx, ClientService_ListXAttrs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) RemoveXAttr(ctx context.Context, in *RemoveXAttrRequest, opts ...grpc.CallOption) (*RemoveXAttrResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveXAttrResponse)
+	err := c.cc.Invoke(ctx, ClientService_RemoveXAttr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) SetTimes(ctx context.Context, in *SetTimesRequest, opts ...grpc.CallOption) (*SetTimesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetTimesResponse)
+	err := c.cc.Invoke(ctx, ClientService_SetTimes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TruncateResponse)
+	err := c.cc.Invoke(ctx, ClientService_Truncate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) GetServerDefaults(ctx context.Context, in *GetServerDefaultsRequest, opts ...grpc.CallOption) (*GetServerDefaultsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetServerDefaultsResponse)
+	err := c.cc.Invoke(ctx, ClientService_GetServerDefaults_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) GetFsStats(ctx context.Context, in *GetFsStatsRequest, opts ...grpc.CallOption) (*GetFsStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetFsStatsResponse)
+	err := c.cc.Invoke(ctx, ClientService_GetFsStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServiceServer is the server API for ClientService service.
 // All implementations must embed UnimplementedClientServiceServer
 // for forward compatibility.
@@ -344,6 +444,18 @@ type ClientServiceServer interface {
 	SetQuota(context.Context, *SetQuotaRequest) (*SetQuotaResponse, error)
 	GetContentSummary(context.Context, *GetContentSummaryRequest) (*GetContentSummaryResponse, error)
 	GetQuotaUsage(context.Context, *GetQuotaUsageRequest) (*GetQuotaUsageResponse, error)
+	// Extended attributes, times, truncate and the server's defaults and
+	// figures (HDFS's setXAttr, getXAttrs, listXAttrs, removeXAttr,
+	// setTimes, truncate, getServerDefaults, getFsStats; docs/OPERATIONS.md,
+	// "Extended attributes and times", "Truncate").
+	SetXAttr(context.Context, *SetXAttrRequest) (*SetXAttrResponse, error)
+	GetXAttrs(context.Context, *GetXAttrsRequest) (*GetXAttrsResponse, error)
+	ListXAttrs(context.Context, *ListXAttrsRequest) (*ListXAttrsResponse, error)
+	RemoveXAttr(context.Context, *RemoveXAttrRequest) (*RemoveXAttrResponse, error)
+	SetTimes(context.Context, *SetTimesRequest) (*SetTimesResponse, error)
+	Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error)
+	GetServerDefaults(context.Context, *GetServerDefaultsRequest) (*GetServerDefaultsResponse, error)
+	GetFsStats(context.Context, *GetFsStatsRequest) (*GetFsStatsResponse, error)
 	mustEmbedUnimplementedClientServiceServer()
 }
 
@@ -422,6 +534,30 @@ func (UnimplementedClientServiceServer) GetContentSummary(context.Context, *GetC
 }
 func (UnimplementedClientServiceServer) GetQuotaUsage(context.Context, *GetQuotaUsageRequest) (*GetQuotaUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetQuotaUsage not implemented")
+}
+func (UnimplementedClientServiceServer) SetXAttr(context.Context, *SetXAttrRequest) (*SetXAttrResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetXAttr not implemented")
+}
+func (UnimplementedClientServiceServer) GetXAttrs(context.Context, *GetXAttrsRequest) (*GetXAttrsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetXAttrs not implemented")
+}
+func (UnimplementedClientServiceServer) ListXAttrs(context.Context, *ListXAttrsRequest) (*ListXAttrsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListXAttrs not implemented")
+}
+func (UnimplementedClientServiceServer) RemoveXAttr(context.Context, *RemoveXAttrRequest) (*RemoveXAttrResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveXAttr not implemented")
+}
+func (UnimplementedClientServiceServer) SetTimes(context.Context, *SetTimesRequest) (*SetTimesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetTimes not implemented")
+}
+func (UnimplementedClientServiceServer) Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Truncate not implemented")
+}
+func (UnimplementedClientServiceServer) GetServerDefaults(context.Context, *GetServerDefaultsRequest) (*GetServerDefaultsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetServerDefaults not implemented")
+}
+func (UnimplementedClientServiceServer) GetFsStats(context.Context, *GetFsStatsRequest) (*GetFsStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetFsStats not implemented")
 }
 func (UnimplementedClientServiceServer) mustEmbedUnimplementedClientServiceServer() {}
 func (UnimplementedClientServiceServer) testEmbeddedByValue()                       {}
@@ -858,6 +994,150 @@ func _ClientService_GetQuotaUsage_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClientService_SetXAttr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetXAttrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).SetXAttr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_SetXAttr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).SetXAttr(ctx, req.(*SetXAttrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_GetXAttrs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetXAttrsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).GetXAttrs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_GetXAttrs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).GetXAttrs(ctx, req.(*GetXAttrsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_ListXAttrs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListXAttrsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).ListXAttrs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_ListXAttrs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).ListXAttrs(ctx, req.(*ListXAttrsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_RemoveXAttr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveXAttrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).RemoveXAttr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_RemoveXAttr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).RemoveXAttr(ctx, req.(*RemoveXAttrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_SetTimes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetTimesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).SetTimes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_SetTimes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).SetTimes(ctx, req.(*SetTimesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_Truncate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TruncateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).Truncate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_Truncate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).Truncate(ctx, req.(*TruncateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_GetServerDefaults_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetServerDefaultsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).GetServerDefaults(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_GetServerDefaults_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).GetServerDefaults(ctx, req.(*GetServerDefaultsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_GetFsStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetFsStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).GetFsStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_GetFsStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).GetFsStats(ctx, req.(*GetFsStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClientService_ServiceDesc is the grpc.ServiceDesc for ClientService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -956,6 +1236,38 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetQuotaUsage",
 			Handler:    _ClientService_GetQuotaUsage_Handler,
+		},
+		{
+			MethodName: "SetXAttr",
+			Handler:    _ClientService_SetXAttr_Handler,
+		},
+		{
+			MethodName: "GetXAttrs",
+			Handler:    _ClientService_GetXAttrs_Handler,
+		},
+		{
+			MethodName: "ListXAttrs",
+			Handler:    _ClientService_ListXAttrs_Handler,
+		},
+		{
+			MethodName: "RemoveXAttr",
+			Handler:    _ClientService_RemoveXAttr_Handler,
+		},
+		{
+			MethodName: "SetTimes",
+			Handler:    _ClientService_SetTimes_Handler,
+		},
+		{
+			MethodName: "Truncate",
+			Handler:    _ClientService_Truncate_Handler,
+		},
+		{
+			MethodName: "GetServerDefaults",
+			Handler:    _ClientService_GetServerDefaults_Handler,
+		},
+		{
+			MethodName: "GetFsStats",
+			Handler:    _ClientService_GetFsStats_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

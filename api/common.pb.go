@@ -517,8 +517,11 @@ type FileStatus struct {
 	Children          uint64                 `protobuf:"varint,11,opt,name=children,proto3" json:"children,omitempty"`
 	UnderConstruction bool                   `protobuf:"varint,12,opt,name=under_construction,json=underConstruction,proto3" json:"under_construction,omitempty"`
 	Blocks            uint64                 `protobuf:"varint,13,opt,name=blocks,proto3" json:"blocks,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The access time: the last SetTimes's, else a file's mtime and a
+	// directory's 0 (reads do not change it).
+	AtimeUnixMs   int64 `protobuf:"varint,14,opt,name=atime_unix_ms,json=atimeUnixMs,proto3" json:"atime_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FileStatus) Reset() {
@@ -642,6 +645,13 @@ func (x *FileStatus) GetBlocks() uint64 {
 	return 0
 }
 
+func (x *FileStatus) GetAtimeUnixMs() int64 {
+	if x != nil {
+		return x.AtimeUnixMs
+	}
+	return 0
+}
+
 var File_api_common_proto protoreflect.FileDescriptor
 
 const file_api_common_proto_rawDesc = "" +
@@ -685,7 +695,7 @@ const file_api_common_proto_rawDesc = "" +
 	"\x11min_applied_index\x18\x02 \x01(\x04R\x0fminAppliedIndex\"R\n" +
 	"\x0eResponseHeader\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1b\n" +
-	"\tserved_by\x18\x02 \x01(\tR\bservedBy\"\xf2\x02\n" +
+	"\tserved_by\x18\x02 \x01(\tR\bservedBy\"\x96\x03\n" +
 	"\n" +
 	"FileStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
@@ -702,7 +712,8 @@ const file_api_common_proto_rawDesc = "" +
 	" \x01(\x04R\tblockSize\x12\x1a\n" +
 	"\bchildren\x18\v \x01(\x04R\bchildren\x12-\n" +
 	"\x12under_construction\x18\f \x01(\bR\x11underConstruction\x12\x16\n" +
-	"\x06blocks\x18\r \x01(\x04R\x06blocks*P\n" +
+	"\x06blocks\x18\r \x01(\x04R\x06blocks\x12\"\n" +
+	"\ratime_unix_ms\x18\x0e \x01(\x03R\vatimeUnixMs*P\n" +
 	"\x0fReadConsistency\x12!\n" +
 	"\x1dREAD_CONSISTENCY_LINEARIZABLE\x10\x00\x12\x1a\n" +
 	"\x16READ_CONSISTENCY_STALE\x10\x01B$Z\"github.com/blockfs/blockfs/api;apib\x06proto3"

@@ -950,14 +950,17 @@ func (x *VerifyBlockCommand) GetBlock() *Block {
 // length they all hold, has each cut and finalize its replica under
 // recovery_id, and reports with CommitBlockSynchronization.
 type RecoverBlockCommand struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"` // the last block as the namespace holds it
-	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
-	RecoveryId    uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // the new generation stamp
-	Replicas      []*DatanodeInfo        `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	Token         []byte                 `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"` // recovery token for block and recovery_id
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Block      *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"` // the last block as the namespace holds it
+	InodeId    uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	RecoveryId uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // the new generation stamp
+	Replicas   []*DatanodeInfo        `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Token      []byte                 `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"` // recovery token for block and recovery_id
+	// A truncate's recovery: every replica is cut to exactly this many
+	// bytes (block.length), not to a length the replicas agree on.
+	TruncateLength *uint64 `protobuf:"varint,6,opt,name=truncate_length,json=truncateLength,proto3,oneof" json:"truncate_length,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RecoverBlockCommand) Reset() {
@@ -1023,6 +1026,13 @@ func (x *RecoverBlockCommand) GetToken() []byte {
 		return x.Token
 	}
 	return nil
+}
+
+func (x *RecoverBlockCommand) GetTruncateLength() uint64 {
+	if x != nil && x.TruncateLength != nil {
+		return *x.TruncateLength
+	}
+	return 0
 }
 
 type CommitBlockSynchronizationRequest struct {
@@ -1228,14 +1238,16 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\x05token\x18\x04 \x01(\fR\x05token\x12+\n" +
 	"\x11balance_bandwidth\x18\x05 \x01(\x04R\x10balanceBandwidth\"=\n" +
 	"\x12VerifyBlockCommand\x12'\n" +
-	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xc6\x01\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\x88\x02\n" +
 	"\x13RecoverBlockCommand\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
 	"\vrecovery_id\x18\x03 \x01(\x04R\n" +
 	"recoveryId\x124\n" +
 	"\breplicas\x18\x04 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\breplicas\x12\x14\n" +
-	"\x05token\x18\x05 \x01(\fR\x05token\"\xb0\x02\n" +
+	"\x05token\x18\x05 \x01(\fR\x05token\x12,\n" +
+	"\x0ftruncate_length\x18\x06 \x01(\x04H\x00R\x0etruncateLength\x88\x01\x01B\x12\n" +
+	"\x10_truncate_length\"\xb0\x02\n" +
 	"!CommitBlockSynchronizationRequest\x12\x1f\n" +
 	"\vdatanode_id\x18\x01 \x01(\tR\n" +
 	"datanodeId\x12\x19\n" +
@@ -1347,6 +1359,7 @@ func file_api_datanode_proto_init() {
 		(*DatanodeCommand_Verify)(nil),
 		(*DatanodeCommand_Recover)(nil),
 	}
+	file_api_datanode_proto_msgTypes[15].OneofWrappers = []any{}
 	file_api_datanode_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -755,6 +755,8 @@ type RenameCommand struct {
 	Src           string                 `protobuf:"bytes,2,opt,name=src,proto3" json:"src,omitempty"`
 	Dst           string                 `protobuf:"bytes,3,opt,name=dst,proto3" json:"dst,omitempty"`
 	MtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	Exact         bool                   `protobuf:"varint,5,opt,name=exact,proto3" json:"exact,omitempty"` // rename2: see RenameRequest
+	Overwrite     bool                   `protobuf:"varint,6,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,6 +817,20 @@ func (x *RenameCommand) GetMtimeUnixMs() int64 {
 		return x.MtimeUnixMs
 	}
 	return 0
+}
+
+func (x *RenameCommand) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
+func (x *RenameCommand) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
 }
 
 type SetMemberCommand struct {
@@ -2239,6 +2255,309 @@ func (x *SetAdminStateCommand) GetFrom() AdminState {
 	return AdminState_ADMIN_NORMAL
 }
 
+// Extended attributes, times and truncate (issue 23). The proposer fixes
+// the limits it checked, so every namenode applies the same.
+type SetXAttrCommand struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Caller            *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path              string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Xattr             *XAttr                 `protobuf:"bytes,3,opt,name=xattr,proto3" json:"xattr,omitempty"`
+	Flags             uint32                 `protobuf:"varint,4,opt,name=flags,proto3" json:"flags,omitempty"` // XAttrSetFlag bits: 1 CREATE, 2 REPLACE
+	MaxXattrsPerInode uint32                 `protobuf:"varint,5,opt,name=max_xattrs_per_inode,json=maxXattrsPerInode,proto3" json:"max_xattrs_per_inode,omitempty"`
+	MaxXattrSize      uint32                 `protobuf:"varint,6,opt,name=max_xattr_size,json=maxXattrSize,proto3" json:"max_xattr_size,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SetXAttrCommand) Reset() {
+	*x = SetXAttrCommand{}
+	mi := &file_api_fsm_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetXAttrCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetXAttrCommand) ProtoMessage() {}
+
+func (x *SetXAttrCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetXAttrCommand.ProtoReflect.Descriptor instead.
+func (*SetXAttrCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SetXAttrCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetXAttrCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetXAttrCommand) GetXattr() *XAttr {
+	if x != nil {
+		return x.Xattr
+	}
+	return nil
+}
+
+func (x *SetXAttrCommand) GetFlags() uint32 {
+	if x != nil {
+		return x.Flags
+	}
+	return 0
+}
+
+func (x *SetXAttrCommand) GetMaxXattrsPerInode() uint32 {
+	if x != nil {
+		return x.MaxXattrsPerInode
+	}
+	return 0
+}
+
+func (x *SetXAttrCommand) GetMaxXattrSize() uint32 {
+	if x != nil {
+		return x.MaxXattrSize
+	}
+	return 0
+}
+
+type RemoveXAttrCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveXAttrCommand) Reset() {
+	*x = RemoveXAttrCommand{}
+	mi := &file_api_fsm_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveXAttrCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveXAttrCommand) ProtoMessage() {}
+
+func (x *RemoveXAttrCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveXAttrCommand.ProtoReflect.Descriptor instead.
+func (*RemoveXAttrCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RemoveXAttrCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RemoveXAttrCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoveXAttrCommand) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type SetTimesCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,3,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"` // -1: unchanged
+	AtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=atime_unix_ms,json=atimeUnixMs,proto3" json:"atime_unix_ms,omitempty"` // -1: unchanged
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTimesCommand) Reset() {
+	*x = SetTimesCommand{}
+	mi := &file_api_fsm_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTimesCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTimesCommand) ProtoMessage() {}
+
+func (x *SetTimesCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTimesCommand.ProtoReflect.Descriptor instead.
+func (*SetTimesCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SetTimesCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetTimesCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetTimesCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *SetTimesCommand) GetAtimeUnixMs() int64 {
+	if x != nil {
+		return x.AtimeUnixMs
+	}
+	return 0
+}
+
+// TruncateCommand cuts a closed file. When the length falls inside a
+// block, the file reopens for the caller and a recovery of that block
+// starts, with the leader-chosen primary and replicas (as in
+// RecoverLeaseCommand); the result's closed says whether it was done at
+// once, recovery_id names the recovery otherwise.
+type TruncateCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	NewLength     int64                  `protobuf:"varint,3,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,4,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	Primary       string                 `protobuf:"bytes,5,opt,name=primary,proto3" json:"primary,omitempty"`
+	Replicas      []string               `protobuf:"bytes,6,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TruncateCommand) Reset() {
+	*x = TruncateCommand{}
+	mi := &file_api_fsm_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TruncateCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TruncateCommand) ProtoMessage() {}
+
+func (x *TruncateCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TruncateCommand.ProtoReflect.Descriptor instead.
+func (*TruncateCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *TruncateCommand) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *TruncateCommand) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TruncateCommand) GetNewLength() int64 {
+	if x != nil {
+		return x.NewLength
+	}
+	return 0
+}
+
+func (x *TruncateCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *TruncateCommand) GetPrimary() string {
+	if x != nil {
+		return x.Primary
+	}
+	return ""
+}
+
+func (x *TruncateCommand) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
 var File_api_fsm_proto protoreflect.FileDescriptor
 
 const file_api_fsm_proto_rawDesc = "" +
@@ -2299,12 +2618,14 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x03 \x01(\bR\trecursive\x12\"\n" +
-	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"\x83\x01\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\"\xb7\x01\n" +
 	"\rRenameCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x10\n" +
 	"\x03src\x18\x02 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x03 \x01(\tR\x03dst\x12\"\n" +
-	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\">\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\x12\x14\n" +
+	"\x05exact\x18\x05 \x01(\bR\x05exact\x12\x1c\n" +
+	"\toverwrite\x18\x06 \x01(\bR\toverwrite\">\n" +
 	"\x10SetMemberCommand\x12*\n" +
 	"\x06member\x18\x01 \x01(\v2\x12.blockfs.v1.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
@@ -2418,7 +2739,31 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\aentries\x18\x01 \x03(\v2\x1b.blockfs.v1.AdminStateEntryR\aentries\x12\x1d\n" +
 	"\n" +
 	"check_from\x18\x02 \x01(\bR\tcheckFrom\x12*\n" +
-	"\x04from\x18\x03 \x01(\x0e2\x16.blockfs.v1.AdminStateR\x04from*\x8d\x01\n" +
+	"\x04from\x18\x03 \x01(\x0e2\x16.blockfs.v1.AdminStateR\x04from\"\xe7\x01\n" +
+	"\x0fSetXAttrCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12'\n" +
+	"\x05xattr\x18\x03 \x01(\v2\x11.blockfs.v1.XAttrR\x05xattr\x12\x14\n" +
+	"\x05flags\x18\x04 \x01(\rR\x05flags\x12/\n" +
+	"\x14max_xattrs_per_inode\x18\x05 \x01(\rR\x11maxXattrsPerInode\x12$\n" +
+	"\x0emax_xattr_size\x18\x06 \x01(\rR\fmaxXattrSize\"h\n" +
+	"\x12RemoveXAttrCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x99\x01\n" +
+	"\x0fSetTimesCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\"\n" +
+	"\rmtime_unix_ms\x18\x03 \x01(\x03R\vmtimeUnixMs\x12\"\n" +
+	"\ratime_unix_ms\x18\x04 \x01(\x03R\vatimeUnixMs\"\xca\x01\n" +
+	"\x0fTruncateCommand\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"new_length\x18\x03 \x01(\x03R\tnewLength\x12\"\n" +
+	"\rmtime_unix_ms\x18\x04 \x01(\x03R\vmtimeUnixMs\x12\x18\n" +
+	"\aprimary\x18\x05 \x01(\tR\aprimary\x12\x1a\n" +
+	"\breplicas\x18\x06 \x03(\tR\breplicas*\x8d\x01\n" +
 	"\n" +
 	"AdminState\x12\x10\n" +
 	"\fADMIN_NORMAL\x10\x00\x12\x19\n" +
@@ -2440,7 +2785,7 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_api_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_api_fsm_proto_goTypes = []any{
 	(AdminState)(0),                       // 0: blockfs.v1.AdminState
 	(*Caller)(nil),                        // 1: blockfs.v1.Caller
@@ -2472,50 +2817,60 @@ var file_api_fsm_proto_goTypes = []any{
 	(*SetQuotaCommand)(nil),               // 27: blockfs.v1.SetQuotaCommand
 	(*AdminStateEntry)(nil),               // 28: blockfs.v1.AdminStateEntry
 	(*SetAdminStateCommand)(nil),          // 29: blockfs.v1.SetAdminStateCommand
-	(*Block)(nil),                         // 30: blockfs.v1.Block
-	(*Member)(nil),                        // 31: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 32: blockfs.v1.FileStatus
+	(*SetXAttrCommand)(nil),               // 30: blockfs.v1.SetXAttrCommand
+	(*RemoveXAttrCommand)(nil),            // 31: blockfs.v1.RemoveXAttrCommand
+	(*SetTimesCommand)(nil),               // 32: blockfs.v1.SetTimesCommand
+	(*TruncateCommand)(nil),               // 33: blockfs.v1.TruncateCommand
+	(*Block)(nil),                         // 34: blockfs.v1.Block
+	(*Member)(nil),                        // 35: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 36: blockfs.v1.FileStatus
+	(*XAttr)(nil),                         // 37: blockfs.v1.XAttr
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	1,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	34, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
 	1,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	34, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
 	1,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	34, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
 	1,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	31, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	32, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	30, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	30, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	30, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	35, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	36, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	34, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	34, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	34, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
 	1,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	34, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
 	1,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	34, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
 	1,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	34, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
 	1,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	30, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	30, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	34, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	34, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
 	24, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	24, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
 	1,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
 	0,  // 31: blockfs.v1.AdminStateEntry.state:type_name -> blockfs.v1.AdminState
 	28, // 32: blockfs.v1.SetAdminStateCommand.entries:type_name -> blockfs.v1.AdminStateEntry
 	0,  // 33: blockfs.v1.SetAdminStateCommand.from:type_name -> blockfs.v1.AdminState
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	1,  // 34: blockfs.v1.SetXAttrCommand.caller:type_name -> blockfs.v1.Caller
+	37, // 35: blockfs.v1.SetXAttrCommand.xattr:type_name -> blockfs.v1.XAttr
+	1,  // 36: blockfs.v1.RemoveXAttrCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 37: blockfs.v1.SetTimesCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 38: blockfs.v1.TruncateCommand.caller:type_name -> blockfs.v1.Caller
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -2532,7 +2887,7 @@ func file_api_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -229,6 +229,11 @@ func (d *Datanode) recoverBlock(c *api.RecoverBlockCommand) {
 			length = min(length, r.state.Length)
 		}
 	}
+	if t := c.TruncateLength; t != nil {
+		// A truncate's (HDFS's truncate inside a block): every replica
+		// holding the bytes is cut to exactly the new length.
+		found, length = append(found, older...), *t
+	}
 	req := &api.CommitBlockSynchronizationRequest{DatanodeId: d.id, InodeId: c.InodeId, Block: b, RecoveryId: rid, NewLength: length}
 	var crc *uint32
 	for _, r := range found {

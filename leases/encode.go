@@ -18,9 +18,15 @@ import (
 //	  u64 file id, u64 recovery id, u64 block id, u64 block gen stamp,
 //	  u64 block length, str primary, i64 startedMs, u32 n, n x str replica
 //
+// n's bit 31 (truncateFlag) marks a truncate's recovery; bits 0..30 are
+// the replica count. Tables written before truncates never set it.
+//
 // str is u16 length + bytes.
 
-const maxString = 1 << 12
+const (
+	maxString    = 1 << 12
+	truncateFlag = 1 << 31
+)
 
 // WriteTo writes the table; the same table always writes the same bytes.
 func (t *Table) WriteTo(w io.Writer) (int64, error) {
@@ -49,7 +55,11 @@ func (t *Table) WriteTo(w io.Writer) (int64, error) {
 		}
 		b = appendStr(b, r.Primary)
 		b = binary.LittleEndian.AppendUint64(b, uint64(r.StartedMs))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Replicas)))
+		n := uint32(len(r.Replicas))
+		if r.Truncate {
+			n |= truncateFlag
+		}
+		b = binary.LittleEndian.AppendUint32(b, n)
 		for _, d := range r.Replicas {
 			b = appendStr(b, d)
 		}
@@ -105,6 +115,7 @@ func Read(r io.Reader) (*Table, error) {
 		rc.Primary = d.str()
 		rc.StartedMs = int64(d.u64())
 		n := d.u32()
+		rc.Truncate, n = n&truncateFlag != 0, n&^truncateFlag
 		if n > 64 {
 			return nil, corrupt("implausible replica count")
 		}

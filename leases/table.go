@@ -27,6 +27,10 @@ type Recovery struct {
 	Primary   string   // the datanode that runs it
 	Replicas  []string // datanodes asked for their replica
 	StartedMs int64
+	// Truncate marks a truncate's recovery (HDFS's truncate inside a
+	// block): the replicas are cut to exactly Block.Length, not to a
+	// length they agree on.
+	Truncate bool
 }
 
 // Holder is one holder's lease, as Holders lists them.

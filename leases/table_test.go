@@ -47,8 +47,34 @@ func TestTable(t *testing.T) {
 	if back.Hash() != tb.Hash() {
 		t.Fatal("hash differs after a round trip")
 	}
-	if r, ok := back.Recovering(20); !ok || r.Primary != "dn1" || len(r.Replicas) != 2 {
+	if r, ok := back.Recovering(20); !ok || r.Primary != "dn1" || len(r.Replicas) != 2 || r.Truncate {
 		t.Fatalf("recovery after round trip: %+v %v", r, ok)
+	}
+	// A truncate's recovery keeps its mark; the table without it keeps
+	// its bytes (the mark is a bit of the replica count).
+	plain := slices.Clone(buf.Bytes())
+	tr := Recovery{ID: 8, Block: namespace.Block{ID: 6, GenStamp: 3, Length: 4}, Primary: "dn2", Replicas: []string{"dn2"}, StartedMs: 4100, Truncate: true}
+	tb.StartRecovery(10, tr)
+	var tbuf bytes.Buffer
+	if _, err := tb.WriteTo(&tbuf); err != nil {
+		t.Fatal(err)
+	}
+	tback, err := Read(bytes.NewReader(tbuf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := tback.Recovering(10); !ok || !r.Truncate || r.Block.Length != 4 || len(r.Replicas) != 1 {
+		t.Fatalf("truncate recovery after round trip: %+v %v", r, ok)
+	}
+	if r, _ := tback.Recovering(20); r.Truncate {
+		t.Fatal("the mark spread to another recovery")
+	}
+	tb.Remove(10)
+	tb.Add(10, a, 1000)
+	tb.Renew(a, 3000)
+	var again bytes.Buffer
+	if _, err := tb.WriteTo(&again); err != nil || !bytes.Equal(again.Bytes(), plain) {
+		t.Fatalf("without a truncate the encoding changed (%v)", err)
 	}
 	for n := 0; n < buf.Len(); n += 7 {
 		if _, err := Read(bytes.NewReader(buf.Bytes()[:n])); errs.KindOf(err) != errs.Corrupt {

@@ -200,10 +200,23 @@ func (c *Cluster) startNamenode(ctx context.Context, i int) error {
 	if n.HTTPAddr() != "" {
 		c.nnConfigs[i].HTTPAddr = n.HTTPAddr()
 	}
+	if n.HDFSRPCAddr() != "" {
+		c.nnConfigs[i].HDFSRPC.Addr = n.HDFSRPCAddr()
+	}
 	c.mu.Lock()
 	c.namenodes[i] = n
 	c.mu.Unlock()
 	return nil
+}
+
+// HDFSRPCAddrs returns every namenode's HDFS door address (Hadoop IPC),
+// in order, as configured after start; "" for a namenode without one.
+func (c *Cluster) HDFSRPCAddrs() []string {
+	out := make([]string, len(c.nnConfigs))
+	for i, nc := range c.nnConfigs {
+		out[i] = nc.HDFSRPC.Addr
+	}
+	return out
 }
 
 // Namenode returns namenode i, or nil if it is stopped.

@@ -6,7 +6,9 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/attrs"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -15,8 +17,8 @@ import (
 // commands; reads pass the read barrier and then run under the FSM's read
 // lock.
 type clientService struct {
-	api.UnimplementedClientServiceServer
-	n *Namenode
+	*attrs.Service // xattrs, times, truncate, defaults (attrs_core.go)
+	n              *Namenode
 }
 
 func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (resp *api.MkdirsResponse, err error) {
@@ -101,7 +103,7 @@ func datanodeIDs(ds []blocks.Datanode) []string {
 func (n *Namenode) locatedWriteBlock(user string, inode uint64, b *api.Block, offset uint64, targets []blocks.Datanode) (*api.LocatedBlock, []byte, error) {
 	lb := &api.LocatedBlock{Block: b, Offset: offset}
 	for _, d := range targets {
-		lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+		lb.Locations = append(lb.Locations, locreply.DatanodeInfo(d))
 	}
 	tok, err := n.issuer.WriteToken(user, inode, b.Id, b.GenStamp)
 	if err != nil {
@@ -227,7 +229,7 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (res
 		// The reopened block: its replicas are where the old stamp's are.
 		lb := &api.LocatedBlock{Block: b, Offset: res.Status.GetLength() - b.Length}
 		for _, d := range s.n.blocks.WriteTargets(b.Id) {
-			lb.Locations = append(lb.Locations, toDatanodeInfo(d))
+			lb.Locations = append(lb.Locations, locreply.DatanodeInfo(d))
 		}
 		tok, err := s.n.issuer.WriteToken(c.User, res.Status.GetInodeId(), b.Id, b.GenStamp)
 		if err != nil {
@@ -278,6 +280,7 @@ func (s *clientService) Rename(ctx context.Context, req *api.RenameRequest) (res
 	}
 	_, idx, err := s.n.propose(ctx, "Rename", fsm.CmdRename, &api.RenameCommand{
 		Caller: s.n.caller(ctx), Src: req.Src, Dst: req.Dst, MtimeUnixMs: s.n.nowMs(),
+		Exact: req.Exact, Overwrite: req.Overwrite,
 	})
 	if err != nil {
 		return nil, err

@@ -69,6 +69,9 @@ type Config struct {
 	// Audit configures the audit log (package audit): off unless it has
 	// a path or Stdout.
 	Audit audit.Config
+	// HDFSRPC is the HDFS door (Hadoop IPC for HDFS clients); off unless
+	// it has an address.
+	HDFSRPC config.HDFSRPC
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a fresh registry per node
@@ -127,6 +130,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Audit.Validate(); err != nil {
+		return err
+	}
+	if err := c.HDFSRPC.Validate(); err != nil {
 		return err
 	}
 	if err := c.SafeMode.Validate(); err != nil {

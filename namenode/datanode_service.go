@@ -6,6 +6,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -174,7 +175,7 @@ func (n *Namenode) toAPICommands(cs []blocks.Command) []*api.DatanodeCommand {
 			}
 			r.Token = tok
 			for _, t := range c.Targets {
-				r.Targets = append(r.Targets, toDatanodeInfo(t))
+				r.Targets = append(r.Targets, locreply.DatanodeInfo(t))
 			}
 			out = append(out, &api.DatanodeCommand{Command: &api.DatanodeCommand_Replicate{Replicate: r}})
 		case blocks.Verify:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/locreply"
 
 	"github.com/blockfs/blockfs/api"
 )
@@ -77,4 +78,4 @@ func loadFile(f *fsm.FSM, caller *api.Caller, dir, path string, mkdir bool, bloc
 
 // ReplyCodec is the codec the namenode's gRPC server marshals replies
 // with, GetBlockLocations replies going back to their pool after.
-func ReplyCodec() encoding.CodecV2 { return serve.Codec(releaseReply) }
+func ReplyCodec() encoding.CodecV2 { return serve.Codec(locreply.Release) }

@@ -118,7 +118,7 @@ func (n *Namenode) TokenMode() security.Mode { return n.cfg.Tokens.Mode }
 // per-block signatures must not hold up writers.
 func (n *Namenode) fillReadTokens(user string, out *api.GetBlockLocationsResponse) error {
 	if n.cfg.Tokens.Mode == security.PerBlock {
-		toks := out.BlockTokens[:0] // a recycled reply's array (replies.go)
+		toks := out.BlockTokens[:0] // a recycled reply's array (package locreply)
 		for i, id := range out.BlockIds {
 			tok, err := n.issuer.BlockToken(user, out.InodeId, id, out.GenStamps[i], security.Read)
 			if err != nil {

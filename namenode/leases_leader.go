@@ -13,6 +13,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
@@ -215,7 +216,7 @@ func (n *Namenode) recoveryCommands(id string) []*api.DatanodeCommand {
 		if done {
 			continue
 		}
-		cmd, err := n.recoverCommand(ino, r.ID, r.Block, r.Replicas)
+		cmd, err := n.recoverCommand(ino, r)
 		if err != nil {
 			n.log.Warn("cannot issue a recovery token", "inode", ino, "err", err)
 			continue
@@ -225,15 +226,18 @@ func (n *Namenode) recoveryCommands(id string) []*api.DatanodeCommand {
 	return out
 }
 
-func (n *Namenode) recoverCommand(ino namespace.ID, rid uint64, b namespace.Block, replicas []string) (*api.DatanodeCommand, error) {
-	tok, err := n.issuer.BlockToken(security.RecoverySubject(replicas), uint64(ino), b.ID, rid, security.Write)
+func (n *Namenode) recoverCommand(ino namespace.ID, r leases.Recovery) (*api.DatanodeCommand, error) {
+	tok, err := n.issuer.BlockToken(security.RecoverySubject(r.Replicas), uint64(ino), r.Block.ID, r.ID, security.Write)
 	if err != nil {
 		return nil, err
 	}
-	rc := &api.RecoverBlockCommand{Block: fsm.ToAPIBlock(b), InodeId: uint64(ino), RecoveryId: rid, Token: tok}
-	for _, id := range replicas {
+	rc := &api.RecoverBlockCommand{Block: fsm.ToAPIBlock(r.Block), InodeId: uint64(ino), RecoveryId: r.ID, Token: tok}
+	if r.Truncate {
+		rc.TruncateLength = &r.Block.Length
+	}
+	for _, id := range r.Replicas {
 		if d, ok := n.blocks.Datanode(id); ok && d.State == blocks.Live {
-			rc.Replicas = append(rc.Replicas, toDatanodeInfo(d))
+			rc.Replicas = append(rc.Replicas, locreply.DatanodeInfo(d))
 		}
 	}
 	return &api.DatanodeCommand{Command: &api.DatanodeCommand_Recover{Recover: rc}}, nil

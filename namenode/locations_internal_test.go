@@ -27,8 +27,8 @@ func FuzzBlockRange(f *testing.F) {
 		if off > fileLen {
 			off %= fileLen + 1 // the handler refuses the rest first
 		}
-		end := rangeEnd(off, length, fileLen)
-		first, last := overlapping(bs, off, end, false)
+		end := namespace.RangeEnd(off, length, fileLen)
+		first, last := namespace.Overlapping(bs, off, end, false)
 
 		wantEnd := new(big.Int).SetUint64(fileLen)
 		if length > 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/blockfs/blockfs/balancer"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/hadoopipc"
 	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/leases"
@@ -68,6 +69,8 @@ type Namenode struct {
 	grpcAddr string
 	httpSrv  *http.Server
 	httpLis  net.Listener
+	hdfsSrv  *hadoopipc.Server
+	hdfsAddr string
 	peers    *peerConns
 	topo     *topology.Resolver
 	decom    *decommission.Service
@@ -181,6 +184,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	n.proposer = newProposer(n, n.cfg.Raft.MaxInflightApplies, n.cfg.Raft.MaxBatch)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {
+		return nil, err
+	}
+	if err := n.startHDFSRPC(); err != nil {
 		return nil, err
 	}
 	n.wg.Add(7)
@@ -490,6 +496,9 @@ func (n *Namenode) Close() error {
 		if n.httpSrv != nil {
 			n.httpSrv.Close()
 		}
+		if n.hdfsSrv != nil {
+			n.hdfsSrv.Close()
+		}
 		if n.proposer != nil {
 			n.proposer.close()
 		}
@@ -530,7 +539,7 @@ func (a blockEventsAdapter) Forget(bs []namespace.Block) {
 
 // ClientServer returns the node's ClientService implementation, for
 // in-process callers (benchmarks, embedding) that skip the network.
-func (n *Namenode) ClientServer() api.ClientServiceServer { return &clientService{n: n} }
+func (n *Namenode) ClientServer() api.ClientServiceServer { return newClientService(n) }
 
 // reapReportsLoop drops expired unfinished reports every quarter TTL
 // until the namenode stops, whether or not more reports arrive.

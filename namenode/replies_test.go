@@ -16,7 +16,7 @@ import (
 
 // TestGetBlockLocationsRecycledReplies reads files of 1 and 10 blocks over
 // gRPC from several goroutines at once. The server recycles each reply once
-// it is marshaled (replies.go), so a reply reused too early, or an entry
+// it is marshaled (package locreply), so a reply reused too early, or an entry
 // shared between replies, shows here as a wrong reply or (under -race) a
 // data race.
 func TestGetBlockLocationsRecycledReplies(t *testing.T) {
@@ -91,7 +91,7 @@ func checkReply(r, w *api.GetBlockLocationsResponse) error {
 	return nil
 }
 
-// TestServerCodecServesEveryService: the namenode's own codec (replies.go,
+// TestServerCodecServesEveryService: the namenode's own codec (package locreply,
 // serve.Codec) marshals the health and reflection services' messages too,
 // so grpcurl and load balancers' probes keep working.
 func TestServerCodecServesEveryService(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/internal/node/serve"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -30,8 +31,8 @@ func (n *Namenode) startGRPC() {
 	n.grpcSrv = serve.NewGRPC(n.cfg.Auth.TLS, func(method, code string, d time.Duration) {
 		n.met.rpc.WithLabelValues(method, code).Observe(d.Seconds())
 	}, n.authz, n.cfg.Limits.Serve, n.reg, grpc.MaxRecvMsgSize(n.cfg.MaxRequestSize),
-		grpc.ForceServerCodecV2(serve.Codec(releaseReply))) // recycles GetBlockLocations replies (replies.go)
-	api.RegisterClientServiceServer(n.grpcSrv, &clientService{n: n})
+		grpc.ForceServerCodecV2(serve.Codec(locreply.Release))) // recycles GetBlockLocations replies (package locreply)
+	api.RegisterClientServiceServer(n.grpcSrv, newClientService(n))
 	api.RegisterDatanodeProtocolServer(n.grpcSrv, &datanodeService{n: n})
 	api.RegisterAdminServer(n.grpcSrv, &adminService{n: n})
 	api.RegisterNamenodeInternalServer(n.grpcSrv, &internalService{n: n})

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -45,7 +46,7 @@ func (n *Namenode) clusterStatus(ctx context.Context) (*api.ClusterStatusRespons
 	}
 	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].Id < out.Members[j].Id })
 	for _, d := range n.blocks.Datanodes() {
-		info := toDatanodeInfo(d)
+		info := locreply.DatanodeInfo(d)
 		n.decom.Fill(info, d)
 		out.Datanodes = append(out.Datanodes, info)
 	}

@@ -18,7 +18,7 @@ import (
 // webhdfsRoutes builds the namenode's WebHDFS door and returns its routes.
 func (n *Namenode) webhdfsRoutes() map[string]serve.Route {
 	return webhdfs.NewNamenodeDoor(webhdfs.NamenodeConfig{
-		Service:    &clientService{n: n},
+		Service:    newClientService(n),
 		Datanodes:  webDatanodes{n},
 		Tokens:     n.issuer,
 		TLS:        n.cfg.Auth.TLS != nil,

@@ -24,7 +24,7 @@ func (n *Namenode) uiRoutes() (map[string]serve.Route, error) {
 		Cluster: n.cfg.Auth.TrustDomain, TokenMode: n.cfg.Tokens.Mode.String(), Auth: n.cfg.Auth.Mode.String(),
 		SimpleAuth: n.cfg.Auth.Mode == AuthSimple, TLS: n.cfg.Auth.TLS != nil, Log: n.log,
 	}
-	ui, err := webui.New(cfg, uiSource{n}, &clientService{n: n})
+	ui, err := webui.New(cfg, uiSource{n}, newClientService(n))
 	if err != nil {
 		return nil, err
 	}

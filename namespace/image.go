@@ -23,6 +23,10 @@ const (
 	// (version 4): its id and its namespace and space quotas.
 	recQuota = 5
 	quotaLen = 3 * 8
+	// recAttrs (image_attrs.go) follows the record of an inode with
+	// extended attributes or an access time, and its QUOTA record if any.
+	// Images without one read as before, so the version stays 4.
+	recAttrs = 16
 
 	metaLen = 4*4 + 3*8
 	endLen  = 3 * 8
@@ -111,7 +115,7 @@ func appendInode(b []byte, n *inode, parent ID) []byte {
 			b = binary.LittleEndian.AppendUint64(b, uint64(q.ds))
 			b = endRecord(b, at, recQuota)
 		}
-		return b
+		return appendAttrs(b, n)
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(n.repl()))
 	b = binary.LittleEndian.AppendUint64(b, n.blockSize)
@@ -134,7 +138,7 @@ func appendInode(b []byte, n *inode, parent ID) []byte {
 		b = append(b, flags)
 		b = binary.LittleEndian.AppendUint32(b, blk.CRC)
 	}
-	return endRecord(b, at, recFile)
+	return appendAttrs(endRecord(b, at, recFile), n)
 }
 
 func appendString(b []byte, s string) []byte {

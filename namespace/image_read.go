@@ -31,6 +31,9 @@ type imgReader struct {
 	// saves two interning lookups and a map lookup per inode (what they
 	// cost: docs/OPERATIONS.md, "Measured figures behind design choices").
 	og *ownerGroup
+	// last is the inode of the last DIR or FILE record: an ATTRS record
+	// follows it.
+	last *inode
 }
 
 func corrupt(format string, args ...any) error {
@@ -175,7 +178,7 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxBody := maxFixedRecord + ir.blockLen()*t.lim.MaxBlocksPerFile
+	maxBody := max(maxFixedRecord+ir.blockLen()*t.lim.MaxBlocksPerFile, maxAttrsRecord)
 	quotas := false
 	for {
 		start := ir.off
@@ -186,6 +189,11 @@ func ReadImage(r io.Reader) (*Tree, error) {
 		switch typ {
 		case recDir, recFile:
 			if err := ir.addInode(t, typ == recDir, body, start); err != nil {
+				return nil, err
+			}
+			continue
+		case recAttrs:
+			if err := ir.addAttrs(body, start); err != nil {
 				return nil, err
 			}
 			continue
@@ -317,6 +325,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 		t.root = n
 		t.numDirs++
 		ir.dirs = append(ir.dirs, n)
+		ir.last = n
 		return nil
 	}
 	for len(ir.dirs) > 0 && ir.dirs[len(ir.dirs)-1].id != parentID {
@@ -428,6 +437,7 @@ func (ir *imgReader) addInode(t *Tree, isDir bool, body []byte, start int64) err
 	e := parent.extForWrite()
 	e.kids.push(n, t.epoch)
 	n.parent = parent
+	ir.last = n
 	if isDir {
 		ir.dirs = append(ir.dirs, n)
 	}

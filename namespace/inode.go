@@ -44,6 +44,7 @@ type inodeExt struct {
 	length uint64   // with blocks: their total length
 	writer *Writer  // files: non-nil exactly while under construction
 	quota  *quota   // directories with a quota (quota.go); else nil
+	attrs  *attrs   // extended attributes and an access time (xattr.go); else nil
 }
 
 // hdr packs an inode's small fields, as HDFS packs an INodeFile's header
@@ -151,7 +152,7 @@ func (n *inode) extForWrite() *inodeExt {
 
 // dropEmptyExt drops file n's ext when nothing is left in it.
 func (n *inode) dropEmptyExt() {
-	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil {
+	if e := n.ext; e != nil && e.kids.chunks == nil && e.blocks == nil && e.writer == nil && e.quota == nil && e.attrs == nil {
 		n.ext = nil
 	}
 }

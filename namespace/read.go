@@ -44,6 +44,9 @@ func (t *Tree) file(c *Caller, op string, path Path, one *[1]Block) (FileInfo, [
 	if err := c.check(op, p, n, p, Read, "read"); err != nil {
 		return FileInfo{}, nil, err
 	}
+	if c.unreadableBy(n) {
+		return FileInfo{}, nil, errs.Newf(errs.Permission, op, p, "Access is denied for %s since the superuser is not allowed to perform this operation.", c.User)
+	}
 	if one != nil {
 		return n.info(p), n.blockList(one), nil
 	}

@@ -183,7 +183,7 @@ func (n *inode) info(p string) FileInfo {
 	fi := FileInfo{
 		Path: p, ID: n.id, Name: n.name, IsDir: n.dir(),
 		Owner: n.og.owner, Group: n.og.group, Mode: uint32(n.mode()), MtimeMs: n.mtime,
-		State: n.state(),
+		State: n.state(), AtimeMs: n.atime(),
 	}
 	if n.parent != nil {
 		fi.Parent = n.parent.id

@@ -114,6 +114,9 @@ type FileInfo struct {
 	// Writer is the client that holds a file under construction open
 	// for writing; zero for complete files and directories.
 	Writer Writer
+	// AtimeMs is the access time: the last SetTimes's, else a file's
+	// mtime and a directory's 0 (xattr.go says why).
+	AtimeMs int64
 }
 
 // Writer identifies the client writing a file under construction: the

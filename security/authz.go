@@ -169,6 +169,12 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 			}
 		}
 	}
+	return a.admit(ctx, method, rule, id, req)
+}
+
+// admit applies rule (method's) to the identified caller id: the role and
+// its standing check, then the Admit hook on a user's write.
+func (a *Authorizer) admit(ctx context.Context, method string, rule Rule, id Identity, req any) (context.Context, error) {
 	if reason, err := a.check(rule, id, req); err != nil {
 		return WithIdentity(ctx, id), a.refuse(method, reason, err)
 	}
@@ -178,6 +184,28 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 		}
 	}
 	return WithIdentity(ctx, id), nil
+}
+
+// AuthorizeUser is Authorize for a door that names its caller itself: the
+// HDFS RPC door's connection states its user under Hadoop's simple
+// authentication. The user must be a valid name, not revoked, and is
+// checked against method's rule in the user role.
+func (a *Authorizer) AuthorizeUser(ctx context.Context, method, user string, req any) (context.Context, error) {
+	rule, ok := a.rules[method]
+	if !ok {
+		a.denied.WithLabelValues(method, "unknown_endpoint").Inc()
+		return ctx, errs.Newf(errs.Permission, method, "", "no rule admits anyone to this endpoint")
+	}
+	if err := ValidateName(user); err != nil {
+		a.denied.WithLabelValues(method, "unauthenticated").Inc()
+		return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
+	}
+	id, err := a.notRevoked(nil, Identity{Role: RoleUser, Name: user})
+	if err != nil {
+		a.denied.WithLabelValues(method, "revoked").Inc()
+		return ctx, errs.Wrap(errs.Unauthenticated, method, "", err)
+	}
+	return a.admit(ctx, method, rule, id, req)
 }
 
 // delegate checks a redirect token that datanode dn presents for method:

@@ -66,7 +66,7 @@ var (
 // the datanode's gRPC services and HTTP endpoints. docs/SECURITY.md prints
 // it; a test checks that every registered method has a row.
 func Policy() map[string]Rule {
-	return map[string]Rule{
+	p := map[string]Rule{
 		// ClientService: users. ReportBadBlocks also takes datanodes, which
 		// report replicas they found corrupt (a user's report only makes a
 		// replica suspect; see namenode ReportBadBlocks).
@@ -100,6 +100,18 @@ func Policy() map[string]Rule {
 		api.ClientService_SetQuota_FullMethodName:          {Roles: users, Write: true},
 		api.ClientService_GetContentSummary_FullMethodName: {Roles: users},
 		api.ClientService_GetQuotaUsage_FullMethodName:     {Roles: users},
+		// Extended attributes, times and truncate (namenode/attrs): any
+		// user; the namespace applies HDFS's rules to the inode (user.
+		// needs r or w on it, trusted. the superuser). The server's
+		// defaults and figures: any user, as HDFS's namenode answers them.
+		api.ClientService_SetXAttr_FullMethodName:          {Roles: users, Write: true},
+		api.ClientService_GetXAttrs_FullMethodName:         {Roles: users},
+		api.ClientService_ListXAttrs_FullMethodName:        {Roles: users},
+		api.ClientService_RemoveXAttr_FullMethodName:       {Roles: users, Write: true},
+		api.ClientService_SetTimes_FullMethodName:          {Roles: users, Write: true},
+		api.ClientService_Truncate_FullMethodName:          {Roles: users, Write: true},
+		api.ClientService_GetServerDefaults_FullMethodName: {Roles: users},
+		api.ClientService_GetFsStats_FullMethodName:        {Roles: users},
 
 		// Admin: the superuser; a member namenode forwarding a superuser's
 		// call to the leader; AddServer also a namenode adding itself.
@@ -193,4 +205,6 @@ func Policy() map[string]Rule {
 		"POST /webhdfs/v1/":   {Roles: users, Token: "datanode: redirect token (APPEND)"},
 		"DELETE /webhdfs/v1/": {Roles: users},
 	}
+	addHadoopRows(p)
+	return p
 }

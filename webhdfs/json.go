@@ -7,8 +7,9 @@ import (
 	"github.com/blockfs/blockfs/api"
 )
 
-// FileStatus is Hadoop's FileStatus JSON object. blockfs records no access
-// times (accessTime is 0) and has one storage policy (0, unspecified).
+// FileStatus is Hadoop's FileStatus JSON object. accessTime is the last
+// SETTIMES's (else a file's modification time, a directory's 0); blockfs
+// has one storage policy (0, unspecified).
 type FileStatus struct {
 	AccessTime       int64  `json:"accessTime"`
 	BlockSize        uint64 `json:"blockSize"`
@@ -31,7 +32,7 @@ type FileStatus struct {
 func ToFileStatus(st *api.FileStatus, suffix string) FileStatus {
 	fs := FileStatus{
 		FileID: st.InodeId, Group: st.Group, Owner: st.Owner, PathSuffix: suffix,
-		ModificationTime: st.MtimeUnixMs, Permission: strconv.FormatUint(uint64(st.Mode&0o1777), 8),
+		ModificationTime: st.MtimeUnixMs, AccessTime: st.AtimeUnixMs, Permission: strconv.FormatUint(uint64(st.Mode&0o1777), 8),
 		Type: "FILE", Length: st.Length, BlockSize: st.BlockSize, Replication: st.Replication,
 	}
 	if st.IsDir {

@@ -34,9 +34,7 @@ func (o Op) Supported() bool { return o.Why == "" }
 
 const (
 	whyRepl    = "blockfs cannot change a file's replication after it is created"
-	whyTrunc   = "blockfs files cannot be truncated"
-	whyNoXAttr = "blockfs has no ACLs, extended attributes, snapshots, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
-	whyTimes   = "blockfs does not record access times and sets modification times itself"
+	whyNoXAttr = "blockfs has no ACLs, snapshots, storage-type quotas, storage policies, erasure coding, symlinks or delegation tokens"
 	whyConcat  = "blockfs cannot concatenate files"
 )
 
@@ -61,6 +59,13 @@ var ops = map[string]Op{
 	"SETQUOTA":              {Name: "SETQUOTA", Method: http.MethodPut, namenode: (*NamenodeDoor).setQuota},
 	"GETQUOTAUSAGE":         {Name: "GETQUOTAUSAGE", Method: http.MethodGet, namenode: (*NamenodeDoor).quotaUsage},
 	"DELETE":                {Name: "DELETE", Method: http.MethodDelete, namenode: (*NamenodeDoor).delete},
+	// Served: attributes, times, truncate (namenode_attrs.go).
+	"GETXATTRS":   {Name: "GETXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).getXAttrs},
+	"LISTXATTRS":  {Name: "LISTXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).listXAttrs},
+	"SETXATTR":    {Name: "SETXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).setXAttr},
+	"REMOVEXATTR": {Name: "REMOVEXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).removeXAttr},
+	"SETTIMES":    {Name: "SETTIMES", Method: http.MethodPut, namenode: (*NamenodeDoor).setTimes},
+	"TRUNCATE":    {Name: "TRUNCATE", Method: http.MethodPost, namenode: (*NamenodeDoor).truncate},
 	// Served: data, redirected by the namenode (namenode_data.go) to a
 	// datanode (datanode_data.go).
 	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true, namenode: (*NamenodeDoor).open, datanode: (*DatanodeDoor).open},
@@ -71,20 +76,18 @@ var ops = map[string]Op{
 
 	// Known, not served.
 	"SETREPLICATION": {Name: "SETREPLICATION", Method: http.MethodPut, Why: whyRepl},
-	"TRUNCATE":       {Name: "TRUNCATE", Method: http.MethodPost, Why: whyTrunc},
 	"CONCAT":         {Name: "CONCAT", Method: http.MethodPost, Why: whyConcat},
-	"SETTIMES":       {Name: "SETTIMES", Method: http.MethodPut, Why: whyTimes},
 }
 
 func init() {
-	for _, n := range []string{"GETDELEGATIONTOKEN", "GETXATTRS", "LISTXATTRS", "GETACLSTATUS", "CHECKACCESS",
+	for _, n := range []string{"GETDELEGATIONTOKEN", "GETACLSTATUS", "CHECKACCESS",
 		"GETALLSTORAGEPOLICY", "GETSTORAGEPOLICY", "GETSNAPSHOTDIFF", "GETSNAPSHOTTABLEDIRECTORYLIST",
 		"GETSERVERDEFAULTS", "GETECPOLICY", "GETLINKTARGET", "GETFILELINKSTATUS",
 		"GETSTATUS", "GETSNAPSHOTLIST", "GETECPOLICIES", "GETECCODECS", "GETTRASHROOTS"} {
 		ops[n] = Op{Name: n, Method: http.MethodGet, Why: whyNoXAttr}
 	}
 	for _, n := range []string{"CREATESYMLINK", "RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN", "MODIFYACLENTRIES",
-		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "SETXATTR", "REMOVEXATTR", "CREATESNAPSHOT",
+		"REMOVEACLENTRIES", "REMOVEDEFAULTACL", "REMOVEACL", "SETACL", "CREATESNAPSHOT",
 		"RENAMESNAPSHOT", "ALLOWSNAPSHOT", "DISALLOWSNAPSHOT", "SETSTORAGEPOLICY",
 		"SETQUOTABYSTORAGETYPE", "SATISFYSTORAGEPOLICY", "ENABLEECPOLICY", "DISABLEECPOLICY", "SETECPOLICY"} {
 		ops[n] = Op{Name: n, Method: http.MethodPut, Why: whyNoXAttr}

@@ -85,7 +85,16 @@ func TestRefusals(t *testing.T) {
 		{"append to a file being written", "POST", root("/a/open", "APPEND"), 403, "AlreadyBeingCreatedException", follow},
 		{"append with a bad buffer size", "POST", root("/a/f", "APPEND", "buffersize", "0"), 400, "IllegalArgumentException", false},
 		{"SETREPLICATION", "PUT", root("/a/f", "SETREPLICATION", "replication", "2"), 400, "UnsupportedOperationException", false},
-		{"TRUNCATE", "POST", root("/a/f", "TRUNCATE", "newlength", "1"), 400, "UnsupportedOperationException", false},
+		{"truncate to a larger size", "POST", root("/a/f", "TRUNCATE", "newlength", "1000000"), 400, "IllegalArgumentException", false},
+		{"truncate without newlength", "POST", root("/a/f", "TRUNCATE"), 400, "IllegalArgumentException", false},
+		{"truncate of a directory", "POST", root("/a/sub", "TRUNCATE", "newlength", "0"), 404, "FileNotFoundException", false},
+		{"xattr without a namespace", "PUT", root("/a/f", "SETXATTR", "xattr.name", "color", "xattr.value", "x"), 400, "IllegalArgumentException", false},
+		{"xattr bad flag", "PUT", root("/a/f", "SETXATTR", "xattr.name", "user.a", "flag", "MAYBE"), 400, "IllegalArgumentException", false},
+		{"xattr bad hex", "PUT", root("/a/f", "SETXATTR", "xattr.name", "user.a", "xattr.value", "0xzz"), 400, "IllegalArgumentException", false},
+		{"missing xattr", "GET", root("/a/f", "GETXATTRS", "xattr.name", "user.none"), 403, "IOException", false},
+		{"remove missing xattr", "PUT", root("/a/f", "REMOVEXATTR", "xattr.name", "user.none"), 403, "IOException", false},
+		{"xattr bad encoding", "GET", root("/a/f", "GETXATTRS", "encoding", "rot13"), 400, "IllegalArgumentException", false},
+		{"settimes before the epoch", "PUT", root("/a/f", "SETTIMES", "modificationtime", "-2"), 400, "IllegalArgumentException", false},
 		{"CONCAT", "POST", root("/a/f", "CONCAT", "sources", "/a/g"), 400, "UnsupportedOperationException", false},
 		{"malformed boolean", "DELETE", root("/a", "DELETE", "recursive", "maybe"), 400, "IllegalArgumentException", false},
 		{"malformed permission", "PUT", root("/a/new", "MKDIRS", "permission", "999"), 400, "IllegalArgumentException", false},
@@ -120,6 +129,10 @@ func TestRefusals(t *testing.T) {
 		{"chmod by a non-owner", "PUT", as("eve", "/a/f", "SETPERMISSION", "permission", "777"), 403, "AccessControlException", false},
 		{"chown by a non-superuser", "PUT", as("eve", "/a/f", "SETOWNER", "owner", "eve"), 403, "AccessControlException", false},
 		{"rename without permission", "PUT", as("eve", "/a/f", "RENAME", "destination", "/a/g"), 403, "AccessControlException", false},
+		{"truncate without permission", "POST", as("eve", "/a/f", "TRUNCATE", "newlength", "0"), 403, "AccessControlException", false},
+		{"settimes without permission", "PUT", as("eve", "/a/f", "SETTIMES", "modificationtime", "5"), 403, "AccessControlException", false},
+		{"setxattr without permission", "PUT", as("eve", "/a/f", "SETXATTR", "xattr.name", "user.a"), 403, "AccessControlException", false},
+		{"trusted xattr by a user", "PUT", as("eve", "/a/f", "SETXATTR", "xattr.name", "trusted.a"), 403, "AccessControlException", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

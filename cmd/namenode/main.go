@@ -72,6 +72,8 @@ func parse(args []string) (namenode.Config, error) {
 	f.Duration(&clockOffset, "test-clock-offset", 0, "FOR TESTS ONLY: add this to the node's wall clock (its commands' times and its tokens' iat/exp), to test clock jumps and skew between namenodes (tests/netfault)")
 	f.Duration(&cfg.Leases.CheckInterval, "lease-check-interval", cfg.Leases.CheckInterval, "how often the leader looks for expired leases and stalled recoveries")
 	f.Int(&cfg.Namespace.MinReplication, "min-replication", cfg.Namespace.MinReplication, "replicas each block must have reported before Complete closes its file (HDFS dfs.namenode.replication.min; 0: do not wait)")
+	f.Int(&cfg.Namespace.MaxXAttrsPerInode, "max-xattrs-per-inode", cfg.Namespace.MaxXAttrsPerInode, "user-visible extended attributes one inode may have (HDFS's dfs.namenode.fs-limits.max-xattrs-per-inode), at most 128")
+	f.Int(&cfg.Namespace.MaxXAttrSize, "max-xattr-size", cfg.Namespace.MaxXAttrSize, "bytes of one extended attribute's name (without its prefix) and value (HDFS's dfs.namenode.fs-limits.max-xattr-size), at most 32768")
 	f.Duration(&cfg.Namespace.CompleteWait, "complete-wait", cfg.Namespace.CompleteWait, "how long one Complete waits for those reports before answering Unavailable (the client retries)")
 	f.Uint64(&cfg.Raft.SnapshotEvery, "snapshot-threshold", cfg.Raft.SnapshotEvery, "Raft log entries between snapshots")
 	f.Duration(&cfg.Blocks.HeartbeatInterval, "heartbeat-interval", cfg.Blocks.HeartbeatInterval, "expected datanode heartbeat interval")

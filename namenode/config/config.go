@@ -17,6 +17,7 @@ import (
 	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/reports"
+	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -141,6 +142,12 @@ type Namespace struct {
 	// retries).
 	MinReplication int
 	CompleteWait   time.Duration
+	// MaxXAttrsPerInode and MaxXAttrSize are HDFS's
+	// dfs.namenode.fs-limits.max-xattrs-per-inode (user-visible
+	// attributes of one inode) and max-xattr-size (bytes of one
+	// attribute's name, without its prefix, and value).
+	MaxXAttrsPerInode int
+	MaxXAttrSize      int
 }
 
 // DefaultNamespace returns the namespace section's defaults.
@@ -161,6 +168,9 @@ func DefaultNamespace() Namespace {
 		MaxListPage:      1000,
 		MinReplication:   1,
 		CompleteWait:     5 * time.Second,
+		// HDFS's defaults.
+		MaxXAttrsPerInode: 32,
+		MaxXAttrSize:      16384,
 	}
 }
 
@@ -184,6 +194,10 @@ func (c *Namespace) Validate() error {
 		return badConfig("config.Namespace.Validate", "max list page must be positive")
 	case c.MinReplication < 0 || c.MinReplication > int(c.DefaultReplication) || (c.MinReplication > 0 && c.CompleteWait <= 0):
 		return badConfig("config.Namespace.Validate", "min replication %d must be in 0..default replication %d, with a positive complete wait", c.MinReplication, c.DefaultReplication)
+	case c.MaxXAttrsPerInode < 1 || c.MaxXAttrsPerInode > namespace.CapXAttrsPerInode:
+		return badConfig("config.Namespace.Validate", "max xattrs per inode %d out of 1..%d", c.MaxXAttrsPerInode, namespace.CapXAttrsPerInode)
+	case c.MaxXAttrSize < 1 || c.MaxXAttrSize > namespace.CapXAttrSize:
+		return badConfig("config.Namespace.Validate", "max xattr size %d out of 1..%d (HDFS's cap)", c.MaxXAttrSize, namespace.CapXAttrSize)
 	}
 	if msg := c.BlockSizeProblem(c.DefaultBlockSize); msg != "" {
 		return badConfig("config.Namespace.Validate", "default block size %d: %s", c.DefaultBlockSize, msg)

@@ -131,13 +131,19 @@ func (f *FSM) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.removedResult(removed), nil
+}
+
+// removedResult forgets blocks a command removed from the namespace and
+// returns them for the leader to invalidate on the datanodes.
+func (f *FSM) removedResult(removed []namespace.Block) *api.CommandResult {
 	f.forget(removed)
 	f.pruneLeases()
 	out := &api.CommandResult{Removed: make([]*api.Block, len(removed))}
 	for i, b := range removed {
 		out.Removed[i] = ToAPIBlock(b)
 	}
-	return out, nil
+	return out
 }
 
 func (f *FSM) applyAppend(c *api.AppendCommand) (*api.CommandResult, error) {
@@ -183,7 +189,14 @@ func (f *FSM) applyRename(c *api.RenameCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, errs.WithOp(err, "Rename")
 	}
-	return nil, s.Rename(src, dst, c.MtimeUnixMs)
+	if !c.Exact {
+		return nil, s.Rename(src, dst, c.MtimeUnixMs)
+	}
+	removed, err := s.Rename2(src, dst, c.Overwrite, c.MtimeUnixMs)
+	if err != nil {
+		return nil, err
+	}
+	return f.removedResult(removed), nil
 }
 
 func (f *FSM) applySetPermission(c *api.SetPermissionCommand) (*api.CommandResult, error) {

@@ -43,6 +43,12 @@ const (
 
 	// The replicated datanode admin states (admin.go).
 	CmdSetAdminState CmdType = 25
+
+	// Extended attributes, times and truncate (attrs.go).
+	CmdSetXAttr    CmdType = 26
+	CmdRemoveXAttr CmdType = 27
+	CmdSetTimes    CmdType = 28
+	CmdTruncate    CmdType = 29
 )
 
 // ChangesNamespace reports whether commands of type t change the
@@ -53,7 +59,8 @@ func (t CmdType) ChangesNamespace() bool {
 	switch t {
 	case CmdMkdirs, CmdCreate, CmdAddBlock, CmdComplete, CmdAbandonBlock, CmdDelete, CmdRename,
 		CmdSetPermission, CmdSetOwner, CmdAppend, CmdRecoverLease, CmdFsync,
-		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota:
+		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota,
+		CmdSetXAttr, CmdRemoveXAttr, CmdSetTimes, CmdTruncate:
 		return true
 	}
 	return false
@@ -107,6 +114,11 @@ var commands = [...]command{
 	CmdUnrevoke: handle(func() *api.UnrevokeCommand { return &api.UnrevokeCommand{} }, (*FSM).applyUnrevoke),
 
 	CmdSetAdminState: handle(func() *api.SetAdminStateCommand { return &api.SetAdminStateCommand{} }, (*FSM).applySetAdminState),
+
+	CmdSetXAttr:    handle(func() *api.SetXAttrCommand { return &api.SetXAttrCommand{} }, (*FSM).applySetXAttr),
+	CmdRemoveXAttr: handle(func() *api.RemoveXAttrCommand { return &api.RemoveXAttrCommand{} }, (*FSM).applyRemoveXAttr),
+	CmdSetTimes:    handle(func() *api.SetTimesCommand { return &api.SetTimesCommand{} }, (*FSM).applySetTimes),
+	CmdTruncate:    handle(func() *api.TruncateCommand { return &api.TruncateCommand{} }, (*FSM).applyTruncate),
 }
 
 // Encode frames msg as one log entry: type byte, then the protobuf,

@@ -42,5 +42,6 @@ func ToFileStatus(fi namespace.FileInfo) *api.FileStatus {
 		Children:          uint64(fi.Children),
 		UnderConstruction: !fi.IsDir && fi.State == namespace.UnderConstruction,
 		Blocks:            uint64(fi.NumBlocks),
+		AtimeUnixMs:       fi.AtimeMs,
 	}
 }

@@ -180,8 +180,11 @@ func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 	if c.Primary == "" {
 		return nil, errs.Newf(errs.Unavailable, op, c.Path, "no datanode to recover %v on", last)
 	}
+	// A restarted truncate's recovery stays one: the block's length is
+	// its target.
+	old, _ := f.st.leases.Recovering(id)
 	rid := tree.AllocGenStamp()
-	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.NowUnixMs})
+	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.NowUnixMs, Truncate: old.Truncate})
 	return &api.CommandResult{RecoveryId: rid}, nil
 }
 
@@ -220,6 +223,9 @@ func (f *FSM) applyCommitBlockSync(c *api.CommitBlockSyncCommand) (*api.CommandR
 	}
 	if c.DatanodeId != r.Primary {
 		return nil, errs.Newf(errs.Permission, op, "", "datanode %s is not the primary (%s) of recovery %d", c.DatanodeId, r.Primary, r.ID)
+	}
+	if r.Truncate && !c.DeleteBlock && c.NewLength != r.Block.Length {
+		return nil, errs.Newf(errs.Precondition, op, "", "recovery %d is a truncate's to %d bytes, not %d", r.ID, r.Block.Length, c.NewLength)
 	}
 	rec := namespace.Recovery{Block: r.Block, RecoveryID: c.RecoveryId, Length: c.NewLength, Delete: c.DeleteBlock}
 	if c.Crc32C != nil {

@@ -221,3 +221,20 @@ func (f *FSM) CommittedCRC(blockID, genStamp uint64) (uint32, bool) {
 	}
 	return b.CRC, true
 }
+
+// FileOfBlock returns the path and inode id of the file holding block id
+// (HDFS's clients name only the block in their pipeline calls), under the
+// read lock; ok is false when no file holds it.
+func (f *FSM) FileOfBlock(id uint64) (path string, inode uint64, ok bool) {
+	f.View(func(r Reader) {
+		var ino namespace.ID
+		if _, ino, ok = r.Block(id); !ok {
+			return
+		}
+		var fi namespace.FileInfo
+		if fi, _, ok = r.FileByID(ino); ok {
+			path, inode = fi.Path, uint64(ino)
+		}
+	})
+	return path, inode, ok
+}

@@ -1,4 +1,4 @@
-package namenode
+package locreply
 
 import (
 	"sync"
@@ -19,9 +19,9 @@ import (
 // that every core's replies write, passed from core to core on every call.
 var replies sync.Pool
 
-// releaseReply takes back a message the server has marshaled, if it is a
+// Release takes back a message the server has marshaled, if it is a
 // GetBlockLocations reply. It must not be read afterwards.
-func releaseReply(v any) {
+func Release(v any) {
 	out, ok := v.(*api.GetBlockLocationsResponse)
 	if !ok || out == nil || cap(out.BlockIds) > 3*maxPooledBlocks {
 		return // a huge file's reply is left to the collector, not kept for small ones
@@ -33,7 +33,7 @@ func releaseReply(v any) {
 // maxPooledBlocks is the most blocks a reply kept for reuse has room for.
 const maxPooledBlocks = 4096
 
-// newReply returns an empty reply with arrays for count blocks: block ids,
+// New returns an empty reply with arrays for count blocks: block ids,
 // generation stamps and lengths in one array, replica counts and (room for
 // 3 per block) replica indexes in another, and an empty datanode table; and
 // its own header. A recycled reply's arrays, entries and header are reused
@@ -41,7 +41,7 @@ const maxPooledBlocks = 4096
 // the reply alone: BlockIds and ReplicaCounts start their arrays and keep
 // their capacity, and the datanode table keeps its entries beyond its
 // length (appendInfo).
-func newReply(count int) *api.GetBlockLocationsResponse {
+func New(count int) *api.GetBlockLocationsResponse {
 	out, _ := replies.Get().(*api.GetBlockLocationsResponse)
 	if out == nil {
 		if count == 1 {
@@ -74,18 +74,18 @@ func refill(out *api.GetBlockLocationsResponse, count int) *api.GetBlockLocation
 	return out
 }
 
-// setHeader fills out's own header: applied index idx, served by id. (The
+// SetHeader fills out's own header: applied index idx, served by id. (The
 // namenode's shared header, Namenode.header, would only be copied here, and
 // building one on each new applied index is an allocation and a shared
 // store on the read path.)
-func setHeader(out *api.GetBlockLocationsResponse, idx uint64, id string) {
+func SetHeader(out *api.GetBlockLocationsResponse, idx uint64, id string) {
 	*out.Header = api.ResponseHeader{AppliedIndex: idx, ServedBy: id}
 }
 
-// appendInfo appends datanode d to a reply's table, in the entry the
+// AppendInfo appends datanode d to a reply's table, in the entry the
 // table's array already holds past its length if there is one (a recycled
 // reply's), else in a new one.
-func appendInfo(infos []*api.DatanodeInfo, d *blocks.Datanode) []*api.DatanodeInfo {
+func AppendInfo(infos []*api.DatanodeInfo, d *blocks.Datanode) []*api.DatanodeInfo {
 	var e *api.DatanodeInfo
 	if k := len(infos); k < cap(infos) {
 		e = infos[:k+1][k]
@@ -93,7 +93,7 @@ func appendInfo(infos []*api.DatanodeInfo, d *blocks.Datanode) []*api.DatanodeIn
 	if e == nil {
 		e = new(api.DatanodeInfo)
 	}
-	fillDatanodeInfo(e, d)
+	FillDatanodeInfo(e, d)
 	return append(infos, e)
 }
 

@@ -1,4 +1,4 @@
-package namenode
+package locreply
 
 import (
 	"testing"
@@ -11,20 +11,20 @@ import (
 // arrays and datanode entries reused when they fit and new ones when they
 // do not.
 func TestReplyRecycled(t *testing.T) {
-	big := newReply(10)
+	big := New(10)
 	for i := range 10 {
 		big.BlockIds[i], big.GenStamps[i], big.Lengths[i], big.ReplicaCounts[i] = uint64(i+1), 7, 1024, 1
 		big.ReplicaIndexes = append(big.ReplicaIndexes, 0)
 	}
-	big.Datanodes = appendInfo(big.Datanodes, &blocks.Datanode{ID: "dn1", Addr: "a:1"})
-	big.Datanodes = appendInfo(big.Datanodes, &blocks.Datanode{ID: "dn2", Addr: "a:2"})
+	big.Datanodes = AppendInfo(big.Datanodes, &blocks.Datanode{ID: "dn1", Addr: "a:1"})
+	big.Datanodes = AppendInfo(big.Datanodes, &blocks.Datanode{ID: "dn2", Addr: "a:2"})
 	big.BlockTokens = append(big.BlockTokens, []byte("tok"))
-	big.Crc32Cs = zeroed(big.Crc32Cs, 10)
+	big.Crc32Cs = Zeroed(big.Crc32Cs, 10)
 	big.Crc32Cs[3] = 1<<32 | 5
 	big.Token, big.InodeId, big.FileLength, big.UnderConstruction = []byte("t"), 42, 10240, true
-	other := newReply(1)
-	setHeader(big, 9, "nn1")
-	setHeader(other, 9, "nn1")
+	other := New(1)
+	SetHeader(big, 9, "nn1")
+	SetHeader(other, 9, "nn1")
 	if big.Header == other.Header || big.Header.AppliedIndex != 9 || big.Header.ServedBy != "nn1" {
 		t.Fatalf("header %p %v: want its own, apart from another reply's %p", big.Header, big.Header, other.Header)
 	}
@@ -43,7 +43,7 @@ func TestReplyRecycled(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clear(big.BlockTokens) // what releaseReply does before the pool
+			clear(big.BlockTokens) // what Release does before the pool
 			out := refill(big, c.count)
 			if len(out.BlockIds) != c.count || len(out.GenStamps) != c.count || len(out.Lengths) != c.count || len(out.ReplicaCounts) != c.count {
 				t.Fatalf("arrays of %d/%d/%d/%d, want %d", len(out.BlockIds), len(out.GenStamps), len(out.Lengths), len(out.ReplicaCounts), c.count)
@@ -60,7 +60,7 @@ func TestReplyRecycled(t *testing.T) {
 			if out.Header != hdr {
 				t.Fatal("header not reused")
 			}
-			out.Datanodes = appendInfo(out.Datanodes, &blocks.Datanode{ID: "dn3"})
+			out.Datanodes = AppendInfo(out.Datanodes, &blocks.Datanode{ID: "dn3"})
 			if out.Datanodes[0] != dn || dn.Id != "dn3" || dn.Addr != "" {
 				t.Fatalf("entry reused %v, holds %v: want the old entry, rewritten", out.Datanodes[0] == dn, dn)
 			}
@@ -77,8 +77,8 @@ func TestOneBlockReplyOwnsEntries(t *testing.T) {
 		t.Fatal("one-block replies share a header")
 	}
 	for range 3 {
-		a.Datanodes = appendInfo(a.Datanodes, &blocks.Datanode{ID: "a"})
-		b.Datanodes = appendInfo(b.Datanodes, &blocks.Datanode{ID: "b"})
+		a.Datanodes = AppendInfo(a.Datanodes, &blocks.Datanode{ID: "a"})
+		b.Datanodes = AppendInfo(b.Datanodes, &blocks.Datanode{ID: "b"})
 	}
 	for i := range 3 {
 		if a.Datanodes[i] == b.Datanodes[i] || a.Datanodes[i].Id != "a" || b.Datanodes[i].Id != "b" {
@@ -87,7 +87,7 @@ func TestOneBlockReplyOwnsEntries(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() {
 		r := newOneBlockReply()
-		r.Datanodes = appendInfo(r.Datanodes, &blocks.Datanode{ID: "x"})
+		r.Datanodes = AppendInfo(r.Datanodes, &blocks.Datanode{ID: "x"})
 	}); n != 1 {
 		t.Fatalf("%v allocations for a one-block reply, want 1", n)
 	}
@@ -97,10 +97,10 @@ func TestOneBlockReplyOwnsEntries(t *testing.T) {
 // blocks is not kept for reuse, where it would pin a huge file's arrays
 // behind every small read.
 func TestHugeReplyNotKept(t *testing.T) {
-	huge := newReply(maxPooledBlocks + 1)
-	releaseReply(huge)
+	huge := New(maxPooledBlocks + 1)
+	Release(huge)
 	for range 4 {
-		if newReply(1) == huge {
+		if New(1) == huge {
 			t.Fatal("a huge reply was kept and handed out again")
 		}
 	}
