@@ -3,7 +3,6 @@ package localcluster_test
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"errors"
 	"hash/crc32"
 	"net"
@@ -108,8 +107,7 @@ func TestHDFSDataDoor(t *testing.T) {
 
 	locs := waitReplicas(t, cl, "/hdfs", 3)
 	tok := hdfsdata.Token(locs.Token)
-	fileMD5 := md5.New()
-	var doorMD5 []byte
+	var fromBytes, fromDoor [][]byte
 	for i, lb := range locs.Blocks {
 		b := lb.Block
 		want := data[lb.Offset : lb.Offset+b.Length]
@@ -133,11 +131,11 @@ func TestHDFSDataDoor(t *testing.T) {
 			sum.GetCrcPerBlock() != (b.Length+511)/512 || sum.GetCrcType() != hdfs.ChecksumTypeProto_CHECKSUM_CRC32C {
 			t.Fatalf("block %d checksum %v, want MD5 %x of %d CRC32Cs of 512 bytes", i, sum, want, (b.Length+511)/512)
 		}
-		fileMD5.Write(hdfsdata.MD5CRC(want, 512))
-		doorMD5 = append(doorMD5, sum.GetBlockChecksum()...)
+		fromBytes = append(fromBytes, hdfsdata.MD5CRC(want, 512))
+		fromDoor = append(fromDoor, sum.GetBlockChecksum())
 	}
 	// The file's MD5-of-MD5-of-CRC32C, as an HDFS client combines them.
-	if a, b := md5.Sum(doorMD5), fileMD5.Sum(nil); !bytes.Equal(a[:], b) {
+	if a, b := hdfsdata.FileMD5(fromDoor), hdfsdata.FileMD5(fromBytes); !bytes.Equal(a, b) {
 		t.Fatalf("file checksum %x, want %x", a, b)
 	}
 }

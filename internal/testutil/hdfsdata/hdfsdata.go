@@ -50,6 +50,23 @@ func MD5CRC(data []byte, bpc int) []byte {
 	return h.Sum(nil)
 }
 
+// FileMD5 is an HDFS file checksum (MD5-of-MD5-of-CRC) from its blocks'
+// checksums, as Hadoop's client combines them: the MD5 of the blocks'
+// MD5s in order, in a buffer that grows by doubling from 32 bytes, its
+// zero padding included (Hadoop digests DataOutputBuffer.getData()).
+func FileMD5(blocks [][]byte) []byte {
+	var b []byte
+	size := 32
+	for _, m := range blocks {
+		b = append(b, m...)
+		for size < len(b) {
+			size *= 2
+		}
+	}
+	sum := md5.Sum(append(b, make([]byte, size-len(b))...))
+	return sum[:]
+}
+
 // Token is a block token as an HDFS client carries it.
 func Token(identifier []byte) *hadoopcommon.TokenProto {
 	return &hadoopcommon.TokenProto{Identifier: identifier, Password: []byte{}, Kind: proto.String("HDFS_BLOCK_TOKEN"), Service: proto.String("")}
