@@ -35,7 +35,9 @@ FUZZ_TARGETS := \
 	./security:FuzzParseAccess \
 	./namespace:FuzzValidatePath \
 	./namespace:FuzzReadImage \
-	./namenode:FuzzClientRequests
+	./namenode:FuzzClientRequests \
+	./datatransfer:FuzzReadPacket \
+	./datatransfer:FuzzConn
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

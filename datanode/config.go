@@ -44,6 +44,13 @@ type Config struct {
 	AdvertiseAddr string
 	// HTTPAddr serves /metrics and /healthz; "" disables it.
 	HTTPAddr string
+	// HDFSDataAddr serves HDFS's DataTransferProtocol (hdfsdata_door.go);
+	// "" (the default) disables it. It must be a loopback address unless
+	// HDFSDataInsecure is set: the door is plain TCP.
+	HDFSDataAddr string
+	// HDFSDataInsecure lets the HDFS data door bind a non-loopback address
+	// (logged as a warning at start).
+	HDFSDataInsecure bool
 	// Namenodes are the gRPC addresses of every namenode; the datanode
 	// registers with and reports to all of them. Empty runs a standalone
 	// datanode (tests).

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/datatransfer"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/caps"
 	"github.com/blockfs/blockfs/internal/node/serve"
@@ -51,6 +52,8 @@ type Datanode struct {
 	addr     string
 	httpLis  net.Listener
 	httpSrv  *http.Server
+	hdfsLis  net.Listener
+	hdfsDoor *datatransfer.Server
 	connMu   sync.Mutex
 	conns    map[string]*grpc.ClientConn
 	actors   []*actor
@@ -141,6 +144,9 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	if err := d.startHTTP(); err != nil {
 		return nil, err
 	}
+	if err := d.startHDFSData(); err != nil {
+		return nil, err
+	}
 	for range cfg.CommandWorkers {
 		d.wg.Add(1)
 		go d.commandWorker()
@@ -155,7 +161,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (d *Datanode, err 
 	go d.tokens.loop(d.ctx)
 	go d.rbwLoop()
 	st := d.store.OpenStats()
-	d.log.Info("datanode started", "grpc", d.addr, "http", d.HTTPAddr(), "blocks", st.LiveBlocks,
+	d.log.Info("datanode started", "grpc", d.addr, "http", d.HTTPAddr(), "hdfs_data", d.HDFSDataAddr(), "blocks", st.LiveBlocks,
 		"containers", st.Containers, "replay", st.Duration, "namenodes", len(cfg.Namenodes),
 		"waiting_replicas", st.WaitingReplicas)
 	if st.WaitingReplicas > 0 {
@@ -260,7 +266,7 @@ func (d *Datanode) Registry() *prometheus.Registry { return d.reg }
 // Info describes this datanode as it registers.
 func (d *Datanode) Info() *api.DatanodeInfo {
 	capacity, used, failed := d.usage()
-	return &api.DatanodeInfo{Id: d.id, Addr: d.addr, HttpAddr: d.HTTPAddr(), Capacity: capacity, Used: used, FailedVolumes: failed}
+	return &api.DatanodeInfo{Id: d.id, Addr: d.addr, HttpAddr: d.HTTPAddr(), HdfsDataAddr: d.HDFSDataAddr(), Capacity: capacity, Used: used, FailedVolumes: failed}
 }
 
 // usage returns the capacity (of healthy dirs), used bytes and failed
@@ -300,6 +306,9 @@ func (d *Datanode) usage() (capacity, used uint64, failed uint32) {
 // twice.
 func (d *Datanode) Close() error {
 	d.closed.Do(func() {
+		if d.hdfsDoor != nil {
+			d.hdfsDoor.Close() // its writes end before the streams they feed
+		}
 		if d.grpcSrv != nil {
 			serve.Stop(d.grpcSrv, 2*time.Second)
 		} else if d.grpcLis != nil {

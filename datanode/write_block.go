@@ -85,6 +85,9 @@ func (w *writeStream) run() error {
 	if err := w.open(); err != nil {
 		return w.finish(err)
 	}
+	if o, ok := w.up.(interface{ writeOpened() }); ok {
+		o.writeOpened() // an in-process stream's caller waits for this (hdfsdata_door.go)
+	}
 	recvDone := make(chan struct{})
 	go func() {
 		defer close(recvDone)

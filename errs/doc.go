@@ -20,6 +20,8 @@
 //     helper uses the name of the exported entry point it serves.
 //   - A WebHDFS door's operation is the WebHDFS op it serves ("OPEN",
 //     "CREATE"): the op is to HTTP what the method name is to gRPC.
+//   - The HDFS data transfer door's operation is the Hadoop op it serves
+//     ("READ_BLOCK", "WRITE_BLOCK", "BLOCK_CHECKSUM").
 //
 // A server that returns a library error for its own operation sets the
 // op with WithOp.

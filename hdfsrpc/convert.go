@@ -73,12 +73,16 @@ func token(t []byte) *hadoopcommon.TokenProto {
 }
 
 // datanode converts a datanode as the client service lists it; its
-// xferPort is its DataTransferProtocol door's.
+// xferPort is its DataTransferProtocol door's, and its hostName and
+// ipcPort its gRPC address's, where the door of the pipeline's first
+// datanode forwards a write to the others (docs/FORMATS.md, "HDFS data
+// transfer").
 func (d *Door) datanode(dn *api.DatanodeInfo) *hdfs.DatanodeInfoProto {
 	data := d.cfg.DataAddr(dn)
 	host, xfer := splitHostPort(data)
+	grpcHost, ipc := splitHostPort(dn.Addr)
 	if host == "" {
-		host, _ = splitHostPort(dn.Addr)
+		host = grpcHost
 	}
 	_, info := splitHostPort(dn.HttpAddr)
 	remaining := uint64(0)
@@ -87,8 +91,8 @@ func (d *Door) datanode(dn *api.DatanodeInfo) *hdfs.DatanodeInfoProto {
 	}
 	return &hdfs.DatanodeInfoProto{
 		Id: &hdfs.DatanodeIDProto{
-			IpAddr: proto.String(host), HostName: proto.String(host), DatanodeUuid: proto.String(dn.Id),
-			XferPort: proto.Uint32(xfer), InfoPort: proto.Uint32(info), IpcPort: proto.Uint32(0),
+			IpAddr: proto.String(host), HostName: proto.String(grpcHost), DatanodeUuid: proto.String(dn.Id),
+			XferPort: proto.Uint32(xfer), InfoPort: proto.Uint32(info), IpcPort: proto.Uint32(ipc),
 		},
 		Capacity: proto.Uint64(dn.Capacity), DfsUsed: proto.Uint64(dn.Used), Remaining: proto.Uint64(remaining),
 		LastUpdate: proto.Uint64(uint64(max(dn.LastHeartbeatUnixMs, 0))),

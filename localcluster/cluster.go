@@ -55,6 +55,9 @@ type Config struct {
 	// Racks, if above 0, spreads the datanodes over that many racks: the
 	// namenodes' topology file puts datanode i (0-based) in RackOf(i).
 	Racks int
+	// HDFSData starts every datanode with its HDFS data transfer door on
+	// 127.0.0.1:0 (Datanode.HDFSDataAddr says where).
+	HDFSData bool
 }
 
 // RackOf is the rack of datanode i (0-based) under Config.Racks.

@@ -52,6 +52,9 @@ func (c *Cluster) startDatanodes(ctx context.Context) error {
 		dc.Store.Capacity = 64 << 30
 		dc.Store.MaxContainerSize = 64 << 20
 		dc.Logger = c.log
+		if c.cfg.HDFSData {
+			dc.HDFSDataAddr = "127.0.0.1:0"
+		}
 		if err := c.secureDatanode(&dc); err != nil {
 			return err
 		}
@@ -84,6 +87,9 @@ func (c *Cluster) startDatanode(ctx context.Context, i int) error {
 	c.dnConfigs[i].ID = d.ID()
 	if d.HTTPAddr() != "" {
 		c.dnConfigs[i].HTTPAddr = d.HTTPAddr()
+	}
+	if d.HDFSDataAddr() != "" {
+		c.dnConfigs[i].HDFSDataAddr = d.HDFSDataAddr()
 	}
 	c.mu.Lock()
 	c.datanodes[i] = d

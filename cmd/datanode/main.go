@@ -47,6 +47,8 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.String(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "gRPC listen address of the DataService")
 	f.String(&cfg.AdvertiseAddr, "advertise-addr", "", "gRPC address namenodes hand to clients (default: the bound address)")
 	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics and /healthz (empty disables)")
+	f.String(&cfg.HDFSDataAddr, "hdfs-data-addr", "", "address of the HDFS DataTransferProtocol door, where unmodified HDFS clients read and write blocks (empty, the default, disables it); plain TCP, a block token its only credential: loopback only unless --hdfs-data-insecure")
+	f.Bool(&cfg.HDFSDataInsecure, "hdfs-data-insecure", false, "let --hdfs-data-addr bind a non-loopback address: block tokens and data then cross the network unencrypted (logged as a warning)")
 	f.String(&nns, "namenodes", "", "comma-separated gRPC addresses of every namenode (required); the datanode reports to all of them")
 	f.Duration(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "time between heartbeats to each namenode (match the namenodes' --heartbeat-interval)")
 	f.Bool(&cfg.Store.Encrypt, "encrypt", false, "encrypt new block and metadata files at rest (AES-256-CTR, per-file keys wrapped by the server key)")

@@ -93,6 +93,7 @@ func TestFloors(t *testing.T) {
 		{"the Raft store", []string{"namenode/raftstore"}, base},
 		{"the web UI door", []string{"namenode/webui"}, append([]string{"internal/node/"}, libs...)},
 		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "trash", "internal/node/"}, libs...)},
+		{"the HDFS data transfer door", []string{"datatransfer"}, append([]string{"api/hadoop/"}, base...)},
 		{"the trash", []string{"trash"}, append([]string{"api"}, base...)},
 		{"the topology", []string{"topology"}, base},
 		{"the balancer", []string{"balancer"}, append([]string{"api", "blocks", "topology"}, base...)},
