@@ -8,8 +8,8 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode/attrs"
 	"github.com/blockfs/blockfs/namenode/fsm"
-	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namenode/hsnapshot"
+	"github.com/blockfs/blockfs/namenode/locreply"
 	"github.com/blockfs/blockfs/namespace"
 	"github.com/blockfs/blockfs/security"
 )

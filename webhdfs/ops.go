@@ -60,7 +60,7 @@ var ops = map[string]Op{
 	"GETQUOTAUSAGE":         {Name: "GETQUOTAUSAGE", Method: http.MethodGet, namenode: (*NamenodeDoor).quotaUsage},
 	"DELETE":                {Name: "DELETE", Method: http.MethodDelete, namenode: (*NamenodeDoor).delete},
 	// Served: attributes, times, truncate (namenode_attrs.go).
-	"GETXATTRS":   {Name: "GETXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).getXAttrs},
+	"GETXATTRS": {Name: "GETXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).getXAttrs},
 	// Served: HDFS snapshots (namenode_snapshot.go).
 	"ALLOWSNAPSHOT":                 {Name: "ALLOWSNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).allowSnapshot},
 	"DISALLOWSNAPSHOT":              {Name: "DISALLOWSNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).disallowSnapshot},
@@ -68,11 +68,11 @@ var ops = map[string]Op{
 	"RENAMESNAPSHOT":                {Name: "RENAMESNAPSHOT", Method: http.MethodPut, namenode: (*NamenodeDoor).renameSnapshot},
 	"DELETESNAPSHOT":                {Name: "DELETESNAPSHOT", Method: http.MethodDelete, namenode: (*NamenodeDoor).deleteSnapshot},
 	"GETSNAPSHOTTABLEDIRECTORYLIST": {Name: "GETSNAPSHOTTABLEDIRECTORYLIST", Method: http.MethodGet, namenode: (*NamenodeDoor).snapshottableDirs},
-	"LISTXATTRS":  {Name: "LISTXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).listXAttrs},
-	"SETXATTR":    {Name: "SETXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).setXAttr},
-	"REMOVEXATTR": {Name: "REMOVEXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).removeXAttr},
-	"SETTIMES":    {Name: "SETTIMES", Method: http.MethodPut, namenode: (*NamenodeDoor).setTimes},
-	"TRUNCATE":    {Name: "TRUNCATE", Method: http.MethodPost, namenode: (*NamenodeDoor).truncate},
+	"LISTXATTRS":                    {Name: "LISTXATTRS", Method: http.MethodGet, namenode: (*NamenodeDoor).listXAttrs},
+	"SETXATTR":                      {Name: "SETXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).setXAttr},
+	"REMOVEXATTR":                   {Name: "REMOVEXATTR", Method: http.MethodPut, namenode: (*NamenodeDoor).removeXAttr},
+	"SETTIMES":                      {Name: "SETTIMES", Method: http.MethodPut, namenode: (*NamenodeDoor).setTimes},
+	"TRUNCATE":                      {Name: "TRUNCATE", Method: http.MethodPost, namenode: (*NamenodeDoor).truncate},
 	// Served: data, redirected by the namenode (namenode_data.go) to a
 	// datanode (datanode_data.go).
 	"OPEN":   {Name: "OPEN", Method: http.MethodGet, Redirect: true, namenode: (*NamenodeDoor).open, datanode: (*DatanodeDoor).open},

@@ -122,8 +122,8 @@ var commands = [...]command{
 	CmdCreateSnapshot:   handle(func() *api.CreateSnapshotCommand { return &api.CreateSnapshotCommand{} }, (*FSM).applyCreateSnapshot),
 	CmdDeleteSnapshot:   handle(func() *api.DeleteSnapshotCommand { return &api.DeleteSnapshotCommand{} }, (*FSM).applyDeleteSnapshot),
 	CmdRenameSnapshot:   handle(func() *api.RenameSnapshotCommand { return &api.RenameSnapshotCommand{} }, (*FSM).applyRenameSnapshot),
-	CmdUpdatePipeline:         handle(func() *api.UpdatePipelineCommand { return &api.UpdatePipelineCommand{} }, (*FSM).applyUpdatePipeline),
-	CmdSetQuota:               handle(func() *api.SetQuotaCommand { return &api.SetQuotaCommand{} }, (*FSM).applySetQuota),
+	CmdUpdatePipeline:   handle(func() *api.UpdatePipelineCommand { return &api.UpdatePipelineCommand{} }, (*FSM).applyUpdatePipeline),
+	CmdSetQuota:         handle(func() *api.SetQuotaCommand { return &api.SetQuotaCommand{} }, (*FSM).applySetQuota),
 
 	CmdRevoke:   handle(func() *api.RevokeCommand { return &api.RevokeCommand{} }, (*FSM).applyRevoke),
 	CmdUnrevoke: handle(func() *api.UnrevokeCommand { return &api.UnrevokeCommand{} }, (*FSM).applyUnrevoke),
