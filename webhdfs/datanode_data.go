@@ -86,7 +86,7 @@ func openSigned(ctx context.Context, c *client.Client, red security.Redirect) (*
 // create makes the file with the parameters the namenode signed and
 // writes the request body into it through the write pipeline. Create
 // decides, before a byte is stored, whether the file may be made; its
-// refusal is answered as CreateError says and changes nothing. A body that
+// refusal changes nothing. A body that
 // fails midway leaves the file under construction (not completed), as an
 // interrupted HDFS write does.
 func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
@@ -94,7 +94,7 @@ func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *htt
 	wr, err := c.Create(ctx, red.Path, client.CreateOptions{Perm: cp.Perm, Overwrite: cp.Overwrite,
 		NonRecursive: !cp.CreateParent, Replication: cp.Replication, BlockSize: cp.BlockSize})
 	if err != nil {
-		WriteError(w, CreateError(err))
+		WriteError(w, err)
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
@@ -135,7 +135,7 @@ func (d *DatanodeDoor) append(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	wr, err := c.Append(ctx, red.Path)
 	if err != nil {
-		WriteError(w, AppendError(err))
+		WriteError(w, err)
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
