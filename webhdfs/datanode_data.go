@@ -98,6 +98,10 @@ func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *htt
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
+		// The file stays under construction, its lease no longer renewed
+		// (the shared client of mTLS would renew it for as long as the
+		// datanode runs): past the soft limit a new create takes it over.
+		wr.Abort()
 		if errs.KindOf(err) == errs.Other {
 			err = errs.Wrap(errs.IO, "Create", red.Path, err) // the body, not the cluster
 		}
@@ -139,6 +143,7 @@ func (d *DatanodeDoor) append(ctx context.Context, w http.ResponseWriter, r *htt
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
+		wr.Abort() // as for create
 		if errs.KindOf(err) == errs.Other {
 			err = errs.Wrap(errs.IO, "Append", red.Path, err) // the body, not the cluster
 		}

@@ -29,6 +29,13 @@ const (
 	ExcLeaseExpired        = "LeaseExpired"
 )
 
+// SoftLimitPassed ends the AlreadyBeingCreated refusal of a file whose
+// holder's soft limit passed: the namenode that hears it starts the
+// file's recovery and proposes the command again (HDFS's create takes
+// such a file over). Being an invitation to change the state, that
+// refusal is the one answer the retry cache does not keep.
+const SoftLimitPassed = "whose soft limit passed; its lease is recovered on the next create or append"
+
 // writerOf is the lease holder a command's caller writes as.
 func writerOf(c *api.Caller) namespace.Writer {
 	if c == nil {
@@ -52,8 +59,8 @@ func (f *FSM) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w name
 		return errs.Newf(errs.Precondition, op, p, "%s: %s lease recovery is in progress. Try again later.", ExcRecoveryInProgress, failed)
 	}
 	if softMs > 0 && f.st.leases.Expired(id, nowMs, softMs) {
-		return errs.Newf(errs.Precondition, op, p, "%s: %s this file lease is currently owned by user %s on another client, whose soft limit passed; recoverLease takes it over",
-			ExcAlreadyBeingCreated, failed, w.User)
+		return errs.Newf(errs.Precondition, op, p, "%s: %s this file lease is currently owned by user %s on another client, %s",
+			ExcAlreadyBeingCreated, failed, w.User, SoftLimitPassed)
 	}
 	return errs.Newf(errs.Precondition, op, p, "%s: %s this file lease is currently owned by user %s on another client, whose lease is current",
 		ExcAlreadyBeingCreated, failed, w.User)
