@@ -46,6 +46,15 @@ type Datanode struct {
 	Admin Admin
 }
 
+// IDs is the ids of ds, in order.
+func IDs(ds []Datanode) []string {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	return ids
+}
+
 // free is the space left, never negative.
 func (d *Datanode) free() uint64 {
 	if d.Used >= d.Capacity {

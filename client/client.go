@@ -50,6 +50,18 @@ type Config struct {
 	ChunkSize int
 	// Window is how many packets a block write keeps unacknowledged.
 	Window int
+	// UnreachableRetry is how long a call keeps retrying while no namenode
+	// can be connected to at all (the dial fails: connection refused, no
+	// such host): past it the call fails with an Unavailable error naming
+	// the addresses tried. 0 retries until the caller's context ends (a
+	// server's client, waiting out a namenode's restart). A namenode that
+	// answers, even with an error, is reachable: leader elections and safe
+	// mode are waited out within the context as before.
+	UnreachableRetry time.Duration
+	// OnRetry, if set, is called before each retry of a call (op, the
+	// namenode tried, the attempt that failed, from 1, and its error), so
+	// that a command line can say what it is waiting for.
+	OnRetry func(op, addr string, attempt int, err error)
 	// LeaseRenewInterval is how often the Client renews its leases while a
 	// Writer is open; 0 means 20 s. Keep it well under the namenode's
 	// --lease-soft-limit (60 s by default).
@@ -76,6 +88,8 @@ func (c *Config) Validate() error {
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "chunk (packet) size must be in (0, 4 MiB]")
 	case c.Window <= 0:
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "window must be positive")
+	case c.UnreachableRetry < 0:
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "unreachable retry must not be negative")
 	case c.LeaseRenewInterval < 0:
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "lease renew interval must not be negative")
 	}
@@ -164,15 +178,18 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 	backoff := c.cfg.MinBackoff
 	next := 0
 	ctx = metadata.AppendToOutgoingContext(ctx, clientIDKey, c.id, callIDKey, strconv.FormatUint(c.calls.Add(1), 10))
+	var unreach unreachable
 	for attempt := 0; ; attempt++ {
 		addr := c.current.Load().(string)
 		conn, err := c.conn(op, addr)
+		notSent := err != nil
 		if err == nil {
 			var trailer metadata.MD
 			err = fn(ctxWithTrailer(ctx, &trailer), api.NewClientServiceClient(conn))
 			if err == nil {
 				return nil
 			}
+			notSent = errs.NotSent(err)
 			err = errs.FromStatus(err, trailer)
 		}
 		if d := errs.RetryAfter(err); d > 0 && errs.Is(err, errs.Exhausted) {
@@ -190,6 +207,12 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 		}
 		if !retryable(err) {
 			return withOp(err, op)
+		}
+		if final := unreach.note(op, addr, notSent, err, c.cfg.UnreachableRetry); final != nil {
+			return final
+		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(op, addr, attempt+1, err)
 		}
 		if hint := errs.LeaderHint(err); hint != "" && hint != addr {
 			c.current.Store(hint)

@@ -150,6 +150,22 @@ func WithOp(err error, op string) error {
 	return &c
 }
 
+// Rebuild is the Error of kind k that another process (or the log) sent
+// as its op, its path and its whole message, Error()'s "op path: msg":
+// the fields come apart again, so that its Error() says the same. A
+// message not of that shape is kept whole, without op or path.
+func Rebuild(k Kind, op, path, message string) *Error {
+	e := &Error{Kind: k, Msg: message}
+	if op == "" && path == "" {
+		return e
+	}
+	head := strings.TrimSpace(op + " " + path)
+	if rest, ok := strings.CutPrefix(message, head+": "); ok {
+		e.Op, e.Path, e.Msg = op, path, rest
+	}
+	return e
+}
+
 // KindOf returns the Kind of the first *Error in err's chain, Other if there
 // is none, and Other for nil.
 func KindOf(err error) Kind {

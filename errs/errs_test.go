@@ -91,3 +91,30 @@ func TestRetryAfterRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestOpPathRoundTrip: an error's Op and Path come back as fields from
+// the trailer, and its message reads as the sender's; a status whose
+// message is not the trailer's shape keeps its message whole.
+func TestOpPathRoundTrip(t *testing.T) {
+	for _, e := range []*Error{
+		{Kind: NotFound, Op: "GetFileInfo", Path: "/a/ü b", Msg: "no such file or directory"},
+		{Kind: Exist, Path: "/x", Msg: "file already exists"},
+		{Kind: Precondition, Op: "Create", Msg: "held"},
+		{Kind: NotEmpty, Op: "Delete", Path: "/d"},
+		{Kind: IO, Op: "Create", Path: "/f", Err: errors.New("disk")},
+	} {
+		back := FromStatus(ToStatus(e), Trailer(e))
+		var got *Error
+		if !errors.As(back, &got) {
+			t.Fatalf("%v: not an *Error", e)
+		}
+		if got.Op != e.Op || got.Path != e.Path || got.Kind != e.Kind || got.Error() != e.Error() {
+			t.Errorf("sent %+v (%q), got %+v (%q)", e, e.Error(), got, got.Error())
+		}
+	}
+	md := metadata.Pairs(KindKey, NotFound.String(), OpKey, "Other", PathKey, "/elsewhere")
+	got := FromStatus(status.Error(codes.NotFound, "Stat /p: gone"), md).(*Error)
+	if got.Op != "" || got.Path != "" || got.Msg != "Stat /p: gone" {
+		t.Errorf("mismatched trailer: got %+v", got)
+	}
+}

@@ -37,9 +37,14 @@ var codeOf = [...]codes.Code{
 }
 
 // Metadata keys used to carry an Error's Kind and leader hint across gRPC.
+// OpKey and PathKey carry its Op and Path (binary keys: a path is any
+// UTF-8), so that the receiving side holds the same Error, fields apart,
+// and a door can word a Hadoop exception from its path (errs/hadoop).
 const (
 	KindKey       = "blockfs-error-kind"
 	LeaderHintKey = "blockfs-leader"
+	OpKey         = "blockfs-error-op-bin"
+	PathKey       = "blockfs-error-path-bin"
 )
 
 // Code returns the gRPC code for kind k.
@@ -86,6 +91,12 @@ func Trailer(err error) metadata.MD {
 	if e.LeaderHint != "" {
 		md.Append(LeaderHintKey, e.LeaderHint)
 	}
+	if e.Op != "" {
+		md.Append(OpKey, e.Op)
+	}
+	if e.Path != "" {
+		md.Append(PathKey, e.Path)
+	}
 	return md
 }
 
@@ -105,7 +116,7 @@ func FromStatus(err error, trailer metadata.MD) error {
 			k = kk
 		}
 	}
-	e := &Error{Kind: k, Msg: st.Message()}
+	e := Rebuild(k, first(trailer, OpKey), first(trailer, PathKey), st.Message())
 	for _, d := range st.Details() {
 		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().IsValid() {
 			e.RetryAfter = ri.GetRetryDelay().AsDuration()
@@ -115,6 +126,14 @@ func FromStatus(err error, trailer metadata.MD) error {
 		e.LeaderHint = v[0]
 	}
 	return e
+}
+
+// first is md's first value of key, "" if none.
+func first(md metadata.MD, key string) string {
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func kindByName(s string) (Kind, bool) {

@@ -82,11 +82,11 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 		// No datanode to choose is not the Create's failure: the file is
 		// created without a block, and the writer's AddBlock says why.
 		targets, _ = s.n.blocks.ChooseTargets(int(repl), bs, nil, red.Datanode)
-		cmd.FirstBlockTargets = datanodeIDs(targets)
+		cmd.FirstBlockTargets = blocks.IDs(targets)
 	}
-	res, idx, err := s.n.propose(ctx, "Create", fsm.CmdCreate, cmd)
+	res, idx, err := s.n.proposeTakingOver(ctx, "Create", fsm.CmdCreate, cmd, c, p)
 	if err != nil {
-		return nil, s.n.takeOver(ctx, "Create", c, p, err)
+		return nil, err
 	}
 	resp = &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}
 	if res.Block != nil && len(targets) > 0 {
@@ -96,14 +96,6 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 		resp.BytesPerChecksum = s.n.cfg.Namespace.BytesPerChecksum
 	}
 	return resp, nil
-}
-
-func datanodeIDs(ds []blocks.Datanode) []string {
-	ids := make([]string, len(ds))
-	for i, d := range ds {
-		ids[i] = d.ID
-	}
-	return ids
 }
 
 // locatedWriteBlock is a block the FSM gave the file's writer, with its
@@ -154,7 +146,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		return nil, err
 	}
 	res, idx, err := s.n.propose(ctx, op, fsm.CmdAddBlock, &api.AddBlockCommand{
-		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: s.n.nowMs(), Targets: datanodeIDs(targets),
+		Caller: c, Path: req.Path, InodeId: req.InodeId, Previous: req.Previous, MtimeUnixMs: s.n.nowMs(), Targets: blocks.IDs(targets),
 	})
 	if err != nil {
 		return nil, err
@@ -224,12 +216,12 @@ func (s *clientService) Append(ctx context.Context, req *api.AppendRequest) (res
 		return nil, err
 	}
 	c := s.n.caller(ctx)
-	res, idx, err := s.n.propose(ctx, "Append", fsm.CmdAppend, &api.AppendCommand{
+	res, idx, err := s.n.proposeTakingOver(ctx, "Append", fsm.CmdAppend, &api.AppendCommand{
 		Caller: c, Path: req.Path, MtimeUnixMs: s.n.nowMs(), NewBlock: req.NewBlock,
 		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
-	})
+	}, c, p)
 	if err != nil {
-		return nil, s.n.takeOver(ctx, "Append", c, p, err)
+		return nil, err
 	}
 	out := &api.AppendResponse{Header: s.n.writeHeader(idx), Status: res.Status, Blocks: res.Blocks, BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum,
 		LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}

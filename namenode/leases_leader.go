@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
@@ -300,23 +302,30 @@ func (n *Namenode) checkLeases() {
 	}
 }
 
-// takeOver answers a create or append refused because another holder has
-// the file: when that holder's soft limit passed, recovery starts (as
-// HDFS's recoverLeaseInternal does) and the caller is told to retry once
-// the file is closed.
-func (n *Namenode) takeOver(ctx context.Context, op string, c *api.Caller, path namespace.Path, err error) error {
-	p := path.String()
+// proposeTakingOver proposes a create or append (typ, cmd) for caller c
+// on path. Refused because another holder's soft limit passed
+// (fsm.SoftLimitPassed, a refusal the retry cache does not keep), it
+// starts that file's recovery, as HDFS's recoverLeaseInternal does: when
+// the recovery closed the file at once (no replica may hold a byte of
+// its last block), the command is proposed again and goes on, as HDFS's
+// create does; else the caller is told to try again later, and its next
+// call, once the recovery closed the file, succeeds.
+func (n *Namenode) proposeTakingOver(ctx context.Context, op string, typ fsm.CmdType, cmd proto.Message, c *api.Caller, path namespace.Path) (*api.CommandResult, uint64, error) {
+	res, idx, err := n.propose(ctx, op, typ, cmd)
 	var e *errs.Error
-	if !errors.As(err, &e) || e.Kind != errs.Precondition || !strings.Contains(e.Msg, "soft limit passed") {
-		return err
+	if err == nil || !errors.As(err, &e) || e.Kind != errs.Precondition || !strings.HasSuffix(e.Msg, fsm.SoftLimitPassed) {
+		return res, idx, err
 	}
-	res, _, rerr := n.startRecovery(ctx, op, c, path, 0)
+	rc := proto.Clone(c).(*api.Caller)
+	rc.CallId = 0 // the recovery is not the call: the retry cache answers the call's retry
+	rec, _, rerr := n.startRecovery(ctx, op, rc, path, 0)
 	if rerr != nil {
-		return err
-	}
-	if res.GetClosed() {
-		return errs.Newf(errs.Precondition, op, p, "%s: the previous writer's lease expired and the file was closed; retry", fsm.ExcRecoveryInProgress)
+		return nil, 0, err
 	}
 	n.met.recoveries.WithLabelValues("client").Inc()
-	return errs.Newf(errs.Precondition, op, p, "%s: the previous writer's lease expired; recovery %d started, retry when the file is closed", fsm.ExcRecoveryInProgress, res.GetRecoveryId())
+	if rec.GetClosed() {
+		return n.propose(ctx, op, typ, cmd)
+	}
+	return nil, 0, errs.Newf(errs.Precondition, op, path.String(), "%s: Failed to %s %s for user %s because lease recovery is in progress. Try again later. (recovery %d started: the previous writer's soft limit passed)",
+		fsm.ExcRecoveryInProgress, strings.ToUpper(op)+"_FILE", path, c.GetUser(), rec.GetRecoveryId())
 }

@@ -146,7 +146,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg)), revoked: new(security.Revocations)}
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg, Revoked: n.revoked,
-		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: n.admitWrite(cfg.Limits),
+		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: n.admitWrite(cfg.Limits), HTTPStaticUser: cfg.Auth.HTTPStaticUser,
 	})
 	n.met = newMetrics(reg, n)
 	if n.decom, err = decommission.New(decommission.Config{Blocks: bm, States: func() []*api.AdminStateEntry { return n.fsm.AdminStates() },

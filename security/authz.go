@@ -51,6 +51,11 @@ type AuthConfig struct {
 	// certificate or identity it revokes is not identified at all
 	// (Unauthenticated, HTTP 401), on every call (revoke.go).
 	Revoked *Revocations
+	// HTTPStaticUser, under Simple, is the user an HTTP request that names
+	// none is served as on a StaticUser rule (the web UI's pages), as
+	// HDFS's hadoop.http.staticuser.user (default there: dr.who); "" refuses
+	// such a request (401). It is never used under mTLS.
+	HTTPStaticUser string
 	// Admit, if set, is asked about every user call of a Write endpoint
 	// once the caller is authorized; an error it returns refuses the call
 	// (the namenode's per-user write rate limit).
@@ -343,7 +348,7 @@ func (a *Authorizer) HTTPWith(pattern string, h http.Handler, deny HTTPDenied) h
 			h.ServeHTTP(w, r)
 			return
 		}
-		id, err := a.IdentifyHTTP(r)
+		id, err := a.identifyHTTP(r, rule)
 		if err != nil {
 			a.denied.WithLabelValues(pattern, unauthenticated(err)).Inc()
 			deny(w, r, http.StatusUnauthorized, err)
@@ -356,6 +361,15 @@ func (a *Authorizer) HTTPWith(pattern string, h http.Handler, deny HTTPDenied) h
 		ctx := WithOrigin(WithIdentity(r.Context(), id), httpOrigin(pattern, r.RemoteAddr))
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// identifyHTTP is IdentifyHTTP, except that under simple auth a request
+// that names no user is the static web user on a StaticUser rule.
+func (a *Authorizer) identifyHTTP(r *http.Request, rule Rule) (Identity, error) {
+	if rule.StaticUser && a.cfg.Simple && a.cfg.HTTPStaticUser != "" && !r.URL.Query().Has(HTTPUserParam) {
+		return a.notRevoked(nil, Identity{Role: RoleUser, Name: a.cfg.HTTPStaticUser})
+	}
+	return a.IdentifyHTTP(r)
 }
 
 // IdentifyHTTP names the caller of an HTTP request: under mTLS from the

@@ -82,3 +82,47 @@ func TestAuthorizeHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPStaticUser: under simple auth a request that names no user is
+// the static web user on the web UI's rules (StaticUser) and nowhere
+// else; under mTLS the static user is never used.
+func TestHTTPStaticUser(t *testing.T) {
+	cases := []struct {
+		name    string
+		simple  bool
+		static  string
+		pattern string
+		target  string
+		status  int
+		body    string
+	}{
+		{"overview, nobody", true, "dr.who", "GET /{$}", "/", 200, "user/dr.who"},
+		{"datanodes, nobody", true, "dr.who", "GET /datanodes", "/datanodes", 200, "user/dr.who"},
+		{"browse, nobody", true, "dr.who", "GET /browse/{path...}", "/browse/", 200, "user/dr.who"},
+		{"browse, another static user", true, "web", "GET /browse/{path...}", "/browse/x", 200, "user/web"},
+		{"browse, alice names herself", true, "dr.who", "GET /browse/{path...}", "/browse/?user.name=alice", 200, "user/alice"},
+		{"browse, an empty user.name", true, "dr.who", "GET /browse/{path...}", "/browse/?user.name=", 401, ""},
+		{"browse, no static user", true, "", "GET /browse/{path...}", "/browse/", 401, ""},
+		{"webhdfs is no web page", true, "dr.who", "GET /webhdfs/v1/", "/webhdfs/v1/?op=LISTSTATUS", 401, ""},
+		{"mtls, no certificate", false, "dr.who", "GET /browse/{path...}", "/browse/", 401, ""},
+		{"mtls overview, no certificate", false, "dr.who", "GET /{$}", "/", 401, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := NewAuthorizer(AuthConfig{Simple: c.simple, HTTPStaticUser: c.static, Env: fakeEnv{super: "root"}, Registry: prometheus.NewRegistry()})
+			h := a.HTTP(c.pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id, _ := IdentityFromContext(r.Context())
+				io.WriteString(w, id.String())
+			}))
+			req := httptest.NewRequest("GET", c.target, nil)
+			if !c.simple {
+				req.TLS = &tls.ConnectionState{HandshakeComplete: true}
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.status || (c.status == 200 && rec.Body.String() != c.body) {
+				t.Fatalf("got %d %q, want %d %q", rec.Code, rec.Body, c.status, c.body)
+			}
+		})
+	}
+}

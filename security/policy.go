@@ -36,6 +36,12 @@ type Rule struct {
 	// delegated) passes AuthConfig.Admit too (the namenode's per-user
 	// write rate limit). Datanode and namenode callers are not limited.
 	Write bool
+	// StaticUser serves, under simple auth, a request that names no user
+	// as the static web user (AuthConfig.HTTPStaticUser), with that user's
+	// permissions and no others: the web UI's pages, so that a browser's
+	// first visit works, as HDFS's web UI browses as dr.who. Under mTLS a
+	// request without a certificate is refused as on any rule.
+	StaticUser bool
 	// Delegated admits, besides Roles, a datanode that presents a redirect
 	// token (DelegationKey metadata) admitting the call: the call then runs
 	// as the token's user, through the user's checks (WebHDFS CREATE,
@@ -196,12 +202,13 @@ func Policy() map[string]Rule {
 		// are operational data for any authenticated role; browse shows the
 		// namespace and runs as the user, through the same permission checks
 		// as GetFileInfo, ListStatus and GetBlockLocations. The stylesheet is
-		// public so that a refusal page is styled too.
-		"GET /{$}":              {Roles: anyRole, Open: true},
-		"GET /namenodes":        {Roles: anyRole, Open: true},
-		"GET /datanodes":        {Roles: anyRole, Open: true},
-		"GET /datanodes/{id}":   {Roles: anyRole, Open: true},
-		"GET /browse/{path...}": {Roles: users},
+		// public so that a refusal page is styled too. Under simple auth a
+		// browser that names no user sees them as the static web user.
+		"GET /{$}":              {Roles: anyRole, Open: true, StaticUser: true},
+		"GET /namenodes":        {Roles: anyRole, Open: true, StaticUser: true},
+		"GET /datanodes":        {Roles: anyRole, Open: true, StaticUser: true},
+		"GET /datanodes/{id}":   {Roles: anyRole, Open: true, StaticUser: true},
+		"GET /browse/{path...}": {Roles: users, StaticUser: true},
 		"GET /static/{file}":    {Public: true},
 
 		// WebHDFS (Hadoop's REST API) on both servers' HTTP ports, as users.

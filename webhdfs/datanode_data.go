@@ -86,7 +86,7 @@ func openSigned(ctx context.Context, c *client.Client, red security.Redirect) (*
 // create makes the file with the parameters the namenode signed and
 // writes the request body into it through the write pipeline. Create
 // decides, before a byte is stored, whether the file may be made; its
-// refusal is answered as CreateError says and changes nothing. A body that
+// refusal changes nothing. A body that
 // fails midway leaves the file under construction (not completed), as an
 // interrupted HDFS write does.
 func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *http.Request, c *client.Client, red security.Redirect) {
@@ -94,10 +94,14 @@ func (d *DatanodeDoor) create(ctx context.Context, w http.ResponseWriter, r *htt
 	wr, err := c.Create(ctx, red.Path, client.CreateOptions{Perm: cp.Perm, Overwrite: cp.Overwrite,
 		NonRecursive: !cp.CreateParent, Replication: cp.Replication, BlockSize: cp.BlockSize})
 	if err != nil {
-		WriteError(w, CreateError(err))
+		WriteError(w, err)
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
+		// The file stays under construction, its lease no longer renewed
+		// (the shared client of mTLS would renew it for as long as the
+		// datanode runs): past the soft limit a new create takes it over.
+		wr.Abort()
 		if errs.KindOf(err) == errs.Other {
 			err = errs.Wrap(errs.IO, "Create", red.Path, err) // the body, not the cluster
 		}
@@ -135,10 +139,11 @@ func (d *DatanodeDoor) append(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	wr, err := c.Append(ctx, red.Path)
 	if err != nil {
-		WriteError(w, AppendError(err))
+		WriteError(w, err)
 		return
 	}
 	if _, err := io.Copy(wr, r.Body); err != nil {
+		wr.Abort() // as for create
 		if errs.KindOf(err) == errs.Other {
 			err = errs.Wrap(errs.IO, "Append", red.Path, err) // the body, not the cluster
 		}

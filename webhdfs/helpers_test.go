@@ -16,6 +16,7 @@ import (
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -42,8 +43,14 @@ func ctxT(t *testing.T) context.Context {
 // mTLS with certificates for user) and waits until WebHDFS can serve data.
 func startEnv(t *testing.T, namenodes int, mtls bool, user string) *env {
 	t.Helper()
+	return startEnvWith(t, namenodes, mtls, user, nil)
+}
+
+// startEnvWith is startEnv with each namenode's config adjusted by nn.
+func startEnvWith(t *testing.T, namenodes int, mtls bool, user string, nn func(int, *namenode.Config)) *env {
+	t.Helper()
 	ctx := ctxT(t)
-	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: namenodes, Datanodes: 3, Dir: t.TempDir(), MTLS: mtls})
+	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: namenodes, Datanodes: 3, Dir: t.TempDir(), MTLS: mtls, Namenode: nn})
 	if err != nil {
 		t.Fatal(err)
 	}

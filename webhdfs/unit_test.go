@@ -83,18 +83,21 @@ func TestLookupOp(t *testing.T) {
 		}
 	}
 	// A refused Append of a file being written is HDFS's
-	// AlreadyBeingCreatedException; its other refusals keep their kind.
-	if ex := webhdfs.ExceptionFor(webhdfs.AppendError(errs.New(errs.Precondition, "append", "/f", "open"))); ex != webhdfs.AlreadyBeingCreated || ex.Status != 403 {
-		t.Errorf("append of an open file: %v", ex)
-	}
-	if ex := webhdfs.ExceptionFor(webhdfs.AppendError(errs.New(errs.Permission, "append", "/f", "no w"))); ex != webhdfs.AccessControl {
-		t.Errorf("append without w: %v", ex)
-	}
-	if ex := webhdfs.ExceptionFor(webhdfs.CreateError(errs.New(errs.IsDir, "create", "/d", "is a directory"))); ex != webhdfs.FileAlreadyExists || ex.Status != 403 {
-		t.Errorf("create over a directory: %v", ex)
-	}
-	if ex := webhdfs.ExceptionFor(webhdfs.CreateError(errs.New(errs.NotFound, "create", "/d/f", "no parent"))); ex != webhdfs.FileNotFound {
-		t.Errorf("create without a parent: %v", ex)
+	// AlreadyBeingCreatedException, a Create over a directory
+	// FileAlreadyExistsException; their other refusals keep their kind.
+	for _, c := range []struct {
+		err error
+		ex  webhdfs.Exception
+	}{
+		{errs.New(errs.Precondition, "Append", "/f", "open"), webhdfs.AlreadyBeingCreated},
+		{errs.New(errs.Permission, "Append", "/f", "no w"), webhdfs.AccessControl},
+		{errs.New(errs.IsDir, "Create", "/d", "is a directory"), webhdfs.FileAlreadyExists},
+		{errs.New(errs.IsDir, "OPEN", "/d", "is a directory"), webhdfs.FileNotFound},
+		{errs.New(errs.NotFound, "Create", "/d/f", "no parent"), webhdfs.FileNotFound},
+	} {
+		if ex := webhdfs.ExceptionFor(c.err); ex != c.ex {
+			t.Errorf("%v: %v, want %v", c.err, ex, c.ex)
+		}
 	}
 	for _, o := range webhdfs.Ops() {
 		if o.Name == "" || o.Method == "" {
@@ -111,17 +114,21 @@ func TestExceptionStatus(t *testing.T) {
 		why    string
 		name   string
 		status int
+		msg    string
 	}{
-		{errs.NotFound, "why", "FileNotFoundException", 404},
-		{errs.Permission, "why", "AccessControlException", 403},
-		{errs.Exist, "why", "FileAlreadyExistsException", 403},
-		{errs.NotEmpty, "why", "PathIsNotEmptyDirectoryException", 403},
-		{errs.Invalid, "why", "IllegalArgumentException", 400},
-		{errs.Unauthenticated, "why", "SecurityException", 401},
-		{errs.Unavailable, "why", "RetriableException", 503},
-		{errs.Precondition, "why", "IOException", 403},
-		{errs.Internal, "why", "RuntimeException", 500},
-		{errs.Precondition, "SafeModeException: Cannot Create. Name node is in safe mode.", "RetriableException", 403},
+		{errs.NotFound, "why", "FileNotFoundException", 404, "File does not exist: /p"},
+		{errs.Permission, "user=u access=-w- inode=\"/p\":o:g:-rw-r--r-- (why)", "AccessControlException", 403,
+			`Permission denied: user=u, access=WRITE, inode="/p":o:g:-rw-r--r-- (why)`},
+		{errs.Exist, "why", "FileAlreadyExistsException", 403, "/p already exists"},
+		{errs.NotEmpty, "why", "PathIsNotEmptyDirectoryException", 403, "`/p is non empty': Directory is not empty"},
+		{errs.Invalid, "why", "IllegalArgumentException", 400, "why"},
+		{errs.Unauthenticated, "why", "SecurityException", 401, "why"},
+		{errs.Unavailable, "why", "RetriableException", 503, "why"},
+		{errs.NotLeader, "why", "StandbyException", 503, "Operation category WRITE is not supported in state standby"},
+		{errs.Precondition, "why", "IOException", 403, "why"},
+		{errs.Internal, "why", "RuntimeException", 500, "why"},
+		{errs.Precondition, "SafeModeException: Cannot Create. Name node is in safe mode.", "RetriableException", 403,
+			"org.apache.hadoop.hdfs.server.namenode.SafeModeException: Cannot Create. Name node is in safe mode."},
 	}
 	for _, c := range cases {
 		w := httptest.NewRecorder()
@@ -131,8 +138,8 @@ func TestExceptionStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		re := body["RemoteException"]
-		if w.Code != c.status || re["exception"] != c.name || re["javaClassName"] == "" || re["message"] != "op /p: "+c.why {
-			t.Errorf("%v: %d %v", c.kind, w.Code, re)
+		if w.Code != c.status || re["exception"] != c.name || re["javaClassName"] == "" || re["message"] != c.msg {
+			t.Errorf("%v: %d %v, want %d %s %q", c.kind, w.Code, re, c.status, c.name, c.msg)
 		}
 	}
 }

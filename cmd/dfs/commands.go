@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -165,6 +166,19 @@ func cmdMkdir(e *env, fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// explicitZero refuses a flag among names given as 0: left out, the
+// namenode's default applies, but 0 itself is no replication and no
+// block size (WebHDFS refuses replication=0 too).
+func explicitZero(fs *flag.FlagSet, names ...string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && slices.Contains(names, f.Name) && f.Value.String() == "0" {
+			err = usageErr{fmt.Sprintf("-%s 0: want 1 or more (leave -%s out for the namenode's default)", f.Name, f.Name)}
+		}
+	})
+	return err
+}
+
 func putFlags(fs *flag.FlagSet) {
 	fs.Bool("f", false, "overwrite an existing file")
 	fs.Uint("replication", 0, "replication of the new file (default: the namenode's)")
@@ -187,6 +201,9 @@ func (e *env) bar(size int64, desc string) io.Writer {
 func cmdPut(e *env, fs *flag.FlagSet, args []string) error {
 	local, remote := args[0], args[1]
 	if err := checkPath("put", remote); err != nil {
+		return err
+	}
+	if err := explicitZero(fs, "replication", "blocksize"); err != nil {
 		return err
 	}
 	var in io.Reader = e.stdin
@@ -284,6 +301,10 @@ func cmdGet(e *env, _ *flag.FlagSet, args []string) error {
 	// half-written file behind.
 	tmp, err := os.CreateTemp(filepath.Dir(local), "."+filepath.Base(local)+".dfs-*")
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// Not the file: the local directory it would go in.
+			return &pathErr{"get", local, fmt.Errorf("local directory %s does not exist", filepath.Dir(local))}
+		}
 		return &pathErr{"get", local, localErr(err)}
 	}
 	defer os.Remove(tmp.Name())

@@ -23,7 +23,8 @@
 //	deleteSnapshot DIR NAME, renameSnapshot DIR OLD NEW, lsSnapshottableDir
 //
 // Global flags: --namenodes (or $BLOCKFS_NAMENODES), --user (or
-// $BLOCKFS_USER, default the OS user), --json, --timeout. Errors go to
+// $BLOCKFS_USER, default the OS user), --json, --timeout, --retry-for (how
+// long to retry while no namenode accepts a connection). Errors go to
 // stderr naming the path; exit status 1 on failure, 2 on a usage error.
 package main
 
@@ -36,6 +37,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,6 +64,7 @@ type env struct {
 	stderr   io.Writer
 	progress bool // draw progress bars (stderr is a terminal)
 	failed   bool
+	hinted   bool // the unreachable hint was given
 }
 
 // command is one dfs subcommand.
@@ -136,6 +139,8 @@ type pathErr struct {
 	err      error
 }
 
+func (e *pathErr) Unwrap() error { return e.err }
+
 func (e *pathErr) Error() string {
 	if e.path == "" {
 		return fmt.Sprintf("%s: %s", e.op, describe(e.err))
@@ -189,13 +194,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	user := fs.String("user", defUser, "user to act as (default: the OS user) [$BLOCKFS_USER]")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	timeout := fs.Duration("timeout", 5*time.Minute, "deadline of the whole command")
+	retryFor := fs.Duration("retry-for", 5*time.Second, "how long to keep retrying while no namenode accepts a connection (a wrong --namenodes, a cluster not up yet); 0: until --timeout")
 	tlsCA := fs.String("tls-ca", os.Getenv("BLOCKFS_TLS_CA"), "cluster CA (PEM) for mTLS [$BLOCKFS_TLS_CA]")
 	tlsCert := fs.String("tls-cert", os.Getenv("BLOCKFS_TLS_CERT"), "your certificate (PEM); its spiffe://<trust-domain>/user/<name> URI SAN names you under mTLS [$BLOCKFS_TLS_CERT]")
 	tlsKey := fs.String("tls-key", os.Getenv("BLOCKFS_TLS_KEY"), "your private key (PEM) [$BLOCKFS_TLS_KEY]")
-	fs.Usage = func() { topUsage(stderr); fs.SetOutput(stderr); fs.PrintDefaults(); fs.SetOutput(io.Discard) }
+	// The flag package calls Usage itself on -help and on a bad flag;
+	// dfs prints its usage once, below.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			topUsage(stderr)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
 			return 0
 		}
 		fmt.Fprintln(stderr, "dfs:", err)
@@ -242,6 +252,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "dfs: --timeout must be positive")
 		return 2
 	}
+	if *retryFor < 0 {
+		fmt.Fprintln(stderr, "dfs: --retry-for must not be negative")
+		return 2
+	}
 	addrs := cliflag.SplitList(*nns)
 	if len(addrs) == 0 {
 		fmt.Fprintln(stderr, "dfs: no namenodes: pass --namenodes or set BLOCKFS_NAMENODES")
@@ -251,6 +265,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *user != "" {
 		cfg.User = *user
 	}
+	cfg.UnreachableRetry, cfg.OnRetry = *retryFor, retryNotice(stderr)
 	tlsOpts, err := cliflag.ClientTLS(*tlsCA, *tlsCert, *tlsKey)
 	if err != nil {
 		fmt.Fprintln(stderr, "dfs:", err)
@@ -275,6 +290,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	case err != nil:
 		fmt.Fprintln(stderr, "dfs:", err)
+		e.hint(err)
 		return 1
 	case e.failed:
 		return 1
@@ -282,8 +298,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 0
 }
 
+// retryNotice tells stderr what a call is retrying: at its 1st, 2nd,
+// 4th, 8th... retry, so that a long wait says so without a line a second.
+func retryNotice(stderr io.Writer) func(op, addr string, attempt int, err error) {
+	var mu sync.Mutex // calls retry concurrently (a writer, its lease renewal)
+	return func(op, addr string, attempt int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if attempt&(attempt-1) == 0 {
+			fmt.Fprintf(stderr, "dfs: %s at %s failed (%s); retrying (attempt %d)\n", op, addr, describe(err), attempt)
+		}
+	}
+}
+
 // fail reports one failed path and goes on (like rm a b c with a missing).
 func (e *env) fail(err error) {
 	fmt.Fprintln(e.stderr, "dfs:", err)
 	e.failed = true
+	e.hint(err)
+}
+
+// hint says, once, what to check when no namenode could be reached.
+func (e *env) hint(err error) {
+	if !e.hinted && client.IsUnreachable(err) {
+		e.hinted = true
+		fmt.Fprintln(e.stderr, "dfs: check --namenodes (or $BLOCKFS_NAMENODES); --retry-for waits longer for a cluster that is starting")
+	}
 }

@@ -106,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	f.String(&o.Dir, "dir", "/loadgen", "directory the test files are written under (removed afterwards)")
 	f.String(&o.JSON, "json", "", "write the rows as a JSON array to this file")
 	f.String(&o.CSV, "csv", "", "write the rows as CSV to this file")
-	f.String(&o.Plot, "plot", "", "write a log-log plot of median latency against block count to this .svg or .png file")
+	f.String(&o.Plot, "plot", "", "write a log-log plot of latency against block count (each mode's median and p25-p75 band, the legend beside the axes) to this .svg or .png file")
 	f.Bool(&o.NoProgress, "no-progress", false, "no progress bars on stderr (they are drawn only when stderr is a terminal)")
 	f.Int(&o.LocalNamenodes, "local-namenodes", 3, "namenodes of the --local cluster")
 	f.Int(&o.LocalDatanodes, "local-datanodes", 5, "datanodes of the --local cluster")

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +112,7 @@ func TestJSONShape(t *testing.T) {
 	if len(rows) != 4 {
 		t.Fatalf("%d rows, want 4", len(rows))
 	}
-	for _, f := range []string{"token_mode", "blocks", "calls", "mean_ms", "median_ms", "stddev_ms", "p99_ms", "throughput_per_sec", "floor_median_ms"} {
+	for _, f := range []string{"token_mode", "blocks", "calls", "mean_ms", "median_ms", "stddev_ms", "p99_ms", "throughput_per_sec", "floor_median_ms", "p25_ms", "p75_ms", "door"} {
 		for i, r := range rows {
 			if _, ok := r[f]; !ok {
 				t.Errorf("row %d lacks %s", i, f)
@@ -116,7 +120,8 @@ func TestJSONShape(t *testing.T) {
 		}
 	}
 	r := rows[3]
-	if r["token_mode"] != "cached" || r["blocks"] != 10.0 || r["median_ms"] != 2.5 || r["floor_median_ms"] != 0.1 || r["errors"] != 1.0 || r["throughput_per_sec"] != 3.0 {
+	if r["token_mode"] != "cached" || r["blocks"] != 10.0 || r["median_ms"] != 2.5 || r["floor_median_ms"] != 0.1 || r["errors"] != 1.0 || r["throughput_per_sec"] != 3.0 ||
+		r["p25_ms"] != 2.25 || r["p75_ms"] != 2.75 || r["door"] != "grpc" {
 		t.Errorf("last row: %v", r)
 	}
 }
@@ -146,6 +151,48 @@ func TestTables(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("tables lack %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestPlotLayout: the plot's legend stands beside the axes (every legend
+// text right of every tick label and of the plotted data), each series has
+// its p25-p75 band, and a second door's series join the first's on one
+// plot with one call, named by door and mode.
+func TestPlotLayout(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "two.svg")
+	c := newChart(3, 1)
+	c.addDoor(DoorGRPC, fakeResult())
+	c.addDoor("hdfs", fakeResult())
+	if err := c.save(f); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(b)
+	texts := regexp.MustCompile(`<text x="([0-9.]+)"[^>]*>\s*([^<]*)</text>`).FindAllStringSubmatch(svg, -1)
+	legendLeft, dataRight := math.Inf(1), 0.0
+	var legend []string
+	for _, m := range texts {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		if strings.HasPrefix(m[2], "grpc ") || strings.HasPrefix(m[2], "hdfs ") {
+			legend = append(legend, m[2])
+			legendLeft = math.Min(legendLeft, x)
+		} else if m[2] == "10" || m[2] == "1" { // the x axis's ticks: the last one is the data's right end
+			dataRight = math.Max(dataRight, x)
+		}
+	}
+	want := []string{"grpc per-block median", "grpc per-block floor (health check)", "grpc cached median", "grpc cached floor (health check)",
+		"hdfs per-block median", "hdfs per-block floor (health check)", "hdfs cached median", "hdfs cached floor (health check)"}
+	if !slices.Equal(legend, want) {
+		t.Errorf("legend %q, want %q", legend, want)
+	}
+	if dataRight == 0 || legendLeft <= dataRight+20 {
+		t.Errorf("legend starts at x=%v, within the axes (their last tick at x=%v)", legendLeft, dataRight)
+	}
+	if n := strings.Count(svg, "fill-opacity"); n != 4 {
+		t.Errorf("%d shaded bands, want 4 (2 doors x 2 modes)", n)
 	}
 }
 

@@ -30,18 +30,26 @@ type Row struct {
 	ThroughputPerSec float64 `json:"throughput_per_sec"`
 	FloorMedianMs    float64 `json:"floor_median_ms"`
 	Errors           int     `json:"errors"`
+	P25Ms            float64 `json:"p25_ms"`
+	P75Ms            float64 `json:"p75_ms"`
+	Door             string  `json:"door"`
 }
 
 // Rows flattens a result: per mode, the GetBlockLocations rows in block
 // order, then (with --read) the open+read rows.
 func (r *Result) Rows() []Row {
 	out := []Row{}
+	door := r.Door
+	if door == "" {
+		door = DoorGRPC
+	}
 	for _, m := range r.Modes {
 		row := func(op string, blocks int, ms *Measure) Row {
 			return Row{
 				TokenMode: m.Mode, Op: op, Blocks: blocks, Calls: r.Calls, Concurrency: r.Concurrency,
 				MeanMs: ms.Summary.Mean, MedianMs: ms.Summary.Median, StddevMs: ms.Summary.StdDev, P99Ms: ms.Summary.P99,
 				ThroughputPerSec: ms.Throughput(), FloorMedianMs: m.Floor.Summary.Median, Errors: ms.Errors,
+				P25Ms: ms.Summary.P25, P75Ms: ms.Summary.P75, Door: door,
 			}
 		}
 		for i := range m.Cells {
@@ -63,7 +71,7 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	return enc.Encode(rows)
 }
 
-var csvHeader = []string{"token_mode", "op", "blocks", "calls", "concurrency", "mean_ms", "median_ms", "stddev_ms", "p99_ms", "throughput_per_sec", "floor_median_ms", "errors"}
+var csvHeader = []string{"token_mode", "op", "blocks", "calls", "concurrency", "mean_ms", "median_ms", "stddev_ms", "p99_ms", "throughput_per_sec", "floor_median_ms", "errors", "p25_ms", "p75_ms", "door"}
 
 // WriteCSV writes rows as CSV with a header line.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -72,7 +80,8 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, r := range rows {
 		cw.Write([]string{r.TokenMode, r.Op, strconv.Itoa(r.Blocks), strconv.Itoa(r.Calls), strconv.Itoa(r.Concurrency),
-			f(r.MeanMs), f(r.MedianMs), f(r.StddevMs), f(r.P99Ms), f(r.ThroughputPerSec), f(r.FloorMedianMs), strconv.Itoa(r.Errors)})
+			f(r.MeanMs), f(r.MedianMs), f(r.StddevMs), f(r.P99Ms), f(r.ThroughputPerSec), f(r.FloorMedianMs), strconv.Itoa(r.Errors),
+			f(r.P25Ms), f(r.P75Ms), r.Door})
 	}
 	cw.Flush()
 	return cw.Error()

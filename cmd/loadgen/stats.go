@@ -13,6 +13,8 @@ type Summary struct {
 	Mean   float64
 	Median float64
 	StdDev float64 // population standard deviation
+	P25    float64 // the quartiles: the plot's band
+	P75    float64
 	P99    float64
 	Min    float64
 	Max    float64
@@ -44,6 +46,8 @@ func Summarize(samples []float64) Summary {
 		Mean:   mean,
 		Median: percentileSorted(s, 50),
 		StdDev: math.Sqrt(sq / float64(n)),
+		P25:    percentileSorted(s, 25),
+		P75:    percentileSorted(s, 75),
 		P99:    percentileSorted(s, 99),
 		Min:    s[0],
 		Max:    s[n-1],

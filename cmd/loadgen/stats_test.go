@@ -56,6 +56,9 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("%s: Summarize = %+v, want mean %v median %v std %v p99 %v", tc.name, s, tc.mean, tc.median, tc.std, tc.p99)
 		}
 	}
+	if s := Summarize(seq(101)); s.P25 != 26 || s.P75 != 76 {
+		t.Errorf("quartiles of 1..101: p25 %v p75 %v, want 26 and 76", s.P25, s.P75)
+	}
 	if s := Summarize(nil); s.N != 0 || s.Mean != 0 {
 		t.Errorf("empty: %+v", s)
 	}

@@ -56,6 +56,9 @@ type ModeResult struct {
 
 // Result is a whole run.
 type Result struct {
+	// Door is the door the sweep went through (DoorGRPC, the only one
+	// today): the plot keys its series by door and mode.
+	Door        string
 	Blocks      []int
 	Calls       int
 	Concurrency int
@@ -100,7 +103,7 @@ func (r *Result) Mode(name string) *ModeResult {
 // time. A GC runs before every series for the same reason (as testing.B
 // does before every benchmark).
 func Sweep(ctx context.Context, o Options, stderr io.Writer) (*Result, error) {
-	res := &Result{Blocks: o.Blocks, Calls: o.Calls, Concurrency: o.Concurrency, Read: o.Read}
+	res := &Result{Door: DoorGRPC, Blocks: o.Blocks, Calls: o.Calls, Concurrency: o.Concurrency, Read: o.Read}
 	var targets []*modeTarget
 	defer func() {
 		for _, t := range targets {

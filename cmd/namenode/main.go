@@ -94,6 +94,7 @@ func parse(args []string) (namenode.Config, error) {
 	f.String(&cfg.Auth.TrustDomain, "trust-domain", cfg.Auth.TrustDomain, "the cluster's SPIFFE trust domain: certificates name spiffe://<trust-domain>/<role>/<name>")
 	f.String(&cfg.TopologyFile, "topology-file", "", "file mapping datanodes (id, host:port or host) to racks, one 'key /dc/rack' a line; reread on SIGHUP; unnamed datanodes are in /default-rack")
 	f.String(&cfg.HostsExclude, "hosts-exclude", "", "file naming datanodes to decommission (like dfs.hosts.exclude), one datanode id or host:port a line, # comments; reread on 'dfs admin refreshNodes' and SIGHUP; a file that does not parse is refused and the old list kept")
+	f.String(&cfg.Auth.HTTPStaticUser, "http-static-user", cfg.Auth.HTTPStaticUser, "with --auth=simple, the user the web UI shows a browser that names no user.name as (its overview, and browsing with only that user's permissions), as HDFS's hadoop.http.staticuser.user; empty: such a browser gets 401; ignored under mtls")
 	f.String(&cfg.Auth.GroupFile, "group-mapping", "", "file mapping users to groups (lines 'user = group1, group2'); reread on SIGHUP; users' groups come only from here")
 	f.String(&tlsCA, "tls-ca", "", "cluster CA certificate (PEM) for mTLS")
 	f.String(&tlsCert, "tls-cert", "", "this node's certificate (PEM) for mTLS")

@@ -289,18 +289,31 @@ type Auth struct {
 	// GroupFile is the group mapping (security.GroupMapping; "" for none):
 	// users' groups come only from it, reloaded by ReloadGroups (SIGHUP).
 	GroupFile string
+	// HTTPStaticUser is, under simple auth, the user the web UI serves a
+	// browser that names none as (security.AuthConfig.HTTPStaticUser;
+	// HDFS's hadoop.http.staticuser.user). "" refuses it (401). Unused
+	// under mTLS.
+	HTTPStaticUser string
 }
+
+// DefaultHTTPStaticUser is HDFS's static web user.
+const DefaultHTTPStaticUser = "dr.who"
 
 // DefaultAuth returns mTLS in the default trust domain (the TLS
 // configs are the deployment's to give).
 func DefaultAuth() Auth {
-	return Auth{Mode: AuthMTLS, TrustDomain: security.DefaultTrustDomain}
+	return Auth{Mode: AuthMTLS, TrustDomain: security.DefaultTrustDomain, HTTPStaticUser: DefaultHTTPStaticUser}
 }
 
 // Validate reports the first problem with the auth section.
 func (c *Auth) Validate() error {
 	if err := security.ValidateTrustDomain(c.TrustDomain); err != nil {
 		return err
+	}
+	if c.HTTPStaticUser != "" {
+		if err := security.ValidateName(c.HTTPStaticUser); err != nil {
+			return badConfig("config.Auth.Validate", "--http-static-user %q: %v", c.HTTPStaticUser, err)
+		}
 	}
 	switch c.Mode {
 	case AuthSimple:

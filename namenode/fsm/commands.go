@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"errors"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/blockfs/blockfs/api"
@@ -165,6 +167,10 @@ func Decode(data []byte) (CmdType, proto.Message, error) {
 // resultError builds a CommandResult carrying err.
 func resultError(err error) *api.CommandResult {
 	r := &api.CommandResult{ErrorKind: uint32(errs.KindOf(err)), ErrorMsg: err.Error()}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		r.ErrorOp, r.ErrorPath = e.Op, e.Path
+	}
 	if r.ErrorKind == uint32(errs.Other) {
 		r.ErrorKind = uint32(errs.Internal)
 	}
@@ -176,5 +182,5 @@ func ResultErr(r *api.CommandResult) error {
 	if r == nil || (r.ErrorKind == 0 && r.ErrorMsg == "") {
 		return nil
 	}
-	return &errs.Error{Kind: errs.Kind(r.ErrorKind), Msg: r.ErrorMsg}
+	return errs.Rebuild(errs.Kind(r.ErrorKind), r.ErrorOp, r.ErrorPath, r.ErrorMsg)
 }

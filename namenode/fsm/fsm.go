@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,7 +242,7 @@ func (f *FSM) applyOne(data []byte) *api.CommandResult {
 	} else if res == nil {
 		res = &api.CommandResult{}
 	}
-	if named {
+	if named && !(errs.Kind(res.ErrorKind) == errs.Precondition && strings.HasSuffix(res.ErrorMsg, SoftLimitPassed)) {
 		f.st.retries.put(key, res)
 	}
 	return res

@@ -29,6 +29,13 @@ const (
 	ExcLeaseExpired        = "LeaseExpired"
 )
 
+// SoftLimitPassed ends the AlreadyBeingCreated refusal of a file whose
+// holder's soft limit passed: the namenode that hears it starts the
+// file's recovery and proposes the command again (HDFS's create takes
+// such a file over). Being an invitation to change the state, that
+// refusal is the one answer the retry cache does not keep.
+const SoftLimitPassed = "whose soft limit passed; its lease is recovered on the next create or append"
+
 // writerOf is the lease holder a command's caller writes as.
 func writerOf(c *api.Caller) namespace.Writer {
 	if c == nil {
@@ -46,15 +53,31 @@ func (f *FSM) checkTakeover(c *api.Caller, op, p string, id namespace.ID, w name
 	if leases.Key(w) == leases.Key(writerOf(c)) && w.User == c.GetUser() {
 		return nil
 	}
+	// HDFS's wording: "Failed to CREATE_FILE /a for <caller> because ...".
+	failed := fmt.Sprintf("Failed to %s %s for user %s because", leaseOp(op), p, c.GetUser())
 	if _, ok := f.st.leases.Recovering(id); ok {
-		return errs.Newf(errs.Precondition, op, p, "%s: the lease of %s is being recovered; retry when the file is closed", ExcRecoveryInProgress, p)
+		return errs.Newf(errs.Precondition, op, p, "%s: %s lease recovery is in progress. Try again later.", ExcRecoveryInProgress, failed)
 	}
 	if softMs > 0 && f.st.leases.Expired(id, nowMs, softMs) {
-		return errs.Newf(errs.Precondition, op, p, "%s: %s is held by another client (user %s) whose soft limit passed; recoverLease takes it over",
-			ExcAlreadyBeingCreated, p, w.User)
+		return errs.Newf(errs.Precondition, op, p, "%s: %s this file lease is currently owned by user %s on another client, %s",
+			ExcAlreadyBeingCreated, failed, w.User, SoftLimitPassed)
 	}
-	return errs.Newf(errs.Precondition, op, p, "%s: %s is open for writing by another client (user %s), whose lease is current",
-		ExcAlreadyBeingCreated, p, w.User)
+	return errs.Newf(errs.Precondition, op, p, "%s: %s this file lease is currently owned by user %s on another client, whose lease is current",
+		ExcAlreadyBeingCreated, failed, w.User)
+}
+
+// leaseOp is HDFS's name of the lease operation of op (errs/hadoop.LeaseOp
+// for the FSM's ops, which may not import it).
+func leaseOp(op string) string {
+	switch op {
+	case "Create":
+		return "CREATE_FILE"
+	case "Append":
+		return "APPEND_FILE"
+	case "Truncate":
+		return "TRUNCATE_FILE"
+	}
+	return op
 }
 
 // notRecovering refuses a writer's call on file id while its lease is

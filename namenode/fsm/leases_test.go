@@ -179,3 +179,37 @@ func leasedFiles(f *FSM) int {
 	_, n, _ := f.st.leases.Counts()
 	return n
 }
+
+// TestSoftLimitRefusalNotCached: the retry cache keeps a refusal for a
+// current lease (a retry hears it again), but not the refusal that
+// invites a takeover (SoftLimitPassed): once the takeover closed the
+// file, the same call, proposed again, creates.
+func TestSoftLimitRefusalNotCached(t *testing.T) {
+	f, _, ino, blk := leaseFixture(t)
+	bob := &api.Caller{User: "bob", ClientId: "b1", CallId: 7}
+	current := &api.CreateCommand{Caller: bob, Path: "/pub/a", Overwrite: true, Perm: 0o644, Replication: 1, BlockSize: 1024, MtimeUnixMs: 1100, SoftLimitMs: 500}
+	if r := permApply(t, f, CmdCreate, current); !strings.Contains(r.ErrorMsg, "whose lease is current") {
+		t.Fatalf("create within the soft limit: %q", r.ErrorMsg)
+	}
+	late := &api.CreateCommand{Caller: bob, Path: "/pub/a", Overwrite: true, Perm: 0o644, Replication: 1, BlockSize: 1024, MtimeUnixMs: 5000, SoftLimitMs: 500}
+	if r := permApply(t, f, CmdCreate, late); !strings.Contains(r.ErrorMsg, "whose lease is current") {
+		t.Fatalf("the same call again: %q, want the cached answer", r.ErrorMsg)
+	}
+	bob2 := &api.Caller{User: "bob", ClientId: "b1", CallId: 8}
+	late.Caller = bob2
+	if r := permApply(t, f, CmdCreate, late); !strings.HasSuffix(r.ErrorMsg, SoftLimitPassed) {
+		t.Fatalf("create after the soft limit: %q", r.ErrorMsg)
+	}
+	// The takeover: the file is recovered (here as the system, closed at
+	// the length its replicas agree on).
+	r := permApply(t, f, CmdRecoverLease, &api.RecoverLeaseCommand{InodeId: ino, System: true, NowUnixMs: 5000, SoftLimitMs: 500, Primary: "d1", Replicas: []string{"d1"}})
+	if r.ErrorMsg != "" {
+		t.Fatal(r.ErrorMsg)
+	}
+	if c := permApply(t, f, CmdCommitBlockSync, &api.CommitBlockSyncCommand{DatanodeId: "d1", InodeId: ino, Block: blk, RecoveryId: r.RecoveryId, NewLength: 100, StoredOn: []string{"d1"}}); c.ErrorMsg != "" {
+		t.Fatalf("commit: %q", c.ErrorMsg)
+	}
+	if r := permApply(t, f, CmdCreate, late); r.ErrorMsg != "" {
+		t.Fatalf("the same call once the file is closed: %q", r.ErrorMsg)
+	}
+}

@@ -60,7 +60,9 @@ func (u *UI) newPage(r *http.Request, title string, body any) page {
 	p := page{Title: title, NodeID: nd.ID, State: nd.State, Body: body}
 	if id, ok := security.IdentityFromContext(r.Context()); ok {
 		p.Viewer = id.String()
-		if u.cfg.SimpleAuth && id.Role == security.RoleUser {
+		// A browser that named no user is the static web user: its
+		// links stay anonymous too, so that naming oneself later works.
+		if u.cfg.SimpleAuth && id.Role == security.RoleUser && r.URL.Query().Has(security.HTTPUserParam) {
 			p.user = id.Name
 		}
 	}

@@ -98,8 +98,9 @@ func get(t *testing.T, hc *http.Client, u string) (int, string) {
 }
 
 // TestWebUISimple: the UI's pages under simple auth, as users with and
-// without permission, on the leader and on a follower; every value is
-// escaped.
+// without permission, and as the static web user (dr.who, HDFS's) for a
+// browser that names none, on the leader and on a follower; every value
+// is escaped.
 func TestWebUISimple(t *testing.T) {
 	c := uiCluster(t, 3, 2, false)
 	leader := c.Leader()
@@ -115,7 +116,7 @@ func TestWebUISimple(t *testing.T) {
 		want     []string
 		dontWant []string
 	}{
-		{"overview needs a user", base + "/", 401, []string{"user.name", "401 Unauthorized"}, nil},
+		{"overview as the static web user", base + "/", 200, []string{"Overview", lead.ID(), "user/dr.who"}, nil},
 		{"overview", base + "/" + as("alice"), 200, []string{"Overview", lead.ID(), "leader", "user/alice", "cached", `id="missing">0<`}, []string{"follower-banner"}},
 		{"namenodes", base + "/namenodes" + as("alice"), 200, []string{"nn1", "nn2", "nn3", "voter", "(this node)", "follower"}, []string{"unreachable"}},
 		{"datanodes", base + "/datanodes" + as("alice"), 200, []string{dn0, dn1, "Live (2)", "Dead (0)"}, nil},
@@ -128,7 +129,10 @@ func TestWebUISimple(t *testing.T) {
 		{"no permission", base + "/browse/secret" + as("alice"), 403, []string{"403 Forbidden", "user=alice"}, nil},
 		{"superuser may", base + "/browse/secret" + as("root"), 200, []string{"empty directory"}, nil},
 		{"missing path", base + "/browse/nowhere" + as("alice"), 404, []string{"no such file"}, nil},
-		{"browse needs a user", base + "/browse/data", 401, []string{"user.name"}, nil},
+		{"browse as the static web user", base + "/browse/data", 200, []string{"logs/", ">f<"}, nil},
+		{"the static web user has its own permissions only", base + "/browse/secret", 403, []string{"403 Forbidden", "user=dr.who"}, nil},
+		{"the static web user's links stay anonymous", base + "/browse/", 200, []string{"data/", "secret/", `href="/browse/data"`}, []string{"user.name=dr.who"}},
+		{"a named user's links carry the name", base + "/browse/" + as("alice"), 200, []string{`href="/browse/data?user.name=alice"`}, nil},
 		{"stylesheet is public", base + "/static/style.css", 200, []string{"font"}, nil},
 		{"templates are not served", base + "/static/layout.html", 404, nil, nil},
 		{"metrics are public", base + "/metrics", 200, []string{"blockfs_namenode_files"}, nil},
@@ -184,6 +188,7 @@ func TestWebUIMTLS(t *testing.T) {
 		{"metrics without a certificate", anon, "/metrics", 200, "blockfs_namenode_files"},
 		{"healthz without a certificate", anon, "/healthz", 200, "ok"},
 		{"overview without a certificate", anon, "/", 401, "client certificate"},
+		{"no static web user under mTLS", anon, "/browse/data", 401, "client certificate"},
 		{"overview as alice", alice, "/", 200, "user/alice"},
 		{"user.name is ignored under mTLS", alice, "/browse/secret?user.name=root", 403, "user=alice"},
 		{"browse as alice", alice, "/browse/data", 200, "logs/"},

@@ -74,7 +74,7 @@ func ours(paths []string) []string {
 // subtree) and the module packages they may depend on, transitively.
 func TestFloors(t *testing.T) {
 	pkgs := list(t)
-	base := []string{"errs", "internal/base/"}
+	base := []string{"errs", "errs/hadoop", "internal/base/"}
 	libs := append([]string{"api", "namespace", "leases", "security"}, base...)
 	rules := []struct {
 		name    string
@@ -83,6 +83,7 @@ func TestFloors(t *testing.T) {
 	}{
 		{"leaves import nothing but errs", []string{"internal/base/"}, base},
 		{"errs and api are the ground", []string{"errs", "api"}, []string{"errs", "api"}},
+		{"the Hadoop exception mapping is errs's alone", []string{"errs/hadoop"}, []string{"errs"}},
 		{"namespace", []string{"namespace"}, base},
 		{"leases", []string{"leases"}, append([]string{"namespace"}, base...)},
 		{"blocks", []string{"blocks"}, append([]string{"topology"}, base...)},
