@@ -73,7 +73,7 @@ func listXAttrs(d *Door, ctx context.Context, req *hdfs.ListXAttrsRequestProto) 
 	}
 	out := &hdfs.ListXAttrsResponseProto{XAttrs: make([]*hdfs.XAttrProto, len(r.Xattrs))}
 	for i, x := range r.Xattrs {
-		out.XAttrs[i] = xattrProto(x, false)
+		out.XAttrs[i] = xattrProto(x, true) // HDFS's namenode sends the values too
 	}
 	return out, nil
 }

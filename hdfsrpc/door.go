@@ -2,6 +2,7 @@ package hdfsrpc
 
 import (
 	"context"
+	"sync"
 	"log/slog"
 	"sort"
 
@@ -49,6 +50,9 @@ type Config struct {
 type Door struct {
 	cfg    Config
 	blocks blockTable
+	// boundary holds, by inode, the last block of a file reopened for
+	// append at a block boundary, until its writer's first addBlock.
+	boundary sync.Map
 }
 
 // New returns the door for cfg.
@@ -124,6 +128,7 @@ func unary[Req any, P interface {
 			return nil, &hadoopipc.Exception{Class: "org.apache.hadoop.ipc.RpcServerException",
 				Message: c.Method + ": the request does not decode: " + err.Error()}
 		}
+		cleanPaths(req.ProtoReflect())
 		ctx, err := d.cfg.Authorize(ctx, PolicyPrefix+c.Method, c.User, req)
 		if err != nil {
 			return nil, err

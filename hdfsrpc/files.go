@@ -48,6 +48,11 @@ func appendFile(d *Door, ctx context.Context, req *hdfs.AppendRequestProto) (pro
 	if r.LastBlock != nil {
 		out.Block = d.located(r.LastBlock, r.Token)
 		d.blocks.put(r.LastBlock.Block.Id, req.GetSrc(), r.Status.InodeId)
+	} else if len(r.Blocks) > 0 {
+		// Appending at a block boundary: the writer's first addBlock names
+		// no previous block (HDFS's analyzeFileState, case 1); it is the
+		// file's last, which blockfs's AddBlock wants named.
+		d.boundary.Store(r.Status.InodeId, r.Blocks[len(r.Blocks)-1])
 	}
 	return out, nil
 }
@@ -57,12 +62,16 @@ func addBlock(d *Door, ctx context.Context, req *hdfs.AddBlockRequestProto) (pro
 	if err != nil {
 		return nil, err
 	}
+	prev := block(req.GetPrevious())
+	if last, ok := d.boundary.LoadAndDelete(id); ok && prev == nil {
+		prev = last.(*api.Block)
+	}
 	var exclude []string
 	for _, x := range req.GetExcludeNodes() {
 		exclude = append(exclude, x.GetId().GetDatanodeUuid())
 	}
 	r, err := d.cfg.Service.AddBlock(ctx, &api.AddBlockRequest{
-		Path: req.GetSrc(), InodeId: id, Previous: block(req.GetPrevious()), ExcludeNodes: exclude,
+		Path: req.GetSrc(), InodeId: id, Previous: prev, ExcludeNodes: exclude,
 	})
 	if err != nil {
 		return nil, err

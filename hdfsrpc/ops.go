@@ -29,6 +29,14 @@ var ops = map[string]op{
 	"setTimes":    {write: true, run: unary(setTimes)},
 	"truncate":    {write: true, run: unary(truncate)},
 
+	// HDFS snapshots (snapshots.go).
+	"allowSnapshot":              {write: true, run: unary(allowSnapshot)},
+	"disallowSnapshot":           {write: true, run: unary(disallowSnapshot)},
+	"createSnapshot":             {write: true, run: unary(createSnapshot)},
+	"deleteSnapshot":             {write: true, run: unary(deleteSnapshot)},
+	"renameSnapshot":             {write: true, run: unary(renameSnapshot)},
+	"getSnapshottableDirListing": {run: unary(getSnapshottableDirListing)},
+
 	// Files being written (files.go).
 	"create":                 {write: true, run: unary(create)},
 	"append":                 {write: true, run: unary(appendFile)},

@@ -12,7 +12,6 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/hadoopipc"
 	"github.com/blockfs/blockfs/hdfsrpc"
-	"github.com/blockfs/blockfs/webhdfs"
 )
 
 // The HDFS door (package hdfsrpc, served over hadoopipc) on
@@ -27,13 +26,13 @@ func (n *Namenode) startHDFSRPC() error {
 	door, err := hdfsrpc.New(hdfsrpc.Config{
 		Service: newClientService(n), Authorize: n.authz.AuthorizeUser, CallContext: hdfsCall,
 		Leader: n.IsLeader, DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr },
-		Exception: hadoopException, Files: n.fsm, BlockPool: "BP-" + n.cfg.Auth.TrustDomain, Log: n.log,
+		Exception: hdfsrpc.Exception, Files: n.fsm, BlockPool: "BP-" + n.cfg.Auth.TrustDomain, Log: n.log,
 	})
 	if err != nil {
 		return err
 	}
 	ic := hadoopipc.DefaultConfig(hdfsrpc.Protocol, door)
-	ic.Exception, ic.Log, ic.Metrics = hadoopException, n.log, hadoopipc.NewMetrics(n.reg)
+	ic.Exception, ic.Log, ic.Metrics = hdfsrpc.Exception, n.log, hadoopipc.NewMetrics(n.reg)
 	if n.hdfsSrv, err = hadoopipc.NewServer(ic); err != nil {
 		return err
 	}
@@ -65,9 +64,4 @@ func hdfsCall(ctx context.Context, clientID []byte, callID int32) context.Contex
 		return ctx
 	}
 	return metadata.NewIncomingContext(ctx, metadata.Pairs(ClientIDKey, hex.EncodeToString(clientID), CallIDKey, strconv.Itoa(int(callID))))
-}
-
-// hadoopException is Hadoop's exception class and message for err.
-func hadoopException(err error) (string, string) {
-	return webhdfs.ExceptionFor(err).Class, err.Error()
 }

@@ -13,12 +13,14 @@ var (
 		"getFileInfo", "getFileLinkInfo", "getListing", "getContentSummary", "getQuotaUsage",
 		"isFileClosed", "getPreferredBlockSize", "getBlockLocations",
 		"getServerDefaults", "getFsStats", "getDataEncryptionKey", "getXAttrs", "listXAttrs",
+		"getSnapshottableDirListing",
 	}
 	hadoopWrites = []string{
 		"mkdirs", "delete", "rename", "rename2", "setPermission", "setOwner", "setQuota",
 		"create", "append", "addBlock", "abandonBlock", "complete", "fsync", "renewLease",
 		"recoverLease", "updateBlockForPipeline", "updatePipeline", "setXAttr", "removeXAttr",
-		"setTimes", "truncate",
+		"setTimes", "truncate", "allowSnapshot", "disallowSnapshot", "createSnapshot", "deleteSnapshot",
+		"renameSnapshot",
 	}
 )
 

@@ -83,6 +83,9 @@ func For(op, path string, err error) Exception {
 	p, d := e.path, e.msg
 	switch errs.KindOf(err) {
 	case errs.NotFound:
+		if strings.HasPrefix(d, "At least one of the attributes") || strings.HasPrefix(d, "No matching attributes") {
+			return Exception{IOException, d} // a missing xattr, not a missing file: HDFS's IOException
+		}
 		if p == "" || !strings.HasPrefix(p, "/") {
 			return Exception{FileNotFound, d}
 		}

@@ -30,7 +30,7 @@ func TestDataThroughTheDoors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	cl := client(t, c, "root")
+	cl := hdfsClient(t, c, "root")
 	const blockSize = 1 << 20
 	data := make([]byte, 2*blockSize+12345)
 	for i := range data {

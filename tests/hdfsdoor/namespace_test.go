@@ -29,7 +29,7 @@ func startCluster(t *testing.T, datanodes int) *localcluster.Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{
-		Dir: t.TempDir(), Datanodes: datanodes,
+		Dir: t.TempDir(), Datanodes: datanodes, HDFSData: datanodes > 0,
 		Namenode: func(_ int, nc *namenode.Config) { nc.HDFSRPC.Addr = "127.0.0.1:0" },
 	})
 	if err != nil {
@@ -39,7 +39,7 @@ func startCluster(t *testing.T, datanodes int) *localcluster.Cluster {
 	return c
 }
 
-func client(t *testing.T, c *localcluster.Cluster, user string) *hdfs.Client {
+func hdfsClient(t *testing.T, c *localcluster.Cluster, user string) *hdfs.Client {
 	t.Helper()
 	cl, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: c.HDFSRPCAddrs(), User: user})
 	if err != nil {
@@ -56,7 +56,7 @@ func client(t *testing.T, c *localcluster.Cluster, user string) *hdfs.Client {
 func TestNamespaceThroughTheDoor(t *testing.T) {
 	checkLeaks(t)
 	c := startCluster(t, 0)
-	root := client(t, c, "root")
+	root := hdfsClient(t, c, "root")
 	if err := root.MkdirAll("/door/a/b", 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestNamespaceThroughTheDoor(t *testing.T) {
 		t.Fatal("removing a non-empty directory without recursion succeeded")
 	}
 	// Another user is refused where the permissions say so.
-	bob := client(t, c, "bob")
+	bob := hdfsClient(t, c, "bob")
 	if err := bob.Mkdir("/door/a/bob", 0o755); !errors.Is(err, os.ErrPermission) {
 		t.Fatalf("bob's mkdir in root's 0755 directory: %v, want permission denied", err)
 	}

@@ -61,7 +61,9 @@ func CheckSize[T Size](op string, bpc T) error {
 // [minBS, maxBS] and chunk size bpc, as a phrase that completes "block size
 // N is ..." and names the namenode flag that sets the limit; "" if bs is
 // allowed. bpc must itself pass CheckSize (an invalid one is reported, not
-// divided by).
+// divided by). A block size need not be a multiple of bpc: as in HDFS,
+// whose namenode takes any block size within its limits, a full block
+// then ends in a short chunk, as every file's last block may.
 func BlockSizeProblem(bs, minBS, maxBS uint64, bpc uint32) string {
 	switch {
 	case CheckSize("", bpc) != nil:
@@ -70,8 +72,6 @@ func BlockSizeProblem(bs, minBS, maxBS uint64, bpc uint32) string {
 		return fmt.Sprintf("below the minimum %d (--min-block-size)", minBS)
 	case bs > maxBS:
 		return fmt.Sprintf("above the maximum %d (--max-block-size)", maxBS)
-	case bs%uint64(bpc) != 0:
-		return fmt.Sprintf("not a multiple of the bytes per checksum %d (--bytes-per-checksum)", bpc)
 	}
 	return ""
 }
