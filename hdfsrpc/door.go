@@ -2,9 +2,9 @@ package hdfsrpc
 
 import (
 	"context"
-	"sync"
 	"log/slog"
 	"sort"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
