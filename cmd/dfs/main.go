@@ -105,6 +105,10 @@ func init() {
 		"clrQuota":      {usage: "DIR...", help: "clear the namespace quota of directories; superuser only", run: quotaCmd("clrQuota", false, false), minArgs: 1, maxArgs: -1},
 		"setSpaceQuota": {usage: "N DIR...", help: "set the space quota of directories to N bytes times replication (suffixes k, m, g, t, p, e: 10g); superuser only", run: quotaCmd("setSpaceQuota", true, true), minArgs: 2, maxArgs: -1},
 		"clrSpaceQuota": {usage: "DIR...", help: "clear the space quota of directories; superuser only", run: quotaCmd("clrSpaceQuota", false, true), minArgs: 1, maxArgs: -1},
+		"setfattr":      {usage: "-n NAME [-v VALUE] | -x NAME PATH...", help: `set an extended attribute (user.x, trusted.x: HDFS's namespaces) of paths, or remove it with -x; VALUE "text", 0x hex or 0s base64`, run: cmdSetfattr, flags: setfattrFlags, minArgs: 1, maxArgs: -1},
+		"getfattr":      {usage: "[-R] -n NAME | -d [-e text|hex|base64] PATH...", help: "print an extended attribute (-n) or all of them (-d) of paths, as hdfs dfs -getfattr does; -R recursively", run: cmdGetfattr, flags: getfattrFlags, minArgs: 1, maxArgs: -1},
+		"touch":         {usage: "[-a] [-m] [-c] [-t yyyyMMdd:HHmmss] PATH...", help: "set the access and modification times to now (or -t); -a only the access time, -m only the modification time; an empty file is created where none is, unless -c", run: cmdTouch, flags: touchFlags, minArgs: 1, maxArgs: -1},
+		"truncate":      {usage: "[-w] LENGTH PATH...", help: "cut files to LENGTH bytes; a cut inside a block finishes once block recovery has cut its replicas (-w waits for it)", run: cmdTruncate, flags: boolFlag("w", "wait for block recovery"), minArgs: 2, maxArgs: -1},
 		"count":         {usage: "[-q] [-h] PATH...", help: "count directories, files and bytes under paths: DIR_COUNT FILE_COUNT CONTENT_SIZE PATHNAME; -q first QUOTA REM_QUOTA SPACE_QUOTA REM_SPACE_QUOTA; -h human-readable sizes", run: cmdCount, flags: countFlags, minArgs: 1, maxArgs: -1},
 	}
 }
