@@ -2,8 +2,12 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
 )
 
 // HDFS's XAttrSetFlag bits for SetXAttr: XAttrCreate lets the attribute
@@ -105,4 +109,41 @@ func (c *Client) FsStats(ctx context.Context) (*api.GetFsStatsResponse, error) {
 		return err
 	})
 	return out, err
+}
+
+// EncodeXAttrValue encodes v as Hadoop's XAttrCodec does (hdfs dfs
+// -getfattr -e, WebHDFS GETXATTRS encoding=): "text" in double quotes
+// (the default), hex as 0x..., base64 as 0s....
+func EncodeXAttrValue(v []byte, encoding string) string {
+	switch strings.ToLower(encoding) {
+	case "hex":
+		return "0x" + hex.EncodeToString(v)
+	case "base64":
+		return "0s" + base64.StdEncoding.EncodeToString(v)
+	}
+	return `"` + string(v) + `"`
+}
+
+// DecodeXAttrValue decodes a value as Hadoop's XAttrCodec does (hdfs dfs
+// -setfattr -v, WebHDFS xattr.value=): 0x... hex, 0s... base64, "..." the
+// text inside the quotes, anything else its own bytes.
+func DecodeXAttrValue(s string) ([]byte, error) {
+	const op = "client.DecodeXAttrValue"
+	switch {
+	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
+		b, err := hex.DecodeString(s[2:])
+		if err != nil {
+			return nil, errs.Newf(errs.Invalid, op, "", "%q is not hex after 0x", s)
+		}
+		return b, nil
+	case len(s) >= 2 && (s[:2] == "0s" || s[:2] == "0S"):
+		b, err := base64.StdEncoding.DecodeString(s[2:])
+		if err != nil {
+			return nil, errs.Newf(errs.Invalid, op, "", "%q is not base64 after 0s", s)
+		}
+		return b, nil
+	case len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"':
+		return []byte(s[1 : len(s)-1]), nil
+	}
+	return []byte(s), nil
 }

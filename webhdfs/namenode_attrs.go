@@ -2,14 +2,13 @@ package webhdfs
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"math"
 	"net/http"
 	"strings"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namespace"
 )
@@ -35,41 +34,6 @@ type XAttrsJSON struct {
 // JSON array encoded as a string.
 type XAttrNamesJSON struct {
 	XAttrNames string `json:"XAttrNames"`
-}
-
-// EncodeXAttrValue encodes v as Hadoop's XAttrCodec does: text in double
-// quotes, hex as 0x..., base64 as 0s....
-func EncodeXAttrValue(v []byte, encoding string) string {
-	switch strings.ToUpper(encoding) {
-	case "HEX":
-		return "0x" + hex.EncodeToString(v)
-	case "BASE64":
-		return "0s" + base64.StdEncoding.EncodeToString(v)
-	}
-	return `"` + string(v) + `"`
-}
-
-// DecodeXAttrValue decodes an xattr.value parameter as Hadoop's
-// XAttrCodec does: 0x... hex, 0s... base64, "..." the text inside the
-// quotes, anything else its own bytes.
-func DecodeXAttrValue(s string) ([]byte, error) {
-	switch {
-	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
-		b, err := hex.DecodeString(s[2:])
-		if err != nil {
-			return nil, badParam("xattr.value", s, "not hex after 0x")
-		}
-		return b, nil
-	case len(s) >= 2 && (s[:2] == "0s" || s[:2] == "0S"):
-		b, err := base64.StdEncoding.DecodeString(s[2:])
-		if err != nil {
-			return nil, badParam("xattr.value", s, "not base64 after 0s")
-		}
-		return b, nil
-	case len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"':
-		return []byte(s[1 : len(s)-1]), nil
-	}
-	return []byte(s), nil
 }
 
 // xattrEncoding reads the encoding parameter: text (the default), hex or
@@ -130,7 +94,7 @@ func (d *NamenodeDoor) getXAttrs(ctx context.Context, req *request) (answer, err
 	}
 	out := XAttrsJSON{XAttrs: []XAttrJSON{}}
 	for _, x := range r.Xattrs {
-		v := EncodeXAttrValue(x.Value, enc)
+		v := client.EncodeXAttrValue(x.Value, enc)
 		out.XAttrs = append(out.XAttrs, XAttrJSON{Name: x.Name, Value: &v})
 	}
 	return jsonAnswer(out)
@@ -157,9 +121,9 @@ func (d *NamenodeDoor) setXAttr(ctx context.Context, req *request) (answer, erro
 	if name == "" {
 		return answer{}, Errorf(IllegalArgument, `Invalid value for webhdfs parameter "xattr.name": missing`)
 	}
-	value, err := DecodeXAttrValue(req.q.String("xattr.value"))
+	value, err := client.DecodeXAttrValue(req.q.String("xattr.value"))
 	if err != nil {
-		return answer{}, err
+		return answer{}, &Error{Ex: IllegalArgument, Msg: `Invalid value for webhdfs parameter "xattr.value"`, Err: err}
 	}
 	flags, err := xattrFlags(req.q)
 	if err != nil {

@@ -33,6 +33,7 @@ type fileJSON struct {
 	Owner             string `json:"owner"`
 	Group             string `json:"group"`
 	Mtime             string `json:"mtime"` // RFC 3339
+	Atime             string `json:"atime"` // RFC 3339
 	Replication       uint32 `json:"replication,omitempty"`
 	BlockSize         uint64 `json:"block_size,omitempty"`
 	Blocks            uint64 `json:"blocks,omitempty"`
@@ -48,7 +49,7 @@ func toJSON(st *api.FileStatus) fileJSON {
 	}
 	return fileJSON{
 		Path: st.Path, Type: t, Length: st.Length, Mode: fmt.Sprintf("%04o", st.Mode), Perm: permString(st),
-		Owner: st.Owner, Group: st.Group, Mtime: mtime(st).Format(time.RFC3339Nano), Replication: st.Replication,
+		Owner: st.Owner, Group: st.Group, Mtime: mtime(st).Format(time.RFC3339Nano), Atime: time.UnixMilli(st.AtimeUnixMs).UTC().Format(time.RFC3339Nano), Replication: st.Replication,
 		BlockSize: st.BlockSize, Blocks: st.Blocks, Children: st.Children, InodeID: st.InodeId, UnderConstruction: st.UnderConstruction,
 	}
 }
@@ -460,6 +461,7 @@ func cmdStat(e *env, _ *flag.FlagSet, args []string) error {
 		fmt.Fprintf(tw, "owner:\t%s\n", j.Owner)
 		fmt.Fprintf(tw, "group:\t%s\n", j.Group)
 		fmt.Fprintf(tw, "mtime:\t%s\n", mtime(st).Local().Format(time.RFC3339))
+		fmt.Fprintf(tw, "atime:\t%s\n", time.UnixMilli(st.AtimeUnixMs).Local().Format(time.RFC3339))
 		if st.IsDir {
 			fmt.Fprintf(tw, "children:\t%d\n", st.Children)
 		} else {
