@@ -131,6 +131,7 @@ func (f *FSM) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	removed = f.unheld(removed) // a namespace snapshot's blocks stay (hsnap.go)
 	f.forget(removed)
 	f.pruneLeases()
 	out := &api.CommandResult{Removed: make([]*api.Block, len(removed))}
