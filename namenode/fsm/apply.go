@@ -137,6 +137,7 @@ func (f *FSM) applyDelete(c *api.DeleteCommand) (*api.CommandResult, error) {
 // removedResult forgets blocks a command removed from the namespace and
 // returns them for the leader to invalidate on the datanodes.
 func (f *FSM) removedResult(removed []namespace.Block) *api.CommandResult {
+	removed = f.unheld(removed) // a namespace snapshot's blocks stay (hsnap.go)
 	f.forget(removed)
 	f.pruneLeases()
 	out := &api.CommandResult{Removed: make([]*api.Block, len(removed))}

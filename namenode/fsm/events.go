@@ -52,16 +52,19 @@ func (f *FSM) resetBlockEvents(st *state) {
 // snapshot still lists (hsnap.go): their replicas stay until the last
 // snapshot holding them is deleted.
 func (f *FSM) forget(bs []namespace.Block) {
-	if f.events == nil || len(bs) == 0 {
-		return
+	if bs = f.unheld(bs); f.events != nil && len(bs) > 0 {
+		f.events.Forget(bs)
 	}
-	if tree := f.st.tree; slices.ContainsFunc(bs, func(b namespace.Block) bool { return tree.HeldBySnapshot(b.ID) }) {
-		bs = slices.DeleteFunc(slices.Clone(bs), func(b namespace.Block) bool { return tree.HeldBySnapshot(b.ID) })
-		if len(bs) == 0 {
-			return
-		}
+}
+
+// unheld returns bs without the blocks a namespace snapshot lists (bs
+// itself when there are none; else a new slice).
+func (f *FSM) unheld(bs []namespace.Block) []namespace.Block {
+	tree := f.st.tree
+	if !slices.ContainsFunc(bs, func(b namespace.Block) bool { return tree.HeldBySnapshot(b.ID) }) {
+		return bs
 	}
-	f.events.Forget(bs)
+	return slices.DeleteFunc(slices.Clone(bs), func(b namespace.Block) bool { return tree.HeldBySnapshot(b.ID) })
 }
 
 // pipeline tells a PipelineRecorder the datanodes writing b.

@@ -84,6 +84,9 @@ func TestFSMHDFSSnapshots(t *testing.T) {
 		if permKind(r) != s.kind || !strings.Contains(r.ErrorMsg, s.sub) {
 			t.Fatalf("%s: %v %q, want %v %q", s.name, permKind(r), r.ErrorMsg, s.kind, s.sub)
 		}
+		if s.name == "delete the live file" && len(r.Removed) != 0 {
+			t.Fatalf("the live delete lists the held block as removed: %v", r.Removed)
+		}
 		if s.name == "create" && r.Status.GetPath() != "/d/own/.snapshot/s1" {
 			t.Fatalf("create answered %q", r.Status.GetPath())
 		}
