@@ -404,18 +404,32 @@ func cmdMv(e *env, _ *flag.FlagSet, args []string) error {
 type checksumJSON struct {
 	Path      string `json:"path"`
 	Algorithm string `json:"algorithm"` // COMPOSITE-CRC32C
-	Checksum  string `json:"checksum"`  // 8 hex digits
+	Checksum  string `json:"checksum"`  // 8 hex digits (-hdfs: Hadoop's 28 bytes in hex)
 	Length    uint64 `json:"length"`
 }
 
 // cmdChecksum prints each file's checksum the way `hdfs dfs -checksum`
 // does: PATH, the algorithm and the checksum in hex, tab-separated. The
 // namenode's block CRCs are combined; no byte of the file is read.
-func cmdChecksum(e *env, _ *flag.FlagSet, args []string) error {
+func cmdChecksum(e *env, fs *flag.FlagSet, args []string) error {
 	all := []checksumJSON{}
 	for _, p := range args {
 		if err := checkPath("checksum", p); err != nil {
 			e.fail(err)
+			continue
+		}
+		if flagBool(fs, "hdfs") {
+			sum, err := e.cl.HDFSFileChecksum(e.ctx, p)
+			if err != nil {
+				e.fail(&pathErr{"checksum", p, err})
+				continue
+			}
+			j := checksumJSON{Path: p, Algorithm: sum.Algorithm, Checksum: fmt.Sprintf("%x", sum.Bytes), Length: sum.Length}
+			if e.json {
+				all = append(all, j)
+			} else {
+				fmt.Fprintf(e.stdout, "%s\t%s\t%s\n", j.Path, j.Algorithm, j.Checksum)
+			}
 			continue
 		}
 		sum, err := e.cl.FileChecksum(e.ctx, p)

@@ -10,7 +10,7 @@
 //	rm [-r] PATH...            remove files (and directories with -r)
 //	mv SRC DST                 rename
 //	stat PATH...               show a path's status
-//	checksum PATH...           a file's CRC32C (COMPOSITE-CRC32C), from its block CRCs
+//	checksum [-hdfs] PATH...   a file's CRC32C (COMPOSITE-CRC32C), from its block CRCs; -hdfs: MD5-of-MD5-of-CRC32C
 //	chmod MODE PATH...         set permission bits (octal)
 //	chown OWNER[:GROUP] PATH...  set owner and group
 //	locations PATH             block locations and which replicas are live
@@ -98,7 +98,7 @@ func init() {
 		"expunge":       {usage: "", help: "empty your trash: delete checkpoints older than the trash interval, checkpoint the rest", run: cmdExpunge, minArgs: 0, maxArgs: 0},
 		"mv":            {usage: "SRC DST", help: "rename SRC to DST (into DST if it is a directory)", run: cmdMv, minArgs: 2, maxArgs: 2},
 		"stat":          {usage: "PATH...", help: "show a path's status", run: cmdStat, minArgs: 1, maxArgs: -1},
-		"checksum":      {usage: "PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits", run: cmdChecksum, minArgs: 1, maxArgs: -1},
+		"checksum":      {usage: "[-hdfs] PATH...", help: "print each file's checksum, the CRC32C of its bytes (as hdfs dfs -checksum in COMPOSITE_CRC mode): PATH, COMPOSITE-CRC32C, 8 hex digits; -hdfs: HDFS's default MD5-of-MD5-of-CRC32C, as hadoop fs -checksum prints it (reads the file)", run: cmdChecksum, flags: boolFlag("hdfs", "HDFS's MD5-of-MD5-of-CRC32C"), minArgs: 1, maxArgs: -1},
 		"chmod":         {usage: "MODE PATH...", help: "set permission bits, in octal (e.g. 755, 1777)", run: cmdChmod, minArgs: 2, maxArgs: -1},
 		"chown":         {usage: "OWNER[:GROUP] PATH...", help: "set owner and/or group (:GROUP sets only the group)", run: cmdChown, minArgs: 2, maxArgs: -1},
 		"locations":     {usage: "PATH", help: "block locations of a file and which replicas are live", run: cmdLocations, minArgs: 1, maxArgs: 1},

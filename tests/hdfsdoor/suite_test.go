@@ -155,3 +155,65 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// hadoopShim provides the two `hadoop fs` commands the peer's bats files
+// call to make their expectations (-checksum, -cp), done with blockfs's
+// own dfs: `dfs checksum -hdfs` computes HDFS's MD5-of-MD5-of-CRC32C from
+// the bytes, independently of the door that the HDFS client's checksum
+// command asks.
+const hadoopShim = `#!/bin/bash
+[ "$1" = fs ] || { echo "hadoop shim: only 'hadoop fs' is provided" >&2; exit 2; }
+shift
+strip() { echo "$1" | sed -E 's#^hdfs://[^/]*##'; }
+case "$1" in
+-checksum) "$DFS" checksum -hdfs "$(strip "$2")" ;;
+-cp) tmp="$(mktemp -d)/f"; "$DFS" get "$(strip "$2")" "$tmp" && "$DFS" put "$tmp" "$(strip "$3")"; rc=$?; rm -rf "$(dirname "$tmp")"; exit $rc ;;
+*) echo "hadoop shim: hadoop fs $1 is not provided" >&2; exit 2 ;;
+esac
+`
+
+// TestPeerBats runs the peer's command-line tests (cmd/hdfs/test/*.bats,
+// with Debian's bats) against blockfs, with the peer's `hdfs` command
+// built from the module.
+func TestPeerBats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the peer's bats files take minutes")
+	}
+	bats, err := exec.LookPath("bats")
+	if err != nil {
+		t.Skip("bats is not installed (Debian: apt-get install bats; .ci/run installs it)")
+	}
+	c, mod, conf := suiteCluster(t)
+	bin := t.TempDir()
+	build := func(dir, out, pkg string) {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	build(mod, filepath.Join(mod, "hdfs"), "./cmd/hdfs")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dfs := filepath.Join(bin, "dfs")
+	build(root, dfs, "./cmd/dfs")
+	if err := os.WriteFile(filepath.Join(bin, "hadoop"), []byte(hadoopShim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bats, "cmd/hdfs/test")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+conf, "HADOOP_NAMENODE="+strings.Join(c.HDFSRPCAddrs(), ","),
+		"HADOOP_FS="+filepath.Join(bin, "hadoop")+" fs", "DFS="+dfs,
+		"BLOCKFS_NAMENODES="+strings.Join(c.NamenodeAddrs(), ","), "BATS_TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	oks := regexp.MustCompile(`(?m)^ok `).FindAll(out, -1)
+	bad := regexp.MustCompile(`(?m)^not ok .*$`).FindAll(out, -1)
+	skips := regexp.MustCompile(`(?m)^ok .*# skip`).FindAll(out, -1)
+	t.Logf("peer bats: %d passed (%d of them skipped), %d failed", len(oks), len(skips), len(bad))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("peer bats failed (%v):\n%s", err, tail(out, 6000))
+	}
+}
