@@ -50,6 +50,8 @@ func parse(args []string) (namenode.Config, error) {
 	f.String(&cfg.Raft.Advertise, "advertise-raft", "", "Raft address peers dial and the Raft configuration records (default: the bound address); a stable DNS name where the IP changes, as in a Kubernetes StatefulSet")
 	f.String(&cfg.Raft.Addr, "raft-addr", cfg.Raft.Addr, "Raft address: mutual TLS between namenode certificates when --tls-* are given; without TLS, plaintext and loopback only (see --insecure-raft)")
 	f.Bool(&cfg.Raft.Insecure, "insecure-raft", false, "with --auth=simple and no TLS, serve plaintext Raft on a non-loopback --raft-addr anyway: unauthenticated, anyone who reaches the port can rewrite the namespace (logged as an error at start)")
+	f.String(&cfg.HDFSRPC.Addr, "hdfs-rpc-addr", "", "address of the HDFS door: Hadoop IPC (ClientNamenodeProtocol) for unmodified HDFS clients, with Hadoop's simple authentication only; loopback unless --hdfs-rpc-insecure (empty: off)")
+	f.Bool(&cfg.HDFSRPC.Insecure, "hdfs-rpc-insecure", false, "serve the HDFS door on a non-loopback --hdfs-rpc-addr anyway: simple authentication believes the user a client names, so anyone who reaches the port can act as anyone, the superuser included (logged as a warning at start)")
 	f.String(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP address for /metrics, /healthz and the web UI (HTTPS when --tls-* are given; empty disables)")
 	f.Bool(&cfg.Raft.Bootstrap, "bootstrap", false, "bootstrap a new cluster if this node has no Raft state (with --peers: all peers as voters)")
 	f.String(&peers, "peers", "", "initial cluster for --bootstrap: id=raft_addr/grpc_addr,... (every peer may pass the same list)")
