@@ -62,6 +62,9 @@ type WriteRequest struct {
 	// PreviousGenStamp and is reopened at that length. Both zero for a new
 	// block.
 	ResumeOffset, PreviousGenStamp uint64
+
+	// ieee: the client sends CRC32 (IEEE), converted to CRC32C (crc32.go).
+	ieee bool
 }
 
 // Packet is one packet of a write, in order.

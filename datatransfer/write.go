@@ -92,8 +92,12 @@ func (c *conn) writeRequest(op string, req *hdfs.OpWriteBlockProto) (WriteReques
 		return w, unsupported(op, "stage %v is not served (PIPELINE_SETUP_CREATE, PIPELINE_SETUP_APPEND and the recoveries are)", st)
 	}
 	cs := req.GetRequestedChecksum()
-	if cs.GetType() != hdfs.ChecksumTypeProto_CHECKSUM_CRC32C {
-		return w, unsupported(op, "checksum %v: blockfs stores CRC32C", cs.GetType())
+	switch cs.GetType() {
+	case hdfs.ChecksumTypeProto_CHECKSUM_CRC32C:
+	case hdfs.ChecksumTypeProto_CHECKSUM_CRC32:
+		w.ieee = true
+	default:
+		return w, unsupported(op, "checksum %v: blockfs takes CRC32C or CRC32", cs.GetType())
 	}
 	w.BytesPerChecksum = int(cs.GetBytesPerChecksum())
 	for i, t := range req.GetTargets() {
@@ -179,6 +183,12 @@ func (ws *writeSession) receive() error {
 			return errs.Wrap(errs.Canceled, op, blockName(ws.w.Block.ID), c.ctx.Err())
 		}
 		pk := Packet{Offset: h.GetOffsetInBlock(), Data: p.data, CRCs: p.crcs, Last: h.GetLastPacketInBlock(), Sync: h.GetSyncBlock()}
+		if ws.w.ieee {
+			if err := toCRC32C(&pk, ws.w.BytesPerChecksum); err != nil {
+				ws.fail(seq, 0, statusOf(err))
+				return err
+			}
+		}
 		if err := ws.bs.Send(pk); err != nil {
 			return nil // the write is over; the responder's Ack says why
 		}
