@@ -345,3 +345,27 @@ func findRecord(t *testing.T, img []byte, typ byte) int {
 	t.Fatalf("no record of type %d", typ)
 	return 0
 }
+
+// TestSnapshotTruncate: a truncate at a block boundary drops the live
+// file's later blocks, which the snapshot keeps holding; one inside a
+// block a snapshot holds is refused, since cutting its replicas would
+// change the snapshot (HDFS copies the block; blockfs does not yet).
+func TestSnapshotTruncate(t *testing.T) {
+	tr := snapFixture(t)
+	old := blocksOf(t, tr, "/a/f")
+	before := tr.Hash()
+	_, err := tr.As(nil, "Truncate").Truncate(mustPath("/a/f"), 50, 30)
+	wantErr(t, err, errs.Precondition, "which a snapshot holds")
+	if tr.Hash() != before {
+		t.Fatal("a refused truncate changed the tree")
+	}
+	out, err := tr.As(nil, "Truncate").Truncate(mustPath("/a/f"), 100, 30)
+	must(t, err)
+	if !out.Done || len(out.Dropped) != 1 || !tr.HeldBySnapshot(out.Dropped[0].ID) || tr.HeldBlocks() != 1 {
+		t.Fatalf("truncate at the boundary: %+v, held %d", out, tr.HeldBlocks())
+	}
+	if got := blocksOf(t, tr, "/a/.snapshot/s1/f"); !slices.Equal(got, old) {
+		t.Fatalf("snapshot after truncate %v, want %v", got, old)
+	}
+	reread(t, tr)
+}

@@ -56,6 +56,11 @@ func (s Session) Truncate(path Path, newLength int64, mtimeMs int64) (Truncated,
 		off += bs[k].Length
 		k++
 	}
+	if off != uint64(newLength) && s.t.snapRefs[bs[k-1].ID] > 0 {
+		// HDFS copies such a block (copy-on-truncate); blockfs would cut
+		// the replicas the snapshot reads.
+		return Truncated{}, errs.Newf(errs.Precondition, op, p, "truncate to %d falls inside block blk_%d_%d, which a snapshot holds: truncate at a block boundary, or delete the snapshot first (copy-on-truncate is not supported)", newLength, bs[k-1].ID, bs[k-1].GenStamp)
+	}
 	out := Truncated{Done: off == uint64(newLength)}
 	out.Dropped = slices.Clone(bs[k:])
 	kept := slices.Clone(bs[:k])
@@ -69,7 +74,7 @@ func (s Session) Truncate(path Path, newLength int64, mtimeMs int64) (Truncated,
 	before := fileSpace(f)
 	f.setBlocks(kept, uint64(newLength))
 	for _, b := range out.Dropped {
-		s.t.blocks.del(b.ID)
+		s.t.dropBlock(f, b) // a snapshot's blocks become held, not deleted
 	}
 	s.t.numBlocks -= len(out.Dropped)
 	f.mtime = mtimeMs

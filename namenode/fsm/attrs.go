@@ -60,6 +60,7 @@ func (f *FSM) applyTruncate(c *api.TruncateCommand) (*api.CommandResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	tr.Dropped = f.unheld(tr.Dropped) // a namespace snapshot's blocks stay (hsnap.go)
 	f.forget(tr.Dropped)
 	res := &api.CommandResult{Status: ToFileStatus(tr.File), Closed: tr.Done}
 	for _, b := range tr.Dropped {
