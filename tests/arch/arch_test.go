@@ -95,6 +95,8 @@ func TestFloors(t *testing.T) {
 		{"the web UI door", []string{"namenode/webui"}, append([]string{"internal/node/"}, libs...)},
 		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "trash", "internal/node/"}, libs...)},
 		{"the HDFS data transfer door", []string{"datatransfer"}, append([]string{"api/hadoop/"}, base...)},
+		{"Hadoop IPC framing", []string{"hadoopipc"}, append([]string{"api/hadoop/"}, base...)},
+		{"the HDFS RPC door", []string{"hdfsrpc"}, append([]string{"api", "api/hadoop/", "hadoopipc"}, base...)},
 		{"the trash", []string{"trash"}, append([]string{"api"}, base...)},
 		{"the topology", []string{"topology"}, base},
 		{"the balancer", []string{"balancer"}, append([]string{"api", "blocks", "topology"}, base...)},
