@@ -11,6 +11,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/datatransfer"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/security"
 )
 
@@ -28,7 +29,7 @@ func (d *Datanode) startHDFSData() error {
 	if addr == "" {
 		return nil
 	}
-	if !loopbackAddr(addr) {
+	if !serve.Loopback(addr) {
 		if !d.cfg.HDFSDataInsecure {
 			return errs.Newf(errs.Invalid, op, addr,
 				"refusing the HDFS data transfer door on a non-loopback address: it is plain TCP (HDFS clients show no certificate), "+
@@ -58,20 +59,6 @@ func (d *Datanode) startHDFSData() error {
 		}
 	}()
 	return nil
-}
-
-// loopbackAddr reports whether host:port addr binds loopback only: a
-// loopback IP or "localhost" (an empty host binds every interface).
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // HDFSDataAddr returns the HDFS data transfer door's bound address, or "".

@@ -1,9 +1,8 @@
 package config
 
 import (
-	"net"
-
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/node/serve"
 )
 
 // HDFSRPC is the namenode's HDFS door (package hdfsrpc): Hadoop IPC on
@@ -25,23 +24,9 @@ func (c HDFSRPC) Validate() error {
 	if c.Addr == "" || c.Insecure {
 		return nil
 	}
-	if !Loopback(c.Addr) {
+	if !serve.Loopback(c.Addr) {
 		return errs.Newf(errs.Invalid, "namenode.Config.Validate", c.Addr,
 			"--hdfs-rpc-addr %s is not a loopback address: the HDFS door has only simple authentication (any client can claim any user); pass --hdfs-rpc-insecure to serve it anyway", c.Addr)
 	}
 	return nil
-}
-
-// Loopback reports whether addr (host:port) binds only loopback: a
-// loopback IP or "localhost".
-func Loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
