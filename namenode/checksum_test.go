@@ -71,7 +71,6 @@ func TestConfigRefusesBadChecksumSettings(t *testing.T) {
 		{"bpc too small", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 32 }, "bytes per checksum 32"},
 		{"bpc too large", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 2 << 20 }, "bytes per checksum 2097152"},
 		{"min above max", func(c *namenode.Config) { c.Namespace.MinBlockSize, c.Namespace.MaxBlockSize = 2<<20, 1<<20 }, "want 0 < min <= max"},
-		{"default not a multiple", func(c *namenode.Config) { c.Namespace.DefaultBlockSize = 1000 + 1<<20 }, "default block size 1049576"},
 		{"default above max", func(c *namenode.Config) { c.Namespace.DefaultBlockSize = 2 << 30 }, "above the maximum"},
 	}
 	for _, c := range cases {
