@@ -184,7 +184,7 @@ func TestPlotLayout(t *testing.T) {
 		}
 	}
 	want := []string{"grpc per-block median", "grpc per-block floor (health check)", "grpc cached median", "grpc cached floor (health check)",
-		"hdfs per-block median", "hdfs per-block floor (health check)", "hdfs cached median", "hdfs cached floor (health check)"}
+		"hdfs per-block median", "hdfs per-block floor (getServerDefaults)", "hdfs cached median", "hdfs cached floor (getServerDefaults)"}
 	if !slices.Equal(legend, want) {
 		t.Errorf("legend %q, want %q", legend, want)
 	}
@@ -200,7 +200,7 @@ func TestPlotFiles(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"p.svg", "p.png"} {
 		f := filepath.Join(dir, name)
-		if err := Plot(fakeResult(), f); err != nil {
+		if err := Plot([]*Result{fakeResult()}, f); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := os.Stat(f); err != nil || st.Size() < 1000 {
@@ -284,9 +284,9 @@ func TestNamenodeDiesMidSweep(t *testing.T) {
 		t.Fatalf("sweep: %v", err)
 	}
 	var buf bytes.Buffer
-	WriteTables(&buf, res)
-	t.Logf("errors %d\n%s", res.Errors(), buf.String())
-	for _, c := range res.Modes[0].Cells {
+	WriteTables(&buf, res[0])
+	t.Logf("errors %d\n%s", res[0].Errors(), buf.String())
+	for _, c := range res[0].Modes[0].Cells {
 		if len(c.GBL.Samples)+c.GBL.Errors != 150 {
 			t.Errorf("%d blocks: %d ok + %d errors != 150", c.Blocks, len(c.GBL.Samples), c.GBL.Errors)
 		}
