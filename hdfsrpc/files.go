@@ -202,7 +202,6 @@ func getBlockLocations(d *Door, ctx context.Context, req *hdfs.GetBlockLocations
 	return d.getBlockLocationsResponse(r), nil
 }
 
-
 // inode is the file id a request names, else the file's (old clients
 // send none).
 func (d *Door) inode(ctx context.Context, p string, id uint64) (uint64, error) {

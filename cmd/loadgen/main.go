@@ -51,17 +51,17 @@ func main() {
 
 // Options are loadgen's parsed flags.
 type Options struct {
-	Namenodes   []string
-	Local       bool
+	Namenodes []string
+	Local     bool
 	// Doors are the doors swept (--protocol): DoorGRPC, DoorHDFS or both,
 	// and HDFSNamenodes the HDFS doors' addresses of a running cluster.
 	Doors         []string
 	HDFSNamenodes []string
-	Blocks      []int
-	Calls       int
-	Warmup      int
-	BlockSize   uint64
-	Replication uint32
+	Blocks        []int
+	Calls         int
+	Warmup        int
+	BlockSize     uint64
+	Replication   uint32
 	// Modes are the token modes to sweep, by name; empty means the running
 	// cluster's mode (or all three with Local).
 	Modes       []string
