@@ -27,6 +27,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -68,6 +69,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs; rows are medians over runs")
 	jsonOut := flag.String("json", "", "also write the rows as JSON to this file")
 	dir := flag.String("dir", "", "directory for the cluster's data (default: a temporary directory, removed afterwards)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (cluster and clients: one process) to this file")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("hdfsdoor: unexpected argument %q", flag.Arg(0))
@@ -86,14 +88,26 @@ func main() {
 	if cfg.Runs < 1 {
 		log.Fatalf("hdfsdoor: --runs %d: must be at least 1", cfg.Runs)
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	rows, err := Run(ctx, cfg, os.Stderr)
 	if err != nil {
+		pprof.StopCPUProfile()
 		log.Fatalf("hdfsdoor: %v", err)
 	}
 	WriteTable(os.Stdout, cfg, rows)
 	if cfg.JSON != "" {
 		if err := results.WriteJSON(cfg.JSON, rows); err != nil {
+			pprof.StopCPUProfile()
 			log.Fatal(err)
 		}
 	}
