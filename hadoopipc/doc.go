@@ -32,4 +32,8 @@
 // server does; an error of one call (an unknown method, a bad request
 // message, the handler's refusal) is an ERROR response and the connection
 // goes on. docs/FORMATS.md ("Hadoop IPC") has the same byte by byte.
+//
+// Client is the other end: one connection whose concurrent calls are
+// told apart by call id, as Hadoop's own client multiplexes them; loadgen
+// times the namenode's HDFS door with it.
 package hadoopipc

@@ -209,6 +209,7 @@ func (s *Server) untrack(nc net.Conn) {
 // Close stops the listeners, ends every connection (their calls' contexts
 // are cancelled) and waits for their goroutines.
 func (s *Server) Close() error {
+	s.cancel() // first: an Accept that fails below must find it cancelled
 	s.mu.Lock()
 	s.closed = true
 	for _, l := range s.lis {
@@ -218,7 +219,6 @@ func (s *Server) Close() error {
 		c.Close()
 	}
 	s.mu.Unlock()
-	s.cancel()
 	s.wg.Wait()
 	return nil
 }

@@ -159,9 +159,11 @@ func accessTime(fs *api.FileStatus, mtime uint64) uint64 {
 	return mtime
 }
 
-// locatedBlocks converts GetBlockLocations' columns. Each datanode and, in
-// per-request and cached token mode, the token are converted once and
-// shared by every block that names them.
+// locatedBlocks converts GetBlockLocations' columns into messages. Each
+// datanode and, in per-request and cached token mode, the token are
+// converted once and shared by every block that names them. It is the
+// definition getBlockLocations' encoded answer (locatedBlocksWire, which
+// does not marshal the shared messages once per block) is tested against.
 func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBlocksProto {
 	n := len(r.BlockIds)
 	dns := make([]*hdfs.DatanodeInfoProto, len(r.Datanodes))
@@ -198,6 +200,9 @@ func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBloc
 			}
 			lb.IsCached = make([]bool, len(lb.Locs))
 			lb.StorageTypes = make([]hdfs.StorageTypeProto, len(lb.Locs))
+			for j := range lb.StorageTypes {
+				lb.StorageTypes[j] = hdfs.StorageTypeProto_DISK // 0 is no storage type
+			}
 		}
 		next += cnt
 		offset += r.Lengths[i]

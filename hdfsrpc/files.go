@@ -199,7 +199,7 @@ func getBlockLocations(d *Door, ctx context.Context, req *hdfs.GetBlockLocations
 	if err != nil {
 		return nil, err
 	}
-	return &hdfs.GetBlockLocationsResponseProto{Locations: d.locatedBlocks(r)}, nil
+	return d.getBlockLocationsResponse(r), nil
 }
 
 // inode is the file id a request names, else the file's (old clients

@@ -9,6 +9,14 @@
 //	  --token-modes per-block,per-request,cached --json out.json --plot out.svg
 //	loadgen --namenodes 127.0.0.1:9001,127.0.0.1:9002,127.0.0.1:9003 --blocks 1,10,100,1000
 //
+// With --protocol hdfs the same sweep goes through the namenode's HDFS door
+// (Hadoop IPC, ClientProtocol.getBlockLocations, decoded as an HDFS client
+// decodes it); with --protocol both the two doors' series are interleaved
+// on the same clusters and a table compares them:
+//
+//	loadgen --local --protocol both --blocks 1,10,100,1000 --plot out.svg
+//	loadgen --namenodes ... --protocol hdfs --hdfs-namenodes 127.0.0.1:8020,...
+//
 // Every flag can also be set from the environment as BLOCKFS_LOADGEN_<FLAG>;
 // --namenodes also reads BLOCKFS_NAMENODES. Exit status: 0 on success, 1 when
 // the sweep failed, 2 on bad input (flags, unknown mode, no reachable
@@ -43,13 +51,17 @@ func main() {
 
 // Options are loadgen's parsed flags.
 type Options struct {
-	Namenodes   []string
-	Local       bool
-	Blocks      []int
-	Calls       int
-	Warmup      int
-	BlockSize   uint64
-	Replication uint32
+	Namenodes []string
+	Local     bool
+	// Doors are the doors swept (--protocol): DoorGRPC, DoorHDFS or both,
+	// and HDFSNamenodes the HDFS doors' addresses of a running cluster.
+	Doors         []string
+	HDFSNamenodes []string
+	Blocks        []int
+	Calls         int
+	Warmup        int
+	BlockSize     uint64
+	Replication   uint32
 	// Modes are the token modes to sweep, by name; empty means the running
 	// cluster's mode (or all three with Local).
 	Modes       []string
@@ -83,10 +95,12 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := cliflag.New(fs, "BLOCKFS_LOADGEN_")
-	var nns, blocks, modes string
+	var nns, blocks, modes, protocol, hdfsNNs string
 	var repl int
 	nnDefault := os.Getenv("BLOCKFS_NAMENODES")
 	f.String(&nns, "namenodes", nnDefault, "comma-separated gRPC addresses of the namenodes (also $BLOCKFS_NAMENODES)")
+	f.String(&protocol, "protocol", "grpc", "door to sweep: grpc (blockfs's client service), hdfs (the namenode's Hadoop IPC door, as an HDFS client calls it) or both, interleaved on the same clusters")
+	f.String(&hdfsNNs, "hdfs-namenodes", "", "comma-separated HDFS door (Hadoop IPC) addresses of the namenodes, with --protocol hdfs or both against a running cluster (in the order of --namenodes, so the same namenode is timed through both)")
 	f.Bool(&o.Local, "local", false, "start an in-process cluster (3 namenodes, 5 datanodes) instead, and tear it down afterwards")
 	f.String(&blocks, "blocks", "1,10,100,1000", "comma-separated block counts; one file is written per count")
 	f.Int(&o.Calls, "calls", 100, "timed GetBlockLocations calls per file")
@@ -95,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	f.Int(&repl, "replication", 3, "replication of the files written")
 	f.String(&modes, "token-modes", "", "comma-separated token modes to sweep: per-block, per-request, cached (default: the cluster's mode; with --local all three)")
 	f.Int(&o.Concurrency, "concurrency", 1, "parallel callers per file; the report adds throughput")
-	f.Bool(&o.Read, "read", false, "also time opening each file and reading its first block (includes the datanode's token check)")
+	f.Bool(&o.Read, "read", false, "also time opening each file and reading its first block (includes the datanode's token check; the gRPC door only)")
 	f.Duration(&o.CallTimeout, "call-timeout", 10*time.Second, "deadline of each timed call (a call that misses it counts as an error)")
 	f.Duration(&o.ConnTimeout, "connect-timeout", 10*time.Second, "how long to wait for a reachable namenode at start")
 	f.String(&o.User, "user", "", "user to act as (default: the OS user; root with --local)")
@@ -130,6 +144,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	if o.Local && !explicitNN {
 		o.Namenodes = nil // --local wins over the environment
 	}
+	if o.Doors, err = doorsOf(protocol); err != nil {
+		return o, err
+	}
+	o.HDFSNamenodes = cliflag.SplitList(hdfsNNs)
 	if o.Blocks, err = parseBlocks(blocks); err != nil {
 		return o, err
 	}
@@ -149,6 +167,14 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		return o, usagef("no namenodes: pass --namenodes (or set BLOCKFS_NAMENODES), or --local")
 	case o.Local && len(o.Namenodes) > 0:
 		return o, usagef("--local and --namenodes are exclusive")
+	case o.hasDoor(DoorHDFS) && !o.Local && len(o.HDFSNamenodes) == 0:
+		return o, usagef("--protocol %s against a running cluster needs --hdfs-namenodes (the namenodes' HDFS door addresses)", protocol)
+	case o.Local && len(o.HDFSNamenodes) > 0:
+		return o, usagef("--local and --hdfs-namenodes are exclusive (the local cluster's doors are found by themselves)")
+	case len(o.HDFSNamenodes) > 0 && !o.hasDoor(DoorHDFS):
+		return o, usagef("--hdfs-namenodes needs --protocol hdfs or both")
+	case o.Read && !o.hasDoor(DoorGRPC):
+		return o, usagef("--read times the gRPC door's read path: use --protocol grpc or both")
 	case o.Calls < 1:
 		return o, usagef("--calls %d: must be at least 1", o.Calls)
 	case o.Warmup < 0:
@@ -230,8 +256,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		code = 1
 	}
-	WriteTables(stdout, res)
-	rows := res.Rows()
+	var rows []Row
+	for _, r := range res {
+		WriteTables(stdout, r)
+		rows = append(rows, r.Rows()...)
+	}
+	doorTable(stdout, res)
 	if o.JSON != "" {
 		if werr := writeFile(o.JSON, func(w io.Writer) error { return WriteJSON(w, rows) }); werr != nil {
 			fmt.Fprintln(stderr, "loadgen:", werr)
@@ -252,8 +282,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "loadgen: plot written to", o.Plot)
 		}
 	}
-	if res.Errors() > 0 {
-		fmt.Fprintf(stderr, "loadgen: %d calls failed (counted in the errors row)\n", res.Errors())
+	for _, r := range res {
+		if r.Errors() > 0 {
+			fmt.Fprintf(stderr, "loadgen: %s door: %d calls failed (counted in the errors row)\n", r.Door, r.Errors())
+		}
 	}
 	return code
 }

@@ -38,6 +38,10 @@ func TestBadInputExits2(t *testing.T) {
 		{"replication above datanodes", []string{"--local", "--replication", "6"}, "exceeds"},
 		{"local and namenodes", []string{"--local", "--namenodes", "a:1"}, "exclusive"},
 		{"unknown flag", []string{"--nope"}, "nope"},
+		{"unknown protocol", []string{"--local", "--protocol", "thrift"}, `--protocol "thrift"`},
+		{"hdfs door without its addresses", []string{"--namenodes", "a:1", "--protocol", "hdfs"}, "needs --hdfs-namenodes"},
+		{"hdfs addresses without the door", []string{"--namenodes", "a:1", "--hdfs-namenodes", "a:2"}, "needs --protocol hdfs or both"},
+		{"read through the hdfs door", []string{"--local", "--protocol", "hdfs", "--read"}, "--read times the gRPC door"},
 		{"stray argument", []string{"--local", "extra"}, `unexpected argument "extra"`},
 		{"unreachable namenode", []string{"--namenodes", "127.0.0.1:1", "--connect-timeout", "300ms"}, "no reachable namenode among 127.0.0.1:1"},
 	} {
@@ -184,7 +188,7 @@ func TestPlotLayout(t *testing.T) {
 		}
 	}
 	want := []string{"grpc per-block median", "grpc per-block floor (health check)", "grpc cached median", "grpc cached floor (health check)",
-		"hdfs per-block median", "hdfs per-block floor (health check)", "hdfs cached median", "hdfs cached floor (health check)"}
+		"hdfs per-block median", "hdfs per-block floor (getServerDefaults)", "hdfs cached median", "hdfs cached floor (getServerDefaults)"}
 	if !slices.Equal(legend, want) {
 		t.Errorf("legend %q, want %q", legend, want)
 	}
@@ -200,7 +204,7 @@ func TestPlotFiles(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"p.svg", "p.png"} {
 		f := filepath.Join(dir, name)
-		if err := Plot(fakeResult(), f); err != nil {
+		if err := Plot([]*Result{fakeResult()}, f); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := os.Stat(f); err != nil || st.Size() < 1000 {
@@ -284,11 +288,50 @@ func TestNamenodeDiesMidSweep(t *testing.T) {
 		t.Fatalf("sweep: %v", err)
 	}
 	var buf bytes.Buffer
-	WriteTables(&buf, res)
-	t.Logf("errors %d\n%s", res.Errors(), buf.String())
-	for _, c := range res.Modes[0].Cells {
+	WriteTables(&buf, res[0])
+	t.Logf("errors %d\n%s", res[0].Errors(), buf.String())
+	for _, c := range res[0].Modes[0].Cells {
 		if len(c.GBL.Samples)+c.GBL.Errors != 150 {
 			t.Errorf("%d blocks: %d ok + %d errors != 150", c.Blocks, len(c.GBL.Samples), c.GBL.Errors)
+		}
+	}
+}
+
+// TestSweepBothDoors sweeps a --local cluster through both doors: every
+// row is labelled by its door, the HDFS door's rows have their own floor,
+// and the tables compare the doors.
+func TestSweepBothDoors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts clusters")
+	}
+	jsonFile := filepath.Join(t.TempDir(), "o.json")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--local", "--local-namenodes", "1", "--local-datanodes", "3", "--blocks", "1,10", "--calls", "5", "--warmup", "1",
+		"--token-modes", "per-block,cached", "--protocol", "both", "--json", jsonFile}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []Row
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	doors := map[string]int{}
+	for _, r := range rows {
+		doors[r.Door]++
+		if r.Errors != 0 || r.MedianMs <= 0 || r.FloorMedianMs <= 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if doors[DoorGRPC] != 4 || doors[DoorHDFS] != 4 || len(rows) != 8 {
+		t.Errorf("rows by door %v, want 4 each", doors)
+	}
+	for _, want := range []string{"grpc door, token mode cached", "hdfs door, token mode per-block", "getServerDefaults through the HDFS door", "HDFS door / gRPC door"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
 		}
 	}
 }

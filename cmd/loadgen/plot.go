@@ -14,9 +14,9 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// DoorGRPC is the door every sweep measures today: blockfs's own gRPC
-// ClientService. A sweep through another door (Hadoop IPC) labels its
-// Result with that door's name.
+// DoorGRPC is blockfs's own gRPC ClientService, the default door; a
+// sweep through another door (DoorHDFS) labels its Result with that
+// door's name.
 const DoorGRPC = "grpc"
 
 // modeColors are fixed per mode so plots of different runs compare.
@@ -87,15 +87,21 @@ func (c *chart) addDoor(door string, r *Result) {
 	}
 }
 
-// Plot writes the chart of one sweep through its door (r.Door, "grpc"
-// when unset). The format follows the file's extension (.svg or .png).
-func Plot(r *Result, file string) error {
-	door := r.Door
-	if door == "" {
-		door = DoorGRPC
+// Plot writes the chart of a run's sweeps, one per door (r.Door, "grpc"
+// when unset), all on one plot. The format follows the file's extension
+// (.svg or .png).
+func Plot(res []*Result, file string) error {
+	if len(res) == 0 {
+		return fmt.Errorf("plot %s: no sweep to plot", file)
 	}
-	c := newChart(r.Calls, r.Concurrency)
-	c.addDoor(door, r)
+	c := newChart(res[0].Calls, res[0].Concurrency)
+	for _, r := range res {
+		door := r.Door
+		if door == "" {
+			door = DoorGRPC
+		}
+		c.addDoor(door, r)
+	}
 	return c.save(file)
 }
 
@@ -157,7 +163,7 @@ func (c *chart) save(file string) error {
 			}
 			fl.Color, fl.Width, fl.Dashes = col, vg.Points(1), []vg.Length{vg.Points(1), vg.Points(3)}
 			p.Add(fl)
-			leg.Add(label+" floor (health check)", fl)
+			leg.Add(label+" floor ("+floorName(s.door)+")", fl)
 			minY, maxY = math.Min(minY, s.floor), math.Max(maxY, s.floor)
 		}
 	}

@@ -92,23 +92,31 @@ func WriteCSV(w io.Writer, rows []Row) error {
 // check floor, throughput and errors; one column per block count), then the
 // ratio of each mode to per-block.
 func WriteTables(w io.Writer, r *Result) {
+	door := r.Door
+	if door == "" {
+		door = DoorGRPC
+	}
+	floor := "gRPC health check, same namenode"
+	if door == DoorHDFS {
+		floor = "getServerDefaults through the HDFS door, same connection"
+	}
 	for _, m := range r.Modes {
 		reported := ""
 		if m.Reported != m.Mode {
 			reported = fmt.Sprintf(" (cluster reports %q)", m.Reported)
 		}
-		fmt.Fprintf(w, "token mode %s%s: GetBlockLocations round trip (ms), %d calls per block count, concurrency %d\n",
-			m.Mode, reported, r.Calls, r.Concurrency)
+		fmt.Fprintf(w, "%s door, token mode %s%s: GetBlockLocations round trip (ms), %d calls per block count, concurrency %d\n",
+			door, m.Mode, reported, r.Calls, r.Concurrency)
 		fl := m.Floor.Summary
-		fmt.Fprintf(w, "floor (gRPC health check, same namenode): median %.3f  mean %.3f  std dev %.3f  p99 %.3f ms  (%d errors)\n",
-			fl.Median, fl.Mean, fl.StdDev, fl.P99, m.Floor.Errors)
+		fmt.Fprintf(w, "floor (%s): median %.3f  mean %.3f  std dev %.3f  p99 %.3f ms  (%d errors)\n",
+			floor, fl.Median, fl.Mean, fl.StdDev, fl.P99, m.Floor.Errors)
 		cells := make([]*Measure, len(m.Cells))
 		for i := range m.Cells {
 			cells[i] = &m.Cells[i].GBL
 		}
 		measureTable(w, m.Cells, cells, fl.Median)
 		if r.Read {
-			fmt.Fprintf(w, "token mode %s: open + read first block (ms, includes the datanode's token check)\n", m.Mode)
+			fmt.Fprintf(w, "%s door, token mode %s: open + read first block (ms, includes the datanode's token check)\n", door, m.Mode)
 			reads := make([]*Measure, len(m.Cells))
 			for i := range m.Cells {
 				reads[i] = m.Cells[i].Read
@@ -165,7 +173,7 @@ func ratioTable(w io.Writer, r *Result) {
 	if base == nil || len(r.Modes) < 2 {
 		return
 	}
-	fmt.Fprintln(w, "ratio to per-block (this mode's time / per-block's; below 1 is faster)")
+	fmt.Fprintf(w, "%s door: ratio to per-block (this mode's time / per-block's; below 1 is faster)\n", r.Door)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header(tw, "", base.Cells)
 	for _, m := range r.Modes {
@@ -191,6 +199,44 @@ func ratioTable(w io.Writer, r *Result) {
 			}
 			fmt.Fprint(tw, "\t\n")
 		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// doorTable prints, when the HDFS door was swept next to the gRPC door,
+// each mode's median through the HDFS door divided by the gRPC door's,
+// per block count (above 1: the HDFS door is slower).
+func doorTable(w io.Writer, res []*Result) {
+	var g, h *Result
+	for _, r := range res {
+		switch r.Door {
+		case DoorGRPC:
+			g = r
+		case DoorHDFS:
+			h = r
+		}
+	}
+	if g == nil || h == nil || len(g.Modes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "HDFS door / gRPC door (median round trip through Hadoop IPC / through gRPC, same run; above 1 is slower)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header(tw, "", g.Modes[0].Cells)
+	for _, gm := range g.Modes {
+		hm := h.Mode(gm.Mode)
+		if hm == nil {
+			continue
+		}
+		fmt.Fprint(tw, gm.Mode+" median")
+		for i, gc := range gm.Cells {
+			if i >= len(hm.Cells) || gc.GBL.Summary.Median <= 0 || len(hm.Cells[i].GBL.Samples) == 0 {
+				fmt.Fprint(tw, "\t-")
+				continue
+			}
+			fmt.Fprintf(tw, "\t%.2f", hm.Cells[i].GBL.Summary.Median/gc.GBL.Summary.Median)
+		}
+		fmt.Fprint(tw, "\t\n")
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

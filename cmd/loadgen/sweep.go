@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/hadoopipc"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 	"github.com/blockfs/blockfs/security"
@@ -56,8 +57,8 @@ type ModeResult struct {
 
 // Result is a whole run.
 type Result struct {
-	// Door is the door the sweep went through (DoorGRPC, the only one
-	// today): the plot keys its series by door and mode.
+	// Door is the door the sweep went through (DoorGRPC or DoorHDFS):
+	// the plot keys its series by door and mode.
 	Door        string
 	Blocks      []int
 	Calls       int
@@ -91,8 +92,9 @@ func (r *Result) Mode(name string) *ModeResult {
 	return nil
 }
 
-// Sweep runs the experiment. A usageError means bad input (exit 2). A
-// non-nil Result with an error is a partial run worth reporting.
+// Sweep runs the experiment and returns one Result per door of o.Doors,
+// in that order. A usageError means bad input (exit 2). Results with an
+// error are a partial run worth reporting.
 //
 // With --local every mode gets its own in-process cluster, all of them
 // running at once, and the modes' series run back to back for each block
@@ -101,9 +103,13 @@ func (r *Result) Mode(name string) *ModeResult {
 // interleaved because the clusters share one Go heap: per-block's garbage
 // (a thousand signatures a call) would otherwise be collected on cached's
 // time. A GC runs before every series for the same reason (as testing.B
-// does before every benchmark).
-func Sweep(ctx context.Context, o Options, stderr io.Writer) (*Result, error) {
-	res := &Result{Door: DoorGRPC, Blocks: o.Blocks, Calls: o.Calls, Concurrency: o.Concurrency, Read: o.Read}
+// does before every benchmark). With both doors, each door's series of a
+// block count runs next to the other's on the same cluster, in the same
+// rotation.
+func Sweep(ctx context.Context, o Options, stderr io.Writer) ([]*Result, error) {
+	if len(o.Doors) == 0 {
+		o.Doors = []string{DoorGRPC}
+	}
 	var targets []*modeTarget
 	defer func() {
 		for _, t := range targets {
@@ -130,9 +136,16 @@ func Sweep(ctx context.Context, o Options, stderr io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	modes, err := sweepTargets(ctx, o, targets, stderr)
-	res.Modes = modes
-	if err != nil && len(res.Modes) == 0 {
+	byDoor, err := sweepTargets(ctx, o, targets, stderr)
+	var res []*Result
+	for i, door := range o.Doors {
+		if len(byDoor[i]) == 0 {
+			continue
+		}
+		res = append(res, &Result{Door: door, Blocks: o.Blocks, Calls: o.Calls, Concurrency: o.Concurrency,
+			Read: o.Read && door == DoorGRPC, Modes: byDoor[i]})
+	}
+	if err != nil && len(res) == 0 {
 		return nil, err
 	}
 	return res, err
@@ -145,6 +158,10 @@ type modeTarget struct {
 	lc             *localcluster.Cluster // nil against a running cluster
 	dir            string
 	nn             string // the namenode serving the sweep, for the floor
+	// hdfs is the connection to the HDFS door of the namenode at
+	// hdfsAddr (--protocol hdfs or both), nil otherwise.
+	hdfs     *hadoopipc.Client
+	hdfsAddr string
 }
 
 func (t *modeTarget) close(ctx context.Context, o Options) {
@@ -157,6 +174,9 @@ func (t *modeTarget) close(ctx context.Context, o Options) {
 		cancel()
 	}
 	t.cl.Close()
+	if t.hdfs != nil {
+		t.hdfs.Close()
+	}
 	if t.lc != nil {
 		t.lc.Close()
 	}
@@ -229,10 +249,19 @@ func localTarget(ctx context.Context, o Options, mode string, stderr io.Writer) 
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	fmt.Fprintf(stderr, "loadgen: starting an in-process cluster (%d namenodes, %d datanodes) in token mode %s\n", o.LocalNamenodes, o.LocalDatanodes, mode)
+	withHDFS := o.hasDoor(DoorHDFS)
 	lc, err := localcluster.Start(sctx, localcluster.Config{
 		Namenodes: o.LocalNamenodes,
 		Datanodes: o.LocalDatanodes,
-		Namenode:  func(_ int, c *namenode.Config) { c.Tokens.Mode = m },
+		// The datanodes' HDFS data doors too, so that the located blocks
+		// carry the xferPorts an HDFS client would use.
+		HDFSData: withHDFS,
+		Namenode: func(_ int, c *namenode.Config) {
+			c.Tokens.Mode = m
+			if withHDFS {
+				c.HDFSRPC.Addr = "127.0.0.1:0"
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start local cluster (%s): %w", mode, err)
@@ -278,66 +307,106 @@ func (t *modeTarget) prepare(ctx context.Context, o Options, stderr io.Writer) e
 		cancel()
 	}
 	t.nn = t.cl.CurrentNamenode()
+	if o.hasDoor(DoorHDFS) {
+		grpcAddrs, addrs := o.Namenodes, o.HDFSNamenodes
+		if t.lc != nil {
+			grpcAddrs, addrs = t.lc.NamenodeAddrs(), t.lc.HDFSRPCAddrs()
+		}
+		if err := t.dialHDFS(ctx, o, grpcAddrs, addrs, first, o.Blocks[0]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// sweepTargets measures the floor and every block count, interleaving the
-// targets call by call.
-func sweepTargets(ctx context.Context, o Options, ts []*modeTarget, stderr io.Writer) ([]ModeResult, error) {
+// probe is one series source: one target through one door.
+type probe struct {
+	t    *modeTarget
+	door int // index in o.Doors
+}
+
+// sweepTargets measures the floor and every block count of every target
+// through every door, interleaving the series; the result is indexed by
+// door (o.Doors), then target.
+func sweepTargets(ctx context.Context, o Options, ts []*modeTarget, stderr io.Writer) ([][]ModeResult, error) {
+	var ps []probe
+	for d := range o.Doors {
+		for _, t := range ts {
+			ps = append(ps, probe{t: t, door: d})
+		}
+	}
 	perSeries := o.Warmup + o.Calls
 	series := 1 + len(o.Blocks)
+	reads := 0
 	if o.Read {
-		series += len(o.Blocks)
+		reads = len(o.Blocks) * len(ts)
 	}
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.mode
 	}
-	bar := newBar(stderr, o, int64(len(ts)*series*perSeries), "sweep "+strings.Join(names, ","))
+	bar := newBar(stderr, o, int64((len(ps)*series+reads)*perSeries), "sweep "+strings.Join(o.Doors, "+")+" "+strings.Join(names, ","))
 	defer bar.Finish()
-	out := make([]ModeResult, len(ts))
-	for i, t := range ts {
-		out[i] = ModeResult{Mode: t.mode, Reported: t.reported}
+	out := make([][]ModeResult, len(o.Doors))
+	for d := range o.Doors {
+		out[d] = make([]ModeResult, len(ts))
+		for i, t := range ts {
+			out[d][i] = ModeResult{Mode: t.mode, Reported: t.reported}
+		}
 	}
 	round := 0
-	each := func(fn func(t *modeTarget) func(context.Context) error) []Measure {
-		out := make([]Measure, len(ts))
-		for r := range ts {
-			i := (round + r) % len(ts)
+	each := func(ps []probe, fn func(p probe) func(context.Context) error) []Measure {
+		out := make([]Measure, len(ps))
+		for r := range ps {
+			i := (round + r) % len(ps)
 			runtime.GC()
-			out[i] = measure(ctx, o, bar, fn(ts[i]))
+			out[i] = measure(ctx, o, bar, fn(ps[i]))
 		}
 		round++
 		return out
 	}
-	for i, m := range each(func(t *modeTarget) func(context.Context) error {
+	for i, m := range each(ps, func(p probe) func(context.Context) error {
+		t := p.t
+		if o.Doors[p.door] == DoorHDFS {
+			return func(ctx context.Context) error { return hdfsFloor(ctx, t.hdfs) }
+		}
 		return func(ctx context.Context) error { return t.cl.HealthCheck(ctx, t.nn) }
 	}) {
-		out[i].Floor = m
+		out[ps[i].door][i%len(ts)].Floor = m
 	}
 	for _, n := range o.Blocks {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		gbl := each(func(t *modeTarget) func(context.Context) error {
-			p := filePath(t.dir, n)
+		gbl := each(ps, func(p probe) func(context.Context) error {
+			t := p.t
+			fp := filePath(t.dir, n)
+			if o.Doors[p.door] == DoorHDFS {
+				return func(ctx context.Context) error { return hdfsLocate(ctx, t.hdfs, fp, n) }
+			}
 			return func(ctx context.Context) error {
-				r, err := t.cl.GetBlockLocations(ctx, p, 0, 0)
+				r, err := t.cl.GetBlockLocations(ctx, fp, 0, 0)
 				if err == nil && len(r.Blocks) != n {
-					err = fmt.Errorf("%s: %d blocks located, want %d", p, len(r.Blocks), n)
+					err = fmt.Errorf("%s: %d blocks located, want %d", fp, len(r.Blocks), n)
 				}
 				return err
 			}
 		})
-		var reads []Measure
+		var rd []Measure
 		if o.Read {
 			bufs := sync.Pool{New: func() any { return make([]byte, o.BlockSize) }}
-			reads = each(func(t *modeTarget) func(context.Context) error {
-				p := filePath(t.dir, n)
+			var grpcPs []probe
+			for _, p := range ps {
+				if o.Doors[p.door] == DoorGRPC {
+					grpcPs = append(grpcPs, p)
+				}
+			}
+			rd = each(grpcPs, func(p probe) func(context.Context) error {
+				fp := filePath(p.t.dir, n)
 				return func(ctx context.Context) error {
 					buf := bufs.Get().([]byte)
 					defer bufs.Put(buf)
-					r, err := t.cl.Open(ctx, p)
+					r, err := p.t.cl.Open(ctx, fp)
 					if err != nil {
 						return err
 					}
@@ -346,18 +415,16 @@ func sweepTargets(ctx context.Context, o Options, ts []*modeTarget, stderr io.Wr
 				}
 			})
 		}
-		for i := range ts {
+		var parts []string
+		for i, p := range ps {
 			c := Cell{Blocks: n, GBL: gbl[i]}
-			if o.Read {
-				c.Read = &reads[i]
+			if o.Read && o.Doors[p.door] == DoorGRPC {
+				c.Read = &rd[i%len(ts)]
 			}
-			out[i].Cells = append(out[i].Cells, c)
+			out[p.door][i%len(ts)].Cells = append(out[p.door][i%len(ts)].Cells, c)
+			parts = append(parts, fmt.Sprintf("%s %s %.3f ms", o.Doors[p.door], p.t.mode, gbl[i].Summary.Median))
 		}
 		if o.NoProgress || !cliflag.IsTerminal(stderr) { // no bar to watch: say what finished
-			var parts []string
-			for i, t := range ts {
-				parts = append(parts, fmt.Sprintf("%s %.3f ms", t.mode, gbl[i].Summary.Median))
-			}
 			fmt.Fprintf(stderr, "loadgen: %d blocks done, median %s\n", n, strings.Join(parts, ", "))
 		}
 	}
