@@ -93,11 +93,17 @@ func TestLocatedBlocksTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The reply must marshal: every proto2 required field set.
-		if _, err := proto.Marshal(resp); err != nil {
+		// The reply must marshal and decode as a client decodes it (the
+		// door splices pre-encoded bytes: wire.go).
+		wire, err := proto.Marshal(resp)
+		if err != nil {
 			t.Fatal(err)
 		}
-		lbs := resp.(*hdfs.GetBlockLocationsResponseProto).Locations
+		var got hdfs.GetBlockLocationsResponseProto
+		if err := proto.Unmarshal(wire, &got); err != nil {
+			t.Fatal(err)
+		}
+		lbs := got.Locations
 		if lbs.GetFileLength() != 300 || len(lbs.Blocks) != 3 {
 			t.Fatalf("located blocks %v", lbs)
 		}
