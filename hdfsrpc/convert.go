@@ -101,6 +101,16 @@ func (d *Door) datanode(dn *api.DatanodeInfo) *hdfs.DatanodeInfoProto {
 	}
 }
 
+// replica is a datanode as located blocks name it: its address, uuid,
+// rack and admin state, without the capacity and use figures (optional
+// fields a client reading or writing a block has no use for: a
+// 1000-block answer would carry them 3,000 times).
+func (d *Door) replica(dn *api.DatanodeInfo) *hdfs.DatanodeInfoProto {
+	out := d.datanode(dn)
+	out.Capacity, out.DfsUsed, out.Remaining, out.LastUpdate = nil, nil, nil, nil
+	return out
+}
+
 func rackOrDefault(r string) string {
 	if r == "" {
 		return "/default-rack"
@@ -142,7 +152,7 @@ func (d *Door) located(lb *api.LocatedBlock, tok []byte) *hdfs.LocatedBlockProto
 		BlockToken: token(tok),
 	}
 	for _, dn := range lb.Locations {
-		out.Locs = append(out.Locs, d.datanode(dn))
+		out.Locs = append(out.Locs, d.replica(dn))
 		out.IsCached = append(out.IsCached, false)
 		out.StorageTypes = append(out.StorageTypes, hdfs.StorageTypeProto_DISK)
 		out.StorageIDs = append(out.StorageIDs, "DS-"+dn.Id)
@@ -169,7 +179,7 @@ func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBloc
 	dns := make([]*hdfs.DatanodeInfoProto, len(r.Datanodes))
 	ids := make([]string, len(r.Datanodes))
 	for i, dn := range r.Datanodes {
-		dns[i], ids[i] = d.datanode(dn), "DS-"+dn.Id
+		dns[i], ids[i] = d.replica(dn), "DS-"+dn.Id
 	}
 	shared := token(r.Token)
 	blocks := make([]*hdfs.LocatedBlockProto, n)

@@ -62,7 +62,7 @@ func (d *Door) locatedBlocksWire(r *api.GetBlockLocationsResponse) []byte {
 	dns := make([][]byte, len(r.Datanodes))
 	ids := make([]string, len(r.Datanodes))
 	for i, dn := range r.Datanodes {
-		dns[i], _ = partial.Marshal(d.datanode(dn))
+		dns[i], _ = partial.Marshal(d.replica(dn))
 		ids[i] = "DS-" + dn.Id
 	}
 	shared, _ := partial.Marshal(token(r.Token))
