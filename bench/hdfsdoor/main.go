@@ -64,7 +64,7 @@ type Row struct {
 func main() {
 	log.SetFlags(0)
 	size := flag.String("size", "1GiB", "bytes each door writes and reads per run (KiB, MiB, GiB suffixes)")
-	blockSize := flag.String("block-size", "128MiB", "block size of every file, both doors")
+	blockSize := flag.String("block-size", "64MiB", "block size of every file, both doors")
 	ioSize := flag.String("io-size", "4MiB", "the buffer each Write and Read call passes")
 	runs := flag.Int("runs", 3, "runs; rows are medians over runs")
 	jsonOut := flag.String("json", "", "also write the rows as JSON to this file")
