@@ -480,3 +480,81 @@ func (l *faultLeaks) ignore(fns ...string) {
 		l.opts = append(l.opts, goleak.IgnoreAnyFunction(f))
 	}
 }
+
+// TestLeaderKilledMidWrite: the HDFS client, given all three namenodes'
+// doors, writes a file of several blocks; the leader namenode dies in the
+// middle of a block. The client's next call fails over (the dead one's
+// connection is reset; a follower holds a write until a leader is elected
+// and answers StandbyException, or serves it as the new leader), the file
+// completes, and it reads back byte for byte through the HDFS doors and
+// through blockfs's client.
+//
+// colinmarc/hdfs sets a namenode aside for 5 s after a StandbyException
+// and gives up when all are set aside: a client that failed over to the
+// leader (listed last) at its first write cannot fail over again within
+// those 5 s. That case kills the leader once they are over.
+func TestLeaderKilledMidWrite(t *testing.T) {
+	const clientBackoff = 5 * time.Second // colinmarc/hdfs internal/rpc backoffDuration
+	tests := []struct {
+		name     string
+		leaderAt int // the leader's place in the client's namenode list
+	}{
+		{"the leader listed first", 0},
+		{"the leader listed last, after the client failed over to it", 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			c := startFaultCluster(t, 3)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			leader, err := c.WaitLeader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var addrs []string
+			for i := range 3 {
+				addrs = append(addrs, c.HDFSRPCAddrs()[(leader-tc.leaderAt+i+3)%3])
+			}
+			cl, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: addrs, User: "root"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			data := faultData()
+			const p = "/killed-leader"
+			created := time.Now()
+			w, err := cl.CreateFile(p, 3, faultBlock, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.SetDeadline(time.Now().Add(time.Minute)) // a hang fails, it does not stall the run
+			half := faultBlock + faultBlock/2
+			if _, err := w.Write(data[:half]); err != nil {
+				t.Fatal(remote(err))
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(remote(err))
+			}
+			if tc.leaderAt > 0 {
+				time.Sleep(time.Until(created.Add(clientBackoff + 500*time.Millisecond)))
+			}
+			if l, err := c.WaitLeader(ctx); err != nil {
+				t.Fatal(err)
+			} else if l != leader {
+				t.Logf("the leader moved from nn%d to nn%d on its own (a loaded machine)", leader+1, l+1)
+				leader = l
+			}
+			if err := c.StopNamenode(leader); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(data[half:]); err != nil {
+				t.Fatalf("write after the leader nn%d died: %v", leader+1, remote(err))
+			}
+			if err := w.Close(); err != nil {
+				t.Fatalf("close after the leader nn%d died: %v", leader+1, remote(err))
+			}
+			checkFile(t, ctx, cl, blockfsClient(t, c), p, data)
+		})
+	}
+}
