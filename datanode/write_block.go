@@ -174,9 +174,7 @@ func (w *writeStream) open() error {
 		return err
 	}
 	if len(h.Pipeline) > 0 {
-		if w.ds, err = d.openDownstream(w.ctx, h, w.bpc); err != nil && w.survivesDownstream() {
-			w.loseDownstream(h.Pipeline[0].Id, err) // no downstream at all (write_survive.go)
-		} else if err != nil {
+		if w.ds, err = d.openDownstream(w.ctx, h, w.bpc); err != nil {
 			w.setBad(h.Pipeline[0].Id, -1)
 			return err
 		}

@@ -8,7 +8,9 @@ import "github.com/blockfs/blockfs/errs"
 // transfer door may not be able to: github.com/colinmarc/hdfs, for one,
 // never rebuilds a pipeline and fails the file on any ack that is not all
 // SUCCESS. So a write the door feeds (the first datanode of an HDFS
-// client's pipeline) goes on when a datanode downstream of it fails, as
+// client's pipeline) goes on when a datanode downstream of it fails once
+// the write is under way (one unreachable at setup is still named in
+// firstBadLink, for a client to ask for another pipeline), as
 // HDFS's own clients do with replace-datanode-on-failure off: the packets
 // are verified and stored here whatever the downstream does, the
 // downstream is dropped, every later packet is acknowledged on this
@@ -28,8 +30,8 @@ func (w *writeStream) survivesDownstream() bool {
 	return ok && s.survivesDownstream() && w.ctx.Err() == nil
 }
 
-// loseDownstream drops the downstream that failed to open or failed (err;
-// bad the member it blames): the responder takes no more acks from it,
+// loseDownstream drops the downstream that failed (err; bad the member it
+// blames): the responder takes no more acks from it,
 // and the receive loop's sends on its ended stream are no-ops.
 func (w *writeStream) loseDownstream(bad string, err error) {
 	w.dsLost = true
