@@ -59,6 +59,8 @@ func startFaultCluster(t *testing.T, datanodes int) *localcluster.Cluster {
 	return c
 }
 
+// debugLog is the clusters' log: stderr at debug level with FAULT_LOG
+// set in the environment (to see a failing run's nodes), else none.
 func debugLog() *slog.Logger {
 	if os.Getenv("FAULT_LOG") == "" {
 		return nil
