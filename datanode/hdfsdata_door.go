@@ -179,6 +179,10 @@ type localWriteStream struct {
 	err        error
 }
 
+// survivesDownstream: an HDFS client may not rebuild a pipeline, so the
+// write goes on without a failed downstream (write_survive.go).
+func (s *localWriteStream) survivesDownstream() bool { return true }
+
 // writeOpened is called by the write path once the header is checked, the
 // replica opened and the downstream stream open (writeStream.run).
 func (s *localWriteStream) writeOpened() { s.openOnce.Do(func() { close(s.opened) }) }

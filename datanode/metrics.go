@@ -23,6 +23,9 @@ type metrics struct {
 	heartbeatFails *prometheus.CounterVec // namenode
 	resumes        *prometheus.CounterVec // how: a write resumed a replica being written or finalized
 	blockRecovery  *prometheus.CounterVec // result: recoveries run as primary
+	// lostDownstreams counts HDFS door writes that went on without a
+	// failed downstream datanode (write_survive.go).
+	lostDownstreams prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
@@ -84,7 +87,12 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Namespace: "blockfs", Subsystem: "datanode", Name: "block_recoveries_total",
 			Help: "Block recoveries this datanode ran as primary, by result: committed, deleted (no replica held the block), failed.",
 		}, []string{"result"}),
+		lostDownstreams: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "blockfs", Subsystem: "datanode", Name: "write_lost_downstreams_total",
+			Help: "HDFS data transfer door writes that went on without a downstream datanode that failed (the block is re-replicated once complete).",
+		}),
 	}
+	reg.MustRegister(m.lostDownstreams)
 	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt, m.corruptPackets, m.idleStreams, m.readRefused,
 		m.replications, m.deletes, m.heartbeatFails, m.resumes, m.blockRecovery)
 	reg.MustRegister(

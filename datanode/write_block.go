@@ -38,6 +38,7 @@ type writeStream struct {
 	fresh  bool // bw stores a new replica (not a check of one already here)
 	r      *rbw // an open-ended write's replica being written (rbw.go)
 	ds     *downstream
+	dsLost bool // the downstream failed and the write goes on without it (the responder's only)
 	acks   chan pendingAck
 
 	// Peer waits the idle watchdog looks at.
@@ -197,6 +198,14 @@ func (w *writeStream) openReplica() error {
 	w.bw, err = d.createBlock(w.ctx, meta, w.bpc)
 	switch {
 	case err == nil:
+		w.fresh = true
+	case errs.Is(err, errs.Exist) && h.Replication && w.dropLeftover():
+		// A re-replication replaces what a pipeline that went on without
+		// this datanode left here (write_survive.go).
+		if w.bw, err = d.createBlock(w.ctx, meta, w.bpc); err != nil {
+			w.setBad(d.id, -1)
+			return err
+		}
 		w.fresh = true
 	case errs.Is(err, errs.Exist) && h.Replication && w.staleHere():
 		// A re-replication replaces a replica of an older generation here
@@ -380,7 +389,7 @@ func (w *writeStream) respond() error {
 			return errs.Wrap(errs.Canceled, op, w.name, context.Cause(w.ctx))
 		}
 		ack := &api.WriteBlockAck{Seqno: pa.seqno, Last: pa.last}
-		if w.ds != nil {
+		if w.ds != nil && !w.dsLost {
 			w.dsAckW.begin()
 			da, err := w.ds.recv()
 			w.dsAckW.end()
@@ -390,7 +399,10 @@ func (w *writeStream) respond() error {
 			if err == nil && pa.last && (int64(da.Length) != w.length || da.Crc32C != w.crc) {
 				err = errs.Newf(errs.Corrupt, op, w.name, "downstream stored %d bytes with CRC32C %08x, sent %d with %08x", da.Length, da.Crc32C, w.length, w.crc)
 			}
-			if err != nil {
+			if err != nil && w.survivesDownstream() {
+				bad, _ := w.ds.blame()
+				w.loseDownstream(bad, err)
+			} else if err != nil {
 				w.d.inflightBytes.release(pa.held)
 				bad, off := w.ds.blame()
 				w.setBad(bad, off)
@@ -400,7 +412,7 @@ func (w *writeStream) respond() error {
 				}
 				return &errs.Error{Kind: kind, Op: op, Path: w.name, Msg: "downstream datanode " + bad + " failed", Err: err}
 			}
-			ack.StoredOn = da.StoredOn
+			ack.StoredOn = da.GetStoredOn() // none once the downstream is lost
 		}
 		if pa.last {
 			ack.Length, ack.Crc32C = uint64(w.length), w.crc

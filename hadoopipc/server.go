@@ -216,7 +216,7 @@ func (s *Server) Close() error {
 		l.Close()
 	}
 	for c := range s.conns {
-		c.Close()
+		abort(c) // abort.go
 	}
 	s.mu.Unlock()
 	s.wg.Wait()

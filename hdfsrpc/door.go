@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -34,6 +35,13 @@ type Config struct {
 	// Leader reports whether this namenode may take writes now (it is the
 	// Raft leader); a write elsewhere is answered with StandbyException.
 	Leader func() bool
+	// Contact, when set, tells when a leader last reached this follower
+	// (hashicorp/raft's *Raft): a write on a follower is answered with
+	// StandbyException only once a leader is heard from, or this
+	// namenode takes it as the new leader (standby.go).
+	Contact LeaderContact
+	// StandbyWait bounds how long a write waits so (0: 10 s).
+	StandbyWait time.Duration
 	// DataAddr is the host:port of a datanode's DataTransferProtocol door
 	// ("" when it has none).
 	DataAddr func(d *api.DatanodeInfo) string
@@ -105,7 +113,7 @@ func MethodNames() []string {
 // Serve implements hadoopipc.Handler: the standby check, then the method.
 func (d *Door) Serve(ctx context.Context, c *hadoopipc.Call) (proto.Message, error) {
 	o := ops[c.Method]
-	if o.write && !d.cfg.Leader() {
+	if o.write && !d.cfg.Leader() && !d.awaitLeader(ctx) {
 		return nil, &hadoopipc.Exception{Class: StandbyException,
 			Message: "Operation category WRITE is not supported in state standby: this namenode is not the Raft leader"}
 	}

@@ -25,7 +25,7 @@ func (n *Namenode) startHDFSRPC() error {
 	}
 	door, err := hdfsrpc.New(hdfsrpc.Config{
 		Service: newClientService(n), Authorize: n.authz.AuthorizeUser, CallContext: hdfsCall,
-		Leader: n.IsLeader, DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr },
+		Leader: n.Ready, Contact: n.raft, DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr },
 		Exception: hdfsrpc.Exception, Files: n.fsm, BlockPool: "BP-" + n.cfg.Auth.TrustDomain, Log: n.log,
 	})
 	if err != nil {

@@ -496,9 +496,6 @@ func (n *Namenode) Close() error {
 		if n.httpSrv != nil {
 			n.httpSrv.Close()
 		}
-		if n.hdfsSrv != nil {
-			n.hdfsSrv.Close()
-		}
 		if n.proposer != nil {
 			n.proposer.close()
 		}
@@ -506,6 +503,9 @@ func (n *Namenode) Close() error {
 			if err := n.raft.Shutdown().Error(); err != nil {
 				n.closeErr = err
 			}
+		}
+		if n.hdfsSrv != nil { // after Raft: its clients fail over once no follower hears from this leader
+			n.hdfsSrv.Close()
 		}
 		if c, ok := n.transport.(io.Closer); ok {
 			c.Close()
