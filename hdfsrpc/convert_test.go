@@ -123,3 +123,63 @@ func TestLocatedBlocksWire(t *testing.T) {
 		})
 	}
 }
+
+// locatedBlocks converts GetBlockLocations' columns into messages. Each
+// datanode and, in per-request and cached token mode, the token are
+// converted once and shared by every block that names them. It is the
+// definition getBlockLocations' encoded answer (locatedBlocksWire, which
+// does not marshal the shared messages once per block) is tested against.
+func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBlocksProto {
+	n := len(r.BlockIds)
+	dns := make([]*hdfs.DatanodeInfoProto, len(r.Datanodes))
+	ids := make([]string, len(r.Datanodes))
+	for i, dn := range r.Datanodes {
+		dns[i], ids[i] = d.replica(dn), "DS-"+dn.Id
+	}
+	shared := token(r.Token)
+	blocks := make([]*hdfs.LocatedBlockProto, n)
+	// One allocation for every block's messages.
+	lbs := make([]hdfs.LocatedBlockProto, n)
+	ebs := make([]hdfs.ExtendedBlockProto, n)
+	offset, next := r.FirstOffset, 0
+	for i := range n {
+		ebs[i] = hdfs.ExtendedBlockProto{
+			PoolId: &d.cfg.BlockPool, BlockId: &r.BlockIds[i], GenerationStamp: &r.GenStamps[i], NumBytes: &r.Lengths[i],
+		}
+		lb := &lbs[i]
+		lb.B, lb.Offset, lb.Corrupt, lb.BlockToken = &ebs[i], proto.Uint64(offset), proto.Bool(false), shared
+		if i < len(r.BlockTokens) && len(r.BlockTokens[i]) > 0 {
+			lb.BlockToken = token(r.BlockTokens[i])
+		}
+		cnt := 0
+		if i < len(r.ReplicaCounts) {
+			cnt = int(r.ReplicaCounts[i])
+		}
+		if cnt > 0 && next+cnt <= len(r.ReplicaIndexes) {
+			lb.Locs = make([]*hdfs.DatanodeInfoProto, 0, cnt)
+			lb.StorageIDs = make([]string, 0, cnt)
+			for _, x := range r.ReplicaIndexes[next : next+cnt] {
+				if int(x) < len(dns) {
+					lb.Locs, lb.StorageIDs = append(lb.Locs, dns[x]), append(lb.StorageIDs, ids[x])
+				}
+			}
+			lb.IsCached = make([]bool, len(lb.Locs))
+			lb.StorageTypes = make([]hdfs.StorageTypeProto, len(lb.Locs))
+			for j := range lb.StorageTypes {
+				lb.StorageTypes[j] = hdfs.StorageTypeProto_DISK // 0 is no storage type
+			}
+		}
+		next += cnt
+		offset += r.Lengths[i]
+		blocks[i] = lb
+	}
+	out := &hdfs.LocatedBlocksProto{
+		FileLength: proto.Uint64(r.FileLength), Blocks: blocks,
+		UnderConstruction: proto.Bool(r.UnderConstruction), IsLastBlockComplete: proto.Bool(!r.UnderConstruction),
+	}
+	if n > 0 && r.UnderConstruction {
+		out.LastBlock = blocks[n-1]
+		out.IsLastBlockComplete = proto.Bool(false)
+	}
+	return out
+}

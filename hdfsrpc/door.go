@@ -47,8 +47,7 @@ type Config struct {
 	DataAddr func(d *api.DatanodeInfo) string
 	// Exception maps an error to Hadoop's exception class and message.
 	Exception func(error) (class, message string)
-	// Files finds a block's file when a writer names only the block and
-	// this door did not hand it out (after a failover).
+	// Files finds a block's file when a writer names only the block.
 	Files     FileFinder
 	BlockPool string
 	Log       *slog.Logger
@@ -56,8 +55,7 @@ type Config struct {
 
 // Door serves ClientProtocol; it is a hadoopipc.Handler.
 type Door struct {
-	cfg    Config
-	blocks blockTable
+	cfg Config
 	// boundary holds, by inode, the last block of a file reopened for
 	// append at a block boundary, until its writer's first addBlock.
 	boundary sync.Map
@@ -66,8 +64,8 @@ type Door struct {
 // New returns the door for cfg.
 func New(cfg Config) (*Door, error) {
 	const op = "hdfsrpc.New"
-	if cfg.Service == nil || cfg.Authorize == nil || cfg.Leader == nil || cfg.DataAddr == nil || cfg.Exception == nil {
-		return nil, errs.New(errs.Invalid, op, "", "Service, Authorize, Leader, DataAddr and Exception are required")
+	if cfg.Service == nil || cfg.Authorize == nil || cfg.Leader == nil || cfg.DataAddr == nil || cfg.Exception == nil || cfg.Files == nil {
+		return nil, errs.New(errs.Invalid, op, "", "Service, Authorize, Leader, DataAddr, Exception and Files are required")
 	}
 	if cfg.CallContext == nil {
 		cfg.CallContext = func(ctx context.Context, _ []byte, _ int32) context.Context { return ctx }

@@ -39,6 +39,11 @@ func (f *fakeService) Mkdirs(_ context.Context, r *api.MkdirsRequest) (*api.Mkdi
 	return &api.MkdirsResponse{}, nil
 }
 
+// noFiles finds no block's file.
+type noFiles struct{}
+
+func (noFiles) FileOfBlock(uint64) (string, uint64, bool) { return "", 0, false }
+
 func newDoor(t *testing.T, svc *fakeService, leader bool) *Door {
 	t.Helper()
 	d, err := New(Config{
@@ -46,7 +51,7 @@ func newDoor(t *testing.T, svc *fakeService, leader bool) *Door {
 		Authorize: func(ctx context.Context, _, _ string, _ any) (context.Context, error) { return ctx, nil },
 		Leader:    func() bool { return leader },
 		DataAddr:  func(d *api.DatanodeInfo) string { return d.HdfsDataAddr },
-		Exception: Exception, BlockPool: "BP-test",
+		Exception: Exception, BlockPool: "BP-test", Files: noFiles{},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,6 @@ func appendFile(d *Door, ctx context.Context, req *hdfs.AppendRequestProto) (pro
 	out := &hdfs.AppendResponseProto{Stat: status(r.Status, "")}
 	if r.LastBlock != nil {
 		out.Block = d.located(r.LastBlock, r.Token)
-		d.blocks.put(r.LastBlock.Block.Id, req.GetSrc(), r.Status.InodeId)
 	} else if len(r.Blocks) > 0 {
 		// Appending at a block boundary: the writer's first addBlock names
 		// no previous block (HDFS's analyzeFileState, case 1); it is the
@@ -76,7 +75,6 @@ func addBlock(d *Door, ctx context.Context, req *hdfs.AddBlockRequestProto) (pro
 	if err != nil {
 		return nil, err
 	}
-	d.blocks.put(r.Block.Block.Id, req.GetSrc(), id)
 	return &hdfs.AddBlockResponseProto{Block: d.located(r.Block, r.Token)}, nil
 }
 
@@ -118,7 +116,6 @@ func complete(d *Door, ctx context.Context, req *hdfs.CompleteRequestProto) (pro
 	if _, err := d.cfg.Service.Complete(ctx, &api.CompleteRequest{Path: req.GetSrc(), InodeId: id, Blocks: blocks}); err != nil {
 		return nil, err
 	}
-	d.blocks.forget(blocks)
 	return &hdfs.CompleteResponseProto{Result: proto.Bool(true)}, nil
 }
 
@@ -158,8 +155,7 @@ func recoverLease(d *Door, ctx context.Context, req *hdfs.RecoverLeaseRequestPro
 }
 
 // updateBlockForPipeline: a new generation stamp for the writer's block.
-// HDFS names only the block; the file is the one this door handed it
-// out for, else the one the namenode finds it in.
+// HDFS names only the block; the namenode finds its file.
 func updateBlockForPipeline(d *Door, ctx context.Context, req *hdfs.UpdateBlockForPipelineRequestProto) (proto.Message, error) {
 	b := block(req.GetBlock())
 	p, id, err := d.fileOf(ctx, "updateBlockForPipeline", b)
@@ -220,13 +216,8 @@ func (d *Door) fileOf(_ context.Context, op string, b *api.Block) (string, uint6
 	if b == nil {
 		return "", 0, errs.New(errs.Invalid, op, "", "no block named")
 	}
-	if p, id, ok := d.blocks.get(b.Id); ok {
+	if p, id, ok := d.cfg.Files.FileOfBlock(b.Id); ok {
 		return p, id, nil
-	}
-	if d.cfg.Files != nil {
-		if p, id, ok := d.cfg.Files.FileOfBlock(b.Id); ok {
-			return p, id, nil
-		}
 	}
 	return "", 0, errs.Newf(errs.NotFound, op, "", "block blk_%d_%d is in no file", b.Id, b.GenStamp)
 }

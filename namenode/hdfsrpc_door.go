@@ -12,6 +12,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/hadoopipc"
 	"github.com/blockfs/blockfs/hdfsrpc"
+	"github.com/blockfs/blockfs/internal/node/serve"
 )
 
 // The HDFS door (package hdfsrpc, served over hadoopipc) on
@@ -40,7 +41,7 @@ func (n *Namenode) startHDFSRPC() error {
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, "namenode.Start", c.Addr, err)
 	}
-	if c.Insecure && !hdfsLoopback(lis) {
+	if c.Insecure && !serve.Loopback(lis.Addr().String()) {
 		n.log.Warn("the HDFS door serves simple authentication on a non-loopback address: any client can act as any user", "addr", lis.Addr())
 	}
 	n.hdfsAddr = lis.Addr().String()
@@ -51,11 +52,6 @@ func (n *Namenode) startHDFSRPC() error {
 
 // HDFSRPCAddr returns the HDFS door's address, or "" when it is off.
 func (n *Namenode) HDFSRPCAddr() string { return n.hdfsAddr }
-
-func hdfsLoopback(l net.Listener) bool {
-	a, ok := l.Addr().(*net.TCPAddr)
-	return ok && a.IP.IsLoopback()
-}
 
 // hdfsCall names a Hadoop call for the retry cache as a gRPC client's
 // metadata would (ClientIDKey, CallIDKey).
