@@ -44,6 +44,8 @@ type noFiles struct{}
 
 func (noFiles) FileOfBlock(uint64) (string, uint64, bool) { return "", 0, false }
 
+func (noFiles) FileBlocks(uint64) (string, []*api.Block, bool) { return "", nil, false }
+
 func newDoor(t *testing.T, svc *fakeService, leader bool) *Door {
 	t.Helper()
 	d, err := New(Config{

@@ -91,20 +91,12 @@ func abandonBlock(d *Door, ctx context.Context, req *hdfs.AbandonBlockRequestPro
 
 // complete closes the file. HDFS's client names only the last block;
 // blockfs's Complete takes every block with its final length, so the
-// earlier ones come from the file as the namenode recorded them (their
+// earlier ones are the file's as the namenode recorded them (their
 // lengths were fixed when the next block was added).
 func complete(d *Door, ctx context.Context, req *hdfs.CompleteRequestProto) (proto.Message, error) {
-	loc, err := d.cfg.Service.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: req.GetSrc()})
+	id, blocks, err := d.fileBlocks(ctx, "complete", req.GetSrc(), req.GetFileId())
 	if err != nil {
 		return nil, err
-	}
-	id := req.GetFileId()
-	if id == 0 {
-		id = loc.InodeId
-	}
-	blocks := make([]*api.Block, len(loc.BlockIds))
-	for i := range blocks {
-		blocks[i] = &api.Block{Id: loc.BlockIds[i], GenStamp: loc.GenStamps[i], Length: loc.Lengths[i]}
 	}
 	if last := block(req.GetLast()); last != nil {
 		if n := len(blocks); n > 0 && blocks[n-1].Id == last.Id {
@@ -122,19 +114,37 @@ func complete(d *Door, ctx context.Context, req *hdfs.CompleteRequestProto) (pro
 // fsync records the last block's length (hflush); HDFS names only the
 // length, so the block is the file's last.
 func fsync(d *Door, ctx context.Context, req *hdfs.FsyncRequestProto) (proto.Message, error) {
-	loc, err := d.cfg.Service.GetBlockLocations(ctx, &api.GetBlockLocationsRequest{Path: req.GetSrc()})
+	id, blocks, err := d.fileBlocks(ctx, "fsync", req.GetSrc(), req.GetFileId())
 	if err != nil {
 		return nil, err
 	}
-	n := len(loc.BlockIds)
+	n := len(blocks)
 	if n == 0 || req.GetLastBlockLength() < 0 {
 		return &hdfs.FsyncResponseProto{}, nil
 	}
-	b := &api.Block{Id: loc.BlockIds[n-1], GenStamp: loc.GenStamps[n-1], Length: uint64(req.GetLastBlockLength())}
-	if _, err := d.cfg.Service.Fsync(ctx, &api.FsyncRequest{Path: req.GetSrc(), InodeId: loc.InodeId, Block: b}); err != nil {
+	b := blocks[n-1]
+	b.Length = uint64(req.GetLastBlockLength())
+	if _, err := d.cfg.Service.Fsync(ctx, &api.FsyncRequest{Path: req.GetSrc(), InodeId: id, Block: b}); err != nil {
 		return nil, err
 	}
 	return &hdfs.FsyncResponseProto{}, nil
+}
+
+// fileBlocks returns the inode and recorded blocks of the file a writer
+// names by path and (when its client sends one) file id. Only the
+// writer's own Complete or Fsync follows, and the FSM refuses anyone else
+// there, so the blocks are read without a permission check of their own:
+// no read permission is needed to close a file, and no token is signed.
+func (d *Door) fileBlocks(ctx context.Context, op, p string, id uint64) (uint64, []*api.Block, error) {
+	id, err := d.inode(ctx, p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	_, blocks, ok := d.cfg.Files.FileBlocks(id)
+	if !ok {
+		return 0, nil, errs.Newf(errs.NotFound, op, p, "no file with inode id %d", id)
+	}
+	return id, blocks, nil
 }
 
 // renewLease: blockfs's leases are the user's, whatever client name the

@@ -238,3 +238,23 @@ func (f *FSM) FileOfBlock(id uint64) (path string, inode uint64, ok bool) {
 	})
 	return path, inode, ok
 }
+
+// FileBlocks returns the path and blocks (id, generation stamp, length
+// as recorded) of file inode, under the read lock; ok is false when there
+// is no such file. HDFS's writers name only a file's last block in
+// complete and fsync; the door takes the others from here, not from a
+// GetBlockLocations that would need read permission and sign tokens.
+func (f *FSM) FileBlocks(inode uint64) (path string, blocks []*api.Block, ok bool) {
+	f.View(func(r Reader) {
+		fi, bs, found := r.FileByID(namespace.ID(inode))
+		if !found || fi.IsDir {
+			return
+		}
+		path, ok = fi.Path, true
+		blocks = make([]*api.Block, len(bs))
+		for i, b := range bs {
+			blocks[i] = &api.Block{Id: b.ID, GenStamp: b.GenStamp, Length: b.Length}
+		}
+	})
+	return path, blocks, ok
+}
