@@ -830,12 +830,16 @@ func (x *InitReplicaRecoveryResponse) GetLength() uint64 {
 }
 
 type UpdateReplicaUnderRecoveryRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Block         *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
-	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
-	RecoveryId    uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"`
-	NewLength     uint64                 `protobuf:"varint,4,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
-	Token         []byte                 `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Block      *Block                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	InodeId    uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	RecoveryId uint64                 `protobuf:"varint,3,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"`
+	NewLength  uint64                 `protobuf:"varint,4,opt,name=new_length,json=newLength,proto3" json:"new_length,omitempty"`
+	Token      []byte                 `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
+	// Copy-on-truncate: block is a new block, made from this replica of
+	// copy_from (a block of the same inode) cut to new_length; copy_from's
+	// replica stays. The token names block, not copy_from.
+	CopyFrom      *Block `protobuf:"bytes,6,opt,name=copy_from,json=copyFrom,proto3" json:"copy_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -901,6 +905,13 @@ func (x *UpdateReplicaUnderRecoveryRequest) GetNewLength() uint64 {
 func (x *UpdateReplicaUnderRecoveryRequest) GetToken() []byte {
 	if x != nil {
 		return x.Token
+	}
+	return nil
+}
+
+func (x *UpdateReplicaUnderRecoveryRequest) GetCopyFrom() *Block {
+	if x != nil {
+		return x.CopyFrom
 	}
 	return nil
 }
@@ -1010,7 +1021,7 @@ const file_api_data_proto_rawDesc = "" +
 	"\x1bInitReplicaRecoveryResponse\x12.\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x18.blockfs.v1.ReplicaStateR\x05state\x12\x1b\n" +
 	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x04R\x06length\"\xbd\x01\n" +
+	"\x06length\x18\x03 \x01(\x04R\x06length\"\xed\x01\n" +
 	"!UpdateReplicaUnderRecoveryRequest\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
@@ -1018,7 +1029,8 @@ const file_api_data_proto_rawDesc = "" +
 	"recoveryId\x12\x1d\n" +
 	"\n" +
 	"new_length\x18\x04 \x01(\x04R\tnewLength\x12\x14\n" +
-	"\x05token\x18\x05 \x01(\fR\x05token\"M\n" +
+	"\x05token\x18\x05 \x01(\fR\x05token\x12.\n" +
+	"\tcopy_from\x18\x06 \x01(\v2\x11.blockfs.v1.BlockR\bcopyFrom\"M\n" +
 	"\"UpdateReplicaUnderRecoveryResponse\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block*Z\n" +
 	"\fReplicaState\x12\x16\n" +
@@ -1075,22 +1087,23 @@ var file_api_data_proto_depIdxs = []int32{
 	13, // 7: blockfs.v1.InitReplicaRecoveryRequest.block:type_name -> blockfs.v1.Block
 	0,  // 8: blockfs.v1.InitReplicaRecoveryResponse.state:type_name -> blockfs.v1.ReplicaState
 	13, // 9: blockfs.v1.UpdateReplicaUnderRecoveryRequest.block:type_name -> blockfs.v1.Block
-	13, // 10: blockfs.v1.UpdateReplicaUnderRecoveryResponse.block:type_name -> blockfs.v1.Block
-	3,  // 11: blockfs.v1.DataService.WriteBlock:input_type -> blockfs.v1.WriteBlockRequest
-	5,  // 12: blockfs.v1.DataService.ReadBlock:input_type -> blockfs.v1.ReadBlockRequest
-	7,  // 13: blockfs.v1.DataService.TransferBlock:input_type -> blockfs.v1.TransferBlockRequest
-	9,  // 14: blockfs.v1.DataService.InitReplicaRecovery:input_type -> blockfs.v1.InitReplicaRecoveryRequest
-	11, // 15: blockfs.v1.DataService.UpdateReplicaUnderRecovery:input_type -> blockfs.v1.UpdateReplicaUnderRecoveryRequest
-	4,  // 16: blockfs.v1.DataService.WriteBlock:output_type -> blockfs.v1.WriteBlockAck
-	6,  // 17: blockfs.v1.DataService.ReadBlock:output_type -> blockfs.v1.ReadBlockResponse
-	8,  // 18: blockfs.v1.DataService.TransferBlock:output_type -> blockfs.v1.TransferBlockResponse
-	10, // 19: blockfs.v1.DataService.InitReplicaRecovery:output_type -> blockfs.v1.InitReplicaRecoveryResponse
-	12, // 20: blockfs.v1.DataService.UpdateReplicaUnderRecovery:output_type -> blockfs.v1.UpdateReplicaUnderRecoveryResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	13, // 10: blockfs.v1.UpdateReplicaUnderRecoveryRequest.copy_from:type_name -> blockfs.v1.Block
+	13, // 11: blockfs.v1.UpdateReplicaUnderRecoveryResponse.block:type_name -> blockfs.v1.Block
+	3,  // 12: blockfs.v1.DataService.WriteBlock:input_type -> blockfs.v1.WriteBlockRequest
+	5,  // 13: blockfs.v1.DataService.ReadBlock:input_type -> blockfs.v1.ReadBlockRequest
+	7,  // 14: blockfs.v1.DataService.TransferBlock:input_type -> blockfs.v1.TransferBlockRequest
+	9,  // 15: blockfs.v1.DataService.InitReplicaRecovery:input_type -> blockfs.v1.InitReplicaRecoveryRequest
+	11, // 16: blockfs.v1.DataService.UpdateReplicaUnderRecovery:input_type -> blockfs.v1.UpdateReplicaUnderRecoveryRequest
+	4,  // 17: blockfs.v1.DataService.WriteBlock:output_type -> blockfs.v1.WriteBlockAck
+	6,  // 18: blockfs.v1.DataService.ReadBlock:output_type -> blockfs.v1.ReadBlockResponse
+	8,  // 19: blockfs.v1.DataService.TransferBlock:output_type -> blockfs.v1.TransferBlockResponse
+	10, // 20: blockfs.v1.DataService.InitReplicaRecovery:output_type -> blockfs.v1.InitReplicaRecoveryResponse
+	12, // 21: blockfs.v1.DataService.UpdateReplicaUnderRecovery:output_type -> blockfs.v1.UpdateReplicaUnderRecoveryResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_api_data_proto_init() }

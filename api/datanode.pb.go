@@ -959,8 +959,12 @@ type RecoverBlockCommand struct {
 	// A truncate's recovery: every replica is cut to exactly this many
 	// bytes (block.length), not to a length the replicas agree on.
 	TruncateLength *uint64 `protobuf:"varint,6,opt,name=truncate_length,json=truncateLength,proto3,oneof" json:"truncate_length,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A copy-on-truncate's (the truncated block is a snapshot's): block is
+	// a new block, made on each replica from copy_from's first
+	// truncate_length bytes; copy_from's replicas are left as they are.
+	CopyFrom      *Block `protobuf:"bytes,7,opt,name=copy_from,json=copyFrom,proto3" json:"copy_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecoverBlockCommand) Reset() {
@@ -1033,6 +1037,13 @@ func (x *RecoverBlockCommand) GetTruncateLength() uint64 {
 		return *x.TruncateLength
 	}
 	return 0
+}
+
+func (x *RecoverBlockCommand) GetCopyFrom() *Block {
+	if x != nil {
+		return x.CopyFrom
+	}
+	return nil
 }
 
 type CommitBlockSynchronizationRequest struct {
@@ -1238,7 +1249,7 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\x05token\x18\x04 \x01(\fR\x05token\x12+\n" +
 	"\x11balance_bandwidth\x18\x05 \x01(\x04R\x10balanceBandwidth\"=\n" +
 	"\x12VerifyBlockCommand\x12'\n" +
-	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\x88\x02\n" +
+	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\"\xb8\x02\n" +
 	"\x13RecoverBlockCommand\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x1f\n" +
@@ -1246,7 +1257,8 @@ const file_api_datanode_proto_rawDesc = "" +
 	"recoveryId\x124\n" +
 	"\breplicas\x18\x04 \x03(\v2\x18.blockfs.v1.DatanodeInfoR\breplicas\x12\x14\n" +
 	"\x05token\x18\x05 \x01(\fR\x05token\x12,\n" +
-	"\x0ftruncate_length\x18\x06 \x01(\x04H\x00R\x0etruncateLength\x88\x01\x01B\x12\n" +
+	"\x0ftruncate_length\x18\x06 \x01(\x04H\x00R\x0etruncateLength\x88\x01\x01\x12.\n" +
+	"\tcopy_from\x18\a \x01(\v2\x11.blockfs.v1.BlockR\bcopyFromB\x12\n" +
 	"\x10_truncate_length\"\xb0\x02\n" +
 	"!CommitBlockSynchronizationRequest\x12\x1f\n" +
 	"\vdatanode_id\x18\x01 \x01(\tR\n" +
@@ -1326,24 +1338,25 @@ var file_api_datanode_proto_depIdxs = []int32{
 	20, // 16: blockfs.v1.VerifyBlockCommand.block:type_name -> blockfs.v1.Block
 	20, // 17: blockfs.v1.RecoverBlockCommand.block:type_name -> blockfs.v1.Block
 	19, // 18: blockfs.v1.RecoverBlockCommand.replicas:type_name -> blockfs.v1.DatanodeInfo
-	20, // 19: blockfs.v1.CommitBlockSynchronizationRequest.block:type_name -> blockfs.v1.Block
-	2,  // 20: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
-	4,  // 21: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
-	7,  // 22: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
-	9,  // 23: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
-	0,  // 24: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
-	16, // 25: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:input_type -> blockfs.v1.CommitBlockSynchronizationRequest
-	3,  // 26: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
-	5,  // 27: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
-	8,  // 28: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
-	10, // 29: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
-	1,  // 30: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
-	17, // 31: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:output_type -> blockfs.v1.CommitBlockSynchronizationResponse
-	26, // [26:32] is the sub-list for method output_type
-	20, // [20:26] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	20, // 19: blockfs.v1.RecoverBlockCommand.copy_from:type_name -> blockfs.v1.Block
+	20, // 20: blockfs.v1.CommitBlockSynchronizationRequest.block:type_name -> blockfs.v1.Block
+	2,  // 21: blockfs.v1.DatanodeProtocol.Register:input_type -> blockfs.v1.RegisterRequest
+	4,  // 22: blockfs.v1.DatanodeProtocol.Heartbeat:input_type -> blockfs.v1.HeartbeatRequest
+	7,  // 23: blockfs.v1.DatanodeProtocol.BlockReport:input_type -> blockfs.v1.BlockReportRequest
+	9,  // 24: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:input_type -> blockfs.v1.IncrementalBlockReportRequest
+	0,  // 25: blockfs.v1.DatanodeProtocol.GetKeys:input_type -> blockfs.v1.GetKeysRequest
+	16, // 26: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:input_type -> blockfs.v1.CommitBlockSynchronizationRequest
+	3,  // 27: blockfs.v1.DatanodeProtocol.Register:output_type -> blockfs.v1.RegisterResponse
+	5,  // 28: blockfs.v1.DatanodeProtocol.Heartbeat:output_type -> blockfs.v1.HeartbeatResponse
+	8,  // 29: blockfs.v1.DatanodeProtocol.BlockReport:output_type -> blockfs.v1.BlockReportResponse
+	10, // 30: blockfs.v1.DatanodeProtocol.IncrementalBlockReport:output_type -> blockfs.v1.IncrementalBlockReportResponse
+	1,  // 31: blockfs.v1.DatanodeProtocol.GetKeys:output_type -> blockfs.v1.GetKeysResponse
+	17, // 32: blockfs.v1.DatanodeProtocol.CommitBlockSynchronization:output_type -> blockfs.v1.CommitBlockSynchronizationResponse
+	27, // [27:33] is the sub-list for method output_type
+	21, // [21:27] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_api_datanode_proto_init() }

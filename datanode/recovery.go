@@ -96,7 +96,13 @@ func (s *dataService) UpdateReplicaUnderRecovery(ctx context.Context, req *api.U
 	if err := s.d.checkRecovery(ctx, op, req.Token, req.InodeId, b.Id, req.RecoveryId); err != nil {
 		return nil, err
 	}
-	info, err := s.d.updateReplicaUnderRecovery(ctx, b.Id, req.RecoveryId, int64(req.NewLength))
+	var info lbm.BlockInfo
+	var err error
+	if req.CopyFrom != nil {
+		info, err = s.d.copyOnTruncate(ctx, b.Id, req.RecoveryId, req.InodeId, req.CopyFrom, int64(req.NewLength))
+	} else {
+		info, err = s.d.updateReplicaUnderRecovery(ctx, b.Id, req.RecoveryId, int64(req.NewLength))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +206,12 @@ func (d *Datanode) recoverBlock(c *api.RecoverBlockCommand) {
 	// copied them keeps its committed bytes.
 	var found, older []replica
 	for _, dn := range c.Replicas {
+		if c.CopyFrom != nil {
+			// Copy-on-truncate: every replica of the snapshot's block,
+			// finalized and whole, is a source (recovery_copy.go).
+			found = append(found, replica{dn, &api.InitReplicaRecoveryResponse{Length: c.CopyFrom.GetLength()}})
+			continue
+		}
 		st, err := d.peerInit(ctx, dn, c)
 		if err != nil {
 			log.Warn("replica recovery: no answer", "datanode", dn.Id, "err", err)
@@ -256,7 +268,7 @@ func (d *Datanode) recoverBlock(c *api.RecoverBlockCommand) {
 	}
 	req.Crc32C = crc
 	if len(req.StoredOn) == 0 {
-		if len(found) > 0 {
+		if len(found) > 0 || c.CopyFrom != nil {
 			d.met.blockRecovery.WithLabelValues("failed").Inc()
 			log.Warn("replica recovery: no replica finalized; the namenode will retry")
 			return
@@ -293,7 +305,13 @@ func (d *Datanode) peerInit(ctx context.Context, dn *api.DatanodeInfo, c *api.Re
 
 func (d *Datanode) peerUpdate(ctx context.Context, dn *api.DatanodeInfo, c *api.RecoverBlockCommand, length uint64) (*api.Block, error) {
 	if dn.Id == d.id {
-		info, err := d.updateReplicaUnderRecovery(ctx, c.Block.GetId(), c.RecoveryId, int64(length))
+		var info lbm.BlockInfo
+		var err error
+		if c.CopyFrom != nil {
+			info, err = d.copyOnTruncate(ctx, c.Block.GetId(), c.RecoveryId, c.InodeId, c.CopyFrom, int64(length))
+		} else {
+			info, err = d.updateReplicaUnderRecovery(ctx, c.Block.GetId(), c.RecoveryId, int64(length))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +325,7 @@ func (d *Datanode) peerUpdate(ctx context.Context, dn *api.DatanodeInfo, c *api.
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.RPCTimeout)
 	defer cancel()
 	r, err := api.NewDataServiceClient(conn).UpdateReplicaUnderRecovery(rctx, &api.UpdateReplicaUnderRecoveryRequest{
-		Block: c.Block, InodeId: c.InodeId, RecoveryId: c.RecoveryId, NewLength: length, Token: c.Token})
+		Block: c.Block, InodeId: c.InodeId, RecoveryId: c.RecoveryId, NewLength: length, Token: c.Token, CopyFrom: c.CopyFrom})
 	if err != nil {
 		return nil, errs.FromStatus(err, nil)
 	}

@@ -16,16 +16,20 @@ import (
 //	  str client, str user, i64 renewedMs, u32 files, u64 file ids (sorted)
 //	u32 recoveries, then per recovery (sorted by file id):
 //	  u64 file id, u64 recovery id, u64 block id, u64 block gen stamp,
-//	  u64 block length, str primary, i64 startedMs, u32 n, n x str replica
+//	  u64 block length, str primary, i64 startedMs, u32 n, n x str replica,
+//	  and, when n's bit 30 is set, u64 copy-from block id, gen stamp, length
 //
-// n's bit 31 (truncateFlag) marks a truncate's recovery; bits 0..30 are
-// the replica count. Tables written before truncates never set it.
+// n's bit 31 (truncateFlag) marks a truncate's recovery; bit 30
+// (copyFlag) one that copies a snapshot's block (copy-on-truncate);
+// bits 0..29 are the replica count. Tables written before truncates
+// never set bit 31, nor before copy-on-truncate bit 30.
 //
 // str is u16 length + bytes.
 
 const (
 	maxString    = 1 << 12
 	truncateFlag = 1 << 31
+	copyFlag     = 1 << 30
 )
 
 // WriteTo writes the table; the same table always writes the same bytes.
@@ -59,9 +63,17 @@ func (t *Table) WriteTo(w io.Writer) (int64, error) {
 		if r.Truncate {
 			n |= truncateFlag
 		}
+		if r.CopyFrom.ID != 0 {
+			n |= copyFlag
+		}
 		b = binary.LittleEndian.AppendUint32(b, n)
 		for _, d := range r.Replicas {
 			b = appendStr(b, d)
+		}
+		if r.CopyFrom.ID != 0 {
+			for _, v := range []uint64{r.CopyFrom.ID, r.CopyFrom.GenStamp, r.CopyFrom.Length} {
+				b = binary.LittleEndian.AppendUint64(b, v)
+			}
 		}
 	}
 	n, err := w.Write(b)
@@ -116,11 +128,16 @@ func Read(r io.Reader) (*Table, error) {
 		rc.StartedMs = int64(d.u64())
 		n := d.u32()
 		rc.Truncate, n = n&truncateFlag != 0, n&^truncateFlag
+		copied := n&copyFlag != 0
+		n &^= copyFlag
 		if n > 64 {
 			return nil, corrupt("implausible replica count")
 		}
 		for j := uint32(0); j < n && d.err == nil; j++ {
 			rc.Replicas = append(rc.Replicas, d.str())
+		}
+		if copied {
+			rc.CopyFrom = namespace.Block{ID: d.u64(), GenStamp: d.u64(), Length: d.u64()}
 		}
 		t.recoveries[id] = rc
 	}

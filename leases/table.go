@@ -31,6 +31,11 @@ type Recovery struct {
 	// block): the replicas are cut to exactly Block.Length, not to a
 	// length they agree on.
 	Truncate bool
+	// CopyFrom, in a truncate's recovery inside a block a snapshot holds
+	// (copy-on-truncate), is that block: Block is a new block, made on
+	// each of Replicas from CopyFrom's first Block.Length bytes, and
+	// CopyFrom's replicas stay as they are. Zero otherwise.
+	CopyFrom namespace.Block
 }
 
 // Holder is one holder's lease, as Holders lists them.

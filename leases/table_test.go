@@ -69,6 +69,25 @@ func TestTable(t *testing.T) {
 	if r, _ := tback.Recovering(20); r.Truncate {
 		t.Fatal("the mark spread to another recovery")
 	}
+	// A copy-on-truncate's recovery keeps the block it copies from.
+	cp := tr
+	cp.Block.ID, cp.CopyFrom = 9, namespace.Block{ID: 6, GenStamp: 3, Length: 7}
+	tb.StartRecovery(30, cp)
+	var cbuf bytes.Buffer
+	if _, err := tb.WriteTo(&cbuf); err != nil {
+		t.Fatal(err)
+	}
+	cback, err := Read(bytes.NewReader(cbuf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := cback.Recovering(30); !ok || r.CopyFrom != cp.CopyFrom || r.Block.ID != 9 || !r.Truncate || len(r.Replicas) != 1 {
+		t.Fatalf("copy-on-truncate recovery after round trip: %+v %v", r, ok)
+	}
+	if r, _ := cback.Recovering(10); r.CopyFrom.ID != 0 {
+		t.Fatal("the copy's source spread to another recovery")
+	}
+	tb.Remove(30)
 	tb.Remove(10)
 	tb.Add(10, a, 1000)
 	tb.Renew(a, 3000)

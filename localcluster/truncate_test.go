@@ -152,3 +152,56 @@ func TestXAttrsAndTimes(t *testing.T) {
 		t.Fatalf("fs stats %v, %v", fs, err)
 	}
 }
+
+// TestCopyOnTruncate: a truncate inside a block a snapshot holds copies
+// the block (HDFS's copy-on-truncate) instead of cutting it. The live
+// file's last block becomes a new block of the cut length on every
+// replica, while the snapshot reads back the whole file from the old
+// block, whose replicas stay until the snapshot is deleted.
+func TestCopyOnTruncate(t *testing.T) {
+	c, cl := startLeaseCluster(t)
+	data := randBytes(2*blockSize + 300)
+	p := "/shared/cot/f"
+	writeFile(t, cl, p, data)
+	before := waitReplicas(t, cl, p, 3)
+	if err := cl.AllowSnapshot(ctxT(t), "/shared/cot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateSnapshot(ctxT(t), "/shared/cot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	const cut = blockSize + 123
+	old := before.Blocks[1].Block
+	done, err := cl.Truncate(ctxT(t), p, cut)
+	if err != nil || done {
+		t.Fatalf("truncate inside a snapshot's block: done %v, %v", done, err)
+	}
+	if err := cl.WaitClosed(ctxT(t), p); err != nil {
+		t.Fatal(err)
+	}
+	readBack(t, cl, p, data[:cut])
+	checkReplicas(t, c, cl, p, data[:cut], 3)
+	locs := waitReplicas(t, cl, p, 3)
+	if b := locs.Blocks[1].Block; b.Id == old.Id || b.Length != 123 {
+		t.Fatalf("the live file's last block is %v: want a copy of %v with a new id, 123 bytes", b, old)
+	}
+	readBack(t, cl, "/shared/cot/.snapshot/s1/f", data)
+	for _, b := range before.Blocks[1:] {
+		if n := replicasOf(c, b.Block.Id); n < 3 {
+			t.Fatalf("the snapshot's block %d has %d replicas left, want 3", b.Block.Id, n)
+		}
+	}
+	if err := c.WaitConverged(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Without the snapshot, only the old blocks' replicas go.
+	if err := cl.DeleteSnapshot(ctxT(t), "/shared/cot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	var gone []uint64
+	for _, b := range before.Blocks[1:] {
+		gone = append(gone, b.Block.Id)
+	}
+	waitReplicasGone(ctxT(t), t, c, gone)
+	readBack(t, cl, p, data[:cut])
+}

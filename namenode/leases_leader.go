@@ -86,6 +86,9 @@ func (n *Namenode) startRecovery(ctx context.Context, op string, c *api.Caller, 
 		}
 		if rec, ok := r.Recovering(id); ok {
 			prev = rec.Primary
+			if rec.CopyFrom.ID != 0 {
+				last = &rec.CopyFrom // the copy's replicas come from its source's
+			}
 		}
 	})
 	if last != nil {
@@ -236,6 +239,9 @@ func (n *Namenode) recoverCommand(ino namespace.ID, r leases.Recovery) (*api.Dat
 	rc := &api.RecoverBlockCommand{Block: fsm.ToAPIBlock(r.Block), InodeId: uint64(ino), RecoveryId: r.ID, Token: tok}
 	if r.Truncate {
 		rc.TruncateLength = &r.Block.Length
+	}
+	if r.CopyFrom.ID != 0 {
+		rc.CopyFrom = fsm.ToAPIBlock(r.CopyFrom)
 	}
 	for _, id := range r.Replicas {
 		if d, ok := n.blocks.Datanode(id); ok && d.State == blocks.Live {

@@ -348,24 +348,50 @@ func findRecord(t *testing.T, img []byte, typ byte) int {
 
 // TestSnapshotTruncate: a truncate at a block boundary drops the live
 // file's later blocks, which the snapshot keeps holding; one inside a
-// block a snapshot holds is refused, since cutting its replicas would
-// change the snapshot (HDFS copies the block; blockfs does not yet).
+// block a snapshot holds copies it (HDFS's copy-on-truncate): the file's
+// last block becomes a new block of the cut length, and the snapshot
+// keeps the old one whole.
 func TestSnapshotTruncate(t *testing.T) {
-	tr := snapFixture(t)
-	old := blocksOf(t, tr, "/a/f")
-	before := tr.Hash()
-	_, err := tr.As(nil, "Truncate").Truncate(mustPath("/a/f"), 50, 30)
-	wantErr(t, err, errs.Precondition, "which a snapshot holds")
-	if tr.Hash() != before {
-		t.Fatal("a refused truncate changed the tree")
-	}
-	out, err := tr.As(nil, "Truncate").Truncate(mustPath("/a/f"), 100, 30)
-	must(t, err)
-	if !out.Done || len(out.Dropped) != 1 || !tr.HeldBySnapshot(out.Dropped[0].ID) || tr.HeldBlocks() != 1 {
-		t.Fatalf("truncate at the boundary: %+v, held %d", out, tr.HeldBlocks())
-	}
-	if got := blocksOf(t, tr, "/a/.snapshot/s1/f"); !slices.Equal(got, old) {
-		t.Fatalf("snapshot after truncate %v, want %v", got, old)
-	}
-	reread(t, tr)
+	t.Run("boundary", func(t *testing.T) {
+		tr := snapFixture(t)
+		old := blocksOf(t, tr, "/a/f")
+		out, err := tr.As(nil, "Truncate").Truncate(mustPath("/a/f"), 100, 30)
+		must(t, err)
+		if !out.Done || len(out.Dropped) != 1 || !tr.HeldBySnapshot(out.Dropped[0].ID) || tr.HeldBlocks() != 1 || out.CopyOf.ID != 0 {
+			t.Fatalf("truncate at the boundary: %+v, held %d", out, tr.HeldBlocks())
+		}
+		if got := blocksOf(t, tr, "/a/.snapshot/s1/f"); !slices.Equal(got, old) {
+			t.Fatalf("snapshot after truncate %v, want %v", got, old)
+		}
+		reread(t, tr)
+	})
+	t.Run("inside a block", func(t *testing.T) {
+		tr := snapFixture(t)
+		old := blocksOf(t, tr, "/a/f")
+		nb := tr.numBlocks
+		out, err := tr.As(nil, "Truncate").Truncate(mustPath("/a/f"), 50, 30)
+		must(t, err)
+		if out.Done || out.CopyOf != old[0] || out.Last.ID == old[0].ID || out.Last.Length != 50 || out.Last.GenStamp <= old[0].GenStamp {
+			t.Fatalf("copy-on-truncate: %+v (old blocks %v)", out, old)
+		}
+		if len(out.Dropped) != len(old) || out.Dropped[0] != old[0] || tr.HeldBlocks() != len(old) {
+			t.Fatalf("dropped %v, held %d: want the old blocks, held by the snapshot", out.Dropped, tr.HeldBlocks())
+		}
+		if got := blocksOf(t, tr, "/a/f"); len(got) != 1 || got[0].ID != out.Last.ID {
+			t.Fatalf("live file's blocks %v, want the copy %v", got, out.Last)
+		}
+		if _, ino, ok := tr.Block(out.Last.ID); !ok || ino != out.File.ID {
+			t.Fatal("the copy is not indexed to the file")
+		}
+		if got := blocksOf(t, tr, "/a/.snapshot/s1/f"); !slices.Equal(got, old) {
+			t.Fatalf("snapshot after truncate %v, want %v", got, old)
+		}
+		if tr.numBlocks != nb-len(old)+1 {
+			t.Fatalf("block count %d, want %d", tr.numBlocks, nb-len(old)+1)
+		}
+		back := reread(t, tr)
+		if _, _, ok := back.Block(out.Last.ID); !ok {
+			t.Fatal("the copy is not indexed after an image round trip")
+		}
+	})
 }

@@ -18,6 +18,12 @@ type Truncated struct {
 	Last Block
 	// Dropped are the whole blocks past newLength, no longer the file's.
 	Dropped []Block
+	// CopyOf, set when the cut falls inside a block a snapshot holds
+	// (HDFS's copy-on-truncate), is that block, left whole for the
+	// snapshot: Last is then a new block, to be made on the datanodes
+	// from CopyOf's first Last.Length bytes, and CopyOf is in Dropped
+	// (held, not deleted).
+	CopyOf Block
 }
 
 // Truncate cuts the closed file p to newLength bytes, HDFS's truncate: the
@@ -56,16 +62,21 @@ func (s Session) Truncate(path Path, newLength int64, mtimeMs int64) (Truncated,
 		off += bs[k].Length
 		k++
 	}
-	if off != uint64(newLength) && s.t.snapRefs[bs[k-1].ID] > 0 {
-		// HDFS copies such a block (copy-on-truncate); blockfs would cut
-		// the replicas the snapshot reads.
-		return Truncated{}, errs.Newf(errs.Precondition, op, p, "truncate to %d falls inside block blk_%d_%d, which a snapshot holds: truncate at a block boundary, or delete the snapshot first (copy-on-truncate is not supported)", newLength, bs[k-1].ID, bs[k-1].GenStamp)
-	}
 	out := Truncated{Done: off == uint64(newLength)}
 	out.Dropped = slices.Clone(bs[k:])
 	kept := slices.Clone(bs[:k])
 	if !out.Done {
 		last := &kept[k-1]
+		if s.t.snapRefs[last.ID] > 0 {
+			// Cutting the replicas would cut what the snapshot reads:
+			// the file's last block becomes a copy of the prefix, under
+			// a new id (HDFS's copy-on-truncate).
+			out.CopyOf = *last
+			out.Dropped = append([]Block{*last}, out.Dropped...)
+			id, gs := s.t.AllocBlock()
+			*last = Block{ID: id, GenStamp: gs, Length: last.Length}
+			s.t.blocks.put(id, f.id)
+		}
 		last.Length -= off - uint64(newLength)
 		last.CRC, last.HasCRC = 0, false
 		out.Last = *last
@@ -77,6 +88,9 @@ func (s Session) Truncate(path Path, newLength int64, mtimeMs int64) (Truncated,
 		s.t.dropBlock(f, b) // a snapshot's blocks become held, not deleted
 	}
 	s.t.numBlocks -= len(out.Dropped)
+	if out.CopyOf.ID != 0 {
+		s.t.numBlocks++ // the copy
+	}
 	f.mtime = mtimeMs
 	if !out.Done {
 		var w Writer

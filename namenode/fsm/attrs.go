@@ -42,7 +42,9 @@ func (f *FSM) applySetTimes(c *api.SetTimesCommand) (*api.CommandResult, error) 
 // replicas invalidated). Inside a block, the file reopens for the caller
 // under a lease and a truncate's recovery of its last block starts: the
 // primary cuts every replica to the new length under a new generation
-// stamp, and its CommitBlockSynchronization closes the file.
+// stamp, and its CommitBlockSynchronization closes the file. When a
+// snapshot holds that block, the recovery instead makes the file's new
+// last block from its prefix (copy-on-truncate; namespace.Truncated).
 func (f *FSM) applyTruncate(c *api.TruncateCommand) (*api.CommandResult, error) {
 	const op = "Truncate"
 	s, p, err := f.asPath(c.Caller, op, c.Path)
@@ -72,7 +74,10 @@ func (f *FSM) applyTruncate(c *api.TruncateCommand) (*api.CommandResult, error) 
 	id := tr.File.ID
 	f.st.leases.Add(id, writerOf(c.Caller), c.MtimeUnixMs)
 	rid := f.st.tree.AllocGenStamp()
-	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: tr.Last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.MtimeUnixMs, Truncate: true})
+	// The lease table keeps no CRCs (leases/encode.go), so neither does
+	// the copy's source: a restored table is the same.
+	from := namespace.Block{ID: tr.CopyOf.ID, GenStamp: tr.CopyOf.GenStamp, Length: tr.CopyOf.Length}
+	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: tr.Last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.MtimeUnixMs, Truncate: true, CopyFrom: from})
 	if f.events != nil {
 		f.events.Expect(tr.Last, id, tr.File.Replication, false)
 	}

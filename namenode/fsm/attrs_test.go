@@ -203,3 +203,53 @@ func (r *forgetRecorder) forgot(id uint64) bool {
 	}
 	return false
 }
+
+// TestFSMCopyOnTruncate: a truncate inside a block an HDFS snapshot
+// holds starts a recovery that copies it into a new last block; the old
+// block is held, not forgotten; a restart of the recovery still copies,
+// also after a snapshot of the FSM; the commit of the new block closes
+// the file.
+func TestFSMCopyOnTruncate(t *testing.T) {
+	ev := &forgetRecorder{}
+	f := New(Config{Superuser: "root", Supergroup: "supergroup", Events: ev})
+	root := &api.Caller{User: "root", ClientId: "r1"}
+	okResult(t, permApply(t, f, CmdMkdirs, &api.MkdirsCommand{Caller: root, Path: "/s", Perm: 0o777}))
+	cr := okResult(t, permApply(t, f, CmdCreate, &api.CreateCommand{Caller: root, Path: "/s/f", Perm: 0o644, Replication: 3, BlockSize: 1024, MtimeUnixMs: 1000}))
+	ino := cr.Status.InodeId
+	b := okResult(t, permApply(t, f, CmdAddBlock, &api.AddBlockCommand{Caller: root, Path: "/s/f", InodeId: ino, Targets: []string{"d1", "d2", "d3"}})).Block
+	b.Length, b.Crc32C = 1000, new(uint32)
+	okResult(t, permApply(t, f, CmdComplete, &api.CompleteCommand{Caller: root, Path: "/s/f", InodeId: ino, Blocks: []*api.Block{b}}))
+	okResult(t, permApply(t, f, CmdAllowSnapshot, &api.AllowSnapshotCommand{Caller: root, Path: "/s"}))
+	okResult(t, permApply(t, f, CmdCreateSnapshot, &api.CreateSnapshotCommand{Caller: root, Path: "/s", Name: "s1", MtimeUnixMs: 1500}))
+
+	r := okResult(t, permApply(t, f, CmdTruncate, &api.TruncateCommand{Caller: root, Path: "/s/f", NewLength: 300, MtimeUnixMs: 2000, Primary: "d1", Replicas: []string{"d1", "d2", "d3"}}))
+	if r.Closed || len(r.Removed) != 0 || ev.forgot(b.Id) {
+		t.Fatalf("copy-on-truncate: %+v (the snapshot's block must not be forgotten)", r)
+	}
+	rec, ok := f.st.leases.Recovering(namespace.ID(ino))
+	if !ok || rec.CopyFrom.ID != b.Id || rec.CopyFrom.Length != 1000 || rec.Block.ID == b.Id || rec.Block.Length != 300 {
+		t.Fatalf("recovery %+v %v: want a new block of 300 bytes copied from %v", rec, ok, b)
+	}
+	okResult(t, permApply(t, f, CmdRecoverLease, &api.RecoverLeaseCommand{InodeId: ino, System: true, NowUnixMs: 9000, Primary: "d2", Replicas: []string{"d1", "d2"}}))
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
+		t.Fatal(err)
+	}
+	rec2, _ := g.st.leases.Recovering(namespace.ID(ino))
+	if rec2.CopyFrom != rec.CopyFrom || rec2.Block.ID != rec.Block.ID || rec2.ID == rec.ID {
+		t.Fatalf("restarted recovery after a snapshot %+v, was %+v", rec2, rec)
+	}
+	crc := uint32(9)
+	okResult(t, permApply(t, g, CmdCommitBlockSync, &api.CommitBlockSyncCommand{DatanodeId: "d2", InodeId: ino, Block: ToAPIBlock(rec2.Block), RecoveryId: rec2.ID, NewLength: 300, Crc32C: &crc, StoredOn: []string{"d1", "d2"}}))
+	fi, bs, ok := g.st.tree.FileByID(namespace.ID(ino))
+	if !ok || fi.State != namespace.Complete || len(bs) != 1 || bs[0].ID != rec.Block.ID || bs[0].Length != 300 || bs[0].GenStamp != rec2.ID {
+		t.Fatalf("after the commit: %+v %v", fi, bs)
+	}
+	if !g.st.tree.HeldBySnapshot(b.Id) {
+		t.Fatal("the snapshot no longer holds the old block")
+	}
+}

@@ -204,10 +204,10 @@ func (f *FSM) applyRecoverLease(c *api.RecoverLeaseCommand) (*api.CommandResult,
 		return nil, errs.Newf(errs.Unavailable, op, c.Path, "no datanode to recover %v on", last)
 	}
 	// A restarted truncate's recovery stays one: the block's length is
-	// its target.
+	// its target, and a copy-on-truncate still copies.
 	old, _ := f.st.leases.Recovering(id)
 	rid := tree.AllocGenStamp()
-	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.NowUnixMs, Truncate: old.Truncate})
+	f.st.leases.StartRecovery(id, leases.Recovery{ID: rid, Block: last, Primary: c.Primary, Replicas: c.Replicas, StartedMs: c.NowUnixMs, Truncate: old.Truncate, CopyFrom: old.CopyFrom})
 	return &api.CommandResult{RecoveryId: rid}, nil
 }
 
