@@ -208,7 +208,7 @@ func (t *Tree) freeze(n, parent *inode, count *int) *inode {
 		ext := c.ext
 		*c = *n
 		c.ext = ext
-		*ext = inodeExt{}
+		*ext = inodeExt{attrs: n.attrs()} // attrs are never changed in place
 		for k := range n.kids().all() {
 			ext.kids.push(t.freeze(k, c, count), 0)
 		}
@@ -231,6 +231,9 @@ func (t *Tree) freeze(n, parent *inode, count *int) *inode {
 			c.setBlocks(bs[:len(bs):len(bs)], length) // the live slice: copy-on-write, never written again
 		} else {
 			c.setBlocks(slices.Clone(bs), length)
+		}
+		if a := n.attrs(); a != nil {
+			c.extForWrite().attrs = a // never changed in place: shared
 		}
 	}
 	c.parent = parent

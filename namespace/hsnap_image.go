@@ -134,7 +134,7 @@ func (ir *imgReader) snapRecord(t *Tree, typ byte, body []byte, start int64, max
 	bad := func(format string, args ...any) error {
 		return corrupt("record %d at offset %d: "+format, append([]any{ir.rec - 1, start}, args...)...)
 	}
-	if ir.ver < imageVersion {
+	if ir.ver < imageV5 {
 		return bad("snapshot record type %d in a version %d image", typ, ir.ver)
 	}
 	if ir.snaps == nil {
@@ -220,12 +220,22 @@ func (ir *imgReader) readFrozen(t *Tree, dir *inode, name string, n, maxBody int
 	holder := newDir("", 0777, nil, 0) // id 0: the snapshot root's parent in its record
 	scratch.root = holder
 	ir.dirs = append(ir.dirs[:0], holder)
-	for range n {
+	ir.last = nil // an ATTRS record here names a frozen inode, never a live one
+	for read := 0; read < n; {
 		start := ir.off
 		typ, body, err := ir.next(maxBody)
 		if err != nil {
 			return nil, err
 		}
+		if typ == recAttrs && ir.ver >= imageVersion {
+			// The attributes of the frozen inode just read; those of the
+			// snapshot's last inode follow it, read by the main loop.
+			if err := ir.addAttrs(body, start); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		read++
 		if typ != recDir && typ != recFile {
 			return nil, corrupt("record %d at offset %d: type %d inside snapshot %q, want DIR or FILE", ir.rec-1, start, typ, name)
 		}

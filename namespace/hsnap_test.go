@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"testing"
 
@@ -394,4 +395,71 @@ func TestSnapshotTruncate(t *testing.T) {
 			t.Fatal("the copy is not indexed after an image round trip")
 		}
 	})
+}
+
+// TestSnapshotKeepsXAttrs: a snapshot keeps its files' and directories'
+// extended attributes and access times as they were when it was taken,
+// whatever the live inodes do after, and through an image round trip.
+func TestSnapshotKeepsXAttrs(t *testing.T) {
+	tr := fixture(t)
+	must(t, setX(tr, alice, "/a/f", "user.color", "blue", both))
+	must(t, setX(tr, alice, "/a/b", "user.tag", "dir", both))
+	must(t, tr.As(alice, "SetTimes").SetTimes(mustPath("/a/f"), -1, 42))
+	must(t, tr.As(nil, "AllowSnapshot").AllowSnapshot(mustPath("/a")))
+	_, err := tr.As(alice, "CreateSnapshot").CreateSnapshot(mustPath("/a"), "s1", 10)
+	must(t, err)
+	must(t, setX(tr, alice, "/a/f", "user.color", "red", both))
+	must(t, setX(tr, alice, "/a/f", "user.new", "x", both))
+	must(t, tr.As(alice, "RemoveXAttr").RemoveXAttr(mustPath("/a/b"), "user.tag"))
+	must(t, tr.As(alice, "SetTimes").SetTimes(mustPath("/a/f"), -1, 99))
+
+	check := func(tr *Tree, stage string) {
+		t.Helper()
+		for _, c := range []struct {
+			p    string
+			want []XAttr
+		}{
+			{"/a/.snapshot/s1/f", []XAttr{{Name: "user.color", Value: []byte("blue")}}},
+			{"/a/.snapshot/s1/b", []XAttr{{Name: "user.tag", Value: []byte("dir")}}},
+			{"/a/f", []XAttr{{Name: "user.color", Value: []byte("red")}, {Name: "user.new", Value: []byte("x")}}},
+			{"/a/b", nil},
+		} {
+			got, err := tr.As(alice, "GetXAttrs").GetXAttrs(mustPath(c.p), nil)
+			must(t, err)
+			if !slices.EqualFunc(got, c.want, func(a, b XAttr) bool { return a.Name == b.Name && string(a.Value) == string(b.Value) }) {
+				t.Fatalf("%s: xattrs of %s: %v, want %v", stage, c.p, got, c.want)
+			}
+		}
+		for p, want := range map[string]int64{"/a/.snapshot/s1/f": 42, "/a/f": 99} {
+			fi, err := tr.As(alice, "Stat").Stat(mustPath(p))
+			if err != nil || fi.AtimeMs != want {
+				t.Fatalf("%s: atime of %s: %d %v, want %d", stage, p, fi.AtimeMs, err, want)
+			}
+		}
+	}
+	check(tr, "live")
+	check(reread(t, tr), "after an image round trip")
+}
+
+// TestSnapshotAttrsImageVersion: version 6 images keep the attributes of
+// snapshots' inodes; a version 5 image (snapshots without them) still
+// reads, and one that has ATTRS inside a snapshot is corrupt.
+func TestSnapshotAttrsImageVersion(t *testing.T) {
+	plain := snapFixture(t)
+	back, err := ReadImage(bytes.NewReader(frameVersion(unframe(image(t, plain)), imageV5)))
+	must(t, err)
+	if back.Hash() != plain.Hash() {
+		t.Fatal("a version 5 image read back differently")
+	}
+	tr := fixture(t)
+	must(t, setX(tr, alice, "/a/f", "user.color", "blue", both))
+	must(t, tr.As(nil, "AllowSnapshot").AllowSnapshot(mustPath("/a")))
+	_, err = tr.As(alice, "CreateSnapshot").CreateSnapshot(mustPath("/a"), "s1", 10)
+	must(t, err)
+	img := image(t, tr)
+	if v := binary.LittleEndian.Uint32(img[8:]); v != imageVersion {
+		t.Fatalf("image version %d, want %d", v, imageVersion)
+	}
+	_, err = ReadImage(bytes.NewReader(frameVersion(unframe(img), imageV5)))
+	wantErr(t, err, errs.Corrupt, "inside snapshot")
 }

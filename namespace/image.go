@@ -10,7 +10,8 @@ import (
 // for the byte layout.
 const (
 	imageMagic   = "BFSNSIMG"
-	imageVersion = 5 // 5 added the namespace snapshot section (hsnap_image.go)
+	imageVersion = 6 // 6 keeps the ATTRS of snapshots' inodes (hsnap_image.go)
+	imageV5      = 5 // still read: 5 added the namespace snapshot section; its snapshots have no ATTRS
 	imageV4      = 4 // still read: 4 added the QUOTA record; it has no snapshots
 	imageV3      = 3 // still read: 3 added each block's CRC32C; it has no quotas
 	imageV2      = 2 // still read: 2 added the writer of files under construction; its blocks have no CRC

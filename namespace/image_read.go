@@ -174,7 +174,7 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	if string(hdr[:8]) != imageMagic {
 		return nil, corrupt("bad magic %q", hdr[:8])
 	}
-	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV4 && ir.ver != imageV3 && ir.ver != imageV2 && ir.ver != imageV1 {
+	if ir.ver = binary.LittleEndian.Uint32(hdr[8:]); ir.ver != imageVersion && ir.ver != imageV5 && ir.ver != imageV4 && ir.ver != imageV3 && ir.ver != imageV2 && ir.ver != imageV1 {
 		return nil, corrupt("unsupported image version %d", ir.ver)
 	}
 	t, err := ir.readMeta()
@@ -199,6 +199,9 @@ func ReadImage(r io.Reader) (*Tree, error) {
 			}
 			continue
 		case recAttrs:
+			if ir.snaps != nil && ir.ver < imageVersion {
+				return nil, corrupt("record %d at offset %d: ATTRS in the snapshot section of a version %d image", ir.rec-1, start, ir.ver)
+			}
 			if err := ir.addAttrs(body, start); err != nil {
 				return nil, err
 			}

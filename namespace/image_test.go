@@ -416,8 +416,11 @@ func keepID(t *testing.T, img []byte, i int) []byte { return recordBody(t, img, 
 // frame turns data, read as unframed records (type, u32 length, body; the
 // length is clamped to what is left), into an image with a valid header
 // and valid checksums, so the fuzzer can reach the semantic checks.
-func frame(data []byte) []byte {
-	out := binary.LittleEndian.AppendUint32([]byte(imageMagic), imageVersion)
+func frame(data []byte) []byte { return frameVersion(data, imageVersion) }
+
+// frameVersion is frame with an image version of its own.
+func frameVersion(data []byte, version uint32) []byte {
+	out := binary.LittleEndian.AppendUint32([]byte(imageMagic), version)
 	for len(data) >= 5 {
 		n := min(int(binary.LittleEndian.Uint32(data[1:5])), len(data)-5)
 		rec := append([]byte{data[0]}, binary.LittleEndian.AppendUint32(nil, uint32(n))...)
@@ -443,7 +446,7 @@ func unframe(img []byte) []byte {
 
 func FuzzReadImage(f *testing.F) {
 	tr := fixture(f)
-	// A snapshottable directory makes the image version 5, the version
+	// A snapshottable directory makes the image version 6, the version
 	// frame writes, so the fuzzer starts from the newest records.
 	must(f, tr.As(nil, "AllowSnapshot").AllowSnapshot(mustPath("/a")))
 	img := image(f, tr)

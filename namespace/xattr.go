@@ -294,7 +294,7 @@ func (s Session) GetXAttrs(path Path, names []string) ([]XAttr, error) {
 		}
 		want[i] = name
 	}
-	n, err := s.t.lookupAs(c, op, path)
+	n, err := s.t.lookupRead(c, op, path)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func (s Session) GetXAttrs(path Path, names []string) ([]XAttr, error) {
 // when the caller may read p (HDFS's listXAttrs reply carries them).
 func (s Session) ListXAttrs(path Path) ([]XAttr, error) {
 	c := s.c
-	n, err := s.t.lookupAs(c, s.op, path)
+	n, err := s.t.lookupRead(c, s.op, path)
 	if err != nil {
 		return nil, err
 	}
