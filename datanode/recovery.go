@@ -171,13 +171,20 @@ func (d *Datanode) updateReplicaUnderRecovery(ctx context.Context, id, rid uint6
 	case info.Length < n:
 		return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(id), "the replica holds %d bytes, fewer than %d", info.Length, n)
 	}
-	bpc := d.replicaBytesPerChecksum(info)
-	bw, err := d.store.CreateWith(ctx, lbm.BlockMeta{ID: id, Inode: info.Inode, GenStamp: rid},
-		lbm.CreateOptions{BytesPerChecksum: bpc, OpenEnded: true, Replace: true})
+	// A new version of the replica, replacing it.
+	return d.finalizeCopy(ctx, lbm.BlockMeta{ID: id, Inode: info.Inode, GenStamp: rid}, true, info, n)
+}
+
+// finalizeCopy writes block m from the first n bytes of local replica
+// src, finalizes it (replacing a replica of the same id when replace) and
+// reports it received.
+func (d *Datanode) finalizeCopy(ctx context.Context, m lbm.BlockMeta, replace bool, src lbm.BlockInfo, n int64) (lbm.BlockInfo, error) {
+	bpc := d.replicaBytesPerChecksum(src)
+	bw, err := d.store.CreateWith(ctx, m, lbm.CreateOptions{BytesPerChecksum: bpc, OpenEnded: true, Replace: replace})
 	if err != nil {
 		return lbm.BlockInfo{}, err
 	}
-	if err := d.copyPrefix(ctx, id, n, bw, bpc); err != nil {
+	if err := d.copyPrefix(ctx, src.ID, n, bw, bpc); err != nil {
 		bw.Abort()
 		return lbm.BlockInfo{}, err
 	}

@@ -37,20 +37,5 @@ func (d *Datanode) copyOnTruncate(ctx context.Context, id, rid, inode uint64, fr
 	case src.Length < n:
 		return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(from.GetId()), "the replica holds %d bytes, fewer than %d", src.Length, n)
 	}
-	bpc := d.replicaBytesPerChecksum(src)
-	bw, err := d.store.CreateWith(ctx, lbm.BlockMeta{ID: id, Inode: inode, GenStamp: rid},
-		lbm.CreateOptions{BytesPerChecksum: bpc, OpenEnded: true})
-	if err != nil {
-		return lbm.BlockInfo{}, err
-	}
-	if err := d.copyPrefix(ctx, from.GetId(), n, bw, bpc); err != nil {
-		bw.Abort()
-		return lbm.BlockInfo{}, err
-	}
-	out, err := bw.Commit(ctx)
-	if err != nil {
-		return lbm.BlockInfo{}, err
-	}
-	d.reportReceived(out)
-	return out, nil
+	return d.finalizeCopy(ctx, lbm.BlockMeta{ID: id, Inode: inode, GenStamp: rid}, false, src, n)
 }

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -59,14 +57,7 @@ func TestFSMXAttrsAndTimes(t *testing.T) {
 	okResult(t, set(&api.Caller{User: "root"}, "trusted.c", 3, 2))
 	okResult(t, permApply(t, f, CmdSetTimes, &api.SetTimesCommand{Caller: alice, Path: "/pub/done", MtimeUnixMs: 5, AtimeUnixMs: 7}))
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
-		t.Fatal(err)
-	}
+	g := restored(t, f)
 	if liveHash(f) != liveHash(g) {
 		t.Fatal("restored state differs")
 	}
@@ -148,14 +139,7 @@ func TestFSMTruncate(t *testing.T) {
 		t.Fatalf("restarted recovery %+v", rec)
 	}
 	// It survives a snapshot.
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
-		t.Fatal(err)
-	}
+	g := restored(t, f)
 	if rr, _ := g.st.leases.Recovering(namespace.ID(ino)); !rr.Truncate {
 		t.Fatal("the truncate mark was lost in the snapshot")
 	}
@@ -231,14 +215,7 @@ func TestFSMCopyOnTruncate(t *testing.T) {
 		t.Fatalf("recovery %+v %v: want a new block of 300 bytes copied from %v", rec, ok, b)
 	}
 	okResult(t, permApply(t, f, CmdRecoverLease, &api.RecoverLeaseCommand{InodeId: ino, System: true, NowUnixMs: 9000, Primary: "d2", Replicas: []string{"d1", "d2"}}))
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
-		t.Fatal(err)
-	}
+	g := restored(t, f)
 	rec2, _ := g.st.leases.Recovering(namespace.ID(ino))
 	if rec2.CopyFrom != rec.CopyFrom || rec2.Block.ID != rec.Block.ID || rec2.ID == rec.ID {
 		t.Fatalf("restarted recovery after a snapshot %+v, was %+v", rec2, rec)

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -39,14 +37,7 @@ func TestFSMWriterSurvivesSnapshot(t *testing.T) {
 	}
 	id := r.Status.InodeId
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
-		t.Fatal(err)
-	}
+	g := restored(t, f)
 	for _, c := range []struct {
 		caller *api.Caller
 		kind   errs.Kind

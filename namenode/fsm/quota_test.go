@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -34,14 +32,7 @@ func TestFSMSetQuota(t *testing.T) {
 	if r := permApply(t, f, CmdMkdirs, &api.MkdirsCommand{Caller: alice, Path: "/q/a", Perm: 0o755}); r.ErrorMsg != "" {
 		t.Fatal(r.ErrorMsg)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
-		t.Fatal(err)
-	}
+	g := restored(t, f)
 	r := permApply(t, g, CmdMkdirs, &api.MkdirsCommand{Caller: alice, Path: "/q/b", Perm: 0o755})
 	if permKind(r) != errs.Exhausted || !strings.Contains(r.ErrorMsg, "NSQuotaExceededException") {
 		t.Fatalf("mkdir past the quota after restore: %v %q", permKind(r), r.ErrorMsg)

@@ -42,6 +42,20 @@ func snapshotBytes(t testing.TB, snap raft.FSMSnapshot) []byte {
 	return sink.Bytes()
 }
 
+// restored returns a fresh FSM restored from a snapshot of f.
+func restored(t testing.TB, f *FSM) *FSM {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Config{Superuser: "root", Supergroup: "supergroup"})
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, snap)))); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // fillFSM applies n creates (in directories of 50) and a few other
 // changes to f, numbering the log from *idx.
 func fillFSM(t testing.TB, f *FSM, idx *uint64, prefix string, n int) {
