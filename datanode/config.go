@@ -223,6 +223,10 @@ func (c *Config) Validate() error {
 		return bad("read buffer bytes: per user %d must hold one stream (%d) and be at most the total %d", c.ReadBufferBytesPerUser, readReservation(c.ChunkSize), c.ReadBufferBytesTotal)
 	case c.MaxBlockSize == 0:
 		return bad("max block size must be positive")
+	case c.Store.MaxContainerSize > 0 && c.MaxBlockSize > uint64(c.Store.MaxContainerSize):
+		// A block lives in one container: a larger one would be taken
+		// and then fail at its first byte past the container's size.
+		return bad("max block size %d is larger than a container (%d bytes): no container could hold such a block", c.MaxBlockSize, c.Store.MaxContainerSize)
 	case c.CommandWorkers < 1:
 		return bad("command workers must be >= 1")
 	}

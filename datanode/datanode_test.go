@@ -327,6 +327,7 @@ func TestConfigValidate(t *testing.T) {
 		{"huge chunk", func(c *Config) { c.ChunkSize = 8 << 20 }},
 		{"empty namenode", func(c *Config) { c.Namenodes = []string{""} }},
 		{"bad store", func(c *Config) { c.Store.ReplayWorkers = 0 }},
+		{"block larger than a container", func(c *Config) { c.MaxBlockSize = uint64(c.Store.MaxContainerSize) + 1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

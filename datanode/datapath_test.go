@@ -206,6 +206,7 @@ func TestInflightCap(t *testing.T) {
 	cfg.MaxPacketBytes = 16 << 10
 	cfg.MaxInflightBytes = 64 << 10
 	cfg.Store.MaxContainerSize = 64 << 20
+	cfg.MaxBlockSize = 64 << 20
 	d := startDN(t, cfg)
 	c := dataClient(t, d.Addr())
 	const streams = 12
@@ -240,6 +241,7 @@ func TestIdleStreams(t *testing.T) {
 	cfg.StreamIdleTimeout = 100e6 // 100ms
 	cfg.ReadIdleTimeout = 100e6
 	cfg.Store.MaxContainerSize = 64 << 20
+	cfg.MaxBlockSize = 64 << 20
 	d := startDN(t, cfg)
 	c := dataClient(t, d.Addr())
 	data := randBytes(8 << 20)

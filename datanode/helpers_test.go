@@ -31,6 +31,7 @@ func testConfig(t *testing.T, nns ...string) Config {
 	c.ChunkSize = 100
 	c.Store.Capacity = 1 << 30
 	c.Store.MaxContainerSize = 1 << 20
+	c.MaxBlockSize = 1 << 20
 	c.Logger = slog.New(slog.DiscardHandler)
 	c.Auth = AuthSimple
 	return c

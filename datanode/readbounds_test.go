@@ -48,6 +48,7 @@ func TestReadBuffersBounded(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ChunkSize = 256 << 10
 	cfg.Store.MaxContainerSize = 64 << 20
+	cfg.MaxBlockSize = 64 << 20
 	cfg.ReadBufferBytesPerUser = 8 << 20 // three streams of 256 KiB messages (2.3 MiB each)
 	cfg.ReadBufferBytesTotal = 12 << 20
 	cfg.ReadIdleTimeout = 2 * time.Second

@@ -134,6 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.Raft.Election = 400 * time.Millisecond
 		nc.WorkInterval = 100 * time.Millisecond
 		setBlockTimings(&nc)
+		// Blocks no larger than the datanodes' containers: a larger block
+		// size is refused at Create, not when its first block is written.
+		nc.Namespace.MaxBlockSize = MaxBlockSize
 		nc.Logger = c.log
 		nc.TopologyFile = topo
 		// In-process clusters trust loopback unless Config.MTLS asks for

@@ -20,6 +20,11 @@ import (
 // (and what the namenodes expect).
 const DatanodeHeartbeat = 100 * time.Millisecond
 
+// MaxBlockSize is the largest block an in-process cluster takes: its
+// datanodes' containers are this big (small, so tests fill and rotate
+// them), and its namenodes refuse a Create of larger blocks.
+const MaxBlockSize = 64 << 20
+
 // setBlockTimings makes a stopped datanode dead within about a second and
 // lets a replication that went nowhere be retried after a few seconds.
 func setBlockTimings(nc *namenode.Config) {
@@ -50,7 +55,7 @@ func (c *Cluster) startDatanodes(ctx context.Context) error {
 		dc.HeartbeatInterval = DatanodeHeartbeat
 		dc.RPCTimeout = 2 * time.Second
 		dc.Store.Capacity = 64 << 30
-		dc.Store.MaxContainerSize = 64 << 20
+		dc.Store.MaxContainerSize, dc.MaxBlockSize = MaxBlockSize, MaxBlockSize
 		dc.Logger = c.log
 		if c.cfg.HDFSData {
 			dc.HDFSDataAddr = "127.0.0.1:0"

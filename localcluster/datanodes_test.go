@@ -17,6 +17,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/datanode"
+	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/testutil/leaktest"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/security"
@@ -335,4 +336,28 @@ func startWith(t *testing.T, ctx context.Context, cfg localcluster.Config) (*loc
 	}
 	t.Cleanup(func() { cl.Close() })
 	return c, cl
+}
+
+// TestBlockSizeBound: an in-process cluster refuses, at Create, a block
+// size its datanodes' containers could not hold, rather than failing the
+// write at its first block.
+func TestBlockSizeBound(t *testing.T) {
+	ctx := ctxT(t)
+	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	err = cl.WriteFile(ctx, "/big", []byte("x"), client.CreateOptions{Replication: 1, BlockSize: 2 * localcluster.MaxBlockSize})
+	if errs.KindOf(err) != errs.Invalid {
+		t.Fatalf("a block size of %d: %v, want Invalid", 2*localcluster.MaxBlockSize, err)
+	}
+	if err := cl.WriteFile(ctx, "/ok", []byte("x"), client.CreateOptions{Replication: 1, BlockSize: localcluster.MaxBlockSize}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -227,12 +227,14 @@ func startRig(ctx context.Context, cfg Config, enc bool, dir string, pat pattern
 			if cfg.BytesPerChecksum != 0 {
 				nc.Namespace.BytesPerChecksum = cfg.BytesPerChecksum
 			}
+			nc.Namespace.MaxBlockSize = namenode.DefaultConfig().Namespace.MaxBlockSize
 		},
 		Datanode: func(i int, dc *datanode.Config) {
 			dc.Store.Encrypt = enc
-			// localcluster keeps containers small for its tests; a
-			// 128 MiB block needs the production default.
+			// localcluster keeps containers and blocks small for its
+			// tests; a 128 MiB block needs the production defaults.
 			dc.Store.MaxContainerSize = lbm.DefaultConfig().MaxContainerSize
+			dc.MaxBlockSize = datanode.DefaultConfig().MaxBlockSize
 		},
 	})
 	if err != nil {

@@ -80,6 +80,7 @@ func startNN(ctx context.Context, dir string, mode security.Mode, raftAddr strin
 	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Dir: dir, Namenode: func(i int, nc *namenode.Config) {
 		nc.Namespace.MinReplication = 0 // the datanodes are scripted; Complete does not wait for them
 		nc.Tokens.Mode = mode
+		nc.Namespace.MaxBlockSize = namenode.DefaultConfig().Namespace.MaxBlockSize // its files' 128 MiB blocks
 		// A datanode sends its whole report in one request; at 1M blocks
 		// (300k per datanode) that is past the default 4 MiB cap, which
 		// is reported, not hidden: see largest_block_report_bytes.

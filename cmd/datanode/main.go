@@ -57,6 +57,7 @@ func parse(args []string) (datanode.Config, string, error) {
 	f.Uint64(&budget, "replay-memory-budget", uint64(cfg.Store.ReplayMemoryBudget), "bytes of metadata held in memory by concurrent in-memory replays; containers that do not fit stream")
 	f.Uint64(&maxBytes, "container-max-bytes", uint64(cfg.Store.MaxContainerSize), "bytes: a container whose data file reaches this size is full")
 	f.Int(&maxBlocks, "container-max-blocks", maxBlocks, "blocks after which a container is full (0 = unlimited)")
+	f.Uint64(&cfg.MaxBlockSize, "max-block-size", cfg.MaxBlockSize, "largest block in bytes a write may declare; at most --container-max-bytes, since a block lives in one container (match the namenodes' --max-block-size)")
 	var streaming string
 	f.String(&streaming, "streaming-replay", "pread", "reader for metadata replayed by streaming (files above --inmem-replay-threshold, or beyond the memory budget): pread (Kudu's two reads per record) or buffered (1 MiB sequential window)")
 	f.Bool(&cfg.Store.FailOnCorruptContainer, "fail-on-corrupt-container", false, "refuse to start when any container's metadata is corrupt (default: set that container aside, renamed, serve the rest, and let the namenode re-replicate its blocks)")
