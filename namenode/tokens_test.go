@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
@@ -169,7 +170,19 @@ func TestKeysSurviveLeaderChange(t *testing.T) {
 		if _, err := v.Verify(old.Token, security.Request{Inode: inode, Access: security.Read}); err != nil {
 			t.Fatalf("node %d no longer accepts a token signed before the rotation: %v", node, err)
 		}
-		fresh, err := x.client(node).GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/k/f"})
+		// A node whose key ran out while no leader could publish its
+		// next one answers Unavailable until it has (a loaded machine
+		// can stretch the election past a 2 s rotation's slack): retry,
+		// as a client does.
+		var fresh *api.GetBlockLocationsResponse
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			fresh, err = x.client(node).GetBlockLocations(x.root(), &api.GetBlockLocationsRequest{Path: "/k/f"})
+			if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
