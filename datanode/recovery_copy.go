@@ -20,11 +20,15 @@ import (
 // of the local replica of from, a block of inode.
 func (d *Datanode) copyOnTruncate(ctx context.Context, id, rid, inode uint64, from *api.Block, n int64) (lbm.BlockInfo, error) {
 	const op = "UpdateReplicaUnderRecovery"
+	replace := false
 	if info, ok := d.store.Stat(id); ok {
-		if info.GenStamp == rid && info.Length == n {
+		switch {
+		case info.GenStamp == rid && info.Length == n:
 			return info, nil // done before: a repeated call
+		case info.GenStamp >= rid:
+			return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(id), "the copy exists already as generation %d of %d bytes, not older than recovery %d", info.GenStamp, info.Length, rid)
 		}
-		return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(id), "the copy exists already as generation %d of %d bytes", info.GenStamp, info.Length)
+		replace = true // an earlier attempt's copy, never committed: made again
 	}
 	src, ok := d.store.Stat(from.GetId())
 	switch {
@@ -37,5 +41,5 @@ func (d *Datanode) copyOnTruncate(ctx context.Context, id, rid, inode uint64, fr
 	case src.Length < n:
 		return lbm.BlockInfo{}, errs.Newf(errs.Precondition, op, blockName(from.GetId()), "the replica holds %d bytes, fewer than %d", src.Length, n)
 	}
-	return d.finalizeCopy(ctx, lbm.BlockMeta{ID: id, Inode: inode, GenStamp: rid}, false, src, n)
+	return d.finalizeCopy(ctx, lbm.BlockMeta{ID: id, Inode: inode, GenStamp: rid}, replace, src, n)
 }

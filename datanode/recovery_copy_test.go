@@ -14,7 +14,8 @@ import (
 // TestCopyOnTruncate: a copy-on-truncate's update makes the new block
 // from the old replica's prefix and leaves the old replica whole; it
 // refuses a source of another inode, of another generation, or too
-// short, and a repeat is success.
+// short; a repeat is success, and a restarted recovery (a newer id)
+// makes the copy again over an earlier attempt's.
 func TestCopyOnTruncate(t *testing.T) {
 	d := startDN(t, testConfig(t))
 	ctx := context.Background()
@@ -56,8 +57,13 @@ func TestCopyOnTruncate(t *testing.T) {
 	if again, err := d.copyOnTruncate(ctx, 30, 200, 7, src, 1234); err != nil || again.CRC != info.CRC {
 		t.Fatalf("repeated copy: %+v %v", again, err)
 	}
-	if _, err := d.copyOnTruncate(ctx, 30, 201, 7, src, 1000); errs.KindOf(err) != errs.Precondition {
-		t.Fatalf("a copy over a different one: %v", err)
+	if _, err := d.copyOnTruncate(ctx, 30, 199, 7, src, 1234); errs.KindOf(err) != errs.Precondition {
+		t.Fatalf("an older recovery's copy over a newer one: %v", err)
+	}
+	// A restarted recovery (a newer id) makes the copy again, over the
+	// earlier attempt's.
+	if re, err := d.copyOnTruncate(ctx, 30, 201, 7, src, 1234); err != nil || re.GenStamp != 201 || re.CRC != info.CRC {
+		t.Fatalf("a restarted recovery's copy: %+v %v", re, err)
 	}
 	for id, want := range map[uint64][]byte{30: data[:1234], 21: data} {
 		got, err := d.Store().Read(ctx, id, 0, int64(len(want)))
