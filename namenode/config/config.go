@@ -393,7 +393,7 @@ func DefaultLimits() Limits {
 		WriteRatePerUser:       1000,
 		WriteBurstPerUser:      2000,
 		WriteRateUsers:         100000,
-		Fair:                   fairshare.Config{Busy: fair.Busy, WriteCost: fair.WriteCost, HalfLife: fair.HalfLife},
+		Fair:                   fairshare.Config{Busy: fair.Busy, HalfLife: fair.HalfLife},
 	}
 }
 
@@ -412,8 +412,8 @@ func (c *Limits) Validate() error {
 		return badConfig(op, "complete waits: per user %d must be positive and at most the total %d", c.CompleteWaitsPerUser, c.CompleteWaitsTotal)
 	case c.WriteRatePerUser < 0 || c.WriteRatePerUser > 0 && (c.WriteBurstPerUser <= 0 || c.WriteRateUsers <= 0):
 		return badConfig(op, "write rate %d/s must be >= 0, and when on its burst %d and users %d positive", c.WriteRatePerUser, c.WriteBurstPerUser, c.WriteRateUsers)
-	case c.Fair.Busy < 0 || c.Fair.Busy > 0 && (c.Fair.WriteCost <= 0 || c.Fair.HalfLife < fairshare.Window):
-		return badConfig(op, "fair scheduler: busy %v must be >= 0, and when on its write cost %g positive and its half-life %v at least %v", c.Fair.Busy, c.Fair.WriteCost, c.Fair.HalfLife, fairshare.Window)
+	case c.Fair.Busy < 0 || c.Fair.Busy > 0 && c.Fair.HalfLife < fairshare.Window:
+		return badConfig(op, "fair scheduler: busy %v must be >= 0, and when on its half-life %v at least %v", c.Fair.Busy, c.Fair.HalfLife, fairshare.Window)
 	}
 	return nil
 }

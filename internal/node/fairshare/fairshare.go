@@ -2,32 +2,34 @@
 // the manner of HDFS's FairCallQueue with its decaying scheduler and
 // response-time backoff (the behaviour, not the code).
 //
-// Every user call adds to its user's usage score: a read 1, a write
-// Config.WriteCost (a write is a Raft commit on every namenode, a read is
-// served by one). Scores decay, halving every Config.HalfLife, and a
+// What it schedules is writes: a write is a Raft commit on every
+// namenode, and a read waits for the commits applied before it (its
+// read index), so a few heavy writers slow every reader, while a read
+// costs one namenode and is never refused. Every admitted write adds 1 to
+// its user's score; scores decay, halving every Config.HalfLife, and a
 // user's level is its share of the summed scores: level 0 below 1/8, 1
 // below 1/4, 2 below 1/2, and 3 for the heaviest, as HDFS's four default
-// priority levels. Every Window the scheduler folds the window's usage
-// into the scores, notes which levels made calls, and reads how loaded the
-// server is (Config.Load: by default the p90 of the Go runtime's goroutine
-// scheduling latency over the window, which rises as soon as runnable
-// work waits for a CPU). When the server is loaded while users of two
-// levels are both calling, the writes of every user heavier than the
-// lightest caller are throttled: each such user is admitted at most
-// Throttle x Config.Rate writes a second (a bucket of its own), and a
-// write past that is backed off: refused with a retry hint. The throttle
-// halves every loaded window and grows back by 1/64 every window that is
-// not (additive increase, multiplicative decrease), so the heavy users'
-// admitted rate settles where the load stops rising; a plain on/off
-// backoff would only shorten the loaded windows, and a p99 is made of
-// exactly those.
+// priority levels. A user who only reads has no score and is at level 0.
+// Every Window the scheduler folds the window's writes into the scores,
+// notes the levels of the users that called (read or write) within
+// Active, and reads how loaded the server is (Config.Load: by default the
+// p90 of the Go runtime's goroutine scheduling latency over the window,
+// which rises as soon as runnable work waits for a CPU). While the server
+// is loaded and users of two levels are calling, every user heavier than
+// the lightest caller is throttled: admitted at most Throttle x
+// Config.Rate writes a second (a bucket of its own), a write past that
+// backed off, refused with a retry hint. The throttle halves every loaded
+// window and grows back by 1/64 every window that is not (additive
+// increase, multiplicative decrease), so the heavy users' admitted rate
+// settles where the load stops rising; a plain on/off backoff would only
+// shorten the loaded windows, and a p99 is made of exactly those.
 //
-// A user alone, or users of one level (equal shares), is never backed
-// off: there is no lighter caller to favour. Nor is a heavy user backed
-// off for long once it stops being heavier than the rest, since its
-// backed-off calls add nothing to its score, which decays: it gets about
-// its fair share however hard it pushes. Reads are never refused; only
-// writes are, since they are what costs every namenode.
+// A user alone, or users of one level (equal shares, such as many
+// clients writing alike), is never backed off: there is no lighter
+// caller to favour. Among writers a heavy user is backed off only while
+// it is heavier: its backed-off calls add nothing to its score, which
+// decays, so it gets about its fair share of the writes however hard it
+// pushes.
 //
 // The hot path (Admit) takes one of 64 shard mutexes; there is no global
 // lock. Tick takes each shard in turn.
@@ -48,8 +50,14 @@ const Levels = 4
 var shares = [Levels - 1]float64{1.0 / 8, 1.0 / 4, 1.0 / 2}
 
 // Window is how often the scheduler decays the scores, reads the load and
-// moves the throttle.
-const Window = 100 * time.Millisecond
+// moves the throttle; a user is calling (active) if it made a call within
+// Active. Active is several windows: a flooder whose connections the
+// refusal budget slows (internal/node/serve) may make no call for a
+// window or two, and must not find the throttle lifted when it does.
+const (
+	Window = 100 * time.Millisecond
+	Active = time.Second
+)
 
 const (
 	shardCount  = 64
@@ -66,8 +74,6 @@ type Config struct {
 	// scheduling latency of a window) above which the server counts as
 	// loaded; 0 turns the scheduler off (Admit admits all, tracks nothing).
 	Busy time.Duration
-	// WriteCost is what a write adds to its user's score; a read adds 1.
-	WriteCost float64
 	// HalfLife is the time over which a score halves.
 	HalfLife time.Duration
 	// Rate is the writes a second a throttle of 1 stands for (the
@@ -81,11 +87,10 @@ type Config struct {
 	Load func() (time.Duration, bool)
 }
 
-// DefaultConfig is the namenode's default: backed off when the p90
-// scheduling latency passes 100µs, a write costing 10 reads, a half-life
-// of 5 s.
+// DefaultConfig is the namenode's default: loaded when the p90 scheduling
+// latency passes 100µs, a half-life of 5 s.
 func DefaultConfig() Config {
-	return Config{Busy: 100 * time.Microsecond, WriteCost: 10, HalfLife: 5 * time.Second, Rate: 1000, MaxUsers: 100000}
+	return Config{Busy: 100 * time.Microsecond, HalfLife: 5 * time.Second, Rate: 1000, MaxUsers: 100000}
 }
 
 // Scheduler keeps the users' scores and decides which writes are backed
@@ -112,7 +117,7 @@ type shard struct {
 type user struct {
 	score  float64   // decayed usage as of the last tick
 	window float64   // usage admitted since
-	active bool      // made a call since the last tick
+	last   time.Time // its last call
 	tokens float64   // the throttle's bucket
 	at     time.Time // when tokens was last brought up to date
 }
@@ -147,7 +152,7 @@ func level(score, total float64) int {
 }
 
 // Admit records a call of name at now (a write if write) and returns 0,
-// or backs the write off: it is not recorded as usage, and the returned
+// or backs the write off: it adds nothing to the score, and the returned
 // retry hint (positive) is when the user's throttle will admit one.
 func (s *Scheduler) Admit(name string, write bool, now time.Time) time.Duration {
 	if !s.Enabled() {
@@ -164,17 +169,16 @@ func (s *Scheduler) Admit(name string, write bool, now time.Time) time.Duration 
 		u = &user{}
 		sh.m[name] = u
 	}
-	u.active = true
-	cost := 1.0
-	if write {
-		cost = s.cfg.WriteCost
-		if from := int(s.from.Load()); from < Levels && level(u.score, math.Float64frombits(s.total.Load())) >= from {
-			if d := u.take(now, s.Throttle()*s.cfg.Rate); d > 0 {
-				return d
-			}
+	u.last = now
+	if !write {
+		return 0
+	}
+	if from := int(s.from.Load()); from < Levels && level(u.score, math.Float64frombits(s.total.Load())) >= from {
+		if d := u.take(now, s.Throttle()*s.cfg.Rate); d > 0 {
+			return d
 		}
 	}
-	u.window += cost
+	u.window++
 	return 0
 }
 
@@ -215,7 +219,7 @@ func (s *Scheduler) BackedOffFrom() int { return int(s.from.Load()) }
 // Tick ends a window: it folds the window's usage into the decayed
 // scores, forgets users whose score has decayed to nothing, reads the
 // load and moves the throttle. Run calls it every Window.
-func (s *Scheduler) Tick() {
+func (s *Scheduler) Tick(now time.Time) {
 	if !s.Enabled() {
 		return
 	}
@@ -228,13 +232,14 @@ func (s *Scheduler) Tick() {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for k, u := range sh.m {
-			if u.active {
+			active := now.Sub(u.last) < Active
+			if active {
 				l := level(u.score, old)
 				lightest, heaviest = min(lightest, l), max(heaviest, l)
 			}
 			u.score = u.score*s.decay + u.window
-			u.window, u.active = 0, false
-			if u.score < 1e-3 {
+			u.window = 0
+			if u.score < 1e-3 && !active {
 				delete(sh.m, k)
 				continue
 			}
@@ -270,8 +275,8 @@ func (s *Scheduler) Run(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
-			s.Tick()
+		case now := <-t.C:
+			s.Tick(now)
 		}
 	}
 }
