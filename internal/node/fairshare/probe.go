@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"math"
 	"runtime/metrics"
 	"time"
 )
@@ -47,13 +48,17 @@ func (p *schedProbe) read() (time.Duration, bool) {
 }
 
 // quantile is the q quantile of the counts of h above prev (n in all):
-// the upper bound of the bucket it falls in.
+// the upper bound of the bucket the ceil(q*n)th event falls in, 0 if
+// there is none.
 func quantile(h *metrics.Float64Histogram, prev []uint64, n uint64, q float64) time.Duration {
-	want := uint64(q * float64(n))
+	if n == 0 {
+		return 0
+	}
+	want := max(1, uint64(math.Ceil(q*float64(n))))
 	var seen uint64
 	for i, c := range h.Counts {
 		seen += c - prev[i]
-		if seen > want {
+		if seen >= want {
 			return time.Duration(min(h.Buckets[i+1], 3600) * float64(time.Second))
 		}
 	}
