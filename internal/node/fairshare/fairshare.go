@@ -13,7 +13,7 @@
 // Every Window the scheduler folds the window's writes into the scores,
 // notes the levels of the users that called (read or write) within
 // Active, and reads how loaded the server is (Config.Load: by default the
-// p90 of the Go runtime's goroutine scheduling latency over the window,
+// p99 of the Go runtime's goroutine scheduling latency over the window,
 // which rises as soon as runnable work waits for a CPU). While the server
 // is loaded and users of two levels are calling, every user heavier than
 // the lightest caller is throttled: admitted at most Throttle x
@@ -70,7 +70,7 @@ const (
 
 // Config configures a Scheduler.
 type Config struct {
-	// Busy is the load (Load's value, by default the p90 goroutine
+	// Busy is the load (Load's value, by default the p99 goroutine
 	// scheduling latency of a window) above which the server counts as
 	// loaded; 0 turns the scheduler off (Admit admits all, tracks nothing).
 	Busy time.Duration
@@ -87,10 +87,10 @@ type Config struct {
 	Load func() (time.Duration, bool)
 }
 
-// DefaultConfig is the namenode's default: loaded when the p90 scheduling
-// latency passes 100µs, a half-life of 5 s.
+// DefaultConfig is the namenode's default: loaded when the p99 scheduling
+// latency passes 500µs, a half-life of 5 s.
 func DefaultConfig() Config {
-	return Config{Busy: 100 * time.Microsecond, HalfLife: 5 * time.Second, Rate: 1000, MaxUsers: 100000}
+	return Config{Busy: 500 * time.Microsecond, HalfLife: 5 * time.Second, Rate: 1000, MaxUsers: 100000}
 }
 
 // Scheduler keeps the users' scores and decides which writes are backed

@@ -242,7 +242,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// TestQuantile: the probe's p90 of the events between two reads of a
+// TestQuantile: quantiles of the events between two reads of a
 // histogram, from the buckets' bounds.
 func TestQuantile(t *testing.T) {
 	h := &metrics.Float64Histogram{Buckets: []float64{0, 1e-6, 1e-5, 1e-4, 1e-3}, Counts: []uint64{10, 50, 30, 10}}
@@ -290,7 +290,7 @@ func TestSchedProbe(t *testing.T) {
 		t.Fatal("1000 goroutines scheduled, yet too few events")
 	}
 	if d < 0 || d > time.Minute {
-		t.Fatalf("p90 scheduling latency %v", d)
+		t.Fatalf("p99 scheduling latency %v", d)
 	}
 }
 

@@ -8,11 +8,14 @@ import (
 
 // schedProbe reads the Go runtime's histogram of the time goroutines
 // spent runnable before they ran (/sched/latencies:seconds) and gives the
-// p90 of the events since its last read: near zero while the process has
+// p99 of the events since its last read: near zero while the process has
 // a CPU for all its work, rising as soon as work queues for one. It is
 // the whole process's figure, so it counts every server a process holds
 // (localcluster's three namenodes share it) and the load of the machine
-// it runs on, not only this server's callers.
+// it runs on, not only this server's callers. The p99, not a lower
+// quantile: what hurts a light caller's tail is a burst of work (a Raft
+// commit applied on three nodes) that leaves most wakeups prompt, and the
+// tail of the scheduling latency is where such bursts show.
 type schedProbe struct {
 	sample []metrics.Sample
 	prev   []uint64
@@ -26,7 +29,7 @@ func newSchedProbe() *schedProbe {
 	return p
 }
 
-// read returns the p90 scheduling latency since the last read, and
+// read returns the p99 scheduling latency since the last read, and
 // whether there were at least minSamples events to take it from. Only
 // Tick calls it, one at a time.
 func (p *schedProbe) read() (time.Duration, bool) {
@@ -42,7 +45,7 @@ func (p *schedProbe) read() (time.Duration, bool) {
 	for i, c := range h.Counts {
 		n += c - p.prev[i]
 	}
-	d := quantile(h, p.prev, n, 0.9)
+	d := quantile(h, p.prev, n, 0.99)
 	copy(p.prev, h.Counts)
 	return d, n >= minSamples
 }
