@@ -17,8 +17,7 @@ type metrics struct {
 	recoveries *prometheus.CounterVec
 	// refused counts the requests a limit (LimitsConfig) refused, by
 	// limit.
-	refused     *prometheus.CounterVec
-	rateLimited *prometheus.CounterVec // rpc: write calls over their user's rate
+	refused *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
@@ -41,15 +40,11 @@ func newMetrics(reg prometheus.Registerer, n *Namenode) *metrics {
 			Name: "blockfs_namenode_limit_refusals_total",
 			Help: "Requests refused with ResourceExhausted by a limit, by limit: report_bytes_per_datanode, report_bytes_total, complete_waits_per_user, complete_waits_total.",
 		}, []string{"limit"}),
-		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "blockfs_namenode_rate_limited_total",
-			Help: "Write calls refused with ResourceExhausted (and a retry hint) by their user's --write-rate-per-user, by rpc.",
-		}, []string{"rpc"}),
 	}
 	gauge := func(name, help string, fn func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
 	}
-	reg.MustRegister(m.rpc, m.proposal, m.recoveries, m.refused, m.rateLimited,
+	reg.MustRegister(m.rpc, m.proposal, m.recoveries, m.refused,
 		gauge("blockfs_namenode_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.", func() float64 {
 			s, _, _, _, _ := n.raftStats()
 			return float64(s)

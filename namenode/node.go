@@ -144,9 +144,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	}
 	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo, safe: safemode.New(cfg.SafeMode),
 		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg)), revoked: new(security.Revocations)}
+	admit := newAdmission(cfg.Limits, authEnv{n}.IsSuperuser, reg) // the write rate and the fair scheduler (package fairshare)
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg, Revoked: n.revoked,
-		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: n.admitWrite(cfg.Limits), HTTPStaticUser: cfg.Auth.HTTPStaticUser,
+		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: admit.Admit, HTTPStaticUser: cfg.Auth.HTTPStaticUser,
 	})
 	n.met = newMetrics(reg, n)
 	if n.decom, err = decommission.New(decommission.Config{Blocks: bm, States: func() []*api.AdminStateEntry { return n.fsm.AdminStates() },
@@ -189,7 +190,8 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	if err := n.startHDFSRPC(); err != nil {
 		return nil, err
 	}
-	n.wg.Add(7)
+	n.wg.Add(8)
+	go func() { defer n.wg.Done(); admit.Run(n.stop) }()
 	go n.adminLoop()
 	go n.reapReportsLoop()
 	go n.watchLeadership()

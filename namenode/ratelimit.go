@@ -1,28 +1,14 @@
 package namenode
 
 import (
-	"path"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blockfs/blockfs/internal/base/ratelimit"
-	"github.com/blockfs/blockfs/security"
+	"github.com/blockfs/blockfs/internal/node/fairshare"
 )
 
-// admitWrite returns the authorizer's check of a user's write call: the
-// per-user token bucket, its refusals counted by RPC. The superuser and
-// the supergroup are not limited, as HDFS's FairCallQueue leaves its
-// service users alone: the operator's tools (and the superuser's own
-// jobs) are trusted with the namenode whole.
-func (n *Namenode) admitWrite(c LimitsConfig) func(security.Identity, string) error {
-	l := ratelimit.New(ratelimit.Config{Rate: float64(c.WriteRatePerUser), Burst: c.WriteBurstPerUser, MaxKeys: c.WriteRateUsers})
-	env := authEnv{n}
-	return func(id security.Identity, method string) error {
-		if env.IsSuperuser(id.Name) {
-			return nil
-		}
-		err := l.Admit(id.Name, method)
-		if err != nil {
-			n.met.rateLimited.WithLabelValues(path.Base(method)).Inc()
-		}
-		return err
-	}
+// newAdmission is the authorizer's check of users' calls: the per-user
+// write rate, then the fair scheduler, neither applied to exempt users.
+func newAdmission(c LimitsConfig, exempt func(string) bool, reg prometheus.Registerer) *fairshare.Admission {
+	return fairshare.NewAdmission(ratelimit.Config{Rate: float64(c.WriteRatePerUser), Burst: c.WriteBurstPerUser, MaxKeys: c.WriteRateUsers}, c.Fair, exempt, reg)
 }

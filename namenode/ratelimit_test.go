@@ -1,8 +1,11 @@
 package namenode_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -65,4 +68,73 @@ func TestWriteRateLimited(t *testing.T) {
 	if got := metricValue(t, nn, "blockfs_namenode_rate_limited_total", "Mkdirs"); got != 2 {
 		t.Errorf("rate-limited Mkdirs counted %v, want 2", got)
 	}
+}
+
+// TestFairBackoff: on a namenode that reads as loaded, a user writing
+// beside a lighter caller is backed off (ResourceExhausted with a retry
+// hint, counted), while the light user's writes are served; once the
+// light user has stopped calling, the heavy one is served again.
+func TestFairBackoff(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) }) // runs last: the scheduler's loop ends with the namenode
+	x := startCluster(t, 1, func(_ int, c *namenode.Config) {
+		c.Limits.Fair.Load = func() (time.Duration, bool) { return time.Second, true } // always loaded
+	})
+	nn := x.c.Namenode(x.leader())
+	c := x.client(x.leader())
+	if _, err := c.Mkdirs(x.root(), &api.MkdirsRequest{Path: "/pub", Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	mkdir := func(user string, i int) error {
+		_, err := c.Mkdirs(x.as(user), &api.MkdirsRequest{Path: fmt.Sprintf("/pub/%s%d", user, i), Mode: 0o755})
+		return err
+	}
+	// alice writes, bob reads, until alice is backed off.
+	var refused error
+	for i := 0; refused == nil; i++ {
+		if i == 20000 {
+			t.Fatal("alice never backed off beside bob on a loaded namenode")
+		}
+		if _, err := c.GetFileInfo(x.as("bob"), &api.GetFileInfoRequest{Path: "/pub"}); err != nil {
+			t.Fatalf("bob's read: %v", err)
+		}
+		if err := mkdir("alice", i); status.Code(err) == codes.ResourceExhausted {
+			refused = err
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCode(t, refused, codes.ResourceExhausted, "backed off")
+	if !hasRetryInfo(refused) {
+		t.Fatalf("backoff %v carries no RetryInfo", refused)
+	}
+	if got := metricValue(t, nn, "blockfs_namenode_fair_backoffs_total", "Mkdirs"); got < 1 {
+		t.Fatalf("backoffs counted %v", got)
+	}
+	for i := range 3 {
+		if err := mkdir("bob", i); err != nil {
+			t.Fatalf("light bob's write %d: %v", i, err)
+		}
+	}
+	// bob goes quiet; alice alone is served again.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		err := mkdir("alice", 100000+i)
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			t.Fatalf("alice alone: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func hasRetryInfo(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().AsDuration() > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -56,10 +56,11 @@ type AuthConfig struct {
 	// HDFS's hadoop.http.staticuser.user (default there: dr.who); "" refuses
 	// such a request (401). It is never used under mTLS.
 	HTTPStaticUser string
-	// Admit, if set, is asked about every user call of a Write endpoint
-	// once the caller is authorized; an error it returns refuses the call
-	// (the namenode's per-user write rate limit).
-	Admit func(id Identity, method string) error
+	// Admit, if set, is asked about every user call once the caller is
+	// authorized, write telling whether the method's rule is Write; an
+	// error it returns refuses the call (the namenode's per-user write
+	// rate limit and its fair scheduler, which counts reads too).
+	Admit func(id Identity, method string, write bool) error
 }
 
 // Authorizer identifies the caller of every RPC and checks it against
@@ -178,13 +179,13 @@ func (a *Authorizer) Authorize(ctx context.Context, method string, req any) (con
 }
 
 // admit applies rule (method's) to the identified caller id: the role and
-// its standing check, then the Admit hook on a user's write.
+// its standing check, then the Admit hook on a user's call.
 func (a *Authorizer) admit(ctx context.Context, method string, rule Rule, id Identity, req any) (context.Context, error) {
 	if reason, err := a.check(rule, id, req); err != nil {
 		return WithIdentity(ctx, id), a.refuse(method, reason, err)
 	}
-	if rule.Write && id.Role == RoleUser && a.cfg.Admit != nil {
-		if err := a.cfg.Admit(id, method); err != nil {
+	if id.Role == RoleUser && a.cfg.Admit != nil {
+		if err := a.cfg.Admit(id, method, rule.Write); err != nil {
 			return WithIdentity(ctx, id), err
 		}
 	}

@@ -32,9 +32,10 @@ type Rule struct {
 	// Token notes that the handler also checks a block token (DataService);
 	// the authorizer only checks the role.
 	Token string
-	// Write marks a namespace-mutating endpoint: a user's call (its own or
-	// delegated) passes AuthConfig.Admit too (the namenode's per-user
-	// write rate limit). Datanode and namenode callers are not limited.
+	// Write marks a namespace-mutating endpoint: AuthConfig.Admit is told
+	// a user's call (its own or delegated) is a write, which the
+	// namenode's per-user write rate limit and fair scheduler limit.
+	// Datanode and namenode callers are not limited.
 	Write bool
 	// StaticUser serves, under simple auth, a request that names no user
 	// as the static web user (AuthConfig.HTTPStaticUser), with that user's

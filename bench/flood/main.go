@@ -9,8 +9,9 @@
 //     (health Watch), with more calls queued behind them;
 //   - complete waits: Completes of blocks no datanode will report,
 //     past --complete-waits-per-user;
-//   - writes: Mkdirs as fast as it can, past --write-rate-per-user (raw
-//     calls that do not honour the retry hint);
+//   - writes: Mkdirs as fast as it can, past --write-rate-per-user and
+//     the fair scheduler's backoff (raw calls that do not honour the
+//     retry hint);
 //   - never-read ReadBlock streams on every datanode (smallest HTTP/2
 //     window), past --read-buffer-bytes-per-user;
 //   - stalled HTTP: WebHDFS requests whose headers or body never finish.
@@ -361,7 +362,7 @@ func refusals(c *localcluster.Cluster) map[string]float64 {
 			for _, m := range mf.GetMetric() {
 				v := m.GetCounter().GetValue()
 				switch name {
-				case "blockfs_namenode_rate_limited_total", "blockfs_grpc_streams_at_limit_total", "blockfs_http_stalled_total":
+				case "blockfs_namenode_rate_limited_total", "blockfs_namenode_fair_backoffs_total", "blockfs_grpc_streams_at_limit_total", "blockfs_http_stalled_total":
 					out[name] += v
 				case "blockfs_namenode_limit_refusals_total", "blockfs_datanode_read_refused_total":
 					for _, l := range m.GetLabel() {

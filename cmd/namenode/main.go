@@ -113,6 +113,8 @@ func parse(args []string) (namenode.Config, error) {
 	f.Int(&cfg.Limits.WriteRatePerUser, "write-rate-per-user", cfg.Limits.WriteRatePerUser, "namespace-mutating calls (Mkdirs, Create, AddBlock, Complete, Delete, Rename, ...) one user may make per second, a token bucket per user on each namenode; a call past it is refused (ResourceExhausted with a retry hint); 0 = no limit")
 	f.Int(&cfg.Limits.WriteBurstPerUser, "write-burst-per-user", cfg.Limits.WriteBurstPerUser, "calls one user may make at once above --write-rate-per-user (the bucket's size)")
 	f.Int(&cfg.Limits.WriteRateUsers, "write-rate-users", cfg.Limits.WriteRateUsers, "users whose write buckets are tracked at once; past it idle users (bucket full) are forgotten first, then the least recently seen")
+	f.Duration(&cfg.Limits.Fair.Busy, "fair-busy", cfg.Limits.Fair.Busy, "the fair scheduler: while the p99 goroutine scheduling latency of a 100 ms window is above this (the namenode is loaded) and users of different shares of recent writes are calling, the writes of the users heavier than the lightest caller are throttled (refused with ResourceExhausted and a retry hint past their throttled rate), the throttle halving each loaded window; 0 = off")
+	f.Duration(&cfg.Limits.Fair.HalfLife, "fair-half-life", cfg.Limits.Fair.HalfLife, "the time over which a user's score (its recent writes) in the fair scheduler halves")
 	f.Duration(&cfg.Limits.ReportTTL, "report-ttl", cfg.Limits.ReportTTL, "drop a multi-part block report not finished within this (checked every quarter of it)")
 	f.String(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := f.Parse(args); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
+	"github.com/blockfs/blockfs/internal/node/fairshare"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/namenode/reports"
 	"github.com/blockfs/blockfs/namespace"
@@ -373,11 +374,15 @@ type Limits struct {
 	// user's token bucket for the namespace-mutating RPCs (security.Rule
 	// Write), tracked for at most WriteRateUsers users at once.
 	WriteRatePerUser, WriteBurstPerUser, WriteRateUsers int
+	// Fair is the fair scheduler (package fairshare) that backs off the
+	// writes of users heavier than others while the namenode is loaded;
+	// its Rate and MaxUsers are taken from the write rate above.
+	Fair fairshare.Config
 }
 
 // DefaultLimits returns the limits' defaults.
 func DefaultLimits() Limits {
-	rep := reports.DefaultLimits()
+	rep, fair := reports.DefaultLimits(), fairshare.DefaultConfig()
 	return Limits{
 		Serve:                  serve.DefaultLimits(),
 		ReportBytesPerDatanode: rep.PerDatanode,
@@ -388,6 +393,7 @@ func DefaultLimits() Limits {
 		WriteRatePerUser:       1000,
 		WriteBurstPerUser:      2000,
 		WriteRateUsers:         100000,
+		Fair:                   fairshare.Config{Busy: fair.Busy, HalfLife: fair.HalfLife},
 	}
 }
 
@@ -406,6 +412,8 @@ func (c *Limits) Validate() error {
 		return badConfig(op, "complete waits: per user %d must be positive and at most the total %d", c.CompleteWaitsPerUser, c.CompleteWaitsTotal)
 	case c.WriteRatePerUser < 0 || c.WriteRatePerUser > 0 && (c.WriteBurstPerUser <= 0 || c.WriteRateUsers <= 0):
 		return badConfig(op, "write rate %d/s must be >= 0, and when on its burst %d and users %d positive", c.WriteRatePerUser, c.WriteBurstPerUser, c.WriteRateUsers)
+	case c.Fair.Busy < 0 || c.Fair.Busy > 0 && c.Fair.HalfLife < fairshare.Window:
+		return badConfig(op, "fair scheduler: busy %v must be >= 0, and when on its half-life %v at least %v", c.Fair.Busy, c.Fair.HalfLife, fairshare.Window)
 	}
 	return nil
 }

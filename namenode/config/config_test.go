@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNamespaceXAttrLimits: HDFS's defaults validate; out-of-range limits
@@ -24,6 +25,28 @@ func TestNamespaceXAttrLimits(t *testing.T) {
 		err := n.Validate()
 		if c.bad == "" && err != nil || c.bad != "" && (err == nil || !strings.Contains(err.Error(), c.bad)) {
 			t.Errorf("%d, %d: %v, want %q", c.count, c.size, err, c.bad)
+		}
+	}
+}
+
+// TestFairLimits: the fair scheduler's defaults validate, off needs
+// nothing else, and a negative load or a half-life shorter than a window
+// is refused, naming the scheduler.
+func TestFairLimits(t *testing.T) {
+	for _, c := range []struct {
+		busy, halfLife time.Duration
+		bad            string
+	}{
+		{DefaultLimits().Fair.Busy, DefaultLimits().Fair.HalfLife, ""},
+		{0, 0, ""},
+		{-time.Microsecond, time.Second, "fair scheduler"},
+		{time.Millisecond, time.Millisecond, "fair scheduler"},
+	} {
+		l := DefaultLimits()
+		l.Fair.Busy, l.Fair.HalfLife = c.busy, c.halfLife
+		err := l.Validate()
+		if c.bad == "" && err != nil || c.bad != "" && (err == nil || !strings.Contains(err.Error(), c.bad)) {
+			t.Errorf("busy %v, half-life %v: %v, want %q", c.busy, c.halfLife, err, c.bad)
 		}
 	}
 }
