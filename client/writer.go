@@ -83,6 +83,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 	var st *api.FileStatus
 	var soft int64
 	var first *api.AddBlockResponse
+	defer c.locs.drop(p, nil) // an overwrite: after the call, whatever its outcome
 	err := c.call(ctx, "Create", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Create(ctx, &api.CreateRequest{
 			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
@@ -251,11 +252,17 @@ func (w *Writer) Close() error {
 		}
 		w.first = nil
 	}
+	gen := w.c.locs.generation(w.path)
+	var located *api.GetBlockLocationsResponse
 	w.err = w.c.call(w.ctx, "Complete", func(ctx context.Context, nn api.ClientServiceClient) error {
-		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks}, trailerOpt(ctx))
+		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks, WantLocations: w.c.locs != nil}, trailerOpt(ctx))
 		w.c.saw(r.GetHeader())
+		located = r.GetLocated()
 		return err
 	})
+	if w.err == nil && located != nil && located.InodeId == w.inode && ExpandLocations(located) == nil {
+		w.c.locs.put(w.path, located, gen)
+	}
 	return w.err
 }
 

@@ -203,7 +203,15 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &api.CompleteResponse{Header: s.n.writeHeader(idx)}, nil
+	out := &api.CompleteResponse{Header: s.n.writeHeader(idx)}
+	if req.WantLocations { // what GetBlockLocations would answer now; none if c may not read it
+		user, groups := s.n.reader(ctx)
+		if loc, err := s.n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: req.Path}); err == nil && loc.InodeId == req.InodeId && s.n.fillReadTokens(user, loc) == nil {
+			out.Located = loc
+			s.n.audited(ctx, "open", req.Path, "", nil, nil) // read access handed out, as GetBlockLocations audits it
+		}
+	}
+	return out, nil
 }
 
 // Append reopens a closed file for the caller (the FSM checks w on it
