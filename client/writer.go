@@ -7,6 +7,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/security"
 	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/internal/node/blockstream"
 )
@@ -57,9 +58,13 @@ type Writer struct {
 	lastSynced bool
 	// first is the block the Create allocated (CreateOptions.FirstBlock),
 	// until the first block starts with it.
-	first  *api.AddBlockResponse
-	err    error
-	closed bool
+	first *api.AddBlockResponse
+	// readToken is the finished single block's token if it grants reads
+	// too (an owner's Create gets rw): the location cache presents it, one
+	// every pipeline datanode has verified already.
+	readToken []byte
+	err       error
+	closed    bool
 }
 
 // blockWrite is the block being written and its pipeline.
@@ -261,6 +266,9 @@ func (w *Writer) Close() error {
 		return err
 	})
 	if w.err == nil && located != nil && located.InodeId == w.inode && ExpandLocations(located) == nil {
+		if len(w.blocks) == 1 && len(located.Blocks) == 1 && w.readToken != nil && located.Blocks[0].Block.Id == w.blocks[0].Id {
+			located.Blocks[0].Token = w.readToken // readBlock prefers a block's own token
+		}
 		w.c.locs.put(w.path, located, gen)
 	}
 	return w.err
@@ -448,6 +456,10 @@ func (w *Writer) finishBlock() error {
 	crc := ack.Crc32C
 	blk.Crc32C = &crc
 	w.blocks = append(w.blocks, blk)
+	w.readToken = nil
+	if len(w.blocks) == 1 && b.base == 0 && w.c.locs != nil && security.UnverifiedGrants(b.token, security.Read) {
+		w.readToken = b.token
+	}
 	w.cur, w.lastSynced = nil, false
 	return nil
 }

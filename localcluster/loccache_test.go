@@ -64,6 +64,28 @@ func readEqualLen(t *testing.T, cl *client.Client, p string, n int) {
 	}
 }
 
+// verifyCounts sums the datanodes' verified-token cache misses and hits.
+func verifyCounts(t *testing.T, c *localcluster.Cluster) (misses, hits float64) {
+	t.Helper()
+	for _, d := range c.Datanodes() {
+		mfs, err := d.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				switch mf.GetName() {
+				case "blockfs_security_verify_cache_misses_total":
+					misses += m.GetCounter().GetValue()
+				case "blockfs_security_verify_cache_hits_total":
+					hits += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return misses, hits
+}
+
 // waitGone waits until no datanode of c holds block id.
 func waitGone(t *testing.T, c *localcluster.Cluster, id uint64) {
 	t.Helper()
@@ -122,6 +144,19 @@ func TestLocationCache(t *testing.T) {
 		}
 		return locs.Blocks[0].Block.Id
 	}
+
+	t.Run("no new signature check", func(t *testing.T) {
+		// The owner's Create token reads the block too: the read presents
+		// a token the pipeline's datanodes verified, a cache hit.
+		p, v := "/lc/hit", randBytes(600)
+		write(a, p, v)
+		misses, hits := verifyCounts(t, c)
+		readEqual(t, a, p, v)
+		m2, h2 := verifyCounts(t, c)
+		if m2 != misses || h2 < hits+2 {
+			t.Fatalf("verify cache misses %v -> %v, hits %v -> %v: want no miss, a hit per read", misses, m2, hits, h2)
+		}
+	})
 
 	t.Run("append by another client", func(t *testing.T) {
 		p, v1 := "/lc/append", randBytes(300)
