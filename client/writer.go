@@ -7,9 +7,9 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/security"
 	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/internal/node/blockstream"
+	"github.com/blockfs/blockfs/security"
 )
 
 // BadNodeKey is the trailer key in which a datanode names the pipeline
