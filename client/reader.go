@@ -20,10 +20,13 @@ type Reader struct {
 	// off and n are the range opened (OpenRange); refreshed locations are
 	// fetched for it again.
 	off, n uint64
-	mu     sync.Mutex // guards locs, served and refetched
+	mu     sync.Mutex // guards locs, version, served and refetched
 	locs   *api.GetBlockLocationsResponse
-	pos    int64
-	seq    sequential // Read's streams
+	// version counts refetch's swaps (0 or 1): a refresh of the same
+	// version's replicas (readAt) swaps locs but not the version.
+	version int
+	pos     int64
+	seq     sequential // Read's streams
 	// fromCache: locs came from the client's location cache (locCache).
 	// Until the Reader has served a byte or told its size or locations
 	// (served), a failed read asks the namenode once (refetched) and
@@ -72,32 +75,39 @@ func (r *Reader) Locations() *api.GetBlockLocationsResponse {
 
 // current returns the locations without committing the Reader to them.
 func (r *Reader) current() *api.GetBlockLocationsResponse {
+	locs, _ := r.currentV()
+	return locs
+}
+
+// currentV is current with its version.
+func (r *Reader) currentV() (*api.GetBlockLocationsResponse, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.locs
+	return r.locs, r.version
 }
 
 func (r *Reader) size() int64 { return int64(r.current().FileLength) }
 
-// commit is called before bytes read with used are returned: it reports
-// whether used are still the Reader's locations (else the caller reads
-// again with the current ones), and if so commits the Reader to them.
-func (r *Reader) commit(used *api.GetBlockLocationsResponse) bool {
+// commit is called before bytes read at version used are returned: it
+// reports whether that is still the Reader's version (else the caller
+// reads again with the current one: at most once, refetch swapping once),
+// and if so commits the Reader to it.
+func (r *Reader) commit(used int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.locs != used {
+	if r.version != used {
 		return false
 	}
 	r.served = true
 	return true
 }
 
-// refetch replaces cached locations that failed (used) by the
-// namenode's, once, if the Reader has served nothing yet; it reports
+// refetch replaces cached locations that failed (version used, locs) by
+// the namenode's, once, if the Reader has served nothing yet; it reports
 // whether the caller should read again. The cache entry goes either way.
-func (r *Reader) refetch(used *api.GetBlockLocationsResponse) bool {
+func (r *Reader) refetch(used int, locs *api.GetBlockLocationsResponse) bool {
 	r.mu.Lock()
-	ok := r.fromCache && !r.served && !r.refetched && r.locs == used
+	ok := r.fromCache && !r.served && !r.refetched && r.version == used
 	if ok {
 		r.refetched = true
 	}
@@ -105,17 +115,17 @@ func (r *Reader) refetch(used *api.GetBlockLocationsResponse) bool {
 	if !ok || r.ctx.Err() != nil {
 		return false
 	}
-	r.c.locs.drop(r.path, used)
+	r.c.locs.drop(r.path, locs)
 	fresh, err := r.c.GetBlockLocations(r.ctx, r.path, 0, 0)
 	if err != nil {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.served || r.locs != used {
+	if r.served || r.version != used {
 		return false
 	}
-	r.locs = fresh
+	r.locs, r.version = fresh, used+1
 	return true
 }
 
@@ -158,16 +168,16 @@ func (r *Reader) Read(p []byte) (int, error) {
 // was served asks the namenode (refetch) and reads its version instead.
 func (r *Reader) readCached(p []byte) (int, error) {
 	for {
-		locs := r.current()
+		locs, v := r.currentV()
 		if r.pos >= int64(locs.FileLength) {
-			if !r.commit(locs) {
+			if !r.commit(v) {
 				continue
 			}
 			return 0, io.EOF
 		}
 		n, err := r.seq.read(r, p)
 		if err == nil {
-			if !r.commit(r.seq.cur.locs) {
+			if !r.commit(r.seq.cur.version) {
 				r.seq.drop()
 				continue
 			}
@@ -175,7 +185,7 @@ func (r *Reader) readCached(p []byte) (int, error) {
 			return n, nil
 		}
 		r.seq.drop()
-		if r.refetch(locs) {
+		if r.refetch(v, locs) {
 			continue
 		}
 		// Served already (or the namenode failed): the replicas of this
@@ -221,12 +231,12 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		return r.readAt(p, off, r.current())
 	}
 	for {
-		locs := r.current()
+		locs, v := r.currentV()
 		n, err := r.readAt(p, off, locs)
-		if err != nil && err != io.EOF && n == 0 && r.refetch(locs) {
+		if err != nil && err != io.EOF && n == 0 && r.refetch(v, locs) {
 			continue
 		}
-		if !r.commit(locs) {
+		if !r.commit(v) {
 			continue // the namenode's version came meanwhile: read that
 		}
 		return n, err

@@ -3,7 +3,6 @@ package client
 import (
 	"io"
 
-	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 )
 
@@ -20,7 +19,9 @@ type cursor struct {
 	at    int64 // file offset of the next byte the stream gives
 	end   int64 // file offset of the block's end
 	s     *replicaStream
-	locs  *api.GetBlockLocationsResponse // what the stream was opened from
+	// version is the Reader's version of the locations the stream was
+	// opened from (Reader.commit).
+	version int
 }
 
 // read reads at r.pos from the streams, opening or advancing them.
@@ -67,7 +68,7 @@ func (q *sequential) drop() {
 // openCursor opens a stream on the first replica of the block holding
 // file offset off, from off to the block's end.
 func (r *Reader) openCursor(off int64) (*cursor, error) {
-	locs := r.current()
+	locs, version := r.currentV()
 	for i, lb := range locs.Blocks {
 		start, n := int64(lb.Offset), int64(lb.Block.Length)
 		if off < start || off >= start+n {
@@ -84,7 +85,7 @@ func (r *Reader) openCursor(off int64) (*cursor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &cursor{block: i, at: off, end: start + n, s: s, locs: locs}, nil
+		return &cursor{block: i, at: off, end: start + n, s: s, version: version}, nil
 	}
 	return nil, errs.Newf(errs.Invalid, "client.Reader.Read", r.path, "offset %d is in no block", off)
 }

@@ -282,3 +282,24 @@ func TestLocationCache(t *testing.T) {
 		}
 	})
 }
+
+// TestLocationCacheNoReplica: a cached file whose datanodes are all gone
+// fails its read (after asking the namenode once and retrying its
+// replicas as an uncached read does) rather than retrying without end.
+func TestLocationCacheNoReplica(t *testing.T) {
+	ctx := ctxT(t)
+	c, _ := startWith(t, ctx, localcluster.Config{Namenodes: 1, Datanodes: 1, Dir: t.TempDir()})
+	if err := c.WaitDatanodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := cachingClient(t, c, "root", time.Minute)
+	if err := a.WriteFile(ctx, "/nr", randBytes(100), client.CreateOptions{Replication: 1, BlockSize: blockSize, Perm: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopDatanode(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ReadFile(ctx, "/nr"); err == nil || ctx.Err() != nil {
+		t.Fatalf("read with no datanode: %v (context %v), want an error before the deadline", err, ctx.Err())
+	}
+}
