@@ -30,6 +30,7 @@ func (c *Client) AppendNewBlock(ctx context.Context, p string) (*Writer, error) 
 }
 
 func (c *Client) append(ctx context.Context, op, p string, newBlock bool) (*Writer, error) {
+	defer c.locs.drop(p, nil) // after the call, whatever its outcome
 	var r *api.AppendResponse
 	err := c.call(ctx, "Append", func(ctx context.Context, nn api.ClientServiceClient) error {
 		var err error

@@ -78,6 +78,7 @@ func (c *Client) SetTimes(ctx context.Context, p string, mtimeMs, atimeMs int64)
 // boundary); otherwise block recovery cuts the last block and closes the
 // file shortly (WaitClosed waits for it).
 func (c *Client) Truncate(ctx context.Context, p string, newLength int64) (done bool, err error) {
+	defer c.locs.drop(p, nil) // after the call, whatever its outcome
 	err = c.call(ctx, "Truncate", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Truncate(ctx, &api.TruncateRequest{Path: p, NewLength: newLength}, trailerOpt(ctx))
 		c.saw(r.GetHeader())

@@ -66,6 +66,18 @@ type Config struct {
 	// Writer is open; 0 means 20 s. Keep it well under the namenode's
 	// --lease-soft-limit (60 s by default).
 	LeaseRenewInterval time.Duration
+	// LocationCacheTTL, when positive, keeps the read locations (and read
+	// token) of each file this client completed or opened whole for that
+	// long, so reading it back skips the namenode: one datanode call a
+	// small file. A location gone stale (replica moved or deleted, block
+	// restamped by an append or recovery, token expired or revoked) is
+	// refused by the datanode and the Reader asks the namenode instead;
+	// this client's own changes drop entries at once. Another client's
+	// replacement or deletion of a file is not seen until the old
+	// replicas are deleted or the TTL passes: within it a read may return
+	// the old version, whole. 0 (the default): every Open asks the
+	// namenode. See locCache.
+	LocationCacheTTL time.Duration
 }
 
 // DefaultConfig returns the defaults for the given namenodes.
@@ -92,6 +104,8 @@ func (c *Config) Validate() error {
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "unreachable retry must not be negative")
 	case c.LeaseRenewInterval < 0:
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "lease renew interval must not be negative")
+	case c.LocationCacheTTL < 0:
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "location cache TTL must not be negative")
 	}
 	return nil
 }
@@ -111,6 +125,8 @@ type Client struct {
 	leases leaseRenewer
 	// trash is the cluster's trash settings as last read (trash.go).
 	trash trashSettings
+	// locs caches files' read locations (nil: Config.LocationCacheTTL 0).
+	locs *locCache
 }
 
 // New returns a client; connections are made lazily.
@@ -125,7 +141,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.LeaseRenewInterval == 0 {
 		cfg.LeaseRenewInterval = 20 * time.Second
 	}
-	c := &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, id: hex.EncodeToString(id[:])}
+	c := &Client{cfg: cfg, conns: map[string]*grpc.ClientConn{}, id: hex.EncodeToString(id[:]), locs: newLocCache(cfg.LocationCacheTTL)}
 	c.leases.c = c
 	c.current.Store(cfg.Namenodes[0])
 	return c, nil
@@ -175,6 +191,11 @@ func (c *Client) conn(op, addr string) (*grpc.ClientConn, error) {
 // hints and rotating through the namenodes on Unavailable, with jittered
 // exponential backoff, until it succeeds, fails for good, or ctx ends.
 func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Context, nn api.ClientServiceClient) error) error {
+	if c.locs != nil && !keepsLocations[op] {
+		// After the call, whatever its outcome: a failed answer may
+		// still have been applied.
+		defer c.locs.clear()
+	}
 	backoff := c.cfg.MinBackoff
 	next := 0
 	ctx = metadata.AppendToOutgoingContext(ctx, clientIDKey, c.id, callIDKey, strconv.FormatUint(c.calls.Add(1), 10))

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"sync"
@@ -19,10 +20,18 @@ type Reader struct {
 	// off and n are the range opened (OpenRange); refreshed locations are
 	// fetched for it again.
 	off, n uint64
-	mu     sync.Mutex // guards locs
+	mu     sync.Mutex // guards locs, version, served and refetched
 	locs   *api.GetBlockLocationsResponse
-	pos    int64
-	seq    sequential // Read's streams
+	// version counts refetch's swaps (0 or 1): a refresh of the same
+	// version's replicas (readAt) swaps locs but not the version.
+	version int
+	pos     int64
+	seq     sequential // Read's streams
+	// fromCache: locs came from the client's location cache (locCache).
+	// Until the Reader has served a byte or told its size or locations
+	// (served), a failed read asks the namenode once (refetched) and
+	// carries on with its answer; after that it never changes version.
+	fromCache, served, refetched bool
 }
 
 // Open fetches p's block locations and returns a Reader. ctx bounds every
@@ -36,9 +45,19 @@ func (c *Client) Open(ctx context.Context, p string) (*Reader, error) {
 // and reads outside it come back short (io.EOF). A WebHDFS datanode reads
 // an OPEN this way, since its redirect token admits that range alone.
 func (c *Client) OpenRange(ctx context.Context, p string, off, n uint64) (*Reader, error) {
+	whole := off == 0 && n == 0
+	if whole {
+		if locs := c.locs.get(p); locs != nil {
+			return &Reader{c: c, ctx: ctx, path: p, locs: locs, fromCache: true}, nil
+		}
+	}
+	gen := c.locs.generation(p)
 	locs, err := c.GetBlockLocations(ctx, p, off, n)
 	if err != nil {
 		return nil, err
+	}
+	if whole {
+		c.locs.put(p, locs, gen)
 	}
 	return &Reader{c: c, ctx: ctx, path: p, locs: locs, off: off, n: n}, nil
 }
@@ -50,7 +69,64 @@ func (r *Reader) Size() int64 { return int64(r.Locations().FileLength) }
 func (r *Reader) Locations() *api.GetBlockLocationsResponse {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.served = true // the caller may act on this version's length
 	return r.locs
+}
+
+// current returns the locations without committing the Reader to them.
+func (r *Reader) current() *api.GetBlockLocationsResponse {
+	locs, _ := r.currentV()
+	return locs
+}
+
+// currentV is current with its version.
+func (r *Reader) currentV() (*api.GetBlockLocationsResponse, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.locs, r.version
+}
+
+func (r *Reader) size() int64 { return int64(r.current().FileLength) }
+
+// commit is called before bytes read at version used are returned: it
+// reports whether that is still the Reader's version (else the caller
+// reads again with the current one: at most once, refetch swapping once),
+// and if so commits the Reader to it.
+func (r *Reader) commit(used int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.version != used {
+		return false
+	}
+	r.served = true
+	return true
+}
+
+// refetch replaces cached locations that failed (version used, locs) by
+// the namenode's, once, if the Reader has served nothing yet; it reports
+// whether the caller should read again. The cache entry goes either way.
+func (r *Reader) refetch(used int, locs *api.GetBlockLocationsResponse) bool {
+	r.mu.Lock()
+	ok := r.fromCache && !r.served && !r.refetched && r.version == used
+	if ok {
+		r.refetched = true
+	}
+	r.mu.Unlock()
+	if !ok || r.ctx.Err() != nil {
+		return false
+	}
+	r.c.locs.drop(r.path, locs)
+	fresh, err := r.c.GetBlockLocations(r.ctx, r.path, 0, 0)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.served || r.version != used {
+		return false
+	}
+	r.locs, r.version = fresh, used+1
+	return true
 }
 
 // maxLocationRefreshes bounds how often ReadAt refetches a file's block
@@ -68,7 +144,10 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if r.pos >= r.Size() {
+	if r.fromCache {
+		return r.readCached(p)
+	}
+	if r.pos >= r.size() {
 		return 0, io.EOF
 	}
 	n, err := r.seq.read(r, p)
@@ -83,6 +162,43 @@ func (r *Reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// readCached is Read for a Reader opened from the cache: the bytes a
+// stream gives are returned only if the Reader is still at the locations
+// the stream was opened with (commit); a stream failing before anything
+// was served asks the namenode (refetch) and reads its version instead.
+func (r *Reader) readCached(p []byte) (int, error) {
+	for {
+		locs, v := r.currentV()
+		if r.pos >= int64(locs.FileLength) {
+			if !r.commit(v) {
+				continue
+			}
+			return 0, io.EOF
+		}
+		n, err := r.seq.read(r, p)
+		if err == nil {
+			if !r.commit(r.seq.cur.version) {
+				r.seq.drop()
+				continue
+			}
+			r.pos += int64(n)
+			return n, nil
+		}
+		r.seq.drop()
+		if r.refetch(v, locs) {
+			continue
+		}
+		// Served already (or the namenode failed): the replicas of this
+		// version, as an uncached Reader would.
+		n, err = r.ReadAt(p[:min(int64(len(p)), r.blockEnd(r.pos)-r.pos)], r.pos)
+		if err == io.EOF && n > 0 {
+			err = nil
+		}
+		r.pos += int64(n)
+		return n, err
+	}
+}
+
 // Close ends the Reader's open streams.
 func (r *Reader) Close() error {
 	r.seq.drop()
@@ -95,7 +211,7 @@ func (r *Reader) Seek(off int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		off += r.pos
 	case io.SeekEnd:
-		off += r.Size()
+		off += r.size()
 	}
 	if off < 0 {
 		return r.pos, errs.New(errs.Invalid, "client.Reader.Seek", r.path, "negative position")
@@ -111,13 +227,33 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errs.New(errs.Invalid, "client.Reader.ReadAt", r.path, "negative offset")
 	}
-	size := r.Size()
+	if !r.fromCache {
+		return r.readAt(p, off, r.current())
+	}
+	for {
+		locs, v := r.currentV()
+		n, err := r.readAt(p, off, locs)
+		if err != nil && err != io.EOF && n == 0 && r.refetch(v, locs) {
+			continue
+		}
+		if !r.commit(v) {
+			continue // the namenode's version came meanwhile: read that
+		}
+		return n, err
+	}
+}
+
+// readAt is ReadAt at locations locs. A Reader still on cached
+// locations does not wait for fresh ones here: ReadAt asks the namenode
+// at once (refetch).
+func (r *Reader) readAt(p []byte, off int64, locs *api.GetBlockLocationsResponse) (int, error) {
+	size := int64(locs.FileLength)
 	if off >= size {
 		return 0, io.EOF
 	}
 	want := min(int64(len(p)), size-off)
 	n := 0
-	locs := r.Locations()
+	cached := r.fromCache && !r.refetchedNow()
 	refreshes := 0
 	backoff := r.c.cfg.MinBackoff
 	for bi := 0; bi < len(locs.Blocks); bi++ {
@@ -127,7 +263,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 			continue
 		}
 		got, err := r.c.readBlock(r.ctx, locs, lb, uint64(from), p[n:n+int(take)])
-		if err != nil && errs.Is(err, errs.Unavailable) && refreshes < maxLocationRefreshes && r.ctx.Err() == nil {
+		if err != nil && !cached && errs.Is(err, errs.Unavailable) && refreshes < maxLocationRefreshes && r.ctx.Err() == nil {
 			refreshes++
 			select {
 			case <-r.ctx.Done():
@@ -153,6 +289,12 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+func (r *Reader) refetchedNow() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refetched || r.served
 }
 
 // span is the part of the block [bStart, bStart+bLen) that the read of
@@ -227,6 +369,14 @@ func (c *Client) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
+	if r.fromCache {
+		// Not Size: that would pin the cached version, which may yet
+		// fail over to the namenode's (another length).
+		var b bytes.Buffer
+		b.Grow(int(r.size()) + 1)
+		_, err := b.ReadFrom(r)
+		return b.Bytes(), err
+	}
 	buf := make([]byte, r.Size())
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err

@@ -19,6 +19,9 @@ type cursor struct {
 	at    int64 // file offset of the next byte the stream gives
 	end   int64 // file offset of the block's end
 	s     *replicaStream
+	// version is the Reader's version of the locations the stream was
+	// opened from (Reader.commit).
+	version int
 }
 
 // read reads at r.pos from the streams, opening or advancing them.
@@ -38,7 +41,7 @@ func (q *sequential) read(r *Reader, p []byte) (int, error) {
 			return q.read(r, p)
 		}
 	}
-	if q.next == nil && q.cur.end < r.Size() {
+	if q.next == nil && q.cur.end < r.size() {
 		q.next, _ = r.openCursor(q.cur.end) // a failure shows when it is read
 	}
 	n, err := q.cur.s.read(p[:min(int64(len(p)), q.cur.end-q.cur.at)])
@@ -65,7 +68,7 @@ func (q *sequential) drop() {
 // openCursor opens a stream on the first replica of the block holding
 // file offset off, from off to the block's end.
 func (r *Reader) openCursor(off int64) (*cursor, error) {
-	locs := r.Locations()
+	locs, version := r.currentV()
 	for i, lb := range locs.Blocks {
 		start, n := int64(lb.Offset), int64(lb.Block.Length)
 		if off < start || off >= start+n {
@@ -82,17 +85,17 @@ func (r *Reader) openCursor(off int64) (*cursor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &cursor{block: i, at: off, end: start + n, s: s}, nil
+		return &cursor{block: i, at: off, end: start + n, s: s, version: version}, nil
 	}
 	return nil, errs.Newf(errs.Invalid, "client.Reader.Read", r.path, "offset %d is in no block", off)
 }
 
 // blockEnd is the file offset where the block holding off ends.
 func (r *Reader) blockEnd(off int64) int64 {
-	for _, lb := range r.Locations().Blocks {
+	for _, lb := range r.current().Blocks {
 		if end := int64(lb.Offset + lb.Block.Length); off >= int64(lb.Offset) && off < end {
 			return end
 		}
 	}
-	return r.Size()
+	return r.size()
 }

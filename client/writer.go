@@ -9,6 +9,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
 	"github.com/blockfs/blockfs/internal/node/blockstream"
+	"github.com/blockfs/blockfs/security"
 )
 
 // BadNodeKey is the trailer key in which a datanode names the pipeline
@@ -57,9 +58,13 @@ type Writer struct {
 	lastSynced bool
 	// first is the block the Create allocated (CreateOptions.FirstBlock),
 	// until the first block starts with it.
-	first  *api.AddBlockResponse
-	err    error
-	closed bool
+	first *api.AddBlockResponse
+	// readToken is the finished single block's token if it grants reads
+	// too (an owner's Create gets rw): the location cache presents it, one
+	// every pipeline datanode has verified already.
+	readToken []byte
+	err       error
+	closed    bool
 }
 
 // blockWrite is the block being written and its pipeline.
@@ -83,6 +88,7 @@ func (c *Client) Create(ctx context.Context, p string, o CreateOptions) (*Writer
 	var st *api.FileStatus
 	var soft int64
 	var first *api.AddBlockResponse
+	defer c.locs.drop(p, nil) // an overwrite: after the call, whatever its outcome
 	err := c.call(ctx, "Create", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.Create(ctx, &api.CreateRequest{
 			Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
@@ -251,11 +257,20 @@ func (w *Writer) Close() error {
 		}
 		w.first = nil
 	}
+	gen := w.c.locs.generation(w.path)
+	var located *api.GetBlockLocationsResponse
 	w.err = w.c.call(w.ctx, "Complete", func(ctx context.Context, nn api.ClientServiceClient) error {
-		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks}, trailerOpt(ctx))
+		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks, WantLocations: w.c.locs != nil}, trailerOpt(ctx))
 		w.c.saw(r.GetHeader())
+		located = r.GetLocated()
 		return err
 	})
+	if w.err == nil && located != nil && located.InodeId == w.inode && ExpandLocations(located) == nil {
+		if len(w.blocks) == 1 && len(located.Blocks) == 1 && w.readToken != nil && located.Blocks[0].Block.Id == w.blocks[0].Id {
+			located.Blocks[0].Token = w.readToken // readBlock prefers a block's own token
+		}
+		w.c.locs.put(w.path, located, gen)
+	}
 	return w.err
 }
 
@@ -441,6 +456,10 @@ func (w *Writer) finishBlock() error {
 	crc := ack.Crc32C
 	blk.Crc32C = &crc
 	w.blocks = append(w.blocks, blk)
+	w.readToken = nil
+	if len(w.blocks) == 1 && b.base == 0 && w.c.locs != nil && security.UnverifiedGrants(b.token, security.Read) {
+		w.readToken = b.token
+	}
 	w.cur, w.lastSynced = nil, false
 	return nil
 }

@@ -65,6 +65,16 @@ type Config struct {
 	// batch themselves, as those arriving while one is in flight go out
 	// together in the next.
 	IncrementalReportDelay time.Duration
+	// FollowerReportDelay is the least delay of the incremental reports to
+	// a namenode that last said it is not the leader (its heartbeat or
+	// registration reply): only the leader's Complete waits for them, so
+	// the followers' reports gather for this long and go out together,
+	// one RPC per follower per delay rather than about one per block
+	// under many small writes. A follower that takes over learns the
+	// blocks of the last delay that much later; a namenode not yet heard
+	// from is treated as the leader. 0 sends to followers as to the
+	// leader.
+	FollowerReportDelay time.Duration
 	// FullReportInterval sends a full block report this often besides the
 	// ones at registration; 0 disables the periodic report.
 	FullReportInterval time.Duration
@@ -157,6 +167,7 @@ func DefaultConfig() Config {
 		HTTPAddr:               "127.0.0.1:9300",
 		HeartbeatInterval:      3 * time.Second,
 		IncrementalReportDelay: 0,
+		FollowerReportDelay:    50 * time.Millisecond,
 		FullReportInterval:     6 * time.Hour,
 		RPCTimeout:             10 * time.Second,
 		ReportPartBlocks:       50000,
@@ -199,6 +210,8 @@ func (c *Config) Validate() error {
 		return bad("heartbeat interval must be positive")
 	case c.IncrementalReportDelay < 0:
 		return bad("incremental report delay must be >= 0")
+	case c.FollowerReportDelay < 0:
+		return bad("follower report delay must be >= 0")
 	case c.FullReportInterval < 0:
 		return bad("full report interval must be >= 0")
 	case c.RPCTimeout <= 0:

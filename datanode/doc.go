@@ -12,7 +12,10 @@
 // Incremental reports (blocks received and deleted) are queued per namenode
 // without blocking the caller and sent after IncrementalReportDelay (0 by
 // default: at once, those queued while one is in flight going together in
-// the next); a failed send keeps them queued. Commands come
+// the next), or to a namenode that last said it is not the leader after
+// at least FollowerReportDelay (50 ms: only the leader's Complete waits for
+// a report, so the followers' gather); a failed send keeps them queued.
+// Commands come
 // only from the leader's heartbeat replies and run on a small worker pool,
 // so a slow replication never delays a heartbeat.
 //

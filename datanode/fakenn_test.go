@@ -26,6 +26,8 @@ type fakeNN struct {
 	bad        []uint64
 	cmds       []*api.DatanodeCommand
 	forget     bool // answer the next heartbeat with reregister
+	follower   bool // say this namenode is not the leader
+	reports    int  // incremental reports with received blocks
 	addr       string
 	srv        *grpc.Server
 }
@@ -50,7 +52,7 @@ func (f *fakeNN) Register(_ context.Context, r *api.RegisterRequest) (*api.Regis
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.registered[r.Node.Id]++
-	return &api.RegisterResponse{NamenodeId: "fake", IsLeader: true}, nil
+	return &api.RegisterResponse{NamenodeId: "fake", IsLeader: !f.follower}, nil
 }
 
 func (f *fakeNN) Heartbeat(_ context.Context, r *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {
@@ -63,7 +65,7 @@ func (f *fakeNN) Heartbeat(_ context.Context, r *api.HeartbeatRequest) (*api.Hea
 	}
 	cmds := f.cmds
 	f.cmds = nil
-	return &api.HeartbeatResponse{Commands: cmds, IsLeader: true, Keys: [][]byte{signer().pub}, KeysChanged: true}, nil
+	return &api.HeartbeatResponse{Commands: cmds, IsLeader: !f.follower, Keys: [][]byte{signer().pub}, KeysChanged: true}, nil
 }
 
 func (f *fakeNN) GetKeys(context.Context, *api.GetKeysRequest) (*api.GetKeysResponse, error) {
@@ -137,6 +139,9 @@ func (f *fakeNN) IncrementalBlockReport(_ context.Context, r *api.IncrementalBlo
 	defer f.mu.Unlock()
 	if f.received[r.DatanodeId] == nil {
 		f.received[r.DatanodeId], f.deleted[r.DatanodeId] = map[uint64]bool{}, map[uint64]bool{}
+	}
+	if len(r.Received) > 0 {
+		f.reports++
 	}
 	for _, b := range r.Received {
 		f.received[r.DatanodeId][b.Block.Id] = true

@@ -3,6 +3,7 @@ package datanode
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blockfs/blockfs/api"
@@ -24,11 +25,16 @@ type actor struct {
 	// checked.
 	verified map[uint64]*api.Block
 	kick     chan struct{}
+	// leader is what the namenode last said of itself (true until it has
+	// said anything): a follower's reports wait FollowerReportDelay.
+	leader atomic.Bool
 }
 
 func newActor(d *Datanode, addr string) *actor {
-	return &actor{d: d, addr: addr, received: map[uint64]*api.ReportedBlock{}, deleted: map[uint64]*api.Block{},
+	a := &actor{d: d, addr: addr, received: map[uint64]*api.ReportedBlock{}, deleted: map[uint64]*api.Block{},
 		verified: map[uint64]*api.Block{}, kick: make(chan struct{}, 1)}
+	a.leader.Store(true)
+	return a
 }
 
 func (a *actor) client(op string) (api.DatanodeProtocolClient, error) {
@@ -82,6 +88,7 @@ func (a *actor) run() {
 				registered = false
 				continue
 			}
+			a.leader.Store(resp.IsLeader)
 			if resp.KeysChanged {
 				d.tokens.merge(resp.Keys)
 			}
@@ -99,7 +106,11 @@ func (a *actor) run() {
 				}
 			}
 		case <-a.kick:
-			if delay := d.cfg.IncrementalReportDelay; delay > 0 {
+			delay := d.cfg.IncrementalReportDelay
+			if !a.leader.Load() {
+				delay = max(delay, d.cfg.FollowerReportDelay)
+			}
+			if delay > 0 {
 				select {
 				case <-d.ctx.Done():
 					return
@@ -127,9 +138,11 @@ func (a *actor) register() error {
 	}
 	ctx, cancel := a.rpcCtx()
 	defer cancel()
-	if _, err := nn.Register(ctx, &api.RegisterRequest{Node: a.d.Info()}); err != nil {
+	resp, err := nn.Register(ctx, &api.RegisterRequest{Node: a.d.Info()})
+	if err != nil {
 		return errs.FromStatus(err, nil)
 	}
+	a.leader.Store(resp.IsLeader)
 	return a.fullReport()
 }
 

@@ -2,6 +2,7 @@ package datanode
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc"
@@ -38,6 +39,17 @@ func (d *Datanode) readBlock(req *api.ReadBlockRequest, stream grpc.ServerStream
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	var sendW peerWait
+	if n := req.GetLength(); n > 0 && n <= uint64(d.cfg.ChunkSize) {
+		// A range that may fit one message is served here, unwatched, if
+		// it does: a stream's first Send never waits for its reader
+		// (gRPC's write quota admits it whole), so no reader can stall
+		// it. One that needs more messages is served watched, below.
+		err := d.serveRead(ctx, req, stream, nil)
+		if err != errNeedsWatch {
+			d.readBufs.ReleaseN(user, need)
+			return err
+		}
+	}
 	err := d.watch(cancel, op, name, d.cfg.ReadIdleTimeout, []*peerWait{&sendW},
 		func() error {
 			defer d.readBufs.ReleaseN(user, need) // when the reading goroutine is done with its buffers
@@ -70,6 +82,14 @@ func readReservation(chunk int) int {
 	return chunk + 2*buf
 }
 
+// errNeedsWatch is serveRead's answer, before it has sent anything, when
+// called unwatched (sendW nil) for a range that takes more than one
+// message.
+var errNeedsWatch = errors.New("datanode: read needs more than one message")
+
+// serveRead checks the token and streams the range. With sendW nil it is
+// unwatched: it serves only a range that fits one message, else returns
+// errNeedsWatch having sent nothing.
 func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, stream grpc.ServerStreamingServer[api.ReadBlockResponse], sendW *peerWait) error {
 	const op = "ReadBlock"
 	start := time.Now()
@@ -110,6 +130,9 @@ func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, str
 	bpc := int64(d.replicaBytesPerChecksum(info))
 	// Each message is about ChunkSize bytes of whole chunks.
 	span := max(int64(d.cfg.ChunkSize)/bpc, 1) * bpc
+	if sendW == nil && int64(off+n) > int64(off)/bpc*bpc+span {
+		return errNeedsWatch
+	}
 	var buf []byte
 	for pos, end := int64(off), int64(off+n); pos < end; {
 		next := min(end, pos/bpc*bpc+span)
@@ -123,9 +146,13 @@ func (d *Datanode) serveRead(ctx context.Context, req *api.ReadBlockRequest, str
 		if ctx.Err() != nil {
 			return errs.Wrap(errs.Canceled, op, name, context.Cause(ctx))
 		}
-		sendW.begin()
+		if sendW != nil {
+			sendW.begin()
+		}
 		err = stream.Send(&api.ReadBlockResponse{Offset: uint64(cr.Offset), Data: cr.Data, Crcs: cr.CRCs, BytesPerChecksum: uint32(cr.BytesPerChecksum)})
-		sendW.end()
+		if sendW != nil {
+			sendW.end()
+		}
 		if err != nil {
 			return err
 		}

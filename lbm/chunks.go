@@ -88,6 +88,10 @@ func (s *Store) ReadChunks(ctx context.Context, id uint64, off, n int64, buf []b
 		CRCs: chunks.Sums(make([]uint32, 0, (len(data)+bpc-1)/bpc), data, bpc)}, nil
 }
 
+// maxReadGap is the most bytes of CRC table entries a read to a block's
+// end reads past and drops to take data and table in one pread.
+const maxReadGap = 4 << 10
+
 // readChunked reads and verifies the chunks of a new-format block that
 // [off, off+n) touches: one ReadAt for the data, one for the CRC slice.
 func (s *Store) readChunked(op string, id uint64, e *blockEntry, off, n int64, buf []byte) (ChunkRange, error) {
@@ -108,16 +112,32 @@ func (s *Store) readChunked(op string, id uint64, e *blockEntry, off, n int64, b
 	if err != nil {
 		return ChunkRange{}, err
 	}
-	if int64(cap(buf)) < dlen+tlen {
-		buf = make([]byte, dlen+tlen)
-	}
-	data, table := buf[:dlen], buf[dlen:dlen+tlen]
 	dataAt, tableAt := e.off+lo, e.off+e.length+first*chunkCRCLen
-	if err := s.preadBlock(op, id, c, data, dataAt); err != nil {
-		return ChunkRange{}, err
+	// A range that runs to the block's end lies just before its CRC
+	// table, gap bytes of the table's earlier entries between: one pread
+	// of both (a small block read whole: no gap) rather than two.
+	gap := tableAt - (dataAt + dlen)
+	if hi != e.length || gap > maxReadGap {
+		gap = -1
 	}
-	if err := s.preadBlock(op, id, c, table, tableAt); err != nil {
-		return ChunkRange{}, err
+	need := dlen + tlen + max(gap, 0)
+	if int64(cap(buf)) < need {
+		buf = make([]byte, need)
+	}
+	var data, table []byte
+	if gap >= 0 {
+		data, table = buf[:dlen], buf[dlen+gap:need]
+		if err := s.preadBlock(op, id, c, buf[:need], dataAt); err != nil {
+			return ChunkRange{}, err
+		}
+	} else {
+		data, table = buf[:dlen], buf[dlen:dlen+tlen]
+		if err := s.preadBlock(op, id, c, data, dataAt); err != nil {
+			return ChunkRange{}, err
+		}
+		if err := s.preadBlock(op, id, c, table, tableAt); err != nil {
+			return ChunkRange{}, err
+		}
 	}
 	if fc != nil {
 		fc.xorAt(data, data, dataAt)

@@ -112,14 +112,24 @@ func (c *Cluster) writeGroups() error {
 // ClientAs returns a client acting as user: under Config.MTLS with a user
 // certificate of that name, else by simple auth. The caller closes it.
 func (c *Cluster) ClientAs(user string) (*client.Client, error) {
+	cc, err := c.ClientConfig(user)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cc)
+}
+
+// ClientConfig returns the configuration ClientAs(user) uses, for a caller
+// that changes it before client.New.
+func (c *Cluster) ClientConfig(user string) (client.Config, error) {
 	cc := client.DefaultConfig(c.NamenodeAddrs()...)
 	cc.User = user
 	if c.pki != nil {
 		_, cl, err := c.pki.pair(security.Identity{Role: security.RoleUser, Name: user})
 		if err != nil {
-			return nil, err
+			return client.Config{}, err
 		}
 		cc.DialOptions = append(cc.DialOptions, grpc.WithTransportCredentials(credentials.NewTLS(cl)))
 	}
-	return client.New(cc)
+	return cc, nil
 }

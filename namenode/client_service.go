@@ -90,7 +90,14 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 	}
 	resp = &api.CreateResponse{Header: s.n.writeHeader(idx), Status: res.Status, LeaseSoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds()}
 	if res.Block != nil && len(targets) > 0 {
-		if resp.Block, resp.Token, err = s.n.locatedWriteBlock(c.User, res.Status.GetInodeId(), res.Block, res.Offset, targets); err != nil {
+		// The owner who may read the new file gets a token that reads the
+		// block too (rw): reading it back then presents a token the
+		// pipeline's datanodes have verified already.
+		acc := security.Write
+		if st := res.Status; st.GetOwner() == c.User && st.GetMode()&0o400 != 0 {
+			acc |= security.Read
+		}
+		if resp.Block, resp.Token, err = s.n.locatedWriteBlock(c.User, res.Status.GetInodeId(), res.Block, res.Offset, targets, acc); err != nil {
 			return nil, err
 		}
 		resp.BytesPerChecksum = s.n.cfg.Namespace.BytesPerChecksum
@@ -100,12 +107,12 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 
 // locatedWriteBlock is a block the FSM gave the file's writer, with its
 // pipeline and the write token for it.
-func (n *Namenode) locatedWriteBlock(user string, inode uint64, b *api.Block, offset uint64, targets []blocks.Datanode) (*api.LocatedBlock, []byte, error) {
+func (n *Namenode) locatedWriteBlock(user string, inode uint64, b *api.Block, offset uint64, targets []blocks.Datanode, acc security.Access) (*api.LocatedBlock, []byte, error) {
 	lb := &api.LocatedBlock{Block: b, Offset: offset}
 	for _, d := range targets {
 		lb.Locations = append(lb.Locations, locreply.DatanodeInfo(d))
 	}
-	tok, err := n.issuer.WriteToken(user, inode, b.Id, b.GenStamp)
+	tok, err := n.issuer.BlockToken(user, inode, b.Id, b.GenStamp, acc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,7 +159,7 @@ func (s *clientService) AddBlock(ctx context.Context, req *api.AddBlockRequest) 
 		return nil, err
 	}
 	// The FSM gave out the block only to the file's writer.
-	lb, tok, err := s.n.locatedWriteBlock(c.User, req.InodeId, res.Block, res.Offset, targets)
+	lb, tok, err := s.n.locatedWriteBlock(c.User, req.InodeId, res.Block, res.Offset, targets, security.Write)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +210,15 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &api.CompleteResponse{Header: s.n.writeHeader(idx)}, nil
+	out := &api.CompleteResponse{Header: s.n.writeHeader(idx)}
+	if req.WantLocations { // what GetBlockLocations would answer now; none if c may not read it
+		user, groups := s.n.reader(ctx)
+		if loc, err := s.n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: req.Path}); err == nil && loc.InodeId == req.InodeId && s.n.fillReadTokens(user, loc) == nil {
+			out.Located = loc
+			s.n.audited(ctx, "open", req.Path, "", nil, nil) // read access handed out, as GetBlockLocations audits it
+		}
+	}
+	return out, nil
 }
 
 // Append reopens a closed file for the caller (the FSM checks w on it

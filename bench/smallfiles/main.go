@@ -15,6 +15,10 @@
 //
 // Each Create allocates the file's first block (client.CreateOptions.
 // FirstBlock); --first-block=false measures the separate AddBlock.
+// --read-by writer has each client read back the files it wrote, and
+// --location-cache TTL turns on every client's location cache
+// (client.Config.LocationCacheTTL): a file read back by its writer then
+// costs one datanode call.
 // --cpuprofile with --profile-phase write or read profiles one phase.
 //
 //	go run ./bench/smallfiles --files 20000 --clients 16 --replication 3
@@ -74,6 +78,8 @@ type config struct {
 	files, size, jitter, clients, rounds int
 	replication                          uint32
 	firstBlock                           bool
+	readBy                               string
+	locCache                             time.Duration
 }
 
 func main() {
@@ -85,12 +91,17 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 2, "rounds; every figure is the median")
 	repl := flag.Uint("replication", 3, "replicas per file")
 	flag.BoolVar(&cfg.firstBlock, "first-block", true, "have each Create allocate the file's first block (client.CreateOptions.FirstBlock); false: a separate AddBlock, as before")
+	flag.StringVar(&cfg.readBy, "read-by", "any", "which client reads a file back: any (the next free one) or writer (the one that wrote it, as a program reading its own output does; with --location-cache it reads from its cache)")
+	flag.DurationVar(&cfg.locCache, "location-cache", 0, "client.Config.LocationCacheTTL of every client (0: off): a client reads back a file it wrote or opened with no namenode call")
 	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
 	jsonOut := flag.String("json", "", "write every round and the medians as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds (the whole process: cluster and clients) to this file")
 	profilePhase := flag.String("profile-phase", "both", "what --cpuprofile covers: both phases of every round, or the first round's write or read phase")
 	flag.Parse()
 	cfg.replication = uint32(*repl)
+	if cfg.readBy != "any" && cfg.readBy != "writer" {
+		log.Fatal("--read-by must be any or writer")
+	}
 	if cfg.files < 1 || cfg.clients < 1 || cfg.rounds < 1 || cfg.size < 0 || cfg.jitter < 0 || cfg.replication < 1 {
 		log.Fatal("--files, --clients, --rounds and --replication must be at least 1, --size and --jitter at least 0")
 	}
@@ -108,6 +119,7 @@ func main() {
 	for i := range clients {
 		cc := client.DefaultConfig(addrs...)
 		cc.User = fmt.Sprintf("sf%d", i)
+		cc.LocationCacheTTL = cfg.locCache
 		c, err := client.New(cc)
 		check(err)
 		defer c.Close()
@@ -155,13 +167,23 @@ func main() {
 			}
 		}
 		data := files(cfg, r)
+		wrote := make([][]int, cfg.clients) // by client: the files it wrote
+		var wmu sync.Mutex
 		w := profile(r, "write", func() Phase {
-			return run(ctx, clients, cfg.files, writeSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
-				return write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}, t)
+			return run(ctx, clients, shared(cfg.files, cfg.clients), writeSteps, func(ctx context.Context, ci int, c *client.Client, i int, t *timer) error {
+				err := write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}, t)
+				wmu.Lock()
+				wrote[ci] = append(wrote[ci], i)
+				wmu.Unlock()
+				return err
 			})
 		})
+		queues := shared(cfg.files, cfg.clients)
+		if cfg.readBy == "writer" {
+			queues = byClient(wrote)
+		}
 		rd := profile(r, "read", func() Phase {
-			return run(ctx, clients, cfg.files, readSteps, func(ctx context.Context, c *client.Client, i int, t *timer) error {
+			return run(ctx, clients, queues, readSteps, func(ctx context.Context, _ int, c *client.Client, i int, t *timer) error {
 				return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
 			})
 		})
@@ -174,7 +196,8 @@ func main() {
 	printTable(os.Stdout, cfg, med)
 	if *jsonOut != "" {
 		check(results.WriteJSON(*jsonOut, map[string]any{"rounds": rounds, "median": med,
-			"files": cfg.files, "size": cfg.size, "jitter": cfg.jitter, "clients": cfg.clients, "replication": cfg.replication}))
+			"files": cfg.files, "size": cfg.size, "jitter": cfg.jitter, "clients": cfg.clients, "replication": cfg.replication,
+			"read_by": cfg.readBy, "location_cache": cfg.locCache.String()}))
 	}
 	for _, r := range rounds {
 		if r.Write.Errors+r.Read.Errors > 0 {
@@ -247,28 +270,59 @@ func read(ctx context.Context, c *client.Client, p string, want []byte, t *timer
 	return nil
 }
 
-// run does n files' op over the clients, each client taking the next file
-// as it finishes one, and returns the phase's figures.
-func run(ctx context.Context, clients []*client.Client, n int, steps []string, op func(context.Context, *client.Client, int, *timer) error) Phase {
+// shared is one queue of files 0..n-1 that every one of clients takes
+// from: each client takes the next file as it finishes one.
+func shared(n, clients int) []chan int {
+	q := make(chan int, n)
+	for i := range n {
+		q <- i
+	}
+	close(q)
+	out := make([]chan int, clients)
+	for i := range out {
+		out[i] = q
+	}
+	return out
+}
+
+// byClient gives client k the files of lists[k] only.
+func byClient(lists [][]int) []chan int {
+	out := make([]chan int, len(lists))
+	for k, l := range lists {
+		out[k] = make(chan int, len(l))
+		for _, i := range l {
+			out[k] <- i
+		}
+		close(out[k])
+	}
+	return out
+}
+
+// run does the queued files' op over the clients, client k taking files
+// from queues[k], and returns the phase's figures.
+func run(ctx context.Context, clients []*client.Client, queues []chan int, steps []string, op func(context.Context, int, *client.Client, int, *timer) error) Phase {
 	var (
 		mu    sync.Mutex
 		total []time.Duration
 		per   = make([][]time.Duration, len(steps))
 		errs  int
-		next  = make(chan int, n)
 		wg    sync.WaitGroup
+		n     int
 	)
-	for i := range n {
-		next <- i
+	seen := map[chan int]bool{}
+	for _, q := range queues {
+		if !seen[q] {
+			seen[q] = true
+			n += len(q)
+		}
 	}
-	close(next)
 	start, cpu0 := time.Now(), cpuTime()
-	for _, c := range clients {
+	for ci, c := range clients {
 		wg.Go(func() {
-			for i := range next {
+			for i := range queues[ci] {
 				t := &timer{last: time.Now()}
 				t0 := t.last
-				err := op(ctx, c, i, t)
+				err := op(ctx, ci, c, i, t)
 				d := time.Since(t0)
 				mu.Lock()
 				if err != nil {
@@ -336,8 +390,8 @@ func medianPhase(rs []Round, get func(Round) Phase) Phase {
 func printTable(w io.Writer, cfg config, m Round) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "setup\tcopies\twrites/s\treads/s\twrite p50 / p99 ms\tread p50 / p99 ms\n")
-	fmt.Fprintf(tw, "blockfs, %d clients, %d B files (+0..%d)\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
-		cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
+	fmt.Fprintf(tw, "blockfs, %d clients, %d B files (+0..%d), read by %s, location cache %v\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
+		cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.readBy, cfg.locCache, cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
 		m.Write.P50Ms, m.Write.P99Ms, m.Read.P50Ms, m.Read.P99Ms)
 	tw.Flush()
 	fmt.Fprintln(w)
