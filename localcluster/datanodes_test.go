@@ -343,17 +343,8 @@ func startWith(t *testing.T, ctx context.Context, cfg localcluster.Config) (*loc
 // write at its first block.
 func TestBlockSizeBound(t *testing.T) {
 	ctx := ctxT(t)
-	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 1, Datanodes: 1, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	err = cl.WriteFile(ctx, "/big", []byte("x"), client.CreateOptions{Replication: 1, BlockSize: 2 * localcluster.MaxBlockSize})
+	_, cl := startWith(t, ctx, localcluster.Config{Namenodes: 1, Datanodes: 1, Dir: t.TempDir()})
+	err := cl.WriteFile(ctx, "/big", []byte("x"), client.CreateOptions{Replication: 1, BlockSize: 2 * localcluster.MaxBlockSize})
 	if errs.KindOf(err) != errs.Invalid {
 		t.Fatalf("a block size of %d: %v, want Invalid", 2*localcluster.MaxBlockSize, err)
 	}
