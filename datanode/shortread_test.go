@@ -75,7 +75,7 @@ func TestShortReadStalled(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ChunkSize = 2 << 20 // the first message is more than gRPC's windows take
 	cfg.ReadIdleTimeout = 100 * time.Millisecond
-	cfg.Store.MaxContainerSize = 64 << 20
+	cfg.Store.MaxContainerSize, cfg.MaxBlockSize = 64<<20, 64<<20
 	d := startDN(t, cfg)
 	c := dataClient(t, d.Addr())
 	writeOK(t, c, 11, randBytes(3<<20))
