@@ -42,6 +42,10 @@ type Config struct {
 	Contact LeaderContact
 	// StandbyWait bounds how long a write waits so (0: 10 s).
 	StandbyWait time.Duration
+	// BackoffWait bounds how long the door holds a call Authorize backs
+	// off with a retry hint before answering RetriableException (0: 10 s;
+	// backoff.go).
+	BackoffWait time.Duration
 	// DataAddr is the host:port of a datanode's DataTransferProtocol door
 	// ("" when it has none).
 	DataAddr func(d *api.DatanodeInfo) string
@@ -135,7 +139,7 @@ func unary[Req any, P interface {
 				Message: c.Method + ": the request does not decode: " + err.Error()}
 		}
 		cleanPaths(req.ProtoReflect())
-		ctx, err := d.cfg.Authorize(ctx, PolicyPrefix+c.Method, c.User, req)
+		ctx, err := d.authorize(ctx, PolicyPrefix+c.Method, c.User, req)
 		if err != nil {
 			return nil, err
 		}

@@ -135,6 +135,11 @@ func For(op, path string, err error) Exception {
 		if m, ok := named(d, "DSQuotaExceededException"); ok {
 			return Exception{DSQuotaExceeded, m}
 		}
+		if errs.RetryAfter(err) > 0 {
+			// A call backed off (a rate limit, the fair scheduler): Hadoop's
+			// server-too-busy answer, which its clients retry.
+			return Exception{Retriable, d}
+		}
 		return Exception{IOException, d}
 	case errs.Precondition:
 		return precondition(op, p, d)
