@@ -81,7 +81,7 @@ func main() {
 		in   string
 		out  *int64
 	}{{"--size", *size, &cfg.Size}, {"--block-size", *blockSize, &cfg.BlockSize}, {"--io-size", *ioSize, &cfg.IOSize}} {
-		if *s.out, err = parseSize(s.in); err != nil {
+		if *s.out, err = results.ParseSize(s.in); err != nil {
 			log.Fatalf("hdfsdoor: %s: %v", s.flag, err)
 		}
 	}
@@ -309,24 +309,4 @@ func WriteTable(w io.Writer, cfg Config, rows []Row) {
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t\n", r.Door, r.Op, r.Median, strings.Join(runs, " "), ratio)
 	}
 	tw.Flush()
-}
-
-// parseSize reads "1GiB", "256MiB", "4KiB", "4096".
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 1GiB, 256MiB, 4096)", s)
-	}
-	return n * mult, nil
 }

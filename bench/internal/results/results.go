@@ -1,6 +1,6 @@
 // Package results holds what the benchmark programs under bench/ share:
-// the median of repeated runs, and writing a run's rows as the JSON file
-// their --json flag names.
+// the median of repeated runs, writing a run's rows as the JSON file
+// their --json flag names, and reading their size flags.
 package results
 
 import (
