@@ -157,14 +157,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) ([]Row, error) {
 		{name: "grpc",
 			write: func(ctx context.Context, p string, data []byte, size int64) error {
 				w, err := bc.Create(ctx, p, client.CreateOptions{Overwrite: true, Replication: 3, BlockSize: uint64(cfg.BlockSize)})
-				if err != nil {
-					return err
-				}
-				if err := writeAll(w, data, size); err != nil {
-					w.Close()
-					return err
-				}
-				return w.Close()
+				return writeFile(w, err, data, size)
 			},
 			read: func(ctx context.Context, p string, buf []byte) (int64, error) {
 				r, err := bc.Open(ctx, p)
@@ -177,14 +170,7 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) ([]Row, error) {
 		{name: "hdfs",
 			write: func(_ context.Context, p string, data []byte, size int64) error {
 				w, err := hc.CreateFile(p, 3, cfg.BlockSize, 0o644)
-				if err != nil {
-					return err
-				}
-				if err := writeAll(w, data, size); err != nil {
-					w.Close()
-					return err
-				}
-				return w.Close()
+				return writeFile(w, err, data, size)
 			},
 			read: func(_ context.Context, p string, buf []byte) (int64, error) {
 				r, err := hc.Open(p)
@@ -265,6 +251,19 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) ([]Row, error) {
 }
 
 // writeAll writes size bytes, data over and over.
+// writeFile writes size bytes to w, the file a create returned (unless
+// err), and closes it.
+func writeFile(w io.WriteCloser, err error, data []byte, size int64) error {
+	if err != nil {
+		return err
+	}
+	if err := writeAll(w, data, size); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
 func writeAll(w io.Writer, data []byte, size int64) error {
 	for left := size; left > 0; {
 		n := min(left, int64(len(data)))

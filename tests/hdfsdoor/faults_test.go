@@ -42,6 +42,29 @@ func faultData() []byte {
 	return data
 }
 
+// faultHalf is where writeHalf stops: one block and a half in.
+const faultHalf = faultBlock + faultBlock/2
+
+// writeHalf creates p with the HDFS client and writes and hflushes the
+// first faultHalf bytes of data: the first block is complete and
+// acknowledged, the second half written. The writer's deadline is a
+// minute, so a hang fails the test rather than stalling the run.
+func writeHalf(t *testing.T, cl *hdfs.Client, p string, data []byte) *hdfs.FileWriter {
+	t.Helper()
+	w, err := cl.CreateFile(p, 3, faultBlock, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := w.Write(data[:faultHalf]); err != nil {
+		t.Fatal(remote(err))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(remote(err))
+	}
+	return w
+}
+
 // startFaultCluster starts three namenodes with the HDFS door and n
 // datanodes with theirs.
 func startFaultCluster(t *testing.T, datanodes int) *localcluster.Cluster {
@@ -313,20 +336,7 @@ func TestDatanodeKilledMidBlock(t *testing.T) {
 
 			data := faultData()
 			const p = "/killed-datanode"
-			w, err := cl.CreateFile(p, 3, faultBlock, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.SetDeadline(time.Now().Add(time.Minute)) // a hang fails, it does not stall the run
-			// One block and a half: the first block is complete and
-			// acknowledged, the second half written.
-			half := faultBlock + faultBlock/2
-			if _, err := w.Write(data[:half]); err != nil {
-				t.Fatal(remote(err))
-			}
-			if err := w.Flush(); err != nil {
-				t.Fatal(remote(err))
-			}
+			w := writeHalf(t, cl, p, data)
 			pl := spy.last(t)
 			if len(pl.targets) != 2 {
 				t.Fatalf("pipeline of %d datanodes, want 3", 1+len(pl.targets))
@@ -343,7 +353,7 @@ func TestDatanodeKilledMidBlock(t *testing.T) {
 			}
 			// The rest of the block, all but its last byte: the client
 			// asks for no new block yet.
-			_, werr := w.Write(data[half : 2*faultBlock-1])
+			_, werr := w.Write(data[faultHalf : 2*faultBlock-1])
 			if werr == nil && tc.victim > 0 {
 				// The namenode hands the dead datanode out for new blocks
 				// until it notices (in HDFS, until it is stale): an HDFS
@@ -396,7 +406,7 @@ func TestDatanodeKilledMidBlock(t *testing.T) {
 				t.Fatalf("after recovery the file holds %d bytes (prefix of what was written: %v), want at least the acknowledged %d",
 					len(got), len(got) <= len(data) && bytes.Equal(got, data[:len(got)]), faultBlock)
 			}
-			t.Logf("after recovery the file holds %d of the %d bytes written", len(got), half)
+			t.Logf("after recovery the file holds %d of the %d bytes written", len(got), faultHalf)
 			cl2 := hdfsClient(t, c, "root")
 			if back, err := readHDFS(cl2, p); err != nil || !bytes.Equal(back, got) {
 				t.Fatalf("read back through the HDFS doors: %d bytes, %v", len(back), remote(err))
@@ -526,18 +536,7 @@ func TestLeaderKilledMidWrite(t *testing.T) {
 			data := faultData()
 			const p = "/killed-leader"
 			created := time.Now()
-			w, err := cl.CreateFile(p, 3, faultBlock, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.SetDeadline(time.Now().Add(time.Minute)) // a hang fails, it does not stall the run
-			half := faultBlock + faultBlock/2
-			if _, err := w.Write(data[:half]); err != nil {
-				t.Fatal(remote(err))
-			}
-			if err := w.Flush(); err != nil {
-				t.Fatal(remote(err))
-			}
+			w := writeHalf(t, cl, p, data)
 			if tc.leaderAt > 0 {
 				time.Sleep(time.Until(created.Add(clientBackoff + 500*time.Millisecond)))
 			}
@@ -550,7 +549,7 @@ func TestLeaderKilledMidWrite(t *testing.T) {
 			if err := c.StopNamenode(leader); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.Write(data[half:]); err != nil {
+			if _, err := w.Write(data[faultHalf:]); err != nil {
 				t.Fatalf("write after the leader nn%d died: %v", leader+1, remote(err))
 			}
 			if err := w.Close(); err != nil {
