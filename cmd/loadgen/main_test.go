@@ -213,6 +213,24 @@ func TestPlotFiles(t *testing.T) {
 	}
 }
 
+// sweepRows checks a sweep exited 0 and returns the rows of its --json
+// file.
+func sweepRows(t *testing.T, code int, out, errb *bytes.Buffer, jsonFile string) []Row {
+	t.Helper()
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []Row
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
 // TestSweepLocal runs the --local code path (a fresh in-process cluster per
 // mode) for blocks 1,10 and 5 calls, with --read and 2 callers.
 func TestSweepLocal(t *testing.T) {
@@ -225,18 +243,8 @@ func TestSweepLocal(t *testing.T) {
 	start := time.Now()
 	code := run(context.Background(), []string{"--local", "--local-namenodes", "1", "--local-datanodes", "3", "--blocks", "1,10", "--calls", "5", "--warmup", "2",
 		"--token-modes", "per-block,cached", "--read", "--concurrency", "2", "--json", jsonFile, "--csv", csvFile, "--plot", plotFile}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
-	}
+	rows := sweepRows(t, code, &out, &errb, jsonFile)
 	t.Logf("took %v\n%s%s", time.Since(start), out.String(), errb.String())
-	b, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []Row
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
 	if len(rows) != 8 { // 2 modes x 2 block counts x (GBL + read)
 		t.Fatalf("%d rows: %+v", len(rows), rows)
 	}
@@ -308,17 +316,7 @@ func TestSweepBothDoors(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"--local", "--local-namenodes", "1", "--local-datanodes", "3", "--blocks", "1,10", "--calls", "5", "--warmup", "1",
 		"--token-modes", "per-block,cached", "--protocol", "both", "--json", jsonFile}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
-	}
-	b, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []Row
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows := sweepRows(t, code, &out, &errb, jsonFile)
 	doors := map[string]int{}
 	for _, r := range rows {
 		doors[r.Door]++
