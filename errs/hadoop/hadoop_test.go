@@ -3,6 +3,7 @@ package hadoop_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/errs/hadoop"
@@ -51,6 +52,10 @@ func TestFor(t *testing.T) {
 			hadoop.NSQuotaExceeded, "The NameSpace quota (directories and files) of directory /q is exceeded: quota=1 file count=2", "NSQuotaExceededException"},
 		{"space quota", "", "", errs.New(errs.Exhausted, "AddBlock", "/q/f", "DSQuotaExceededException: The DiskSpace quota of /q is exceeded: quota = 10 B but diskspace consumed = 20 B"),
 			hadoop.DSQuotaExceeded, "The DiskSpace quota of /q is exceeded: quota = 10 B but diskspace consumed = 20 B", "DSQuotaExceededException"},
+		{"backed off", "", "", &errs.Error{Kind: errs.Exhausted, Op: "Mkdirs", Msg: "alice is backed off", RetryAfter: time.Second},
+			hadoop.Retriable, "alice is backed off", "RetriableException"},
+		{"exhausted without a hint", "", "", errs.New(errs.Exhausted, "Complete", "/f", "too many waits"),
+			hadoop.IOException, "too many waits", "IOException"},
 		{"safe mode", "", "", errs.New(errs.Precondition, "Mkdirs", "", "SafeModeException: Cannot Mkdirs. Name node is in safe mode. 3 blocks"),
 			hadoop.Retriable, hadoop.SafeMode + ": Cannot Mkdirs. Name node is in safe mode. 3 blocks", "RetriableException"},
 		{"being written", "", "", errs.New(errs.Precondition, "Create", "/f", "AlreadyBeingCreated: Failed to CREATE_FILE /f for user b because this file lease is currently owned by user a on another client"),
