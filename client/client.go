@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blockfs/blockfs/internal/node/flow"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -178,7 +180,7 @@ func (c *Client) conn(op, addr string) (*grpc.ClientConn, error) {
 	// ignore it.
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleUser, Name: c.cfg.User}))},
-		c.cfg.DialOptions...)
+		append(flow.DialOptions(), c.cfg.DialOptions...)...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, op, addr, err)

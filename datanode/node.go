@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blockfs/blockfs/internal/node/flow"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -230,7 +232,7 @@ func (d *Datanode) conn(op, addr string) (*grpc.ClientConn, error) {
 	}
 	// The last transport credentials win: DialOptions may replace these.
 	// Under simple auth every call states this datanode's identity.
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	opts := append(flow.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if d.cfg.Auth == AuthSimple {
 		opts = append(opts, grpc.WithPerRPCCredentials(security.SimpleCredentials(security.Identity{Role: security.RoleDatanode, Name: d.id})))
 	}

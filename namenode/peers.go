@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"sync"
 
+	"github.com/blockfs/blockfs/internal/node/flow"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -45,7 +47,7 @@ func (p *peerConns) get(op, addr string) (*grpc.ClientConn, error) {
 	if p.tls != nil {
 		creds, opts = credentials.NewTLS(p.tls), nil
 	}
-	c, err := grpc.NewClient(addr, append(opts, grpc.WithTransportCredentials(creds))...)
+	c, err := grpc.NewClient(addr, append(append(opts, flow.DialOptions()...), grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, op, addr, err)
 	}

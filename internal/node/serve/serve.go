@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blockfs/blockfs/internal/node/flow"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
@@ -43,6 +45,7 @@ func NewGRPC(tlsConf *tls.Config, observe Observe, authz *security.Authorizer, l
 	}
 	box := newPenaltyBox(limits, reg)
 	opts = append(opts, limits.grpcOptions(reg, box)...)
+	opts = append(opts, flow.ServerOptions()...)
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			start := time.Now()
