@@ -37,6 +37,12 @@ type Client struct {
 	wmu  sync.Mutex // one request frame at a time
 	wbuf []byte
 
+	// frames holds response buffers (*[]byte) for the reader to fill: a
+	// call hands its frame back once decoded, since proto.Unmarshal
+	// copies what it keeps, so a connection's large answers reuse a few
+	// buffers instead of growing a new one each.
+	frames sync.Pool
+
 	mu      sync.Mutex
 	next    int32
 	pending map[int32]chan []byte
@@ -136,6 +142,7 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 			return c.closedErr()
 		}
 	}
+	defer c.release(frame)
 	hdr, rest, err := parseResponseHeader(frame)
 	if err != nil {
 		return err
@@ -182,7 +189,11 @@ func (c *Client) send(ctx context.Context, id int32, method string, req proto.Me
 func (c *Client) read() {
 	defer close(c.rdone)
 	for {
-		frame, err := readFrame(c.nc, nil, ClientMaxFrame)
+		var buf []byte
+		if p, ok := c.frames.Get().(*[]byte); ok {
+			buf = *p
+		}
+		frame, err := readFrame(c.nc, buf, ClientMaxFrame)
 		if err != nil {
 			c.fail(err)
 			return
@@ -207,12 +218,28 @@ func (c *Client) deliver(id int32, frame []byte) {
 	c.mu.Lock()
 	ch := c.pending[id]
 	c.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- frame:
-		default: // a second answer to one call id: dropped
-		}
+	if ch == nil {
+		c.release(frame)
+		return
 	}
+	select {
+	case ch <- frame:
+	default: // a second answer to one call id: dropped
+		c.release(frame)
+	}
+}
+
+// maxPooledFrame is the largest response buffer a Client keeps for reuse.
+const maxPooledFrame = 8 << 20
+
+// release gives a frame's buffer back to the reader once nothing refers
+// to its bytes.
+func (c *Client) release(frame []byte) {
+	if cap(frame) == 0 || cap(frame) > maxPooledFrame {
+		return
+	}
+	frame = frame[:0]
+	c.frames.Put(&frame)
 }
 
 // fail ends the connection with err (the first error wins).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,6 +127,34 @@ func TestClientCalls(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestClientReusesFrames: the reader reuses response buffers once a call
+// has decoded its frame, so answers of other sizes that follow must not
+// change what earlier calls decoded.
+func TestClientReusesFrames(t *testing.T) {
+	leakCheck(t)
+	_, addr := startServer(t)
+	c := dial(t, addr, "carol", testProtocol)
+	cases := []struct {
+		name string
+		size int
+	}{
+		{"large", 3000}, {"small", 10}, {"empty", 0}, {"large again", 2500}, {"mid", 700},
+	}
+	got := make([]string, len(cases))
+	for i, tc := range cases {
+		v, err := echo(context.Background(), c, "echo", strings.Repeat(string(rune('a'+i)), tc.size))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got[i] = v
+	}
+	for i, tc := range cases {
+		if want := "carol:" + strings.Repeat(string(rune('a'+i)), tc.size); got[i] != want {
+			t.Errorf("%s: answer changed after later calls: %d bytes, want %d", tc.name, len(got[i]), len(want))
+		}
 	}
 }
 
