@@ -126,15 +126,16 @@ func TestLocatedBlocksWire(t *testing.T) {
 
 // locatedBlocks converts GetBlockLocations' columns into messages. Each
 // datanode and, in per-request and cached token mode, the token are
-// converted once and shared by every block that names them. It is the
-// definition getBlockLocations' encoded answer (locatedBlocksWire, which
-// does not marshal the shared messages once per block) is tested against.
+// converted once and shared by every block that names them; a reader's
+// blocks carry no storage ids, storage types or isCached (wire.go says
+// why). It is the definition getBlockLocations' encoded answer
+// (appendLocatedBlocks, which does not marshal the shared messages once per
+// block) is tested against.
 func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBlocksProto {
 	n := len(r.BlockIds)
 	dns := make([]*hdfs.DatanodeInfoProto, len(r.Datanodes))
-	ids := make([]string, len(r.Datanodes))
 	for i, dn := range r.Datanodes {
-		dns[i], ids[i] = d.replica(dn), "DS-"+dn.Id
+		dns[i] = d.replica(dn)
 	}
 	shared := token(r.Token)
 	blocks := make([]*hdfs.LocatedBlockProto, n)
@@ -157,16 +158,10 @@ func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBloc
 		}
 		if cnt > 0 && next+cnt <= len(r.ReplicaIndexes) {
 			lb.Locs = make([]*hdfs.DatanodeInfoProto, 0, cnt)
-			lb.StorageIDs = make([]string, 0, cnt)
 			for _, x := range r.ReplicaIndexes[next : next+cnt] {
 				if int(x) < len(dns) {
-					lb.Locs, lb.StorageIDs = append(lb.Locs, dns[x]), append(lb.StorageIDs, ids[x])
+					lb.Locs = append(lb.Locs, dns[x])
 				}
-			}
-			lb.IsCached = make([]bool, len(lb.Locs))
-			lb.StorageTypes = make([]hdfs.StorageTypeProto, len(lb.Locs))
-			for j := range lb.StorageTypes {
-				lb.StorageTypes[j] = hdfs.StorageTypeProto_DISK // 0 is no storage type
 			}
 		}
 		next += cnt
