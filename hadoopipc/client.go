@@ -37,11 +37,12 @@ type Client struct {
 	wmu  sync.Mutex // one request frame at a time
 	wbuf []byte
 
-	// frames holds response buffers (*[]byte) for the reader to fill: a
-	// call hands its frame back once decoded, since proto.Unmarshal
-	// copies what it keeps, so a connection's large answers reuse a few
-	// buffers instead of growing a new one each.
-	frames sync.Pool
+	// frames holds response buffers for the reader to fill: a call hands
+	// its frame back once decoded, since proto.Unmarshal copies what it
+	// keeps, so a connection's large answers reuse a few buffers instead
+	// of growing a new one each (a sync.Pool would drop them at every GC,
+	// which a stream of large answers sets off every few calls).
+	frames chan []byte
 
 	mu      sync.Mutex
 	next    int32
@@ -65,7 +66,7 @@ func Dial(ctx context.Context, addr, user, protocol string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hadoopipc.Dial %s: %w", addr, err)
 	}
-	c := &Client{nc: nc, protocol: protocol, clientID: make([]byte, 16), pending: map[int32]chan []byte{}, done: make(chan struct{}), rdone: make(chan struct{})}
+	c := &Client{nc: nc, protocol: protocol, clientID: make([]byte, 16), pending: map[int32]chan []byte{}, frames: make(chan []byte, pooledFrames), done: make(chan struct{}), rdone: make(chan struct{})}
 	rand.Read(c.clientID)
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetWriteDeadline(dl)
@@ -190,8 +191,9 @@ func (c *Client) read() {
 	defer close(c.rdone)
 	for {
 		var buf []byte
-		if p, ok := c.frames.Get().(*[]byte); ok {
-			buf = *p
+		select {
+		case buf = <-c.frames:
+		default:
 		}
 		frame, err := readFrame(c.nc, buf, ClientMaxFrame)
 		if err != nil {
@@ -229,8 +231,12 @@ func (c *Client) deliver(id int32, frame []byte) {
 	}
 }
 
-// maxPooledFrame is the largest response buffer a Client keeps for reuse.
-const maxPooledFrame = 8 << 20
+// A Client keeps up to pooledFrames response buffers of at most
+// maxPooledFrame bytes for reuse.
+const (
+	pooledFrames   = 4
+	maxPooledFrame = 8 << 20
+)
 
 // release gives a frame's buffer back to the reader once nothing refers
 // to its bytes.
@@ -238,8 +244,10 @@ func (c *Client) release(frame []byte) {
 	if cap(frame) == 0 || cap(frame) > maxPooledFrame {
 		return
 	}
-	frame = frame[:0]
-	c.frames.Put(&frame)
+	select {
+	case c.frames <- frame[:0]:
+	default:
+	}
 }
 
 // fail ends the connection with err (the first error wins).
