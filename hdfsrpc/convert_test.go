@@ -12,7 +12,10 @@ import (
 
 // testDoor is a door with only what locatedBlocks reads.
 func testDoor() *Door {
-	return &Door{cfg: Config{BlockPool: "BP-blockfs", DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr }}}
+	return &Door{
+		cfg:     Config{BlockPool: "BP-blockfs", DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr }},
+		answers: make(chan []byte, answerBuffers),
+	}
 }
 
 // locations is a GetBlockLocations answer of n blocks on 3 of 5
@@ -46,9 +49,11 @@ func BenchmarkLocatedBlocks(b *testing.B) {
 			b.Run(fmt.Sprintf("blocks=%d/perBlock=%v/marshal", n, perBlock), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := proto.Marshal(d.getBlockLocationsResponse(r)); err != nil {
+					ans := d.getBlockLocationsResponse(r)
+					if _, err := proto.Marshal(ans); err != nil {
 						b.Fatal(err)
 					}
+					ans.Release() // as hadoopipc does once the answer is written
 				}
 			})
 			wire, _ := proto.Marshal(d.getBlockLocationsResponse(r))
@@ -81,7 +86,8 @@ func BenchmarkLocatedBlocks(b *testing.B) {
 // TestLocatedBlocksWire: the spliced encoding of getBlockLocations'
 // answer decodes to the message locatedBlocks builds, for every token
 // mode's shape and for a file under construction, a block with no live
-// replica and a replica index out of range.
+// replica and a replica index out of range, each case encoded into the
+// buffer the one before released.
 func TestLocatedBlocksWire(t *testing.T) {
 	d := testDoor()
 	uc := locations(3, false)
@@ -105,10 +111,12 @@ func TestLocatedBlocksWire(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wire, err := proto.Marshal(d.getBlockLocationsResponse(tc.r))
+			ans := d.getBlockLocationsResponse(tc.r)
+			wire, err := proto.Marshal(ans)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ans.Release() // the next case encodes into the same buffer
 			var got hdfs.GetBlockLocationsResponseProto
 			if err := proto.Unmarshal(wire, &got); err != nil {
 				t.Fatal(err)

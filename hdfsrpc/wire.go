@@ -56,20 +56,55 @@ const (
 
 var partial = proto.MarshalOptions{AllowPartial: true}
 
+// locatedAnswer is getBlockLocations' answer with the buffer its encoded
+// LocatedBlocksProto lives in; hadoopipc releases it once written, and the
+// buffer goes back to the door for the next answer (a 1000-block answer is
+// half a megabyte, which a fresh buffer would clear before it is written).
+type locatedAnswer struct {
+	*hdfs.GetBlockLocationsResponseProto
+	d   *Door
+	buf []byte
+}
+
+// Release gives the answer's buffer back to its door: the answer's bytes
+// are not to be read after it.
+func (a *locatedAnswer) Release() {
+	if a.buf == nil || cap(a.buf) > maxAnswerBuffer {
+		return
+	}
+	select {
+	case a.d.answers <- a.buf[:0]:
+	default:
+	}
+	a.buf = nil
+}
+
+// A door keeps up to answerBuffers buffers of at most maxAnswerBuffer
+// bytes for getBlockLocations' answers.
+const (
+	answerBuffers   = 4
+	maxAnswerBuffer = 16 << 20
+)
+
 // getBlockLocationsResponse is getBlockLocations' answer to r, its
 // LocatedBlocksProto spliced in as encoded bytes.
-func (d *Door) getBlockLocationsResponse(r *api.GetBlockLocationsResponse) *hdfs.GetBlockLocationsResponseProto {
+func (d *Door) getBlockLocationsResponse(r *api.GetBlockLocationsResponse) *locatedAnswer {
 	// The LocatedBlocksProto is encoded after room for the field's tag and
 	// length, which are then written just before it: no second copy.
 	const room = 1 + 5 // tag 1; a length varint of up to 5 bytes (< 4 GiB)
-	b := d.appendLocatedBlocks(make([]byte, room), r)
+	var buf []byte
+	select {
+	case buf = <-d.answers:
+	default:
+	}
+	b := d.appendLocatedBlocks(append(buf[:0], make([]byte, room)...), r)
 	body := uint64(len(b) - room)
 	start := room - 1 - protowire.SizeVarint(body)
 	p := protowire.AppendTag(b[start:start], getBlockLocationsLocations, protowire.BytesType)
 	protowire.AppendVarint(p, body)
 	out := &hdfs.GetBlockLocationsResponseProto{}
 	out.ProtoReflect().SetUnknown(b[start:])
-	return out
+	return &locatedAnswer{GetBlockLocationsResponseProto: out, d: d, buf: b}
 }
 
 // appendLocatedBlocks appends r's blocks encoded as a LocatedBlocksProto
