@@ -37,6 +37,13 @@ type Client struct {
 	wmu  sync.Mutex // one request frame at a time
 	wbuf []byte
 
+	// frames holds response buffers for the reader to fill: a call hands
+	// its frame back once decoded, since proto.Unmarshal copies what it
+	// keeps, so a connection's large answers reuse a few buffers instead
+	// of growing a new one each (a sync.Pool would drop them at every GC,
+	// which a stream of large answers sets off every few calls).
+	frames chan []byte
+
 	mu      sync.Mutex
 	next    int32
 	pending map[int32]chan []byte
@@ -59,7 +66,7 @@ func Dial(ctx context.Context, addr, user, protocol string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hadoopipc.Dial %s: %w", addr, err)
 	}
-	c := &Client{nc: nc, protocol: protocol, clientID: make([]byte, 16), pending: map[int32]chan []byte{}, done: make(chan struct{}), rdone: make(chan struct{})}
+	c := &Client{nc: nc, protocol: protocol, clientID: make([]byte, 16), pending: map[int32]chan []byte{}, frames: make(chan []byte, pooledFrames), done: make(chan struct{}), rdone: make(chan struct{})}
 	rand.Read(c.clientID)
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetWriteDeadline(dl)
@@ -136,6 +143,7 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 			return c.closedErr()
 		}
 	}
+	defer c.release(frame)
 	hdr, rest, err := parseResponseHeader(frame)
 	if err != nil {
 		return err
@@ -182,7 +190,12 @@ func (c *Client) send(ctx context.Context, id int32, method string, req proto.Me
 func (c *Client) read() {
 	defer close(c.rdone)
 	for {
-		frame, err := readFrame(c.nc, nil, ClientMaxFrame)
+		var buf []byte
+		select {
+		case buf = <-c.frames:
+		default:
+		}
+		frame, err := readFrame(c.nc, buf, ClientMaxFrame)
 		if err != nil {
 			c.fail(err)
 			return
@@ -207,11 +220,33 @@ func (c *Client) deliver(id int32, frame []byte) {
 	c.mu.Lock()
 	ch := c.pending[id]
 	c.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- frame:
-		default: // a second answer to one call id: dropped
-		}
+	if ch == nil {
+		c.release(frame)
+		return
+	}
+	select {
+	case ch <- frame:
+	default: // a second answer to one call id: dropped
+		c.release(frame)
+	}
+}
+
+// A Client keeps up to pooledFrames response buffers of at most
+// maxPooledFrame bytes for reuse.
+const (
+	pooledFrames   = 4
+	maxPooledFrame = 8 << 20
+)
+
+// release gives a frame's buffer back to the reader once nothing refers
+// to its bytes.
+func (c *Client) release(frame []byte) {
+	if cap(frame) == 0 || cap(frame) > maxPooledFrame {
+		return
+	}
+	select {
+	case c.frames <- frame[:0]:
+	default:
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,12 +18,22 @@ import (
 
 const testProtocol = "org.example.TestProtocol"
 
-// fakeHandler serves three methods: echo (a StringValue back as it came),
+// fakeHandler serves four methods: echo (a StringValue back as it came),
+// release (echo as a Releaser that counts its releases in released),
 // sleep (echo after the request's number of milliseconds, ended early by
 // the connection's end) and fail (an exception naming the request).
 type fakeHandler struct{}
 
-func (fakeHandler) Known(m string) bool { return m == "echo" || m == "sleep" || m == "fail" }
+func (fakeHandler) Known(m string) bool {
+	return m == "echo" || m == "release" || m == "sleep" || m == "fail"
+}
+
+// released counts the releases of release's answers.
+var released atomic.Int64
+
+type releasing struct{ *wrapperspb.StringValue }
+
+func (releasing) Release() { released.Add(1) }
 
 func (fakeHandler) Serve(ctx context.Context, c *Call) (proto.Message, error) {
 	var req wrapperspb.StringValue
@@ -39,6 +51,8 @@ func (fakeHandler) Serve(ctx context.Context, c *Call) (proto.Message, error) {
 		}
 	case "fail":
 		return nil, &Exception{Class: "java.io.FileNotFoundException", Message: "File does not exist: " + req.Value}
+	case "release":
+		return releasing{wrapperspb.String(c.User + ":" + req.Value)}, nil
 	}
 	return wrapperspb.String(c.User + ":" + req.Value), nil
 }
@@ -126,6 +140,59 @@ func TestClientCalls(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestClientReusesFrames: the reader reuses response buffers once a call
+// has decoded its frame, so answers of other sizes that follow must not
+// change what earlier calls decoded.
+func TestClientReusesFrames(t *testing.T) {
+	leakCheck(t)
+	_, addr := startServer(t)
+	c := dial(t, addr, "carol", testProtocol)
+	cases := []struct {
+		name string
+		size int
+	}{
+		{"large", 3000}, {"small", 10}, {"empty", 0}, {"large again", 2500}, {"mid", 700},
+	}
+	got := make([]string, len(cases))
+	for i, tc := range cases {
+		v, err := echo(context.Background(), c, "echo", strings.Repeat(string(rune('a'+i)), tc.size))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got[i] = v
+	}
+	for i, tc := range cases {
+		if want := "carol:" + strings.Repeat(string(rune('a'+i)), tc.size); got[i] != want {
+			t.Errorf("%s: answer changed after later calls: %d bytes, want %d", tc.name, len(got[i]), len(want))
+		}
+	}
+}
+
+// TestServerReleases: a response that is a Releaser is answered as any
+// other and released once written, once per call.
+func TestServerReleases(t *testing.T) {
+	leakCheck(t)
+	_, addr := startServer(t)
+	c := dial(t, addr, "dave", testProtocol)
+	before := released.Load()
+	const n = 5
+	for i := range n {
+		got, err := echo(context.Background(), c, "release", fmt.Sprint(i))
+		if want := fmt.Sprintf("dave:%d", i); err != nil || got != want {
+			t.Fatalf("call %d: got %q, %v; want %q", i, got, err, want)
+		}
+	}
+	// The server releases after its write returns, which may be after
+	// the client has read the answer.
+	deadline := time.Now().Add(5 * time.Second)
+	for released.Load()-before < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := released.Load() - before; got != n {
+		t.Fatalf("%d releases after %d calls, want %d", got, n, n)
 	}
 }
 

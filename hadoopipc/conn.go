@@ -269,6 +269,9 @@ func (c *conn) respond(hdr *hadoopcommon.RpcResponseHeaderProto, resp proto.Mess
 	if cap(b) <= 1<<20 {
 		c.wbuf = b[:0]
 	}
+	if r, ok := resp.(Releaser); ok {
+		r.Release()
+	}
 }
 
 // refusalReason is the refused counter's label of a handshake failure.

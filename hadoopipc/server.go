@@ -42,8 +42,16 @@ type Handler interface {
 	// Serve runs c and returns its response message, or an error the
 	// server turns into an ERROR response with the class and message
 	// Config.Exception gives it. It is called concurrently, from one
-	// goroutine per call; ctx ends when the connection does.
+	// goroutine per call; ctx ends when the connection does. A response
+	// that is also a Releaser is released once its frame is written.
 	Serve(ctx context.Context, c *Call) (proto.Message, error)
+}
+
+// Releaser is a response whose memory its handler reuses: the server calls
+// Release once it has written the response (or failed to) and holds no
+// reference to it any more.
+type Releaser interface {
+	Release()
 }
 
 // Exception is an error that names its Java exception class itself (the

@@ -104,10 +104,15 @@ func (d *Door) datanode(dn *api.DatanodeInfo) *hdfs.DatanodeInfoProto {
 // replica is a datanode as located blocks name it: its address, uuid,
 // rack and admin state, without the capacity and use figures (optional
 // fields a client reading or writing a block has no use for: a
-// 1000-block answer would carry them 3,000 times).
+// 1000-block answer would carry them 3,000 times). An admin state of
+// NORMAL is left out: it is the field's declared default, so a decoder
+// reads the same value either way.
 func (d *Door) replica(dn *api.DatanodeInfo) *hdfs.DatanodeInfoProto {
 	out := d.datanode(dn)
 	out.Capacity, out.DfsUsed, out.Remaining, out.LastUpdate = nil, nil, nil, nil
+	if out.GetAdminState() == hdfs.DatanodeInfoProto_NORMAL {
+		out.AdminState = nil
+	}
 	return out
 }
 

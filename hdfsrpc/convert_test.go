@@ -12,7 +12,10 @@ import (
 
 // testDoor is a door with only what locatedBlocks reads.
 func testDoor() *Door {
-	return &Door{cfg: Config{BlockPool: "BP-blockfs", DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr }}}
+	return &Door{
+		cfg:     Config{BlockPool: "BP-blockfs", DataAddr: func(d *api.DatanodeInfo) string { return d.HdfsDataAddr }},
+		answers: make(chan []byte, answerBuffers),
+	}
 }
 
 // locations is a GetBlockLocations answer of n blocks on 3 of 5
@@ -46,9 +49,11 @@ func BenchmarkLocatedBlocks(b *testing.B) {
 			b.Run(fmt.Sprintf("blocks=%d/perBlock=%v/marshal", n, perBlock), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := proto.Marshal(d.getBlockLocationsResponse(r)); err != nil {
+					ans := d.getBlockLocationsResponse(r)
+					if _, err := proto.Marshal(ans); err != nil {
 						b.Fatal(err)
 					}
+					ans.Release() // as hadoopipc does once the answer is written
 				}
 			})
 			wire, _ := proto.Marshal(d.getBlockLocationsResponse(r))
@@ -81,7 +86,8 @@ func BenchmarkLocatedBlocks(b *testing.B) {
 // TestLocatedBlocksWire: the spliced encoding of getBlockLocations'
 // answer decodes to the message locatedBlocks builds, for every token
 // mode's shape and for a file under construction, a block with no live
-// replica and a replica index out of range.
+// replica and a replica index out of range, each case encoded into the
+// buffer the one before released.
 func TestLocatedBlocksWire(t *testing.T) {
 	d := testDoor()
 	uc := locations(3, false)
@@ -105,10 +111,12 @@ func TestLocatedBlocksWire(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wire, err := proto.Marshal(d.getBlockLocationsResponse(tc.r))
+			ans := d.getBlockLocationsResponse(tc.r)
+			wire, err := proto.Marshal(ans)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ans.Release() // the next case encodes into the same buffer
 			var got hdfs.GetBlockLocationsResponseProto
 			if err := proto.Unmarshal(wire, &got); err != nil {
 				t.Fatal(err)
@@ -126,15 +134,16 @@ func TestLocatedBlocksWire(t *testing.T) {
 
 // locatedBlocks converts GetBlockLocations' columns into messages. Each
 // datanode and, in per-request and cached token mode, the token are
-// converted once and shared by every block that names them. It is the
-// definition getBlockLocations' encoded answer (locatedBlocksWire, which
-// does not marshal the shared messages once per block) is tested against.
+// converted once and shared by every block that names them; a reader's
+// blocks carry no storage ids, storage types or isCached (wire.go says
+// why). It is the definition getBlockLocations' encoded answer
+// (appendLocatedBlocks, which does not marshal the shared messages once per
+// block) is tested against.
 func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBlocksProto {
 	n := len(r.BlockIds)
 	dns := make([]*hdfs.DatanodeInfoProto, len(r.Datanodes))
-	ids := make([]string, len(r.Datanodes))
 	for i, dn := range r.Datanodes {
-		dns[i], ids[i] = d.replica(dn), "DS-"+dn.Id
+		dns[i] = d.replica(dn)
 	}
 	shared := token(r.Token)
 	blocks := make([]*hdfs.LocatedBlockProto, n)
@@ -157,16 +166,10 @@ func (d *Door) locatedBlocks(r *api.GetBlockLocationsResponse) *hdfs.LocatedBloc
 		}
 		if cnt > 0 && next+cnt <= len(r.ReplicaIndexes) {
 			lb.Locs = make([]*hdfs.DatanodeInfoProto, 0, cnt)
-			lb.StorageIDs = make([]string, 0, cnt)
 			for _, x := range r.ReplicaIndexes[next : next+cnt] {
 				if int(x) < len(dns) {
-					lb.Locs, lb.StorageIDs = append(lb.Locs, dns[x]), append(lb.StorageIDs, ids[x])
+					lb.Locs = append(lb.Locs, dns[x])
 				}
-			}
-			lb.IsCached = make([]bool, len(lb.Locs))
-			lb.StorageTypes = make([]hdfs.StorageTypeProto, len(lb.Locs))
-			for j := range lb.StorageTypes {
-				lb.StorageTypes[j] = hdfs.StorageTypeProto_DISK // 0 is no storage type
 			}
 		}
 		next += cnt

@@ -63,6 +63,8 @@ type Door struct {
 	// boundary holds, by inode, the last block of a file reopened for
 	// append at a block boundary, until its writer's first addBlock.
 	boundary sync.Map
+	// answers holds buffers for getBlockLocations' answers (wire.go).
+	answers chan []byte
 }
 
 // New returns the door for cfg.
@@ -77,7 +79,7 @@ func New(cfg Config) (*Door, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Door{cfg: cfg}, nil
+	return &Door{cfg: cfg, answers: make(chan []byte, answerBuffers)}, nil
 }
 
 // opFunc runs one method on its decoded request.

@@ -31,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,8 @@ type Options struct {
 	JSON, CSV   string
 	Plot        string
 	NoProgress  bool
+	CPUProfile  string // pprof CPU profile of the whole run (--local: client and cluster alike)
+	MemProfile  string // pprof allocation profile, written at the end
 	// Datanodes and Namenodes of a --local cluster.
 	LocalNamenodes, LocalDatanodes int
 }
@@ -121,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	f.String(&o.JSON, "json", "", "write the rows as a JSON array to this file")
 	f.String(&o.CSV, "csv", "", "write the rows as CSV to this file")
 	f.String(&o.Plot, "plot", "", "write a log-log plot of latency against block count (each mode's median and p25-p75 band, the legend beside the axes) to this .svg or .png file")
+	f.String(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file (with --local it covers the in-process cluster too)")
+	f.String(&o.MemProfile, "memprofile", "", "write a pprof allocation profile of the whole run to this file at its end")
 	f.Bool(&o.NoProgress, "no-progress", false, "no progress bars on stderr (they are drawn only when stderr is a terminal)")
 	f.Int(&o.LocalNamenodes, "local-namenodes", 3, "namenodes of the --local cluster")
 	f.Int(&o.LocalDatanodes, "local-datanodes", 5, "datanodes of the --local cluster")
@@ -238,7 +243,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 2
 	}
+	stopProfiles, err := startProfiles(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
 	res, err := Sweep(ctx, o, stderr)
+	if perr := stopProfiles(); perr != nil {
+		fmt.Fprintln(stderr, "loadgen:", perr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		var ue usageError
@@ -288,6 +301,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// startProfiles starts the CPU profile --cpuprofile names; the func it
+// returns stops it and writes --memprofile's allocation profile.
+func startProfiles(o Options) (func() error, error) {
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return func() error {
+		if o.CPUProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		if o.MemProfile == "" {
+			return nil
+		}
+		return writeFile(o.MemProfile, func(w io.Writer) error { return pprof.Lookup("allocs").WriteTo(w, 0) })
+	}, nil
 }
 
 func writeFile(name string, fn func(io.Writer) error) error {
