@@ -50,6 +50,16 @@ type Config struct {
 	// means <Dirs[0]>/lbm-server.key. Needed when Encrypt is set or any
 	// existing file is encrypted.
 	KeyFile string
+	// GroupCommitMax: a block of at most this many bytes (declared, or
+	// written so far by an open-ended writer; not a Replace) is kept in
+	// its writer's memory until Commit, which stores it together with the
+	// other such blocks committing at that moment: one data sync and one
+	// metadata sync for the group, as PutBatch does, instead of two syncs
+	// per block. An open-ended writer that grows past it, Syncs or
+	// Truncates moves its bytes to a container and goes on as any writer.
+	// The blocks' bytes, records and order on disk are what Commit one by
+	// one writes. 0 turns it off.
+	GroupCommitMax int64
 	// Capacity reported by Usage; 0 means the sum of MaxContainerSize over
 	// healthy dirs is not assumed and capacity is reported as 0.
 	Capacity int64
@@ -109,6 +119,7 @@ func DefaultConfig() Config {
 		InmemReplayThreshold:  64 << 20,
 		ReplayMemoryBudget:    1 << 30,
 		ReplayWorkers:         8,
+		GroupCommitMax:        64 << 10,
 	}
 }
 
@@ -130,6 +141,8 @@ func (c *Config) Validate() error {
 		return bad("ReplayMemoryBudget must be >= 0")
 	case c.ReplayWorkers < 1:
 		return bad("ReplayWorkers must be >= 1")
+	case c.GroupCommitMax < 0 || c.GroupCommitMax > c.MaxContainerSize:
+		return bad("GroupCommitMax must be in [0, MaxContainerSize]")
 	}
 	seen := map[string]bool{}
 	for _, d := range c.Dirs {

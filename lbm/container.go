@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	"github.com/blockfs/blockfs/errs"
-	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // dataDir is one data directory.
@@ -217,12 +216,28 @@ func (c *container) appendMetaLocked(buf []byte) error {
 	return nil
 }
 
-// writeBlocks appends as many of blocks as fit into c (at least one), in
+// blockItem is one block for writeBlocks: its bytes, chunk CRCs (of bpc
+// bytes each) and whole CRC, checked by whoever made it. writeBlocks sets
+// entry and stored for the blocks it stores.
+type blockItem struct {
+	meta  BlockMeta
+	data  []byte
+	crcs  []uint32
+	bpc   int
+	crc   uint32
+	entry blockEntry
+	// stored, err and done belong to the group commit (group.go).
+	stored bool
+	err    error
+	done   bool
+}
+
+// writeBlocks appends as many of items as fit into c (at least one), in
 // Kudu's order: data (each block followed by its chunk CRC table) written
 // and fsynced, then the CREATE2 records appended and fsynced, then the
 // blocks published. It returns how many it stored. The caller owns c as
 // its single writer.
-func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (int, error) {
+func (c *container) writeBlocks(items []*blockItem, now int64) (int, error) {
 	cfg := &c.s.cfg
 	c.mu.Lock()
 	off, created := c.nextBlock, c.created
@@ -231,21 +246,19 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 	if err != nil {
 		return 0, err
 	}
-	recs := make([]createRec, 0, len(metas))
+	recs := make([]createRec, 0, len(items))
 	var scratch []byte
-	var crcs []uint32
-	for i := range metas {
+	for _, it := range items {
 		if len(recs) > 0 && (off >= cfg.MaxContainerSize ||
 			(cfg.MaxBlocksPerContainer > 0 && created >= cfg.MaxBlocksPerContainer)) {
 			break
 		}
-		d := datas[i]
-		crcs = chunks.Sums(crcs[:0], d, DefaultBytesPerChecksum)
+		d := it.data
 		// One write of block ‖ table, encrypted at the block's offset.
-		n := len(d) + len(crcs)*chunkCRCLen
+		n := len(d) + len(it.crcs)*chunkCRCLen
 		scratch = slices.Grow(scratch[:0], n)[:n]
 		copy(scratch, d)
-		putCRCs(scratch[len(d):], crcs)
+		putCRCs(scratch[len(d):], it.crcs)
 		if fc != nil {
 			fc.xorAt(scratch, scratch, off)
 		}
@@ -255,12 +268,12 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 				return 0, errs.Wrap(errs.IO, "lbm.BlockWriter.Write", c.dataPath, err)
 			}
 		}
-		recs = append(recs, createRec{ID: metas[i].ID, Inode: metas[i].Inode, GenStamp: metas[i].GenStamp,
-			Offset: off, Length: int64(len(d)), CRC: crc32c(d), TimestampUS: now, BPC: DefaultBytesPerChecksum})
+		recs = append(recs, createRec{ID: it.meta.ID, Inode: it.meta.Inode, GenStamp: it.meta.GenStamp,
+			Offset: off, Length: int64(len(d)), CRC: it.crc, TimestampUS: now, BPC: uint32(it.bpc)})
 		off = alignUp(off + int64(n))
 		created++
 	}
-	if err := c.data.Sync(); err != nil {
+	if err := datasync(c.data); err != nil {
 		c.dataFailed(off, err)
 		return 0, errs.Wrap(errs.IO, "lbm.BlockWriter.Write", c.dataPath, err)
 	}
@@ -281,6 +294,7 @@ func (c *container) writeBlocks(metas []BlockMeta, datas [][]byte, now int64) (i
 	for i := range recs {
 		e := recs[i].entry(c)
 		c.addLocked(recs[i].ID, e)
+		items[i].entry, items[i].stored = e, true
 		bytes += e.length
 	}
 	c.s.metrics.bytesWritten.Add(float64(bytes))

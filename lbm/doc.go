@@ -56,6 +56,22 @@
 // the new CREATE2 is durable) and a punched hole, or, in the same
 // container, only the hole (replay keeps the later CREATE).
 //
+// # Group commit of small blocks
+//
+// A writer of a block no larger than Config.GroupCommitMax (declared, or
+// so far for an open-ended one; never a Replace) takes no container: it
+// keeps the verified bytes and CRCs in memory. Its Commit queues the block;
+// one committer at a time (the first to find none running) takes every
+// block queued and stores them as PutBatch does: each block and its table
+// in one write at the next free offset of a container, one fdatasync of
+// the data file, the CREATE2 records in one append, one fsync of the
+// metadata, then publication. Blocks queued meanwhile go out as the next
+// group, and a lone block goes at once. What reaches the disk, and in
+// which order, is what Commit one block at a time writes, so replay, the
+// crash rules and the format are unchanged. An open-ended writer that
+// grows past the limit, Syncs or Truncates first writes its bytes into a
+// container and goes on as any other writer.
+//
 // # Replicas waiting to be recovered
 //
 // Sync of an open-ended writer (an hsync) fdatasyncs the bytes written so

@@ -17,6 +17,7 @@ type metrics struct {
 	fullDirs      prometheus.Gauge
 	truncations   prometheus.Counter
 	setAside      prometheus.Counter
+	groupBlocks   prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -62,10 +63,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "blockfs", Subsystem: "lbm", Name: "containers_set_aside_total",
 			Help: "Containers whose metadata replay found corruption, renamed aside at startup (their blocks are reported lost).",
 		}),
+		groupBlocks: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "blockfs", Subsystem: "lbm", Name: "group_commit_blocks",
+			Help:    "Small blocks stored by one group commit (Config.GroupCommitMax): the commits that shared its data and metadata syncs.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.replaySeconds, m.openSeconds, m.containers,
-			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.fullDirs, m.truncations, m.setAside} {
+			m.corruptReads, m.bytesRead, m.bytesWritten, m.failedDirs, m.fullDirs, m.truncations, m.setAside, m.groupBlocks} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

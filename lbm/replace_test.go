@@ -68,10 +68,7 @@ func TestReplace(t *testing.T) {
 					var holder *BlockWriter
 					if cross {
 						// Hold the old block's container with another writer.
-						var err error
-						if holder, err = s.Create(ctx, BlockMeta{ID: 99, Length: 10}, 512); err != nil {
-							t.Fatal(err)
-						}
+						holder = holdContainer(t, s)
 					}
 					for _, gs := range []uint64{4, 5} {
 						_, err := s.CreateWith(ctx, BlockMeta{ID: id, GenStamp: gs}, CreateOptions{BytesPerChecksum: 512, OpenEnded: true, Replace: true})
@@ -262,6 +259,20 @@ func TestReplaceEdges(t *testing.T) {
 	}
 }
 
+// holdContainer opens a writer that holds a container (synced, so not
+// kept in memory for a group commit).
+func holdContainer(t *testing.T, s *Store) *BlockWriter {
+	t.Helper()
+	w, err := s.CreateWith(ctx, BlockMeta{ID: 99, Length: 10}, CreateOptions{BytesPerChecksum: 512, OpenEnded: true})
+	if err == nil {
+		err = w.Sync()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // replaceSetup stores block 1 (gen 5, oldData) in one container of /d,
 // then starts a Replace of it (gen 6) and writes newData: in another
 // container (the first is held by an open writer), or with same, in the
@@ -275,9 +286,7 @@ func replaceSetup(t *testing.T, cfg Config, oldData, newData []byte, same ...boo
 	}
 	old, _ := s.Stat(1)
 	if len(same) == 0 || !same[0] {
-		if _, err := s.Create(ctx, BlockMeta{ID: 99, Length: 10}, 512); err != nil {
-			t.Fatal(err)
-		}
+		holdContainer(t, s)
 	}
 	w, err := s.CreateWith(ctx, BlockMeta{ID: 1, Inode: 7, GenStamp: 6}, CreateOptions{BytesPerChecksum: 512, OpenEnded: true, Replace: true})
 	if err != nil {

@@ -35,6 +35,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, errs.Wrap(errs.Invalid, "lbm.Open", "", err)
 	}
+	s.group = newGroupCommit(s, s.metrics.groupBlocks)
 	for _, p := range cfg.Dirs {
 		d := newDataDir(p)
 		s.dirs = append(s.dirs, d)

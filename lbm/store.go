@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/chunks"
 )
 
 // BlockMeta identifies a block being stored.
@@ -76,6 +77,7 @@ type Store struct {
 	waitMu   sync.Mutex
 	waiting  map[uint64]*waitingRep // replicas waiting to be recovered (rbw.go)
 	waitingN atomic.Int64           // len(waiting)
+	group    *groupCommit           // small blocks' commits (group.go)
 }
 
 func (s *Store) checkOpen(ctx context.Context, op string) error {
@@ -117,6 +119,7 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 			return errs.Newf(errs.Invalid, op, "", "block %d: declared length %d, data %d bytes", m.ID, m.Length, len(datas[i]))
 		}
 	}
+	items := make([]*blockItem, len(metas))
 	for i, m := range metas {
 		if !s.index.reserve(m.ID) {
 			for _, r := range metas[:i] {
@@ -124,16 +127,29 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 			}
 			return errs.Newf(errs.Exist, op, "", "block %d already exists", m.ID)
 		}
+		d := datas[i]
+		items[i] = &blockItem{meta: m, data: d, crcs: chunks.Sums(nil, d, DefaultBytesPerChecksum), bpc: DefaultBytesPerChecksum, crc: crc32c(d)}
 	}
-	done := 0
 	defer func() {
-		for _, m := range metas[done:] {
-			s.index.unreserve(m.ID)
+		for _, it := range items {
+			if !it.stored {
+				s.index.unreserve(it.meta.ID)
+			}
 		}
 	}()
+	return s.putItems(ctx, items)
+}
+
+// putItems stores items in order, as many to a container as fit, each
+// container's share with one data sync and one metadata sync. Their ids
+// are reserved by the caller. A failing data dir is marked failed and the
+// rest go to the other dirs; the error returned is the last failure once
+// every dir failed. Each stored item has stored set.
+func (s *Store) putItems(ctx context.Context, items []*blockItem) error {
+	const op = "lbm.Store.Put"
 	now := time.Now().UnixMicro()
-	failures := 0
-	for done < len(metas) {
+	failures, done := 0, 0
+	for done < len(items) {
 		if err := ctx.Err(); err != nil {
 			return errs.Wrap(errs.Canceled, op, "", err)
 		}
@@ -141,9 +157,9 @@ func (s *Store) PutBatch(ctx context.Context, metas []BlockMeta, datas [][]byte)
 		if err != nil {
 			return err
 		}
-		n, err := c.writeBlocks(metas[done:], datas[done:], now)
-		for _, m := range metas[done : done+n] {
-			s.supersedeWaiting(m.ID, m.GenStamp)
+		n, err := c.writeBlocks(items[done:], now)
+		for _, it := range items[done : done+n] {
+			s.supersedeWaiting(it.meta.ID, it.meta.GenStamp)
 		}
 		done += n
 		s.release(c)

@@ -57,6 +57,9 @@ func newStoreModel(t *rapid.T) *storeModel {
 	dirs := []string{"/d0", "/d1"}
 	m := NewMemFS()
 	cfg := testConfig(m, dirs, rapid.Bool().Draw(t, "encrypt"))
+	// Small declared-length blocks through the group commit, or each
+	// through its own container writer.
+	cfg.GroupCommitMax = rapid.SampledFrom([]int64{0, 64 << 10}).Draw(t, "groupCommitMax")
 	// The model expects every operation after ClearFaults to succeed: a
 	// dir that ran out of space is tried again at once (TestFullDirComesBack
 	// checks the wait).

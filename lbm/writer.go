@@ -23,6 +23,11 @@ type BlockWriter struct {
 	bpc       int
 	openEnded bool // meta.Length is a maximum; Commit takes Written() bytes
 	replace   bool // Commit replaces a live version of the id (lower genstamp)
+	// buffered: the block's bytes so far are buf, not in a container (c
+	// and fc nil) until Commit stores it with a group, or Sync spills it
+	// (Config.GroupCommitMax).
+	buffered bool
+	buf      []byte
 
 	mu       sync.Mutex
 	off      int64     // data file offset of the block's first byte (moved by relocateLocked only)
@@ -124,32 +129,65 @@ func (s *Store) CreateWith(ctx context.Context, m BlockMeta, o CreateOptions) (*
 	if !o.OpenEnded {
 		crcs = make([]uint32, 0, (m.Length+int64(bytesPerChecksum)-1)/int64(bytesPerChecksum))
 	}
+	w := &BlockWriter{s: s, meta: m, bpc: bytesPerChecksum, openEnded: o.OpenEnded, replace: o.Replace, crcs: crcs}
+	if g := s.cfg.GroupCommitMax; g > 0 && !o.Replace && (o.OpenEnded || m.Length <= g) {
+		w.buffered = true
+		if !o.OpenEnded {
+			w.buf = make([]byte, 0, m.Length)
+		}
+		return w, nil
+	}
+	if err := w.placeLocked(op); err != nil {
+		s.index.unreserve(m.ID)
+		return nil, err
+	}
+	return w, nil
+}
+
+// placeLocked gives w a container to write into (w.mu held or w not yet
+// shared): its data cipher and the block's offset there.
+func (w *BlockWriter) placeLocked(op string) error {
+	s := w.s
 	for failures := 0; ; failures++ {
 		c, err := s.acquire()
 		if err != nil {
-			s.index.unreserve(m.ID)
-			return nil, err
+			return err
 		}
 		fc, err := c.dataCipher()
 		c.mu.Lock()
 		off, bad := c.nextBlock, c.broken || c.removed
 		c.mu.Unlock()
 		if err == nil && !bad {
-			return &BlockWriter{s: s, c: c, fc: fc, meta: m, bpc: bytesPerChecksum, off: off,
-				openEnded: o.OpenEnded, replace: o.Replace, crcs: crcs}, nil
+			w.c, w.fc, w.off = c, fc, off
+			return nil
 		}
 		s.release(c)
 		if err != nil {
 			s.failDir(c.dir, err)
 		}
 		if failures >= len(s.dirs) {
-			s.index.unreserve(m.ID)
 			if err == nil {
 				err = errs.New(errs.Unavailable, op, "", "no writable container")
 			}
-			return nil, err
+			return err
 		}
 	}
+}
+
+// spillLocked moves a buffered writer's bytes into a container, where it
+// goes on as an unbuffered writer (Sync needs the bytes on disk).
+func (w *BlockWriter) spillLocked(op string) error {
+	if err := w.placeLocked(op); err != nil {
+		w.releaseLocked()
+		return err
+	}
+	buf := w.buf
+	w.buffered, w.buf = false, nil
+	if err := w.writeDataLocked(op, 0, buf); err != nil {
+		return err
+	}
+	w.touched = max(w.touched, int64(len(buf)))
+	return nil
 }
 
 // Write appends data: WriteAt(Written(), data, crcs).
@@ -247,25 +285,20 @@ func (w *BlockWriter) writeLocked(op string, off int64, data []byte, crcs []uint
 	if n == 0 {
 		return nil
 	}
+	if w.buffered && off+n > w.s.cfg.GroupCommitMax { // an open-ended block grown past it
+		if err := w.spillLocked(op); err != nil {
+			return err
+		}
+	}
 	if fresh := data[prefix:]; len(fresh) > 0 {
-		at := w.off + off + prefix
-		w.touched = max(w.touched, off+n)
-		if w.fc == nil {
-			if _, err := w.c.data.WriteAt(fresh, at); err != nil {
-				return w.failDataLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
-			}
+		if w.buffered {
+			w.buf = append(w.buf[:off+prefix], fresh...)
 		} else {
-			// Encrypt through a bounded scratch buffer, whatever the call's size.
-			for p := 0; p < len(fresh); p += maxWriteScratch {
-				piece := fresh[p:min(p+maxWriteScratch, len(fresh))]
-				w.scratch = slices.Grow(w.scratch[:0], len(piece))[:len(piece)]
-				w.fc.xorAt(w.scratch, piece, at+int64(p))
-				if _, err := w.c.data.WriteAt(w.scratch, at+int64(p)); err != nil {
-					return w.failDataLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
-				}
+			w.touched = max(w.touched, off+n)
+			if err := w.writeDataLocked(op, off+prefix, fresh); err != nil {
+				return err
 			}
 		}
-		w.s.metrics.bytesWritten.Add(float64(len(fresh)))
 	}
 	// off is chunk-aligned: the whole chunks so far end there.
 	full := n / int64(bpc) * int64(bpc)
@@ -278,10 +311,37 @@ func (w *BlockWriter) writeLocked(op string, off int64, data []byte, crcs []uint
 	return nil
 }
 
+// writeDataLocked writes (encrypting where the store does) fresh at block
+// offset off into the writer's container.
+func (w *BlockWriter) writeDataLocked(op string, off int64, fresh []byte) error {
+	at := w.off + off
+	if w.fc == nil {
+		if _, err := w.c.data.WriteAt(fresh, at); err != nil {
+			return w.failDataLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+		}
+	} else {
+		// Encrypt through a bounded scratch buffer, whatever the call's size.
+		for p := 0; p < len(fresh); p += maxWriteScratch {
+			piece := fresh[p:min(p+maxWriteScratch, len(fresh))]
+			w.scratch = slices.Grow(w.scratch[:0], len(piece))[:len(piece)]
+			w.fc.xorAt(w.scratch, piece, at+int64(p))
+			if _, err := w.c.data.WriteAt(w.scratch, at+int64(p)); err != nil {
+				return w.failDataLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
+			}
+		}
+	}
+	w.s.metrics.bytesWritten.Add(float64(len(fresh)))
+	return nil
+}
+
 // preadLocked reads and decrypts block bytes [at, at+len(b)) written by
 // this writer.
 func (w *BlockWriter) preadLocked(op string, b []byte, at int64) error {
 	if len(b) == 0 {
+		return nil
+	}
+	if w.buffered {
+		copy(b, w.buf[at:])
 		return nil
 	}
 	fileAt := w.off + at
@@ -340,17 +400,22 @@ func (w *BlockWriter) ReadChunks(off, n int64, buf []byte) (ChunkRange, error) {
 		lo, hi := first*bpc, min(last*bpc, written)
 		crcs := slices.Clone(w.crcs[first:last])
 		truncs, boff := w.truncs, w.off
-		w.mu.Unlock()
-
 		cr := ChunkRange{Offset: lo, BytesPerChecksum: int(bpc)}
-		if hi == lo {
-			cr.Data = buf[:0]
-			return cr, nil
-		}
 		if int64(cap(buf)) < hi-lo {
 			buf = make([]byte, hi-lo)
 		}
 		data := buf[:hi-lo]
+		if w.buffered || hi == lo { // checked as they were written
+			copy(data, w.buf[min(lo, int64(len(w.buf))):])
+			w.mu.Unlock()
+			cr.Data, cr.CRCs = data, crcs
+			if hi == lo {
+				cr.CRCs = nil
+			}
+			return cr, nil
+		}
+		w.mu.Unlock()
+
 		at := boff + lo
 		k, err := w.c.data.ReadAt(data, at)
 		w.s.countRead(k)

@@ -24,6 +24,11 @@ func (w *BlockWriter) Sync() error {
 	if err := w.usable(op); err != nil {
 		return err
 	}
+	if w.buffered {
+		if err := w.spillLocked(op); err != nil {
+			return err
+		}
+	}
 	if err := datasync(w.c.data); err != nil {
 		return w.failLocked(errs.Wrap(errs.IO, op, w.c.dataPath, err))
 	}
@@ -66,6 +71,9 @@ func (w *BlockWriter) Commit(ctx context.Context) (BlockInfo, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return BlockInfo{}, errs.Wrap(errs.Canceled, op, "", err)
+	}
+	if w.buffered {
+		return w.commitGroupLocked()
 	}
 	c := w.c
 	if w.fc != nil && w.stale != nil && len(w.crcs) > 0 {
@@ -228,7 +236,32 @@ func (w *BlockWriter) failDataLocked(err error) error {
 	return err
 }
 
+// commitGroupLocked commits a buffered writer's block with the group of
+// small blocks committing now (group.go). On an error the write is
+// released; as for Commit, whether the block exists after a restart is
+// then undetermined.
+func (w *BlockWriter) commitGroupLocked() (BlockInfo, error) {
+	rec := w.recordLocked()
+	m := w.meta
+	m.Length = w.written
+	it := &blockItem{meta: m, data: w.buf, crcs: w.crcs, bpc: w.bpc, crc: rec.CRC}
+	w.s.group.commit(it)
+	if it.err != nil {
+		w.releaseLocked()
+		return BlockInfo{}, it.err
+	}
+	w.state = writerCommitted
+	w.buf, w.crcs = nil, nil
+	return it.entry.info(m.ID), nil
+}
+
 func (w *BlockWriter) releaseLocked() {
+	if w.buffered {
+		w.state = writerDone
+		w.s.index.unreserve(w.meta.ID)
+		w.buf, w.crcs = nil, nil
+		return
+	}
 	w.state = writerDone
 	if w.rbwSynced && !w.keep {
 		w.dropRecordLocked() // before the bytes it names are punched

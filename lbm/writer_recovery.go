@@ -85,6 +85,11 @@ func (w *BlockWriter) Truncate(n int64) error {
 	if !w.openEnded {
 		return errs.Newf(errs.Precondition, op, "", "block %d: truncate of a writer with a declared length", w.meta.ID)
 	}
+	if w.buffered {
+		if err := w.spillLocked(op); err != nil {
+			return err
+		}
+	}
 	if n < 0 || n > w.written {
 		return errs.Newf(errs.Invalid, op, "", "block %d: truncate to %d outside [0, %d]", w.meta.ID, n, w.written)
 	}
