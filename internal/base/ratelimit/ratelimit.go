@@ -87,8 +87,11 @@ func (l *Limiter) Allow(key string, now time.Time) time.Duration {
 		s.m[key] = e
 	}
 	e.last = now
+	// Reserve and give back under the lock: a cancel after another call's
+	// reservation would hand back a token that call's reservation already
+	// counted on, and a burst of concurrent calls would get past Burst.
+	defer s.mu.Unlock()
 	r := e.lim.ReserveN(now, 1)
-	s.mu.Unlock()
 	if !r.OK() {
 		return time.Duration(math.MaxInt64)
 	}
