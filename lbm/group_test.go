@@ -53,7 +53,7 @@ func TestGroupCommitShares(t *testing.T) {
 			// Stand in for a leader busy with an earlier group.
 			g := s.group
 			g.mu.Lock()
-			g.leaders = 1
+			g.busy = true
 			g.mu.Unlock()
 			const n = 16
 			errc := make(chan error, n)
@@ -67,7 +67,7 @@ func TestGroupCommitShares(t *testing.T) {
 				runtime.Gosched()
 			}
 			g.mu.Lock()
-			g.leaders = 0
+			g.busy = false
 			g.cond.Broadcast()
 			g.mu.Unlock()
 			for range n {
@@ -234,6 +234,60 @@ func TestGroupCommitCrash(t *testing.T) {
 				}
 				verifyLedger(t, s2, l)
 				s2.Close()
+			}
+		})
+	}
+}
+
+// TestBufferedOpenEnded: an open-ended writer is kept in memory while its
+// bytes stay within GroupCommitMax (and commits with a group), and moves
+// to a container once a write takes it past (and commits on its own);
+// either way the committed block is the bytes written, hflushed short
+// chunk rewritten included.
+func TestBufferedOpenEnded(t *testing.T) {
+	d := streamData(9, 6000)
+	crcs := chunks.Sums(nil, d, 512)
+	cases := []struct {
+		name         string
+		max          int64
+		wantBuffered bool
+		wantGroups   uint64
+	}{
+		{"within the limit", 64 << 10, true, 1},
+		{"grown past it", 4096, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(NewMemFS(), []string{"/d"}, true)
+			cfg.KeyFile = "/key"
+			cfg.GroupCommitMax = tc.max
+			s := mustOpen(t, cfg)
+			defer s.Close()
+			w, err := s.CreateWith(ctx, BlockMeta{ID: 1, Inode: 3, GenStamp: 4}, CreateOptions{BytesPerChecksum: 512, OpenEnded: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// An hflush of 1,100 bytes (a short chunk), then the rest from
+			// that chunk's start.
+			if err := w.WriteAt(0, d[:1100], chunks.Sums(nil, d[:1100], 512)); err != nil {
+				t.Fatal(err)
+			}
+			if cr, err := w.ReadChunks(0, 0, nil); err != nil || !bytes.Equal(cr.Data, d[:1100]) {
+				t.Fatalf("hflushed bytes: %d, %v", len(cr.Data), err)
+			}
+			if err := w.WriteAt(1024, d[1024:], crcs[2:]); err != nil {
+				t.Fatal(err)
+			}
+			if w.buffered != tc.wantBuffered || (w.c == nil) != tc.wantBuffered {
+				t.Fatalf("buffered %v (container %v), want buffered %v", w.buffered, w.c != nil, tc.wantBuffered)
+			}
+			info, err := w.Commit(ctx)
+			if err != nil || info.Length != int64(len(d)) || info.CRC != crc32c(d) {
+				t.Fatalf("commit: %+v, %v", info, err)
+			}
+			checkBlockBytes(t, s, 1, d)
+			if n, _ := groups(t, s); n != tc.wantGroups {
+				t.Fatalf("%d group commits, want %d", n, tc.wantGroups)
 			}
 		})
 	}

@@ -241,10 +241,9 @@ func (w *BlockWriter) failDataLocked(err error) error {
 // released; as for Commit, whether the block exists after a restart is
 // then undetermined.
 func (w *BlockWriter) commitGroupLocked() (BlockInfo, error) {
-	rec := w.recordLocked()
 	m := w.meta
 	m.Length = w.written
-	it := &blockItem{meta: m, data: w.buf, crcs: w.crcs, bpc: w.bpc, crc: rec.CRC}
+	it := &blockItem{meta: m, data: w.buf, crcs: w.crcs, bpc: w.bpc, crc: w.crcLocked()}
 	w.s.group.commit(it)
 	if it.err != nil {
 		w.releaseLocked()
@@ -301,14 +300,19 @@ func (f osFile) Datasync() error {
 	}
 }
 
-// recordLocked returns the record of the bytes written so far: their CRC
-// from one Combine (the whole chunks' running CRC, then the short chunk),
-// stamped now.
+// recordLocked returns the record of the bytes written so far, stamped
+// now.
 func (w *BlockWriter) recordLocked() createRec {
+	return createRec{ID: w.meta.ID, Inode: w.meta.Inode, GenStamp: w.meta.GenStamp, Offset: w.off,
+		Length: w.written, CRC: w.crcLocked(), TimestampUS: time.Now().UnixMicro(), BPC: uint32(w.bpc)}
+}
+
+// crcLocked is the CRC32C of the bytes written so far: the whole chunks'
+// running CRC, then the short chunk, in one Combine.
+func (w *BlockWriter) crcLocked() uint32 {
 	crc := w.wholeCRC
 	if short := w.written % int64(w.bpc); short != 0 {
 		crc = crcmath.Combine(crc, w.crcs[len(w.crcs)-1], uint64(short))
 	}
-	return createRec{ID: w.meta.ID, Inode: w.meta.Inode, GenStamp: w.meta.GenStamp, Offset: w.off,
-		Length: w.written, CRC: crc, TimestampUS: time.Now().UnixMicro(), BPC: uint32(w.bpc)}
+	return crc
 }

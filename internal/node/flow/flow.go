@@ -22,8 +22,7 @@ import "google.golang.org/grpc"
 
 const (
 	// Stream is the initial (and, since fixed, the lasting) window of one
-	// stream: a WriteBlock or ReadBlock stream has up to 16 packets of
-	// 256 KiB in flight.
+	// stream: room for 16 of the data path's 256 KiB packets.
 	Stream = 4 << 20
 	// Conn is the window of one connection, shared by its streams.
 	Conn = 16 << 20
