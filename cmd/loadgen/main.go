@@ -306,19 +306,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // startProfiles starts the CPU profile --cpuprofile names; the func it
 // returns stops it and writes --memprofile's allocation profile.
 func startProfiles(o Options) (func() error, error) {
+	var cpu *os.File
 	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
-		if err != nil {
+		var err error
+		if cpu, err = os.Create(o.CPUProfile); err != nil {
 			return nil, err
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
 			return nil, err
 		}
 	}
 	return func() error {
-		if o.CPUProfile != "" {
+		if cpu != nil {
 			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return err
+			}
 		}
 		if o.MemProfile == "" {
 			return nil

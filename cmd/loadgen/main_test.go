@@ -239,10 +239,12 @@ func TestSweepLocal(t *testing.T) {
 	}
 	dir := t.TempDir()
 	jsonFile, csvFile, plotFile := filepath.Join(dir, "o.json"), filepath.Join(dir, "o.csv"), filepath.Join(dir, "o.svg")
+	cpuFile, memFile := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
 	var out, errb bytes.Buffer
 	start := time.Now()
 	code := run(context.Background(), []string{"--local", "--local-namenodes", "1", "--local-datanodes", "3", "--blocks", "1,10", "--calls", "5", "--warmup", "2",
-		"--token-modes", "per-block,cached", "--read", "--concurrency", "2", "--json", jsonFile, "--csv", csvFile, "--plot", plotFile}, &out, &errb)
+		"--token-modes", "per-block,cached", "--read", "--concurrency", "2", "--json", jsonFile, "--csv", csvFile, "--plot", plotFile,
+		"--cpuprofile", cpuFile, "--memprofile", memFile}, &out, &errb)
 	rows := sweepRows(t, code, &out, &errb, jsonFile)
 	t.Logf("took %v\n%s%s", time.Since(start), out.String(), errb.String())
 	if len(rows) != 8 { // 2 modes x 2 block counts x (GBL + read)
@@ -256,6 +258,11 @@ func TestSweepLocal(t *testing.T) {
 	for _, f := range []string{csvFile, plotFile} {
 		if _, err := os.Stat(f); err != nil {
 			t.Error(err)
+		}
+	}
+	for _, f := range []string{cpuFile, memFile} { // pprof's format: a gzipped protobuf
+		if b, err := os.ReadFile(f); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %d bytes, %v; want a pprof profile", f, len(b), err)
 		}
 	}
 }
