@@ -52,6 +52,14 @@ type Config struct {
 	ChunkSize int
 	// Window is how many packets a block write keeps unacknowledged.
 	Window int
+	// FanOutMax is the largest block written to its datanodes side by
+	// side rather than down a pipeline: a block whose bytes are all in
+	// hand when it is finished (a small file's Close, no hflush before)
+	// and no larger than this goes to every datanode of its pipeline in
+	// parallel, as one declared-length packet each, so its write costs one
+	// hop instead of one per replica (fanout.go). 0 turns it off; at most
+	// ChunkSize (one packet). Default 64 KiB.
+	FanOutMax int
 	// UnreachableRetry is how long a call keeps retrying while no namenode
 	// can be connected to at all (the dial fails: connection refused, no
 	// such host): past it the call fails with an Unavailable error naming
@@ -84,7 +92,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults for the given namenodes.
 func DefaultConfig(namenodes ...string) Config {
-	c := Config{Namenodes: namenodes, MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Second, ChunkSize: 256 << 10, Window: 16}
+	c := Config{Namenodes: namenodes, MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Second, ChunkSize: 256 << 10, Window: 16, FanOutMax: 64 << 10}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -102,6 +110,8 @@ func (c *Config) Validate() error {
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "chunk (packet) size must be in (0, 4 MiB]")
 	case c.Window <= 0:
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "window must be positive")
+	case c.FanOutMax < 0 || c.FanOutMax > c.ChunkSize:
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "fan-out maximum must be in [0, chunk size]")
 	case c.UnreachableRetry < 0:
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "unreachable retry must not be negative")
 	case c.LeaseRenewInterval < 0:

@@ -141,8 +141,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 		b.buf = append(b.buf, p[:take]...)
 		p = p[take:]
 		full := uint64(b.end()) == w.blockSize
-		if err := w.sendPackets(full, false, false); err != nil {
-			return w.fail(n-len(p), err)
+		// A full block whose pipeline is not open yet is finishBlock's.
+		if b.stream != nil || !full {
+			if err := w.sendPackets(full, false, false); err != nil {
+				return w.fail(n-len(p), err)
+			}
 		}
 		if full {
 			if err := w.finishBlock(); err != nil {
@@ -294,41 +297,6 @@ func (w *Writer) Abort() {
 // or a new block re-placed, after failures.
 const maxPipelineAttempts = 4
 
-// startBlock allocates the next block and opens its pipeline; a pipeline
-// that cannot be opened is given back and another placed without the
-// datanode it blamed.
-func (w *Writer) startBlock() error {
-	var exclude []string
-	var lastErr error
-	for range maxPipelineAttempts {
-		ab := w.first
-		w.first = nil
-		if ab == nil {
-			var err error
-			if ab, err = w.addBlock(exclude); err != nil {
-				return err
-			}
-		}
-		bpc := int(ab.BytesPerChecksum)
-		if bpc == 0 {
-			bpc = chunks.Default
-		}
-		if !chunks.Valid(bpc) {
-			return errs.Newf(errs.Invalid, "WriteBlock", blockName(ab.Block.Block.Id), "namenode gave bytes per checksum %d", bpc)
-		}
-		b := &blockWrite{lb: ab.Block, token: ab.Token, bpc: bpc}
-		bad, err := w.c.openPipeline(w.ctx, b, w.inode, b.lb.Locations, 0, 0)
-		if err == nil {
-			w.cur = b
-			return nil
-		}
-		lastErr = err
-		_ = w.abandon(ab.Block.Block)
-		exclude = append(exclude, bad)
-	}
-	return &errs.Error{Kind: errs.Unavailable, Op: "WriteBlock", Path: w.path, Msg: "every pipeline failed", Err: lastErr}
-}
-
 // abandon gives block b of the file back (AbandonBlock).
 func (w *Writer) abandon(b *api.Block) error {
 	return w.c.call(w.ctx, "AbandonBlock", func(ctx context.Context, nn api.ClientServiceClient) error {
@@ -337,37 +305,18 @@ func (w *Writer) abandon(b *api.Block) error {
 	})
 }
 
-// openPipeline opens the stream of b to nodes (the first, which forwards
-// to the rest). A resumed block (pipeline recovery, append) starts at
-// resume under its new stamp, its replicas holding it under prevGen.
-func (c *Client) openPipeline(ctx context.Context, b *blockWrite, inode uint64, nodes []*api.DatanodeInfo, resume, prevGen uint64) (string, error) {
-	first := nodes[0]
-	conn, err := c.conn("WriteBlock", first.Addr)
-	if err != nil {
-		return first.Id, err
-	}
-	hdr := &api.WriteBlockHeader{
-		Block:            &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp},
-		InodeId:          inode,
-		Token:            b.token,
-		Pipeline:         nodes[1:],
-		BytesPerChecksum: uint32(b.bpc),
-		OpenEnded:        true,
-		ResumeOffset:     resume,
-		PreviousGenStamp: prevGen,
-	}
-	s, err := blockstream.Start(ctx, api.NewDataServiceClient(conn), hdr, c.cfg.Window)
-	if err != nil {
-		return blamed(s, first.Id), err
-	}
-	b.stream = s
-	return "", nil
-}
-
 // sendPackets sends the unsent bytes of the current block in packets of
 // whole chunks; with all set it sends the tail too, however short (an
 // hflush, or the block's end), and last marks the final packet.
 func (w *Writer) sendPackets(all, last, hsync bool) error {
+	if b := w.cur; b.stream == nil {
+		if !all && b.end()-b.sent < int64(w.packetSize(b)) {
+			return nil // not a packet yet: the pipeline can wait
+		}
+		if err := w.openCur(nil); err != nil {
+			return err
+		}
+	}
 	for {
 		err := w.trySend(all, last, hsync)
 		if err == nil {
@@ -382,7 +331,7 @@ func (w *Writer) sendPackets(all, last, hsync bool) error {
 func (w *Writer) trySend(all, last, hsync bool) error {
 	b := w.cur
 	bpc := int64(b.bpc)
-	packet := int64(max(w.c.cfg.ChunkSize/b.bpc, 1) * b.bpc)
+	packet := int64(w.packetSize(b))
 	for {
 		end := b.end()
 		if b.sent == end {
@@ -420,6 +369,9 @@ func (w *Writer) trySend(all, last, hsync bool) error {
 	}
 }
 
+// packetSize is the data size of a full packet of b: whole chunks.
+func (w *Writer) packetSize(b *blockWrite) int { return max(w.c.cfg.ChunkSize/b.bpc, 1) * b.bpc }
+
 // packetCRCs appends the CRC32C of each chunk of a packet of data at block
 // offset off: chunks are aligned to block offsets, so a packet starting
 // inside a chunk begins with the short rest of it.
@@ -436,7 +388,17 @@ func packetCRCs(dst []uint32, off int64, data []byte, bpc int) []uint32 {
 // waits for the pipeline's final ack and queues the block for commit.
 func (w *Writer) finishBlock() error {
 	var ack *api.WriteBlockAck
-	for {
+	var err error
+	switch {
+	case w.fanOutOK():
+		ack, err = w.fanOut()
+	case w.cur.stream == nil:
+		err = w.openCur(nil)
+	}
+	if err != nil {
+		return err
+	}
+	for ack == nil {
 		err := w.trySend(true, true, false)
 		if err == nil {
 			ack, err = w.cur.stream.Finish()

@@ -26,6 +26,11 @@ type metrics struct {
 	// lostDownstreams counts HDFS door writes that went on without a
 	// failed downstream datanode (write_survive.go).
 	lostDownstreams prometheus.Counter
+	// writeStreams counts finished WriteBlock calls by how they came:
+	// "pipelined" forwarded to a downstream datanode, "direct" did not
+	// (the pipeline's last member, or a client's side-by-side write of a
+	// small block, client.Config.FanOutMax).
+	writeStreams *prometheus.CounterVec // how
 }
 
 func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
@@ -92,7 +97,11 @@ func newMetrics(reg *prometheus.Registry, d *Datanode) *metrics {
 			Help: "HDFS data transfer door writes that went on without a downstream datanode that failed (the block is re-replicated once complete).",
 		}),
 	}
-	reg.MustRegister(m.lostDownstreams)
+	m.writeStreams = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "blockfs", Subsystem: "datanode", Name: "write_streams_total",
+		Help: "Successful WriteBlock calls, by whether they forwarded to a downstream datanode (pipelined) or not (direct).",
+	}, []string{"how"})
+	reg.MustRegister(m.lostDownstreams, m.writeStreams)
 	reg.MustRegister(m.rpc, m.readBytes, m.writeBytes, m.readSeconds, m.writeSeconds, m.corrupt, m.corruptPackets, m.idleStreams, m.readRefused,
 		m.replications, m.deletes, m.heartbeatFails, m.resumes, m.blockRecovery)
 	reg.MustRegister(

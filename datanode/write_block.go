@@ -475,6 +475,11 @@ func (w *writeStream) finish(err error) error {
 	if err == nil {
 		w.d.met.writeBytes.Add(float64(w.length))
 		w.d.met.writeSeconds.Observe(time.Since(w.start).Seconds())
+		how := "direct"
+		if len(w.h.Pipeline) > 0 {
+			how = "pipelined"
+		}
+		w.d.met.writeStreams.WithLabelValues(how).Inc()
 		return nil
 	}
 	if w.r != nil {

@@ -1,0 +1,100 @@
+package client
+
+import (
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/base/chunks"
+	"github.com/blockfs/blockfs/internal/node/blockstream"
+)
+
+// A block's pipeline is opened when its first packet goes, not when the
+// block is allocated (Config.FanOutMax > 0). By then a small file's Close
+// may hold the whole block: such a block is written to every datanode of
+// its pipeline side by side, one declared-length WriteBlock each (no
+// downstream, the block's CRC32C in the header), instead of down a chain
+// in which each datanode forwards to the next and acknowledges only after
+// the next one did. The bytes reach every replica in one hop, and the
+// write waits for the slowest replica rather than for the sum of the
+// hops: on a loaded machine each hop is several scheduling delays.
+//
+// Each replica is whole or absent: a datanode commits a declared-length
+// block only once all of it arrived and matched its CRCs, and drops it on
+// any failure. So a replica that failed needs no new generation stamp (no
+// partial copy of this stamp exists anywhere): the write goes on with the
+// replicas that succeeded, as a pipeline goes on without a failed member,
+// and the namenode re-replicates the block after Complete. Only when
+// every replica failed is the block given back and placed anew, without
+// those datanodes, and written down a pipeline.
+
+// fanOutOK reports whether the current block is written side by side.
+func (w *Writer) fanOutOK() bool {
+	b := w.cur
+	return b.stream == nil && b.base == 0 && len(b.buf) > 0 && len(b.buf) <= w.c.cfg.FanOutMax
+}
+
+// fanOut writes the current block to its datanodes side by side and
+// returns the combined final ack: the length and CRC every replica
+// acknowledged, StoredOn those replicas. When none succeeded the block is
+// re-placed with a pipeline opened (and a nil ack returned) for
+// finishBlock to write it the usual way.
+func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
+	b := w.cur
+	crc := chunks.CRC(b.buf)
+	b.crcs = packetCRCs(b.crcs[:0], 0, b.buf, b.bpc)
+	hdr := &api.WriteBlockHeader{
+		Block:            &api.Block{Id: b.lb.Block.Id, GenStamp: b.lb.Block.GenStamp, Length: uint64(len(b.buf)), Crc32C: &crc},
+		InodeId:          w.inode,
+		Token:            b.token,
+		BytesPerChecksum: uint32(b.bpc),
+	}
+	nodes := b.lb.Locations
+	streams := make([]*blockstream.Writer, len(nodes))
+	errsBy := make([]error, len(nodes))
+	for i, d := range nodes {
+		conn, err := w.c.conn("WriteBlock", d.Addr)
+		if err == nil {
+			streams[i], err = blockstream.Start(w.ctx, api.NewDataServiceClient(conn), hdr, 1)
+		}
+		if err == nil {
+			err = streams[i].Send(b.buf, b.crcs, true)
+		}
+		errsBy[i] = err
+	}
+	ack := &api.WriteBlockAck{Last: true, Length: uint64(len(b.buf)), Crc32C: crc}
+	var failed []string
+	var lastErr error
+	for i, d := range nodes {
+		err := errsBy[i]
+		if err == nil {
+			var a *api.WriteBlockAck
+			a, err = streams[i].Finish()
+			if err == nil && (a.GetLength() != ack.Length || a.GetCrc32C() != crc) {
+				err = errs.Newf(errs.Corrupt, "WriteBlock", blockName(b.lb.Block.Id), "datanode %s acknowledged %d bytes with CRC32C %08x; sent %d with %08x", d.Id, a.GetLength(), a.GetCrc32C(), ack.Length, crc)
+			}
+		}
+		if err != nil {
+			if streams[i] != nil {
+				streams[i].Abort()
+			}
+			failed, lastErr = append(failed, d.Id), err
+			continue
+		}
+		ack.StoredOn = append(ack.StoredOn, d.Id)
+	}
+	if len(ack.StoredOn) > 0 {
+		b.sent = b.end()
+		return ack, nil
+	}
+	// Every replica failed: nothing of this block is stored anywhere.
+	_ = w.abandon(b.lb.Block)
+	ab, err := w.addBlock(failed)
+	if err != nil {
+		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "every datanode failed and re-placing the block failed", Err: lastErr}
+	}
+	nb := &blockWrite{lb: ab.Block, token: ab.Token, bpc: b.bpc, buf: b.buf}
+	w.cur = nb
+	if err := w.openCur(failed); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
