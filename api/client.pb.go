@@ -469,6 +469,10 @@ type CompleteRequest struct {
 	// reply (CompleteResponse.located): a writer that reads its file back
 	// soon (client.Config.LocationCacheTTL) then skips the GetBlockLocations.
 	WantLocations bool `protobuf:"varint,4,opt,name=want_locations,json=wantLocations,proto3" json:"want_locations,omitempty"`
+	// The receipts of the last block's replicas (WriteBlockAck.receipts):
+	// the leader counts each replica a receipt under its key vouches for as
+	// reported, so the Complete need not wait for the datanodes' reports.
+	Receipts      []*Receipt `protobuf:"bytes,5,rep,name=receipts,proto3" json:"receipts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -529,6 +533,13 @@ func (x *CompleteRequest) GetWantLocations() bool {
 		return x.WantLocations
 	}
 	return false
+}
+
+func (x *CompleteRequest) GetReceipts() []*Receipt {
+	if x != nil {
+		return x.Receipts
+	}
+	return nil
 }
 
 type CompleteResponse struct {
@@ -4848,12 +4859,13 @@ const file_api_client_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x05block\x18\x02 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\fR\x05token\x12,\n" +
-	"\x12bytes_per_checksum\x18\x04 \x01(\rR\x10bytesPerChecksum\"\x92\x01\n" +
+	"\x12bytes_per_checksum\x18\x04 \x01(\rR\x10bytesPerChecksum\"\xc3\x01\n" +
 	"\x0fCompleteRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12)\n" +
 	"\x06blocks\x18\x03 \x03(\v2\x11.blockfs.v1.BlockR\x06blocks\x12%\n" +
-	"\x0ewant_locations\x18\x04 \x01(\bR\rwantLocations\"\x87\x01\n" +
+	"\x0ewant_locations\x18\x04 \x01(\bR\rwantLocations\x12/\n" +
+	"\breceipts\x18\x05 \x03(\v2\x13.blockfs.v1.ReceiptR\breceipts\"\x87\x01\n" +
 	"\x10CompleteResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12?\n" +
 	"\alocated\x18\x02 \x01(\v2%.blockfs.v1.GetBlockLocationsResponseR\alocated\"m\n" +
@@ -5283,8 +5295,9 @@ var file_api_client_proto_goTypes = []any{
 	(*FileStatus)(nil),                         // 81: blockfs.v1.FileStatus
 	(*LocatedBlock)(nil),                       // 82: blockfs.v1.LocatedBlock
 	(*Block)(nil),                              // 83: blockfs.v1.Block
-	(*ReadOptions)(nil),                        // 84: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),                       // 85: blockfs.v1.DatanodeInfo
+	(*Receipt)(nil),                            // 84: blockfs.v1.Receipt
+	(*ReadOptions)(nil),                        // 85: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                       // 86: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
 	80,  // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
@@ -5295,150 +5308,151 @@ var file_api_client_proto_depIdxs = []int32{
 	80,  // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
 	82,  // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
 	83,  // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	80,  // 8: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	13,  // 9: blockfs.v1.CompleteResponse.located:type_name -> blockfs.v1.GetBlockLocationsResponse
-	83,  // 10: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	80,  // 11: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 12: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 13: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	83,  // 14: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	82,  // 15: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	84,  // 16: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 17: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	82,  // 18: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	85,  // 19: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	84,  // 20: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 21: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 22: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	84,  // 23: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 24: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 25: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	80,  // 26: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 27: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 28: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 29: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 30: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	30,  // 31: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	85,  // 32: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	80,  // 33: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 34: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 35: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	80,  // 36: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 37: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	80,  // 38: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 39: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	83,  // 40: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	83,  // 41: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	80,  // 42: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 43: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
-	84,  // 44: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 45: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43,  // 46: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
-	84,  // 47: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 48: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
-	46,  // 49: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
-	49,  // 50: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
-	80,  // 51: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
-	84,  // 52: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 53: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49,  // 54: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
-	84,  // 55: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 56: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49,  // 57: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
-	80,  // 58: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 59: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 60: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 61: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	63,  // 62: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
-	80,  // 63: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 64: blockfs.v1.AllowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 65: blockfs.v1.DisallowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 66: blockfs.v1.CreateSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 67: blockfs.v1.DeleteSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 68: blockfs.v1.RenameSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 69: blockfs.v1.SnapshottableDirectory.status:type_name -> blockfs.v1.FileStatus
-	84,  // 70: blockfs.v1.GetSnapshottableDirListingRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 71: blockfs.v1.GetSnapshottableDirListingResponse.header:type_name -> blockfs.v1.ResponseHeader
-	77,  // 72: blockfs.v1.GetSnapshottableDirListingResponse.dirs:type_name -> blockfs.v1.SnapshottableDirectory
-	0,   // 73: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,   // 74: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,   // 75: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,   // 76: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,   // 77: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10,  // 78: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12,  // 79: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14,  // 80: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16,  // 81: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18,  // 82: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20,  // 83: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22,  // 84: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24,  // 85: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26,  // 86: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28,  // 87: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31,  // 88: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33,  // 89: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35,  // 90: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37,  // 91: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39,  // 92: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	41,  // 93: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
-	44,  // 94: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
-	47,  // 95: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
-	50,  // 96: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
-	52,  // 97: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
-	54,  // 98: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
-	56,  // 99: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
-	58,  // 100: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
-	60,  // 101: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
-	62,  // 102: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
-	65,  // 103: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
-	67,  // 104: blockfs.v1.ClientService.AllowSnapshot:input_type -> blockfs.v1.AllowSnapshotRequest
-	69,  // 105: blockfs.v1.ClientService.DisallowSnapshot:input_type -> blockfs.v1.DisallowSnapshotRequest
-	71,  // 106: blockfs.v1.ClientService.CreateSnapshot:input_type -> blockfs.v1.CreateSnapshotRequest
-	73,  // 107: blockfs.v1.ClientService.DeleteSnapshot:input_type -> blockfs.v1.DeleteSnapshotRequest
-	75,  // 108: blockfs.v1.ClientService.RenameSnapshot:input_type -> blockfs.v1.RenameSnapshotRequest
-	78,  // 109: blockfs.v1.ClientService.GetSnapshottableDirListing:input_type -> blockfs.v1.GetSnapshottableDirListingRequest
-	1,   // 110: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,   // 111: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,   // 112: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,   // 113: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,   // 114: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11,  // 115: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13,  // 116: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15,  // 117: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17,  // 118: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19,  // 119: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21,  // 120: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23,  // 121: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25,  // 122: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27,  // 123: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29,  // 124: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32,  // 125: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34,  // 126: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36,  // 127: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38,  // 128: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40,  // 129: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	42,  // 130: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
-	45,  // 131: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
-	48,  // 132: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
-	51,  // 133: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
-	53,  // 134: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
-	55,  // 135: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
-	57,  // 136: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
-	59,  // 137: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
-	61,  // 138: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
-	64,  // 139: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
-	66,  // 140: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
-	68,  // 141: blockfs.v1.ClientService.AllowSnapshot:output_type -> blockfs.v1.AllowSnapshotResponse
-	70,  // 142: blockfs.v1.ClientService.DisallowSnapshot:output_type -> blockfs.v1.DisallowSnapshotResponse
-	72,  // 143: blockfs.v1.ClientService.CreateSnapshot:output_type -> blockfs.v1.CreateSnapshotResponse
-	74,  // 144: blockfs.v1.ClientService.DeleteSnapshot:output_type -> blockfs.v1.DeleteSnapshotResponse
-	76,  // 145: blockfs.v1.ClientService.RenameSnapshot:output_type -> blockfs.v1.RenameSnapshotResponse
-	79,  // 146: blockfs.v1.ClientService.GetSnapshottableDirListing:output_type -> blockfs.v1.GetSnapshottableDirListingResponse
-	110, // [110:147] is the sub-list for method output_type
-	73,  // [73:110] is the sub-list for method input_type
-	73,  // [73:73] is the sub-list for extension type_name
-	73,  // [73:73] is the sub-list for extension extendee
-	0,   // [0:73] is the sub-list for field type_name
+	84,  // 8: blockfs.v1.CompleteRequest.receipts:type_name -> blockfs.v1.Receipt
+	80,  // 9: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	13,  // 10: blockfs.v1.CompleteResponse.located:type_name -> blockfs.v1.GetBlockLocationsResponse
+	83,  // 11: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	80,  // 12: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 13: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 14: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	83,  // 15: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	82,  // 16: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	85,  // 17: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 18: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	82,  // 19: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	86,  // 20: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	85,  // 21: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 22: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 23: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	85,  // 24: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 25: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 26: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	80,  // 27: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 28: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 29: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 30: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 31: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	30,  // 32: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	86,  // 33: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	80,  // 34: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 35: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 36: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	80,  // 37: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 38: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	80,  // 39: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	83,  // 40: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	83,  // 41: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	83,  // 42: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	80,  // 43: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 44: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 45: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 46: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	43,  // 47: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
+	85,  // 48: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 49: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	46,  // 50: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
+	49,  // 51: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
+	80,  // 52: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 53: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 54: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49,  // 55: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	85,  // 56: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 57: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	49,  // 58: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	80,  // 59: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 60: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 61: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 62: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	63,  // 63: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
+	80,  // 64: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 65: blockfs.v1.AllowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 66: blockfs.v1.DisallowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 67: blockfs.v1.CreateSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 68: blockfs.v1.DeleteSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	80,  // 69: blockfs.v1.RenameSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	81,  // 70: blockfs.v1.SnapshottableDirectory.status:type_name -> blockfs.v1.FileStatus
+	85,  // 71: blockfs.v1.GetSnapshottableDirListingRequest.read:type_name -> blockfs.v1.ReadOptions
+	80,  // 72: blockfs.v1.GetSnapshottableDirListingResponse.header:type_name -> blockfs.v1.ResponseHeader
+	77,  // 73: blockfs.v1.GetSnapshottableDirListingResponse.dirs:type_name -> blockfs.v1.SnapshottableDirectory
+	0,   // 74: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,   // 75: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	4,   // 76: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	6,   // 77: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	8,   // 78: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	10,  // 79: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	12,  // 80: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	14,  // 81: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	16,  // 82: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	18,  // 83: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	20,  // 84: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	22,  // 85: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	24,  // 86: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	26,  // 87: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	28,  // 88: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	31,  // 89: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	33,  // 90: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	35,  // 91: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	37,  // 92: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	39,  // 93: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	41,  // 94: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	44,  // 95: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	47,  // 96: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	50,  // 97: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
+	52,  // 98: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
+	54,  // 99: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
+	56,  // 100: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
+	58,  // 101: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
+	60,  // 102: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
+	62,  // 103: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
+	65,  // 104: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
+	67,  // 105: blockfs.v1.ClientService.AllowSnapshot:input_type -> blockfs.v1.AllowSnapshotRequest
+	69,  // 106: blockfs.v1.ClientService.DisallowSnapshot:input_type -> blockfs.v1.DisallowSnapshotRequest
+	71,  // 107: blockfs.v1.ClientService.CreateSnapshot:input_type -> blockfs.v1.CreateSnapshotRequest
+	73,  // 108: blockfs.v1.ClientService.DeleteSnapshot:input_type -> blockfs.v1.DeleteSnapshotRequest
+	75,  // 109: blockfs.v1.ClientService.RenameSnapshot:input_type -> blockfs.v1.RenameSnapshotRequest
+	78,  // 110: blockfs.v1.ClientService.GetSnapshottableDirListing:input_type -> blockfs.v1.GetSnapshottableDirListingRequest
+	1,   // 111: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,   // 112: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	5,   // 113: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	7,   // 114: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	9,   // 115: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	11,  // 116: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	13,  // 117: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	15,  // 118: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	17,  // 119: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	19,  // 120: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	21,  // 121: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	23,  // 122: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	25,  // 123: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	27,  // 124: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	29,  // 125: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	32,  // 126: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	34,  // 127: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	36,  // 128: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	38,  // 129: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	40,  // 130: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	42,  // 131: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	45,  // 132: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	48,  // 133: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	51,  // 134: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
+	53,  // 135: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
+	55,  // 136: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
+	57,  // 137: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
+	59,  // 138: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
+	61,  // 139: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
+	64,  // 140: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
+	66,  // 141: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
+	68,  // 142: blockfs.v1.ClientService.AllowSnapshot:output_type -> blockfs.v1.AllowSnapshotResponse
+	70,  // 143: blockfs.v1.ClientService.DisallowSnapshot:output_type -> blockfs.v1.DisallowSnapshotResponse
+	72,  // 144: blockfs.v1.ClientService.CreateSnapshot:output_type -> blockfs.v1.CreateSnapshotResponse
+	74,  // 145: blockfs.v1.ClientService.DeleteSnapshot:output_type -> blockfs.v1.DeleteSnapshotResponse
+	76,  // 146: blockfs.v1.ClientService.RenameSnapshot:output_type -> blockfs.v1.RenameSnapshotResponse
+	79,  // 147: blockfs.v1.ClientService.GetSnapshottableDirListing:output_type -> blockfs.v1.GetSnapshottableDirListingResponse
+	111, // [111:148] is the sub-list for method output_type
+	74,  // [74:111] is the sub-list for method input_type
+	74,  // [74:74] is the sub-list for extension type_name
+	74,  // [74:74] is the sub-list for extension extendee
+	0,   // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }

@@ -78,6 +78,72 @@ func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
 // a block is recovered, so stale replicas can be told apart), its length
 // in bytes (0 until the block is complete) and, once known, the CRC32C
 // (Castagnoli) of its bytes.
+// Receipt is a datanode's word to one namenode that it committed a
+// replica: HMAC-SHA256, under the key that namenode gave the datanode at
+// registration (key_id names it), of the replica's facts
+// (docs/FORMATS.md "Replica receipts"). A client passes the receipts of
+// its last block's replicas to Complete, whose leader counts every replica
+// a receipt under its own key vouches for as reported.
+type Receipt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DatanodeId    string                 `protobuf:"bytes,1,opt,name=datanode_id,json=datanodeId,proto3" json:"datanode_id,omitempty"`
+	KeyId         uint64                 `protobuf:"fixed64,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	Mac           []byte                 `protobuf:"bytes,3,opt,name=mac,proto3" json:"mac,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Receipt) Reset() {
+	*x = Receipt{}
+	mi := &file_api_common_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Receipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Receipt) ProtoMessage() {}
+
+func (x *Receipt) ProtoReflect() protoreflect.Message {
+	mi := &file_api_common_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
+func (*Receipt) Descriptor() ([]byte, []int) {
+	return file_api_common_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Receipt) GetDatanodeId() string {
+	if x != nil {
+		return x.DatanodeId
+	}
+	return ""
+}
+
+func (x *Receipt) GetKeyId() uint64 {
+	if x != nil {
+		return x.KeyId
+	}
+	return 0
+}
+
+func (x *Receipt) GetMac() []byte {
+	if x != nil {
+		return x.Mac
+	}
+	return nil
+}
+
 type Block struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -96,7 +162,7 @@ type Block struct {
 
 func (x *Block) Reset() {
 	*x = Block{}
-	mi := &file_api_common_proto_msgTypes[0]
+	mi := &file_api_common_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -108,7 +174,7 @@ func (x *Block) String() string {
 func (*Block) ProtoMessage() {}
 
 func (x *Block) ProtoReflect() protoreflect.Message {
-	mi := &file_api_common_proto_msgTypes[0]
+	mi := &file_api_common_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -121,7 +187,7 @@ func (x *Block) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Block.ProtoReflect.Descriptor instead.
 func (*Block) Descriptor() ([]byte, []int) {
-	return file_api_common_proto_rawDescGZIP(), []int{0}
+	return file_api_common_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Block) GetId() uint64 {
@@ -183,7 +249,7 @@ type DatanodeInfo struct {
 
 func (x *DatanodeInfo) Reset() {
 	*x = DatanodeInfo{}
-	mi := &file_api_common_proto_msgTypes[1]
+	mi := &file_api_common_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +261,7 @@ func (x *DatanodeInfo) String() string {
 func (*DatanodeInfo) ProtoMessage() {}
 
 func (x *DatanodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_common_proto_msgTypes[1]
+	mi := &file_api_common_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +274,7 @@ func (x *DatanodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatanodeInfo.ProtoReflect.Descriptor instead.
 func (*DatanodeInfo) Descriptor() ([]byte, []int) {
-	return file_api_common_proto_rawDescGZIP(), []int{1}
+	return file_api_common_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *DatanodeInfo) GetId() string {
@@ -330,7 +396,7 @@ type LocatedBlock struct {
 
 func (x *LocatedBlock) Reset() {
 	*x = LocatedBlock{}
-	mi := &file_api_common_proto_msgTypes[2]
+	mi := &file_api_common_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +408,7 @@ func (x *LocatedBlock) String() string {
 func (*LocatedBlock) ProtoMessage() {}
 
 func (x *LocatedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_common_proto_msgTypes[2]
+	mi := &file_api_common_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +421,7 @@ func (x *LocatedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocatedBlock.ProtoReflect.Descriptor instead.
 func (*LocatedBlock) Descriptor() ([]byte, []int) {
-	return file_api_common_proto_rawDescGZIP(), []int{2}
+	return file_api_common_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LocatedBlock) GetBlock() *Block {
@@ -406,7 +472,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_api_common_proto_msgTypes[3]
+	mi := &file_api_common_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +484,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_api_common_proto_msgTypes[3]
+	mi := &file_api_common_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +497,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_api_common_proto_rawDescGZIP(), []int{3}
+	return file_api_common_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReadOptions) GetConsistency() ReadConsistency {
@@ -459,7 +525,7 @@ type ResponseHeader struct {
 
 func (x *ResponseHeader) Reset() {
 	*x = ResponseHeader{}
-	mi := &file_api_common_proto_msgTypes[4]
+	mi := &file_api_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +537,7 @@ func (x *ResponseHeader) String() string {
 func (*ResponseHeader) ProtoMessage() {}
 
 func (x *ResponseHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_common_proto_msgTypes[4]
+	mi := &file_api_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +550,7 @@ func (x *ResponseHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResponseHeader.ProtoReflect.Descriptor instead.
 func (*ResponseHeader) Descriptor() ([]byte, []int) {
-	return file_api_common_proto_rawDescGZIP(), []int{4}
+	return file_api_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ResponseHeader) GetAppliedIndex() uint64 {
@@ -526,7 +592,7 @@ type FileStatus struct {
 
 func (x *FileStatus) Reset() {
 	*x = FileStatus{}
-	mi := &file_api_common_proto_msgTypes[5]
+	mi := &file_api_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +604,7 @@ func (x *FileStatus) String() string {
 func (*FileStatus) ProtoMessage() {}
 
 func (x *FileStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_common_proto_msgTypes[5]
+	mi := &file_api_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +617,7 @@ func (x *FileStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileStatus.ProtoReflect.Descriptor instead.
 func (*FileStatus) Descriptor() ([]byte, []int) {
-	return file_api_common_proto_rawDescGZIP(), []int{5}
+	return file_api_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FileStatus) GetPath() string {
@@ -657,7 +723,12 @@ var File_api_common_proto protoreflect.FileDescriptor
 const file_api_common_proto_rawDesc = "" +
 	"\n" +
 	"\x10api/common.proto\x12\n" +
-	"blockfs.v1\"t\n" +
+	"blockfs.v1\"S\n" +
+	"\aReceipt\x12\x1f\n" +
+	"\vdatanode_id\x18\x01 \x01(\tR\n" +
+	"datanodeId\x12\x15\n" +
+	"\x06key_id\x18\x02 \x01(\x06R\x05keyId\x12\x10\n" +
+	"\x03mac\x18\x03 \x01(\fR\x03mac\"t\n" +
 	"\x05Block\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tgen_stamp\x18\x02 \x01(\x04R\bgenStamp\x12\x16\n" +
@@ -731,19 +802,20 @@ func file_api_common_proto_rawDescGZIP() []byte {
 }
 
 var file_api_common_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_common_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_api_common_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_api_common_proto_goTypes = []any{
 	(ReadConsistency)(0),   // 0: blockfs.v1.ReadConsistency
-	(*Block)(nil),          // 1: blockfs.v1.Block
-	(*DatanodeInfo)(nil),   // 2: blockfs.v1.DatanodeInfo
-	(*LocatedBlock)(nil),   // 3: blockfs.v1.LocatedBlock
-	(*ReadOptions)(nil),    // 4: blockfs.v1.ReadOptions
-	(*ResponseHeader)(nil), // 5: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),     // 6: blockfs.v1.FileStatus
+	(*Receipt)(nil),        // 1: blockfs.v1.Receipt
+	(*Block)(nil),          // 2: blockfs.v1.Block
+	(*DatanodeInfo)(nil),   // 3: blockfs.v1.DatanodeInfo
+	(*LocatedBlock)(nil),   // 4: blockfs.v1.LocatedBlock
+	(*ReadOptions)(nil),    // 5: blockfs.v1.ReadOptions
+	(*ResponseHeader)(nil), // 6: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),     // 7: blockfs.v1.FileStatus
 }
 var file_api_common_proto_depIdxs = []int32{
-	1, // 0: blockfs.v1.LocatedBlock.block:type_name -> blockfs.v1.Block
-	2, // 1: blockfs.v1.LocatedBlock.locations:type_name -> blockfs.v1.DatanodeInfo
+	2, // 0: blockfs.v1.LocatedBlock.block:type_name -> blockfs.v1.Block
+	3, // 1: blockfs.v1.LocatedBlock.locations:type_name -> blockfs.v1.DatanodeInfo
 	0, // 2: blockfs.v1.ReadOptions.consistency:type_name -> blockfs.v1.ReadConsistency
 	3, // [3:3] is the sub-list for method output_type
 	3, // [3:3] is the sub-list for method input_type
@@ -757,14 +829,14 @@ func file_api_common_proto_init() {
 	if File_api_common_proto != nil {
 		return
 	}
-	file_api_common_proto_msgTypes[0].OneofWrappers = []any{}
+	file_api_common_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_common_proto_rawDesc), len(file_api_common_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -373,6 +373,7 @@ type WriteBlockAck struct {
 	Length        uint64                 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`                    // final ack: bytes stored
 	Crc32C        uint32                 `protobuf:"varint,4,opt,name=crc32c,proto3" json:"crc32c,omitempty"`                    // final ack: CRC32C of the block
 	StoredOn      []string               `protobuf:"bytes,5,rep,name=stored_on,json=storedOn,proto3" json:"stored_on,omitempty"` // final ack: datanode ids that have it durable
+	Receipts      []*Receipt             `protobuf:"bytes,6,rep,name=receipts,proto3" json:"receipts,omitempty"`                 // final ack: those datanodes' receipts, one per namenode key each holds
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -438,6 +439,13 @@ func (x *WriteBlockAck) GetCrc32C() uint32 {
 func (x *WriteBlockAck) GetStoredOn() []string {
 	if x != nil {
 		return x.StoredOn
+	}
+	return nil
+}
+
+func (x *WriteBlockAck) GetReceipts() []*Receipt {
+	if x != nil {
+		return x.Receipts
 	}
 	return nil
 }
@@ -987,13 +995,14 @@ const file_api_data_proto_rawDesc = "" +
 	"\x11WriteBlockRequest\x126\n" +
 	"\x06header\x18\x01 \x01(\v2\x1c.blockfs.v1.WriteBlockHeaderH\x00R\x06header\x121\n" +
 	"\x06packet\x18\x03 \x01(\v2\x17.blockfs.v1.WritePacketH\x00R\x06packetB\x05\n" +
-	"\x03msgJ\x04\b\x02\x10\x03\"\x86\x01\n" +
+	"\x03msgJ\x04\b\x02\x10\x03\"\xb7\x01\n" +
 	"\rWriteBlockAck\x12\x14\n" +
 	"\x05seqno\x18\x01 \x01(\x04R\x05seqno\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x04R\x06length\x12\x16\n" +
 	"\x06crc32c\x18\x04 \x01(\rR\x06crc32c\x12\x1b\n" +
-	"\tstored_on\x18\x05 \x03(\tR\bstoredOn\"\x9c\x01\n" +
+	"\tstored_on\x18\x05 \x03(\tR\bstoredOn\x12/\n" +
+	"\breceipts\x18\x06 \x03(\v2\x13.blockfs.v1.ReceiptR\breceipts\"\x9c\x01\n" +
 	"\x10ReadBlockRequest\x12'\n" +
 	"\x05block\x18\x01 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12\x16\n" +
@@ -1075,35 +1084,37 @@ var file_api_data_proto_goTypes = []any{
 	(*UpdateReplicaUnderRecoveryResponse)(nil), // 12: blockfs.v1.UpdateReplicaUnderRecoveryResponse
 	(*Block)(nil),                              // 13: blockfs.v1.Block
 	(*DatanodeInfo)(nil),                       // 14: blockfs.v1.DatanodeInfo
+	(*Receipt)(nil),                            // 15: blockfs.v1.Receipt
 }
 var file_api_data_proto_depIdxs = []int32{
 	13, // 0: blockfs.v1.WriteBlockHeader.block:type_name -> blockfs.v1.Block
 	14, // 1: blockfs.v1.WriteBlockHeader.pipeline:type_name -> blockfs.v1.DatanodeInfo
 	1,  // 2: blockfs.v1.WriteBlockRequest.header:type_name -> blockfs.v1.WriteBlockHeader
 	2,  // 3: blockfs.v1.WriteBlockRequest.packet:type_name -> blockfs.v1.WritePacket
-	13, // 4: blockfs.v1.ReadBlockRequest.block:type_name -> blockfs.v1.Block
-	13, // 5: blockfs.v1.TransferBlockRequest.block:type_name -> blockfs.v1.Block
-	14, // 6: blockfs.v1.TransferBlockRequest.targets:type_name -> blockfs.v1.DatanodeInfo
-	13, // 7: blockfs.v1.InitReplicaRecoveryRequest.block:type_name -> blockfs.v1.Block
-	0,  // 8: blockfs.v1.InitReplicaRecoveryResponse.state:type_name -> blockfs.v1.ReplicaState
-	13, // 9: blockfs.v1.UpdateReplicaUnderRecoveryRequest.block:type_name -> blockfs.v1.Block
-	13, // 10: blockfs.v1.UpdateReplicaUnderRecoveryRequest.copy_from:type_name -> blockfs.v1.Block
-	13, // 11: blockfs.v1.UpdateReplicaUnderRecoveryResponse.block:type_name -> blockfs.v1.Block
-	3,  // 12: blockfs.v1.DataService.WriteBlock:input_type -> blockfs.v1.WriteBlockRequest
-	5,  // 13: blockfs.v1.DataService.ReadBlock:input_type -> blockfs.v1.ReadBlockRequest
-	7,  // 14: blockfs.v1.DataService.TransferBlock:input_type -> blockfs.v1.TransferBlockRequest
-	9,  // 15: blockfs.v1.DataService.InitReplicaRecovery:input_type -> blockfs.v1.InitReplicaRecoveryRequest
-	11, // 16: blockfs.v1.DataService.UpdateReplicaUnderRecovery:input_type -> blockfs.v1.UpdateReplicaUnderRecoveryRequest
-	4,  // 17: blockfs.v1.DataService.WriteBlock:output_type -> blockfs.v1.WriteBlockAck
-	6,  // 18: blockfs.v1.DataService.ReadBlock:output_type -> blockfs.v1.ReadBlockResponse
-	8,  // 19: blockfs.v1.DataService.TransferBlock:output_type -> blockfs.v1.TransferBlockResponse
-	10, // 20: blockfs.v1.DataService.InitReplicaRecovery:output_type -> blockfs.v1.InitReplicaRecoveryResponse
-	12, // 21: blockfs.v1.DataService.UpdateReplicaUnderRecovery:output_type -> blockfs.v1.UpdateReplicaUnderRecoveryResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	15, // 4: blockfs.v1.WriteBlockAck.receipts:type_name -> blockfs.v1.Receipt
+	13, // 5: blockfs.v1.ReadBlockRequest.block:type_name -> blockfs.v1.Block
+	13, // 6: blockfs.v1.TransferBlockRequest.block:type_name -> blockfs.v1.Block
+	14, // 7: blockfs.v1.TransferBlockRequest.targets:type_name -> blockfs.v1.DatanodeInfo
+	13, // 8: blockfs.v1.InitReplicaRecoveryRequest.block:type_name -> blockfs.v1.Block
+	0,  // 9: blockfs.v1.InitReplicaRecoveryResponse.state:type_name -> blockfs.v1.ReplicaState
+	13, // 10: blockfs.v1.UpdateReplicaUnderRecoveryRequest.block:type_name -> blockfs.v1.Block
+	13, // 11: blockfs.v1.UpdateReplicaUnderRecoveryRequest.copy_from:type_name -> blockfs.v1.Block
+	13, // 12: blockfs.v1.UpdateReplicaUnderRecoveryResponse.block:type_name -> blockfs.v1.Block
+	3,  // 13: blockfs.v1.DataService.WriteBlock:input_type -> blockfs.v1.WriteBlockRequest
+	5,  // 14: blockfs.v1.DataService.ReadBlock:input_type -> blockfs.v1.ReadBlockRequest
+	7,  // 15: blockfs.v1.DataService.TransferBlock:input_type -> blockfs.v1.TransferBlockRequest
+	9,  // 16: blockfs.v1.DataService.InitReplicaRecovery:input_type -> blockfs.v1.InitReplicaRecoveryRequest
+	11, // 17: blockfs.v1.DataService.UpdateReplicaUnderRecovery:input_type -> blockfs.v1.UpdateReplicaUnderRecoveryRequest
+	4,  // 18: blockfs.v1.DataService.WriteBlock:output_type -> blockfs.v1.WriteBlockAck
+	6,  // 19: blockfs.v1.DataService.ReadBlock:output_type -> blockfs.v1.ReadBlockResponse
+	8,  // 20: blockfs.v1.DataService.TransferBlock:output_type -> blockfs.v1.TransferBlockResponse
+	10, // 21: blockfs.v1.DataService.InitReplicaRecovery:output_type -> blockfs.v1.InitReplicaRecoveryResponse
+	12, // 22: blockfs.v1.DataService.UpdateReplicaUnderRecovery:output_type -> blockfs.v1.UpdateReplicaUnderRecoveryResponse
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_api_data_proto_init() }

@@ -158,9 +158,14 @@ func (x *RegisterRequest) GetNode() *DatanodeInfo {
 }
 
 type RegisterResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NamenodeId    string                 `protobuf:"bytes,1,opt,name=namenode_id,json=namenodeId,proto3" json:"namenode_id,omitempty"`
-	IsLeader      bool                   `protobuf:"varint,2,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NamenodeId string                 `protobuf:"bytes,1,opt,name=namenode_id,json=namenodeId,proto3" json:"namenode_id,omitempty"`
+	IsLeader   bool                   `protobuf:"varint,2,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	// The key this namenode gave the datanode for its replica receipts
+	// (Receipt), 32 bytes, and the key's id; a new registration gets a new
+	// key.
+	ReceiptKeyId  uint64 `protobuf:"fixed64,3,opt,name=receipt_key_id,json=receiptKeyId,proto3" json:"receipt_key_id,omitempty"`
+	ReceiptKey    []byte `protobuf:"bytes,4,opt,name=receipt_key,json=receiptKey,proto3" json:"receipt_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -207,6 +212,20 @@ func (x *RegisterResponse) GetIsLeader() bool {
 		return x.IsLeader
 	}
 	return false
+}
+
+func (x *RegisterResponse) GetReceiptKeyId() uint64 {
+	if x != nil {
+		return x.ReceiptKeyId
+	}
+	return 0
+}
+
+func (x *RegisterResponse) GetReceiptKey() []byte {
+	if x != nil {
+		return x.ReceiptKey
+	}
+	return nil
 }
 
 type HeartbeatRequest struct {
@@ -1193,11 +1212,14 @@ const file_api_datanode_proto_rawDesc = "" +
 	"\x04keys\x18\x01 \x03(\fR\x04keys\x122\n" +
 	"\arevoked\x18\x02 \x03(\v2\x18.blockfs.v1.RevokedEntryR\arevoked\"?\n" +
 	"\x0fRegisterRequest\x12,\n" +
-	"\x04node\x18\x01 \x01(\v2\x18.blockfs.v1.DatanodeInfoR\x04node\"P\n" +
+	"\x04node\x18\x01 \x01(\v2\x18.blockfs.v1.DatanodeInfoR\x04node\"\x97\x01\n" +
 	"\x10RegisterResponse\x12\x1f\n" +
 	"\vnamenode_id\x18\x01 \x01(\tR\n" +
 	"namenodeId\x12\x1b\n" +
-	"\tis_leader\x18\x02 \x01(\bR\bisLeader\"\xa3\x01\n" +
+	"\tis_leader\x18\x02 \x01(\bR\bisLeader\x12$\n" +
+	"\x0ereceipt_key_id\x18\x03 \x01(\x06R\freceiptKeyId\x12\x1f\n" +
+	"\vreceipt_key\x18\x04 \x01(\fR\n" +
+	"receiptKey\"\xa3\x01\n" +
 	"\x10HeartbeatRequest\x12\x1f\n" +
 	"\vdatanode_id\x18\x01 \x01(\tR\n" +
 	"datanodeId\x12\x1a\n" +

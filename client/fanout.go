@@ -65,8 +65,8 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 	var lastErr error
 	for i, d := range nodes {
 		err := errsBy[i]
+		var a *api.WriteBlockAck
 		if err == nil {
-			var a *api.WriteBlockAck
 			a, err = streams[i].Finish()
 			if err == nil && (a.GetLength() != ack.Length || a.GetCrc32C() != crc) {
 				err = errs.Newf(errs.Corrupt, "WriteBlock", blockName(b.lb.Block.Id), "datanode %s acknowledged %d bytes with CRC32C %08x; sent %d with %08x", d.Id, a.GetLength(), a.GetCrc32C(), ack.Length, crc)
@@ -80,6 +80,7 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 			continue
 		}
 		ack.StoredOn = append(ack.StoredOn, d.Id)
+		ack.Receipts = append(ack.Receipts, a.GetReceipts()...)
 	}
 	if len(ack.StoredOn) > 0 {
 		b.sent = b.end()

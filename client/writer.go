@@ -63,8 +63,11 @@ type Writer struct {
 	// too (an owner's Create gets rw): the location cache presents it, one
 	// every pipeline datanode has verified already.
 	readToken []byte
-	err       error
-	closed    bool
+	// receipts are the last finished block's replica receipts, for
+	// Complete (api.Receipt).
+	receipts []*api.Receipt
+	err      error
+	closed   bool
 }
 
 // blockWrite is the block being written and its pipeline.
@@ -263,7 +266,7 @@ func (w *Writer) Close() error {
 	gen := w.c.locs.generation(w.path)
 	var located *api.GetBlockLocationsResponse
 	w.err = w.c.call(w.ctx, "Complete", func(ctx context.Context, nn api.ClientServiceClient) error {
-		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks, WantLocations: w.c.locs != nil}, trailerOpt(ctx))
+		r, err := nn.Complete(ctx, &api.CompleteRequest{Path: w.path, InodeId: w.inode, Blocks: w.blocks, WantLocations: w.c.locs != nil, Receipts: w.receipts}, trailerOpt(ctx))
 		w.c.saw(r.GetHeader())
 		located = r.GetLocated()
 		return err
@@ -418,6 +421,7 @@ func (w *Writer) finishBlock() error {
 	crc := ack.Crc32C
 	blk.Crc32C = &crc
 	w.blocks = append(w.blocks, blk)
+	w.receipts = ack.GetReceipts()
 	w.readToken = nil
 	if len(w.blocks) == 1 && b.base == 0 && w.c.locs != nil && security.UnverifiedGrants(b.token, security.Read) {
 		w.readToken = b.token

@@ -9,6 +9,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/lbm"
+	"github.com/blockfs/blockfs/security"
 )
 
 // actor talks to one namenode: registration, block reports, heartbeats and
@@ -28,6 +29,9 @@ type actor struct {
 	// leader is what the namenode last said of itself (true until it has
 	// said anything): a follower's reports wait FollowerReportDelay.
 	leader atomic.Bool
+	// receipt is the key this namenode gave at the last registration
+	// (receipts.go); nil before one, or from a namenode that gave none.
+	receipt atomic.Pointer[security.ReceiptKey]
 }
 
 func newActor(d *Datanode, addr string) *actor {
@@ -143,6 +147,7 @@ func (a *actor) register() error {
 		return errs.FromStatus(err, nil)
 	}
 	a.leader.Store(resp.IsLeader)
+	a.setReceiptKey(resp)
 	return a.fullReport()
 }
 

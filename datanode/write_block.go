@@ -413,10 +413,12 @@ func (w *writeStream) respond() error {
 				return &errs.Error{Kind: kind, Op: op, Path: w.name, Msg: "downstream datanode " + bad + " failed", Err: err}
 			}
 			ack.StoredOn = da.GetStoredOn() // none once the downstream is lost
+			ack.Receipts = da.GetReceipts()
 		}
 		if pa.last {
 			ack.Length, ack.Crc32C = uint64(w.length), w.crc
 			ack.StoredOn = append([]string{w.d.id}, ack.StoredOn...)
+			ack.Receipts = w.d.receipts(w.info, ack.Receipts)
 			if w.fresh {
 				w.d.reportReceived(w.info)
 			}

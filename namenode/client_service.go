@@ -200,6 +200,7 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	// Wait for the reports only for the file's own writer: anyone else is
 	// refused by the FSM at once and must not hold a handler meanwhile.
 	if s.isWriter(c, "Complete", p, req.InodeId) {
+		s.n.acceptReceipts(req)
 		if err := s.n.awaitMinReplication(ctx, c.User, req.Path, req.Blocks); err != nil {
 			return nil, err
 		}

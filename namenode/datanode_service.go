@@ -35,7 +35,11 @@ func (s *datanodeService) Register(ctx context.Context, req *api.RegisterRequest
 		s.n.log.Warn("datanode registration refused", "datanode", d.Id, "addr", d.Addr, "err", err)
 		return nil, err
 	}
-	return &api.RegisterResponse{NamenodeId: s.n.cfg.ID, IsLeader: s.n.isReadyLeader()}, nil
+	k, err := s.n.receipts.Issue(d.Id)
+	if err != nil {
+		return nil, err
+	}
+	return &api.RegisterResponse{NamenodeId: s.n.cfg.ID, IsLeader: s.n.isReadyLeader(), ReceiptKeyId: k.ID, ReceiptKey: k.Bytes()}, nil
 }
 
 func (s *datanodeService) Heartbeat(ctx context.Context, req *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {

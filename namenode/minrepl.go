@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/caps"
+	"github.com/blockfs/blockfs/security"
 )
 
 // awaitMinReplication waits until every block a Complete names has at
@@ -57,6 +59,31 @@ func (n *Namenode) awaitMinReplication(ctx context.Context, user, p string, bs [
 		}
 	}
 }
+
+// acceptReceipts counts as reported each replica of the Complete's last
+// block that a receipt under this namenode's key vouches for (the
+// datanode's own report, carried by the writer: security's ReplicaFacts),
+// so the wait below finds them at once rather than after the reports'
+// trip. A receipt that does not check out, or names a datanode whose
+// identity is revoked, counts for nothing; past the
+// first maxReceipts none is looked at (each costs an HMAC).
+func (n *Namenode) acceptReceipts(req *api.CompleteRequest) {
+	if len(req.Blocks) == 0 || req.Blocks[len(req.Blocks)-1].Crc32C == nil {
+		return
+	}
+	b := req.Blocks[len(req.Blocks)-1]
+	for _, r := range req.Receipts[:min(len(req.Receipts), maxReceipts)] {
+		f := security.ReplicaFacts{Datanode: r.GetDatanodeId(), BlockID: b.Id, GenStamp: b.GenStamp, Length: b.Length, Inode: req.InodeId, CRC: b.GetCrc32C()}
+		revoked := n.revoked.Check(nil, security.Identity{Role: security.RoleDatanode, Name: f.Datanode}) != nil
+		if !revoked && n.receipts.Check(f, r.GetKeyId(), r.GetMac()) {
+			n.blocks.IncrementalReport(f.Datanode, []blocks.Replica{{BlockID: b.Id, GenStamp: b.GenStamp, Length: b.Length, Inode: req.InodeId}}, nil)
+		}
+	}
+}
+
+// maxReceipts bounds the receipts one Complete has checked: more replicas
+// times namenodes than anyone writes.
+const maxReceipts = 64
 
 // replicated reports whether every block of bs has at least need reported
 // replicas now.

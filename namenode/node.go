@@ -88,6 +88,8 @@ type Namenode struct {
 	bal         *balancer.Runner // the leader's balancer run (balancer_door.go)
 	// completeWaits caps the Complete calls waiting for reports.
 	completeWaits *caps.Caps
+	// receipts are the datanodes' replica receipt keys (minrepl.go).
+	receipts *security.ReceiptKeys
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -143,7 +145,8 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		log.Warn("simple authentication: every caller is trusted to state its own user name and role (user, datanode, namenode) in request metadata; anyone who can reach this port can act as any user, the superuser, a datanode or a namenode; use --auth=mtls outside a trusted loopback network")
 	}
 	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo, safe: safemode.New(cfg.SafeMode),
-		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg)), revoked: new(security.Revocations)}
+		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg)), revoked: new(security.Revocations),
+		receipts: security.NewReceiptKeys(reg)}
 	admit := newAdmission(cfg.Limits, authEnv{n}.IsSuperuser, reg) // the write rate and the fair scheduler (package fairshare)
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg, Revoked: n.revoked,

@@ -1,0 +1,106 @@
+package localcluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/blockfs/blockfs/api"
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/datanode"
+	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/localcluster"
+	"github.com/blockfs/blockfs/namenode"
+)
+
+// TestCompleteTakesReceipts: with the datanodes' incremental reports held
+// back far longer than a Complete waits, a file still completes on its
+// replicas' receipts, and the leader lists them at once; a Complete whose
+// receipts were taken away, altered, or moved to another datanode finds
+// no replica and fails, as it would with no receipts at all.
+func TestCompleteTakesReceipts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Config{
+		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
+		Namenode: func(i int, nc *namenode.Config) { nc.Namespace.CompleteWait = 200 * time.Millisecond },
+		Datanode: func(i int, dc *datanode.Config) {
+			dc.IncrementalReportDelay = time.Hour
+			dc.FollowerReportDelay = time.Hour
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+
+	cases := []struct {
+		name   string
+		tamper func(rs []*api.Receipt) []*api.Receipt
+		ok     bool
+	}{
+		{"receipts as the datanodes made them", nil, true},
+		{"no receipts", func([]*api.Receipt) []*api.Receipt { return nil }, false},
+		{"MACs altered", func(rs []*api.Receipt) []*api.Receipt {
+			for _, r := range rs {
+				r.Mac[0] ^= 1
+			}
+			return rs
+		}, false},
+		{"each moved to another datanode", func(rs []*api.Receipt) []*api.Receipt {
+			ids := []string{c.DatanodeID(0), c.DatanodeID(1), c.DatanodeID(2)}
+			for _, r := range rs {
+				for i, id := range ids {
+					if r.DatanodeId == id {
+						r.DatanodeId = ids[(i+1)%3]
+						break
+					}
+				}
+			}
+			return rs
+		}, false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := c.ClientConfig("root")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if r, ok := req.(*api.CompleteRequest); ok && tc.tamper != nil {
+					r.Receipts = tc.tamper(r.Receipts)
+				}
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}))
+			cl, err := client.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			p := "/receipts/f" + string(rune('a'+i))
+			data := randBytes(800)
+			wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+			defer wcancel()
+			err = cl.WriteFile(wctx, p, data, client.CreateOptions{Replication: 3, BlockSize: blockSize})
+			if !tc.ok {
+				if k := errs.KindOf(err); k != errs.Timeout && k != errs.Unavailable {
+					t.Fatalf("write: %v (kind %v), want the Complete to give up waiting for a replica", err, k)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			locs, err := cl.GetBlockLocations(ctx, p, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(locs.Blocks) != 1 || len(locs.Blocks[0].Locations) != 3 {
+				t.Fatalf("locations right after Complete: %s, want 3 replicas", describe(locs))
+			}
+			readBack(t, cl, p, data)
+		})
+	}
+}
