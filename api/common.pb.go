@@ -516,9 +516,13 @@ func (x *ReadOptions) GetMinAppliedIndex() uint64 {
 
 // ResponseHeader travels with every ClientService reply.
 type ResponseHeader struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AppliedIndex  uint64                 `protobuf:"varint,1,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"` // the serving namenode's applied Raft index
-	ServedBy      string                 `protobuf:"bytes,2,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`              // id of the namenode that served the request
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AppliedIndex uint64                 `protobuf:"varint,1,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"` // the serving namenode's applied Raft index
+	ServedBy     string                 `protobuf:"bytes,2,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`              // id of the namenode that served the request
+	// Set by a follower on a write it forwarded to the leader: the leader's
+	// gRPC address. A client that has it among its namenodes sends its next
+	// calls there, saving the forwarding hop.
+	Leader        string `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -563,6 +567,13 @@ func (x *ResponseHeader) GetAppliedIndex() uint64 {
 func (x *ResponseHeader) GetServedBy() string {
 	if x != nil {
 		return x.ServedBy
+	}
+	return ""
+}
+
+func (x *ResponseHeader) GetLeader() string {
+	if x != nil {
+		return x.Leader
 	}
 	return ""
 }
@@ -763,10 +774,11 @@ const file_api_common_proto_rawDesc = "" +
 	"\acorrupt\x18\x05 \x01(\bR\acorrupt\"x\n" +
 	"\vReadOptions\x12=\n" +
 	"\vconsistency\x18\x01 \x01(\x0e2\x1b.blockfs.v1.ReadConsistencyR\vconsistency\x12*\n" +
-	"\x11min_applied_index\x18\x02 \x01(\x04R\x0fminAppliedIndex\"R\n" +
+	"\x11min_applied_index\x18\x02 \x01(\x04R\x0fminAppliedIndex\"j\n" +
 	"\x0eResponseHeader\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1b\n" +
-	"\tserved_by\x18\x02 \x01(\tR\bservedBy\"\x96\x03\n" +
+	"\tserved_by\x18\x02 \x01(\tR\bservedBy\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\"\x96\x03\n" +
 	"\n" +
 	"FileStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +

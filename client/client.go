@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os/user"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -312,6 +313,9 @@ func (c *Client) readOpts() *api.ReadOptions {
 
 // saw records the highest applied index seen, for read-your-writes.
 func (c *Client) saw(h *api.ResponseHeader) {
+	if l := h.GetLeader(); l != "" && l != c.current.Load().(string) && slices.Contains(c.cfg.Namenodes, l) {
+		c.current.Store(l) // a follower forwarded the write: go to the leader
+	}
 	idx := h.GetAppliedIndex()
 	for {
 		cur := c.lastSeen.Load()

@@ -3,6 +3,8 @@ package namenode
 import (
 	"context"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/blocks"
 	"github.com/blockfs/blockfs/errs"
@@ -459,7 +461,11 @@ func (s *clientService) isWriter(c *api.Caller, op string, p namespace.Path, id 
 }
 
 func (n *Namenode) writeHeader(idx uint64) *api.ResponseHeader {
-	return &api.ResponseHeader{AppliedIndex: idx, ServedBy: n.cfg.ID}
+	h := &api.ResponseHeader{AppliedIndex: idx, ServedBy: n.cfg.ID}
+	if n.raft.State() != raft.Leader {
+		h.Leader = n.leaderGRPC() // the write was forwarded there
+	}
+	return h
 }
 
 // parsePath parses p, a request's path, for op: the one validation a path
