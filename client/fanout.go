@@ -1,6 +1,8 @@
 package client
 
 import (
+	"strings"
+
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/internal/base/chunks"
@@ -23,8 +25,8 @@ import (
 // partial copy of this stamp exists anywhere): the write goes on with the
 // replicas that succeeded, as a pipeline goes on without a failed member,
 // and the namenode re-replicates the block after Complete. Only when
-// every replica failed is the block given back and placed anew, without
-// those datanodes, and written down a pipeline.
+// every replica failed is the block written down a pipeline instead,
+// with the pipeline's own recovery.
 
 // fanOutOK reports whether the current block is written side by side.
 func (w *Writer) fanOutOK() bool {
@@ -34,9 +36,9 @@ func (w *Writer) fanOutOK() bool {
 
 // fanOut writes the current block to its datanodes side by side and
 // returns the combined final ack: the length and CRC every replica
-// acknowledged, StoredOn those replicas. When none succeeded the block is
-// re-placed with a pipeline opened (and a nil ack returned) for
-// finishBlock to write it the usual way.
+// acknowledged, StoredOn those replicas. When none succeeded the block's
+// pipeline is opened (and a nil ack returned) for finishBlock to write it
+// the usual way.
 func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 	b := w.cur
 	crc := chunks.CRC(b.buf)
@@ -86,16 +88,15 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 		b.sent = b.end()
 		return ack, nil
 	}
-	// Every replica failed: nothing of this block is stored anywhere.
-	_ = w.abandon(b.lb.Block)
-	ab, err := w.addBlock(failed)
-	if err != nil {
-		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "every datanode failed and re-placing the block failed", Err: lastErr}
-	}
-	nb := &blockWrite{lb: ab.Block, token: ab.Token, bpc: b.bpc, buf: b.buf}
-	w.cur = nb
-	if err := w.openCur(failed); err != nil {
-		return nil, err
+	// Every replica failed: nothing of this block is stored anywhere, so
+	// the block goes down a pipeline as any other, whose opening gives it
+	// back and places it anew without the datanodes it blames, a bounded
+	// number of times (openCur). Excluding every failed datanode at once
+	// would leave a small cluster nowhere to place it, when the failure
+	// may be the token's (a datanode that has not yet heard of a new
+	// signing key) rather than the datanodes'.
+	if err := w.openCur(nil); err != nil {
+		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "every replica failed side by side (" + strings.Join(failed, ", ") + ")", Err: lastErr}
 	}
 	return nil, nil
 }

@@ -80,6 +80,7 @@ type config struct {
 	firstBlock                           bool
 	readBy                               string
 	locCache                             time.Duration
+	procs                                string // --procs
 }
 
 func main() {
@@ -94,6 +95,7 @@ func main() {
 	flag.StringVar(&cfg.readBy, "read-by", "any", "which client reads a file back: any (the next free one) or writer (the one that wrote it, as a program reading its own output does; with --location-cache it reads from its cache)")
 	flag.DurationVar(&cfg.locCache, "location-cache", 0, "client.Config.LocationCacheTTL of every client (0: off): a client reads back a file it wrote or opened with no namenode call")
 	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
+	flag.StringVar(&cfg.procs, "procs", "", "start the cluster as 3 namenode and 3 datanode processes from the binaries in this directory (go build -o DIR ./cmd/namenode ./cmd/datanode), each its own Go runtime as deployed, in a temporary directory; empty: in-process")
 	jsonOut := flag.String("json", "", "write every round and the medians as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds (the whole process: cluster and clients) to this file")
 	profilePhase := flag.String("profile-phase", "both", "what --cpuprofile covers: both phases of every round, or the first round's write or read phase")
@@ -108,7 +110,18 @@ func main() {
 
 	ctx := context.Background()
 	addrs := strings.Split(*namenodes, ",")
-	if *namenodes == "" {
+	switch {
+	case cfg.procs != "" && *namenodes != "":
+		log.Fatal("--procs and --namenodes are exclusive")
+	case cfg.procs != "":
+		dir, err := os.MkdirTemp("", "smallfiles-procs-")
+		check(err)
+		defer os.RemoveAll(dir)
+		pc, err := startProcs(ctx, cfg.procs, dir)
+		check(err)
+		defer pc.stop()
+		addrs = pc.addrs
+	case *namenodes == "":
 		c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3})
 		check(err)
 		defer c.Close()
@@ -390,8 +403,12 @@ func medianPhase(rs []Round, get func(Round) Phase) Phase {
 func printTable(w io.Writer, cfg config, m Round) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "setup\tcopies\twrites/s\treads/s\twrite p50 / p99 ms\tread p50 / p99 ms\n")
-	fmt.Fprintf(tw, "blockfs, %d clients, %d B files (+0..%d), read by %s, location cache %v\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
-		cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.readBy, cfg.locCache, cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
+	where := "in-process"
+	if cfg.procs != "" {
+		where = "processes"
+	}
+	fmt.Fprintf(tw, "blockfs (%s), %d clients, %d B files (+0..%d), read by %s, location cache %v\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
+		where, cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.readBy, cfg.locCache, cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
 		m.Write.P50Ms, m.Write.P99Ms, m.Read.P50Ms, m.Read.P99Ms)
 	tw.Flush()
 	fmt.Fprintln(w)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
+)
+
+// procCluster is the cluster as a user deploys it: 3 namenode and 3
+// datanode processes on loopback, each with its own Go runtime, as
+// SeaweedFS's master and volume servers are processes of their own. The
+// in-process cluster runs all six and the clients in one runtime, on
+// GOMAXPROCS Ps between them.
+type procCluster struct {
+	procs []*nodeproc.Proc
+	addrs []string // namenode gRPC addresses
+}
+
+// freePorts returns n loopback ports free a moment ago (the kernel picks
+// them; a port taken again meanwhile shows as a node that never listens).
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// startProcs starts the cluster from the namenode and datanode binaries in
+// bin, its data and logs under dir, and waits until a file can be written.
+func startProcs(ctx context.Context, bin, dir string) (_ *procCluster, err error) {
+	ports, err := freePorts(9)
+	if err != nil {
+		return nil, err
+	}
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
+	pc := &procCluster{}
+	defer func() {
+		if err != nil {
+			pc.stop()
+		}
+	}()
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("nn%d=%s/%s", i+1, addr(3+i), addr(i)))
+		pc.addrs = append(pc.addrs, addr(i))
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("nn%d", i+1)
+		args := []string{"--id", name, "--data-dir", filepath.Join(dir, name), "--grpc-addr", addr(i), "--raft-addr", addr(3 + i),
+			"--http-addr", "", "--bootstrap", "--peers", strings.Join(peers, ","), "--auth", "simple", "--superuser", "root",
+			"--insecure-raft", "--safemode-extension", "0s", "--log-level", "warn"}
+		pc.add(bin, dir, name, "namenode", addr(i), args)
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("dn%d", i+1)
+		args := []string{"--id", name, "--data-dirs", filepath.Join(dir, name), "--grpc-addr", addr(6 + i), "--http-addr", "",
+			"--namenodes", strings.Join(pc.addrs, ","), "--auth", "simple", "--log-level", "warn"}
+		pc.add(bin, dir, name, "datanode", addr(6+i), args)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, p := range pc.procs {
+		if err := os.MkdirAll(p.DataDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range pc.procs {
+		if err := p.WaitListening(wctx); err != nil {
+			return nil, fmt.Errorf("%s: %w\n%s", p.Name, err, p.LogTail(20))
+		}
+	}
+	return pc, pc.waitWritable(wctx)
+}
+
+func (pc *procCluster) add(bin, dir, name, cmd, grpcAddr string, args []string) {
+	pc.procs = append(pc.procs, &nodeproc.Proc{Name: name, Bin: filepath.Join(bin, cmd), GRPC: grpcAddr,
+		DataDir: filepath.Join(dir, name), LogPath: filepath.Join(dir, name+".log"), Args: func() []string { return args }})
+}
+
+// waitWritable writes a probe file with three replicas until all three
+// take it: a leader elected and out of safe mode, three datanodes
+// registered and holding its token key (a datanode that has not heard of
+// the key yet refuses the write, and the file completes on the others).
+func (pc *procCluster) waitWritable(ctx context.Context) error {
+	cc := client.DefaultConfig(pc.addrs...)
+	cc.User = "root"
+	c, err := client.New(cc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		err := c.WriteFile(ctx, "/smallfiles-probe", []byte("probe"), client.CreateOptions{Replication: 3, Overwrite: true})
+		if err == nil {
+			locs, lerr := c.GetBlockLocations(ctx, "/smallfiles-probe", 0, 0)
+			if lerr == nil && len(locs.GetBlocks()) == 1 && len(locs.Blocks[0].GetLocations()) == 3 {
+				return c.Delete(ctx, "/smallfiles-probe", false)
+			}
+			err = fmt.Errorf("probe stored on fewer than 3 datanodes (%v)", lerr)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("process cluster never took a write: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (pc *procCluster) stop() {
+	for _, p := range pc.procs {
+		p.Stop()
+	}
+}
