@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/internal/testutil/nodeproc"
 )
 
 // procCluster is the cluster as a user deploys it: 3 namenode and 3
@@ -19,7 +20,8 @@ import (
 // in-process cluster runs all six and the clients in one runtime, on
 // GOMAXPROCS Ps between them.
 type procCluster struct {
-	procs []*nodeproc.Proc
+	procs []*exec.Cmd
+	grpc  []string // each process's gRPC address
 	addrs []string // namenode gRPC addresses
 }
 
@@ -68,35 +70,64 @@ func startProcs(ctx context.Context, bin, dir string) (_ *procCluster, err error
 		args := []string{"--id", name, "--data-dir", filepath.Join(dir, name), "--grpc-addr", addr(i), "--raft-addr", addr(3 + i),
 			"--http-addr", "", "--bootstrap", "--peers", strings.Join(peers, ","), "--auth", "simple", "--superuser", "root",
 			"--insecure-raft", "--safemode-extension", "0s", "--log-level", "warn"}
-		pc.add(bin, dir, name, "namenode", addr(i), args)
+		if err := pc.add(bin, dir, name, "namenode", addr(i), args); err != nil {
+			return nil, err
+		}
 	}
 	for i := range 3 {
 		name := fmt.Sprintf("dn%d", i+1)
 		args := []string{"--id", name, "--data-dirs", filepath.Join(dir, name), "--grpc-addr", addr(6 + i), "--http-addr", "",
 			"--namenodes", strings.Join(pc.addrs, ","), "--auth", "simple", "--log-level", "warn"}
-		pc.add(bin, dir, name, "datanode", addr(6+i), args)
+		if err := pc.add(bin, dir, name, "datanode", addr(6+i), args); err != nil {
+			return nil, err
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, p := range pc.procs {
-		if err := os.MkdirAll(p.DataDir, 0o755); err != nil {
-			return nil, err
-		}
 		if err := p.Start(); err != nil {
 			return nil, err
 		}
 	}
-	for _, p := range pc.procs {
-		if err := p.WaitListening(wctx); err != nil {
-			return nil, fmt.Errorf("%s: %w\n%s", p.Name, err, p.LogTail(20))
+	for i, p := range pc.procs {
+		if err := waitListening(wctx, pc.grpc[i]); err != nil {
+			return nil, fmt.Errorf("%s never listened (log: %s): %w", p.Path, p.Stdout.(*os.File).Name(), err)
 		}
 	}
 	return pc, pc.waitWritable(wctx)
 }
 
-func (pc *procCluster) add(bin, dir, name, cmd, grpcAddr string, args []string) {
-	pc.procs = append(pc.procs, &nodeproc.Proc{Name: name, Bin: filepath.Join(bin, cmd), GRPC: grpcAddr,
-		DataDir: filepath.Join(dir, name), LogPath: filepath.Join(dir, name+".log"), Args: func() []string { return args }})
+// add prepares one node: its data directory, its log file (stdout and
+// stderr), killed if this process dies.
+func (pc *procCluster) add(bin, dir, name, cmd, grpcAddr string, args []string) error {
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	c := exec.Command(filepath.Join(bin, cmd), args...)
+	c.Stdout, c.Stderr = logf, logf
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	pc.procs, pc.grpc = append(pc.procs, c), append(pc.grpc, grpcAddr)
+	return nil
+}
+
+// waitListening dials addr until it accepts.
+func waitListening(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // waitWritable writes a probe file with three replicas until all three
@@ -128,8 +159,23 @@ func (pc *procCluster) waitWritable(ctx context.Context) error {
 	}
 }
 
+// stop ends every node (SIGTERM, then SIGKILL after 5 s) and waits.
 func (pc *procCluster) stop() {
 	for _, p := range pc.procs {
-		p.Stop()
+		if p.Process == nil {
+			continue
+		}
+		_ = p.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = p.Process.Kill()
+			<-done
+		}
+		if f, ok := p.Stdout.(*os.File); ok {
+			f.Close()
+		}
 	}
 }
