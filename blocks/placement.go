@@ -36,7 +36,11 @@ const (
 // new block of blockSize bytes, none of them in exclude (datanode ids),
 // the first the writer's datanode (writer, "" for none) when it
 // qualifies. It returns fewer than n if fewer qualify, an errs.Unavailable
-// error if none does, and an errs.Invalid error if n < 1.
+// error if none does (retry: datanodes may come back or free space), an
+// errs.Precondition error if some would but exclude names every one of
+// them (the writer has already failed on each: as HDFS's "could only be
+// written to 0 of the minReplication nodes ... node(s) are excluded", an
+// answer for the writer, not a wait), and an errs.Invalid error if n < 1.
 func (m *Manager) ChooseTargets(n int, blockSize uint64, exclude []string, writer string) ([]Datanode, error) {
 	const op = "blocks.Manager.ChooseTargets"
 	if n < 1 {
@@ -58,6 +62,9 @@ func (m *Manager) ChooseTargets(n int, blockSize uint64, exclude []string, write
 		favored = m.lookup(writer)
 	}
 	picked := m.choose(n, blockSize, nil, favored, skip)
+	if len(picked) == 0 && skip != nil && len(m.choose(1, blockSize, nil, nil, nil)) > 0 {
+		return nil, errs.Newf(errs.Precondition, op, "", "every live datanode with space is among the %d excluded", len(exclude))
+	}
 	if len(picked) == 0 {
 		return nil, errs.New(errs.Unavailable, op, "", "no live datanodes with space")
 	}

@@ -26,7 +26,10 @@ func TestChooseTargets(t *testing.T) {
 		{name: "excludes leave fewer", n: 3, exclude: []string{"dn1", "dn2", "dn3"}, want: 2, never: []string{"dn1", "dn2", "dn3"}},
 		{name: "skips full", n: 5, full: []string{"dn4", "dn5"}, want: 3, never: []string{"dn4", "dn5"}},
 		{name: "skips dead", n: 5, dead: []string{"dn1"}, want: 4, never: []string{"dn1"}},
-		{name: "none available", n: 1, full: []string{"dn1", "dn2", "dn3"}, exclude: []string{"dn4", "dn5"}, kind: errs.Unavailable},
+		{name: "none available", n: 1, full: []string{"dn1", "dn2", "dn3", "dn4", "dn5"}, kind: errs.Unavailable},
+		{name: "none available, some excluded", n: 1, full: []string{"dn1", "dn2", "dn3"}, dead: []string{"dn4", "dn5"}, exclude: []string{"dn4"}, kind: errs.Unavailable},
+		{name: "every one excluded", n: 3, exclude: []string{"dn1", "dn2", "dn3", "dn4", "dn5"}, kind: errs.Precondition},
+		{name: "the rest full or excluded", n: 1, full: []string{"dn1", "dn2", "dn3"}, exclude: []string{"dn4", "dn5"}, kind: errs.Precondition},
 		{name: "bad n", n: 0, kind: errs.Invalid},
 	}
 	for _, tc := range tests {
