@@ -89,13 +89,13 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 		return ack, nil
 	}
 	// Every replica failed: nothing of this block is stored anywhere, so
-	// the block goes down a pipeline as any other, whose opening gives it
-	// back and places it anew without the datanodes it blames, a bounded
-	// number of times (openCur). Excluding every failed datanode at once
-	// would leave a small cluster nowhere to place it, when the failure
-	// may be the token's (a datanode that has not yet heard of a new
-	// signing key) rather than the datanodes'.
-	if err := w.openCur(nil); err != nil {
+	// the block goes down a pipeline as any other. The pipeline is tried
+	// on the same datanodes first (the failure may have been the token's:
+	// a datanode that had not yet heard of a new signing key); if that
+	// fails too, the block is given back and placed anew without every
+	// datanode that failed it, and placement answers Precondition rather
+	// than a wait when that leaves none (openCur).
+	if err := w.openCur(failed); err != nil {
 		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "every replica failed side by side (" + strings.Join(failed, ", ") + ")", Err: lastErr}
 	}
 	return nil, nil
