@@ -96,7 +96,8 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 	// datanode that failed it, and placement answers Precondition rather
 	// than a wait when that leaves none (openCur).
 	if err := w.openCur(failed); err != nil {
-		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path, Msg: "every replica failed side by side (" + strings.Join(failed, ", ") + ")", Err: lastErr}
+		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path,
+			Msg: "every replica failed side by side (" + strings.Join(failed, ", ") + ": " + lastErr.Error() + "), then the pipeline", Err: err}
 	}
 	return nil, nil
 }

@@ -49,6 +49,13 @@ func TestCompleteTakesReceipts(t *testing.T) {
 			}
 			return rs
 		}, false},
+		{"behind 64 others", func(rs []*api.Receipt) []*api.Receipt {
+			junk := make([]*api.Receipt, 64)
+			for i := range junk {
+				junk[i] = &api.Receipt{DatanodeId: "dn-none", KeyId: uint64(i), Mac: make([]byte, 32)}
+			}
+			return append(junk, rs...)
+		}, false},
 		{"each moved to another datanode", func(rs []*api.Receipt) []*api.Receipt {
 			ids := []string{c.DatanodeID(0), c.DatanodeID(1), c.DatanodeID(2)}
 			for _, r := range rs {
@@ -102,5 +109,52 @@ func TestCompleteTakesReceipts(t *testing.T) {
 			}
 			readBack(t, cl, p, data)
 		})
+	}
+}
+
+// TestRevokedDatanodeReceipts: receipts naming a datanode whose identity is
+// revoked count for nothing, so with every replica required a Complete
+// that only that datanode's receipt could satisfy fails.
+func TestRevokedDatanodeReceipts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Config{
+		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
+		Namenode: func(i int, nc *namenode.Config) {
+			nc.Namespace.CompleteWait = 200 * time.Millisecond
+			nc.Namespace.MinReplication = 3
+		},
+		Datanode: func(i int, dc *datanode.Config) {
+			dc.IncrementalReportDelay = time.Hour
+			dc.FollowerReportDelay = time.Hour
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cl, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	opts := client.CreateOptions{Replication: 3, BlockSize: blockSize}
+	if err := cl.WriteFile(ctx, "/revoked/before", randBytes(500), opts); err != nil {
+		t.Fatalf("write with every receipt good: %v", err)
+	}
+	if _, err := cl.Revoke(ctx, &api.RevokedEntry{Role: "datanode", Name: c.DatanodeID(0), Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	// Every namenode applies the deny list before the next write.
+	for _, nn := range c.Namenodes() {
+		if err := cl.WriteFile(ctx, "/revoked/sync-"+nn.ID(), nil, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer wcancel()
+	err = cl.WriteFile(wctx, "/revoked/after", randBytes(500), opts)
+	if k := errs.KindOf(err); k != errs.Timeout && k != errs.Unavailable {
+		t.Fatalf("write after the revocation: %v (kind %v), want the Complete to give up waiting for the third replica", err, k)
 	}
 }
