@@ -321,6 +321,335 @@ func (x *CreateResponse) GetBytesPerChecksum() uint32 {
 	return 0
 }
 
+// PrepareFileRequest: create carries what the files will be (mode,
+// replication, block size; the path only names the call in errors, and
+// first_block is ignored); count is how many files to prepare (0 means
+// 1; at most 16), so that a client writing many small files asks once
+// for several.
+type PrepareFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Create        *CreateRequest         `protobuf:"bytes,1,opt,name=create,proto3" json:"create,omitempty"`
+	Count         uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareFileRequest) Reset() {
+	*x = PrepareFileRequest{}
+	mi := &file_api_client_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareFileRequest) ProtoMessage() {}
+
+func (x *PrepareFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareFileRequest.ProtoReflect.Descriptor instead.
+func (*PrepareFileRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PrepareFileRequest) GetCreate() *CreateRequest {
+	if x != nil {
+		return x.Create
+	}
+	return nil
+}
+
+func (x *PrepareFileRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// PreparedFile is one file's: its inode and block ids, reserved for it
+// and for nothing else, the block's datanodes, and the token that writes
+// the block (and reads it, when the caller will own a file it may read)
+// and is PutFile's proof of the ids: it names the caller, the inode and
+// the block, and expires as any token.
+type PreparedFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InodeId       uint64                 `protobuf:"varint,1,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *LocatedBlock          `protobuf:"bytes,2,opt,name=block,proto3" json:"block,omitempty"`
+	Token         []byte                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreparedFile) Reset() {
+	*x = PreparedFile{}
+	mi := &file_api_client_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreparedFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreparedFile) ProtoMessage() {}
+
+func (x *PreparedFile) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreparedFile.ProtoReflect.Descriptor instead.
+func (*PreparedFile) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PreparedFile) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *PreparedFile) GetBlock() *LocatedBlock {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *PreparedFile) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+type PrepareFileResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Header           *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Files            []*PreparedFile        `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	BytesPerChecksum uint32                 `protobuf:"varint,3,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PrepareFileResponse) Reset() {
+	*x = PrepareFileResponse{}
+	mi := &file_api_client_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareFileResponse) ProtoMessage() {}
+
+func (x *PrepareFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareFileResponse.ProtoReflect.Descriptor instead.
+func (*PrepareFileResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PrepareFileResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *PrepareFileResponse) GetFiles() []*PreparedFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *PrepareFileResponse) GetBytesPerChecksum() uint32 {
+	if x != nil {
+		return x.BytesPerChecksum
+	}
+	return 0
+}
+
+// PutFileRequest: create is the file (path, mode, overwrite, ...);
+// inode_id, block (with its final length, at most the block size, and its
+// CRC32C) and token as one PreparedFile gave them; the replicas' receipts (WriteBlockAck.receipts) as in CompleteRequest.
+type PutFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Create        *CreateRequest         `protobuf:"bytes,1,opt,name=create,proto3" json:"create,omitempty"`
+	InodeId       uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block         *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	Token         []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	Receipts      []*Receipt             `protobuf:"bytes,5,rep,name=receipts,proto3" json:"receipts,omitempty"`
+	WantLocations bool                   `protobuf:"varint,6,opt,name=want_locations,json=wantLocations,proto3" json:"want_locations,omitempty"` // as in CompleteRequest
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutFileRequest) Reset() {
+	*x = PutFileRequest{}
+	mi := &file_api_client_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutFileRequest) ProtoMessage() {}
+
+func (x *PutFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutFileRequest.ProtoReflect.Descriptor instead.
+func (*PutFileRequest) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PutFileRequest) GetCreate() *CreateRequest {
+	if x != nil {
+		return x.Create
+	}
+	return nil
+}
+
+func (x *PutFileRequest) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *PutFileRequest) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *PutFileRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *PutFileRequest) GetReceipts() []*Receipt {
+	if x != nil {
+		return x.Receipts
+	}
+	return nil
+}
+
+func (x *PutFileRequest) GetWantLocations() bool {
+	if x != nil {
+		return x.WantLocations
+	}
+	return false
+}
+
+type PutFileResponse struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Header        *ResponseHeader            `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Status        *FileStatus                `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Located       *GetBlockLocationsResponse `protobuf:"bytes,3,opt,name=located,proto3" json:"located,omitempty"` // as in CompleteResponse
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutFileResponse) Reset() {
+	*x = PutFileResponse{}
+	mi := &file_api_client_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutFileResponse) ProtoMessage() {}
+
+func (x *PutFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_client_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutFileResponse.ProtoReflect.Descriptor instead.
+func (*PutFileResponse) Descriptor() ([]byte, []int) {
+	return file_api_client_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PutFileResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *PutFileResponse) GetStatus() *FileStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *PutFileResponse) GetLocated() *GetBlockLocationsResponse {
+	if x != nil {
+		return x.Located
+	}
+	return nil
+}
+
 type AddBlockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -333,7 +662,7 @@ type AddBlockRequest struct {
 
 func (x *AddBlockRequest) Reset() {
 	*x = AddBlockRequest{}
-	mi := &file_api_client_proto_msgTypes[4]
+	mi := &file_api_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +674,7 @@ func (x *AddBlockRequest) String() string {
 func (*AddBlockRequest) ProtoMessage() {}
 
 func (x *AddBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[4]
+	mi := &file_api_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +687,7 @@ func (x *AddBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBlockRequest.ProtoReflect.Descriptor instead.
 func (*AddBlockRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{4}
+	return file_api_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AddBlockRequest) GetPath() string {
@@ -404,7 +733,7 @@ type AddBlockResponse struct {
 
 func (x *AddBlockResponse) Reset() {
 	*x = AddBlockResponse{}
-	mi := &file_api_client_proto_msgTypes[5]
+	mi := &file_api_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +745,7 @@ func (x *AddBlockResponse) String() string {
 func (*AddBlockResponse) ProtoMessage() {}
 
 func (x *AddBlockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[5]
+	mi := &file_api_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +758,7 @@ func (x *AddBlockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBlockResponse.ProtoReflect.Descriptor instead.
 func (*AddBlockResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{5}
+	return file_api_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AddBlockResponse) GetHeader() *ResponseHeader {
@@ -479,7 +808,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_api_client_proto_msgTypes[6]
+	mi := &file_api_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +820,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[6]
+	mi := &file_api_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +833,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{6}
+	return file_api_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompleteRequest) GetPath() string {
@@ -555,7 +884,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_api_client_proto_msgTypes[7]
+	mi := &file_api_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +896,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[7]
+	mi := &file_api_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +909,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{7}
+	return file_api_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompleteResponse) GetHeader() *ResponseHeader {
@@ -608,7 +937,7 @@ type AbandonBlockRequest struct {
 
 func (x *AbandonBlockRequest) Reset() {
 	*x = AbandonBlockRequest{}
-	mi := &file_api_client_proto_msgTypes[8]
+	mi := &file_api_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +949,7 @@ func (x *AbandonBlockRequest) String() string {
 func (*AbandonBlockRequest) ProtoMessage() {}
 
 func (x *AbandonBlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[8]
+	mi := &file_api_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +962,7 @@ func (x *AbandonBlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonBlockRequest.ProtoReflect.Descriptor instead.
 func (*AbandonBlockRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{8}
+	return file_api_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AbandonBlockRequest) GetPath() string {
@@ -666,7 +995,7 @@ type AbandonBlockResponse struct {
 
 func (x *AbandonBlockResponse) Reset() {
 	*x = AbandonBlockResponse{}
-	mi := &file_api_client_proto_msgTypes[9]
+	mi := &file_api_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +1007,7 @@ func (x *AbandonBlockResponse) String() string {
 func (*AbandonBlockResponse) ProtoMessage() {}
 
 func (x *AbandonBlockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[9]
+	mi := &file_api_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +1020,7 @@ func (x *AbandonBlockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonBlockResponse.ProtoReflect.Descriptor instead.
 func (*AbandonBlockResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{9}
+	return file_api_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AbandonBlockResponse) GetHeader() *ResponseHeader {
@@ -719,7 +1048,7 @@ type AppendRequest struct {
 
 func (x *AppendRequest) Reset() {
 	*x = AppendRequest{}
-	mi := &file_api_client_proto_msgTypes[10]
+	mi := &file_api_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +1060,7 @@ func (x *AppendRequest) String() string {
 func (*AppendRequest) ProtoMessage() {}
 
 func (x *AppendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[10]
+	mi := &file_api_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +1073,7 @@ func (x *AppendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendRequest.ProtoReflect.Descriptor instead.
 func (*AppendRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{10}
+	return file_api_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AppendRequest) GetPath() string {
@@ -790,7 +1119,7 @@ type AppendResponse struct {
 
 func (x *AppendResponse) Reset() {
 	*x = AppendResponse{}
-	mi := &file_api_client_proto_msgTypes[11]
+	mi := &file_api_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +1131,7 @@ func (x *AppendResponse) String() string {
 func (*AppendResponse) ProtoMessage() {}
 
 func (x *AppendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[11]
+	mi := &file_api_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +1144,7 @@ func (x *AppendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendResponse.ProtoReflect.Descriptor instead.
 func (*AppendResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{11}
+	return file_api_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AppendResponse) GetHeader() *ResponseHeader {
@@ -879,7 +1208,7 @@ type GetBlockLocationsRequest struct {
 
 func (x *GetBlockLocationsRequest) Reset() {
 	*x = GetBlockLocationsRequest{}
-	mi := &file_api_client_proto_msgTypes[12]
+	mi := &file_api_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1220,7 @@ func (x *GetBlockLocationsRequest) String() string {
 func (*GetBlockLocationsRequest) ProtoMessage() {}
 
 func (x *GetBlockLocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[12]
+	mi := &file_api_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1233,7 @@ func (x *GetBlockLocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockLocationsRequest.ProtoReflect.Descriptor instead.
 func (*GetBlockLocationsRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{12}
+	return file_api_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetBlockLocationsRequest) GetPath() string {
@@ -970,7 +1299,7 @@ type GetBlockLocationsResponse struct {
 
 func (x *GetBlockLocationsResponse) Reset() {
 	*x = GetBlockLocationsResponse{}
-	mi := &file_api_client_proto_msgTypes[13]
+	mi := &file_api_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1311,7 @@ func (x *GetBlockLocationsResponse) String() string {
 func (*GetBlockLocationsResponse) ProtoMessage() {}
 
 func (x *GetBlockLocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[13]
+	mi := &file_api_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1324,7 @@ func (x *GetBlockLocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBlockLocationsResponse.ProtoReflect.Descriptor instead.
 func (*GetBlockLocationsResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{13}
+	return file_api_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetBlockLocationsResponse) GetHeader() *ResponseHeader {
@@ -1113,7 +1442,7 @@ type GetFileInfoRequest struct {
 
 func (x *GetFileInfoRequest) Reset() {
 	*x = GetFileInfoRequest{}
-	mi := &file_api_client_proto_msgTypes[14]
+	mi := &file_api_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1454,7 @@ func (x *GetFileInfoRequest) String() string {
 func (*GetFileInfoRequest) ProtoMessage() {}
 
 func (x *GetFileInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[14]
+	mi := &file_api_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1467,7 @@ func (x *GetFileInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFileInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetFileInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{14}
+	return file_api_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetFileInfoRequest) GetPath() string {
@@ -1165,7 +1494,7 @@ type GetFileInfoResponse struct {
 
 func (x *GetFileInfoResponse) Reset() {
 	*x = GetFileInfoResponse{}
-	mi := &file_api_client_proto_msgTypes[15]
+	mi := &file_api_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1506,7 @@ func (x *GetFileInfoResponse) String() string {
 func (*GetFileInfoResponse) ProtoMessage() {}
 
 func (x *GetFileInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[15]
+	mi := &file_api_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1519,7 @@ func (x *GetFileInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFileInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetFileInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{15}
+	return file_api_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetFileInfoResponse) GetHeader() *ResponseHeader {
@@ -1219,7 +1548,7 @@ type ListStatusRequest struct {
 
 func (x *ListStatusRequest) Reset() {
 	*x = ListStatusRequest{}
-	mi := &file_api_client_proto_msgTypes[16]
+	mi := &file_api_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1560,7 @@ func (x *ListStatusRequest) String() string {
 func (*ListStatusRequest) ProtoMessage() {}
 
 func (x *ListStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[16]
+	mi := &file_api_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1573,7 @@ func (x *ListStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStatusRequest.ProtoReflect.Descriptor instead.
 func (*ListStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{16}
+	return file_api_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListStatusRequest) GetPath() string {
@@ -1286,7 +1615,7 @@ type ListStatusResponse struct {
 
 func (x *ListStatusResponse) Reset() {
 	*x = ListStatusResponse{}
-	mi := &file_api_client_proto_msgTypes[17]
+	mi := &file_api_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1627,7 @@ func (x *ListStatusResponse) String() string {
 func (*ListStatusResponse) ProtoMessage() {}
 
 func (x *ListStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[17]
+	mi := &file_api_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1640,7 @@ func (x *ListStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStatusResponse.ProtoReflect.Descriptor instead.
 func (*ListStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{17}
+	return file_api_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListStatusResponse) GetHeader() *ResponseHeader {
@@ -1345,7 +1674,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_client_proto_msgTypes[18]
+	mi := &file_api_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1686,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[18]
+	mi := &file_api_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1699,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{18}
+	return file_api_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteRequest) GetPath() string {
@@ -1397,7 +1726,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_client_proto_msgTypes[19]
+	mi := &file_api_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1738,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[19]
+	mi := &file_api_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1751,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{19}
+	return file_api_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteResponse) GetHeader() *ResponseHeader {
@@ -1455,7 +1784,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_api_client_proto_msgTypes[20]
+	mi := &file_api_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1796,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[20]
+	mi := &file_api_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1809,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{20}
+	return file_api_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RenameRequest) GetSrc() string {
@@ -1520,7 +1849,7 @@ type RenameResponse struct {
 
 func (x *RenameResponse) Reset() {
 	*x = RenameResponse{}
-	mi := &file_api_client_proto_msgTypes[21]
+	mi := &file_api_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1861,7 @@ func (x *RenameResponse) String() string {
 func (*RenameResponse) ProtoMessage() {}
 
 func (x *RenameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[21]
+	mi := &file_api_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1874,7 @@ func (x *RenameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameResponse.ProtoReflect.Descriptor instead.
 func (*RenameResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{21}
+	return file_api_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RenameResponse) GetHeader() *ResponseHeader {
@@ -1565,7 +1894,7 @@ type SetPermissionRequest struct {
 
 func (x *SetPermissionRequest) Reset() {
 	*x = SetPermissionRequest{}
-	mi := &file_api_client_proto_msgTypes[22]
+	mi := &file_api_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1906,7 @@ func (x *SetPermissionRequest) String() string {
 func (*SetPermissionRequest) ProtoMessage() {}
 
 func (x *SetPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[22]
+	mi := &file_api_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1919,7 @@ func (x *SetPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPermissionRequest.ProtoReflect.Descriptor instead.
 func (*SetPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{22}
+	return file_api_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetPermissionRequest) GetPath() string {
@@ -1616,7 +1945,7 @@ type SetPermissionResponse struct {
 
 func (x *SetPermissionResponse) Reset() {
 	*x = SetPermissionResponse{}
-	mi := &file_api_client_proto_msgTypes[23]
+	mi := &file_api_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1957,7 @@ func (x *SetPermissionResponse) String() string {
 func (*SetPermissionResponse) ProtoMessage() {}
 
 func (x *SetPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[23]
+	mi := &file_api_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1970,7 @@ func (x *SetPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPermissionResponse.ProtoReflect.Descriptor instead.
 func (*SetPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{23}
+	return file_api_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetPermissionResponse) GetHeader() *ResponseHeader {
@@ -1662,7 +1991,7 @@ type SetOwnerRequest struct {
 
 func (x *SetOwnerRequest) Reset() {
 	*x = SetOwnerRequest{}
-	mi := &file_api_client_proto_msgTypes[24]
+	mi := &file_api_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +2003,7 @@ func (x *SetOwnerRequest) String() string {
 func (*SetOwnerRequest) ProtoMessage() {}
 
 func (x *SetOwnerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[24]
+	mi := &file_api_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +2016,7 @@ func (x *SetOwnerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOwnerRequest.ProtoReflect.Descriptor instead.
 func (*SetOwnerRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{24}
+	return file_api_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetOwnerRequest) GetPath() string {
@@ -1720,7 +2049,7 @@ type SetOwnerResponse struct {
 
 func (x *SetOwnerResponse) Reset() {
 	*x = SetOwnerResponse{}
-	mi := &file_api_client_proto_msgTypes[25]
+	mi := &file_api_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +2061,7 @@ func (x *SetOwnerResponse) String() string {
 func (*SetOwnerResponse) ProtoMessage() {}
 
 func (x *SetOwnerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[25]
+	mi := &file_api_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +2074,7 @@ func (x *SetOwnerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOwnerResponse.ProtoReflect.Descriptor instead.
 func (*SetOwnerResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{25}
+	return file_api_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetOwnerResponse) GetHeader() *ResponseHeader {
@@ -1765,7 +2094,7 @@ type ReportBadBlocksRequest struct {
 
 func (x *ReportBadBlocksRequest) Reset() {
 	*x = ReportBadBlocksRequest{}
-	mi := &file_api_client_proto_msgTypes[26]
+	mi := &file_api_client_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +2106,7 @@ func (x *ReportBadBlocksRequest) String() string {
 func (*ReportBadBlocksRequest) ProtoMessage() {}
 
 func (x *ReportBadBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[26]
+	mi := &file_api_client_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +2119,7 @@ func (x *ReportBadBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ReportBadBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{26}
+	return file_api_client_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReportBadBlocksRequest) GetBlocks() []*Block {
@@ -1815,7 +2144,7 @@ type ReportBadBlocksResponse struct {
 
 func (x *ReportBadBlocksResponse) Reset() {
 	*x = ReportBadBlocksResponse{}
-	mi := &file_api_client_proto_msgTypes[27]
+	mi := &file_api_client_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2156,7 @@ func (x *ReportBadBlocksResponse) String() string {
 func (*ReportBadBlocksResponse) ProtoMessage() {}
 
 func (x *ReportBadBlocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[27]
+	mi := &file_api_client_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2169,7 @@ func (x *ReportBadBlocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBadBlocksResponse.ProtoReflect.Descriptor instead.
 func (*ReportBadBlocksResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{27}
+	return file_api_client_proto_rawDescGZIP(), []int{32}
 }
 
 type ClusterStatusRequest struct {
@@ -1851,7 +2180,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_api_client_proto_msgTypes[28]
+	mi := &file_api_client_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +2192,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[28]
+	mi := &file_api_client_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +2205,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{28}
+	return file_api_client_proto_rawDescGZIP(), []int{33}
 }
 
 type ClusterStatusResponse struct {
@@ -1907,7 +2236,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_api_client_proto_msgTypes[29]
+	mi := &file_api_client_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2248,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[29]
+	mi := &file_api_client_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2261,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{29}
+	return file_api_client_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ClusterStatusResponse) GetLeaderId() string {
@@ -2041,7 +2370,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_api_client_proto_msgTypes[30]
+	mi := &file_api_client_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2382,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[30]
+	mi := &file_api_client_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2395,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{30}
+	return file_api_client_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Member) GetId() string {
@@ -2121,7 +2450,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_api_client_proto_msgTypes[31]
+	mi := &file_api_client_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2462,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[31]
+	mi := &file_api_client_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2475,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{31}
+	return file_api_client_proto_rawDescGZIP(), []int{36}
 }
 
 type RenewLeaseResponse struct {
@@ -2159,7 +2488,7 @@ type RenewLeaseResponse struct {
 
 func (x *RenewLeaseResponse) Reset() {
 	*x = RenewLeaseResponse{}
-	mi := &file_api_client_proto_msgTypes[32]
+	mi := &file_api_client_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2500,7 @@ func (x *RenewLeaseResponse) String() string {
 func (*RenewLeaseResponse) ProtoMessage() {}
 
 func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[32]
+	mi := &file_api_client_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2513,7 @@ func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RenewLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{32}
+	return file_api_client_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RenewLeaseResponse) GetHeader() *ResponseHeader {
@@ -2214,7 +2543,7 @@ type RecoverLeaseRequest struct {
 
 func (x *RecoverLeaseRequest) Reset() {
 	*x = RecoverLeaseRequest{}
-	mi := &file_api_client_proto_msgTypes[33]
+	mi := &file_api_client_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2555,7 @@ func (x *RecoverLeaseRequest) String() string {
 func (*RecoverLeaseRequest) ProtoMessage() {}
 
 func (x *RecoverLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[33]
+	mi := &file_api_client_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2568,7 @@ func (x *RecoverLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RecoverLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{33}
+	return file_api_client_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RecoverLeaseRequest) GetPath() string {
@@ -2260,7 +2589,7 @@ type RecoverLeaseResponse struct {
 
 func (x *RecoverLeaseResponse) Reset() {
 	*x = RecoverLeaseResponse{}
-	mi := &file_api_client_proto_msgTypes[34]
+	mi := &file_api_client_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2601,7 @@ func (x *RecoverLeaseResponse) String() string {
 func (*RecoverLeaseResponse) ProtoMessage() {}
 
 func (x *RecoverLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[34]
+	mi := &file_api_client_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2614,7 @@ func (x *RecoverLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RecoverLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{34}
+	return file_api_client_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RecoverLeaseResponse) GetHeader() *ResponseHeader {
@@ -2323,7 +2652,7 @@ type FsyncRequest struct {
 
 func (x *FsyncRequest) Reset() {
 	*x = FsyncRequest{}
-	mi := &file_api_client_proto_msgTypes[35]
+	mi := &file_api_client_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2664,7 @@ func (x *FsyncRequest) String() string {
 func (*FsyncRequest) ProtoMessage() {}
 
 func (x *FsyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[35]
+	mi := &file_api_client_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2677,7 @@ func (x *FsyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsyncRequest.ProtoReflect.Descriptor instead.
 func (*FsyncRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{35}
+	return file_api_client_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FsyncRequest) GetPath() string {
@@ -2381,7 +2710,7 @@ type FsyncResponse struct {
 
 func (x *FsyncResponse) Reset() {
 	*x = FsyncResponse{}
-	mi := &file_api_client_proto_msgTypes[36]
+	mi := &file_api_client_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2722,7 @@ func (x *FsyncResponse) String() string {
 func (*FsyncResponse) ProtoMessage() {}
 
 func (x *FsyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[36]
+	mi := &file_api_client_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2735,7 @@ func (x *FsyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsyncResponse.ProtoReflect.Descriptor instead.
 func (*FsyncResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{36}
+	return file_api_client_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FsyncResponse) GetHeader() *ResponseHeader {
@@ -2429,7 +2758,7 @@ type UpdateBlockForPipelineRequest struct {
 
 func (x *UpdateBlockForPipelineRequest) Reset() {
 	*x = UpdateBlockForPipelineRequest{}
-	mi := &file_api_client_proto_msgTypes[37]
+	mi := &file_api_client_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2441,7 +2770,7 @@ func (x *UpdateBlockForPipelineRequest) String() string {
 func (*UpdateBlockForPipelineRequest) ProtoMessage() {}
 
 func (x *UpdateBlockForPipelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[37]
+	mi := &file_api_client_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2454,7 +2783,7 @@ func (x *UpdateBlockForPipelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateBlockForPipelineRequest.ProtoReflect.Descriptor instead.
 func (*UpdateBlockForPipelineRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{37}
+	return file_api_client_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateBlockForPipelineRequest) GetPath() string {
@@ -2489,7 +2818,7 @@ type UpdateBlockForPipelineResponse struct {
 
 func (x *UpdateBlockForPipelineResponse) Reset() {
 	*x = UpdateBlockForPipelineResponse{}
-	mi := &file_api_client_proto_msgTypes[38]
+	mi := &file_api_client_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2830,7 @@ func (x *UpdateBlockForPipelineResponse) String() string {
 func (*UpdateBlockForPipelineResponse) ProtoMessage() {}
 
 func (x *UpdateBlockForPipelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[38]
+	mi := &file_api_client_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2843,7 @@ func (x *UpdateBlockForPipelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateBlockForPipelineResponse.ProtoReflect.Descriptor instead.
 func (*UpdateBlockForPipelineResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{38}
+	return file_api_client_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateBlockForPipelineResponse) GetHeader() *ResponseHeader {
@@ -2553,7 +2882,7 @@ type UpdatePipelineRequest struct {
 
 func (x *UpdatePipelineRequest) Reset() {
 	*x = UpdatePipelineRequest{}
-	mi := &file_api_client_proto_msgTypes[39]
+	mi := &file_api_client_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2894,7 @@ func (x *UpdatePipelineRequest) String() string {
 func (*UpdatePipelineRequest) ProtoMessage() {}
 
 func (x *UpdatePipelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[39]
+	mi := &file_api_client_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2907,7 @@ func (x *UpdatePipelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePipelineRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePipelineRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{39}
+	return file_api_client_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UpdatePipelineRequest) GetPath() string {
@@ -2625,7 +2954,7 @@ type UpdatePipelineResponse struct {
 
 func (x *UpdatePipelineResponse) Reset() {
 	*x = UpdatePipelineResponse{}
-	mi := &file_api_client_proto_msgTypes[40]
+	mi := &file_api_client_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2966,7 @@ func (x *UpdatePipelineResponse) String() string {
 func (*UpdatePipelineResponse) ProtoMessage() {}
 
 func (x *UpdatePipelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[40]
+	mi := &file_api_client_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2979,7 @@ func (x *UpdatePipelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePipelineResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePipelineResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{40}
+	return file_api_client_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *UpdatePipelineResponse) GetHeader() *ResponseHeader {
@@ -2674,7 +3003,7 @@ type SetQuotaRequest struct {
 
 func (x *SetQuotaRequest) Reset() {
 	*x = SetQuotaRequest{}
-	mi := &file_api_client_proto_msgTypes[41]
+	mi := &file_api_client_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +3015,7 @@ func (x *SetQuotaRequest) String() string {
 func (*SetQuotaRequest) ProtoMessage() {}
 
 func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[41]
+	mi := &file_api_client_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +3028,7 @@ func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{41}
+	return file_api_client_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetQuotaRequest) GetPath() string {
@@ -2732,7 +3061,7 @@ type SetQuotaResponse struct {
 
 func (x *SetQuotaResponse) Reset() {
 	*x = SetQuotaResponse{}
-	mi := &file_api_client_proto_msgTypes[42]
+	mi := &file_api_client_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +3073,7 @@ func (x *SetQuotaResponse) String() string {
 func (*SetQuotaResponse) ProtoMessage() {}
 
 func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[42]
+	mi := &file_api_client_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +3086,7 @@ func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{42}
+	return file_api_client_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetQuotaResponse) GetHeader() *ResponseHeader {
@@ -2782,7 +3111,7 @@ type ContentSummary struct {
 
 func (x *ContentSummary) Reset() {
 	*x = ContentSummary{}
-	mi := &file_api_client_proto_msgTypes[43]
+	mi := &file_api_client_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +3123,7 @@ func (x *ContentSummary) String() string {
 func (*ContentSummary) ProtoMessage() {}
 
 func (x *ContentSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[43]
+	mi := &file_api_client_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +3136,7 @@ func (x *ContentSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentSummary.ProtoReflect.Descriptor instead.
 func (*ContentSummary) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{43}
+	return file_api_client_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ContentSummary) GetLength() int64 {
@@ -2862,7 +3191,7 @@ type GetContentSummaryRequest struct {
 
 func (x *GetContentSummaryRequest) Reset() {
 	*x = GetContentSummaryRequest{}
-	mi := &file_api_client_proto_msgTypes[44]
+	mi := &file_api_client_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3203,7 @@ func (x *GetContentSummaryRequest) String() string {
 func (*GetContentSummaryRequest) ProtoMessage() {}
 
 func (x *GetContentSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[44]
+	mi := &file_api_client_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3216,7 @@ func (x *GetContentSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContentSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetContentSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{44}
+	return file_api_client_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetContentSummaryRequest) GetPath() string {
@@ -2914,7 +3243,7 @@ type GetContentSummaryResponse struct {
 
 func (x *GetContentSummaryResponse) Reset() {
 	*x = GetContentSummaryResponse{}
-	mi := &file_api_client_proto_msgTypes[45]
+	mi := &file_api_client_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3255,7 @@ func (x *GetContentSummaryResponse) String() string {
 func (*GetContentSummaryResponse) ProtoMessage() {}
 
 func (x *GetContentSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[45]
+	mi := &file_api_client_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3268,7 @@ func (x *GetContentSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContentSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetContentSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{45}
+	return file_api_client_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetContentSummaryResponse) GetHeader() *ResponseHeader {
@@ -2969,7 +3298,7 @@ type QuotaUsage struct {
 
 func (x *QuotaUsage) Reset() {
 	*x = QuotaUsage{}
-	mi := &file_api_client_proto_msgTypes[46]
+	mi := &file_api_client_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3310,7 @@ func (x *QuotaUsage) String() string {
 func (*QuotaUsage) ProtoMessage() {}
 
 func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[46]
+	mi := &file_api_client_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3323,7 @@ func (x *QuotaUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaUsage.ProtoReflect.Descriptor instead.
 func (*QuotaUsage) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{46}
+	return file_api_client_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *QuotaUsage) GetFileAndDirectoryCount() int64 {
@@ -3035,7 +3364,7 @@ type GetQuotaUsageRequest struct {
 
 func (x *GetQuotaUsageRequest) Reset() {
 	*x = GetQuotaUsageRequest{}
-	mi := &file_api_client_proto_msgTypes[47]
+	mi := &file_api_client_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3376,7 @@ func (x *GetQuotaUsageRequest) String() string {
 func (*GetQuotaUsageRequest) ProtoMessage() {}
 
 func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[47]
+	mi := &file_api_client_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3389,7 @@ func (x *GetQuotaUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{47}
+	return file_api_client_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetQuotaUsageRequest) GetPath() string {
@@ -3087,7 +3416,7 @@ type GetQuotaUsageResponse struct {
 
 func (x *GetQuotaUsageResponse) Reset() {
 	*x = GetQuotaUsageResponse{}
-	mi := &file_api_client_proto_msgTypes[48]
+	mi := &file_api_client_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3428,7 @@ func (x *GetQuotaUsageResponse) String() string {
 func (*GetQuotaUsageResponse) ProtoMessage() {}
 
 func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[48]
+	mi := &file_api_client_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3441,7 @@ func (x *GetQuotaUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaUsageResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{48}
+	return file_api_client_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetQuotaUsageResponse) GetHeader() *ResponseHeader {
@@ -3142,7 +3471,7 @@ type XAttr struct {
 
 func (x *XAttr) Reset() {
 	*x = XAttr{}
-	mi := &file_api_client_proto_msgTypes[49]
+	mi := &file_api_client_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3483,7 @@ func (x *XAttr) String() string {
 func (*XAttr) ProtoMessage() {}
 
 func (x *XAttr) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[49]
+	mi := &file_api_client_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3496,7 @@ func (x *XAttr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XAttr.ProtoReflect.Descriptor instead.
 func (*XAttr) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{49}
+	return file_api_client_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *XAttr) GetName() string {
@@ -3197,7 +3526,7 @@ type SetXAttrRequest struct {
 
 func (x *SetXAttrRequest) Reset() {
 	*x = SetXAttrRequest{}
-	mi := &file_api_client_proto_msgTypes[50]
+	mi := &file_api_client_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3538,7 @@ func (x *SetXAttrRequest) String() string {
 func (*SetXAttrRequest) ProtoMessage() {}
 
 func (x *SetXAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[50]
+	mi := &file_api_client_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3551,7 @@ func (x *SetXAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetXAttrRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{50}
+	return file_api_client_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SetXAttrRequest) GetPath() string {
@@ -3255,7 +3584,7 @@ type SetXAttrResponse struct {
 
 func (x *SetXAttrResponse) Reset() {
 	*x = SetXAttrResponse{}
-	mi := &file_api_client_proto_msgTypes[51]
+	mi := &file_api_client_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3596,7 @@ func (x *SetXAttrResponse) String() string {
 func (*SetXAttrResponse) ProtoMessage() {}
 
 func (x *SetXAttrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[51]
+	mi := &file_api_client_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3609,7 @@ func (x *SetXAttrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXAttrResponse.ProtoReflect.Descriptor instead.
 func (*SetXAttrResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{51}
+	return file_api_client_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SetXAttrResponse) GetHeader() *ResponseHeader {
@@ -3304,7 +3633,7 @@ type GetXAttrsRequest struct {
 
 func (x *GetXAttrsRequest) Reset() {
 	*x = GetXAttrsRequest{}
-	mi := &file_api_client_proto_msgTypes[52]
+	mi := &file_api_client_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3645,7 @@ func (x *GetXAttrsRequest) String() string {
 func (*GetXAttrsRequest) ProtoMessage() {}
 
 func (x *GetXAttrsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[52]
+	mi := &file_api_client_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3658,7 @@ func (x *GetXAttrsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetXAttrsRequest.ProtoReflect.Descriptor instead.
 func (*GetXAttrsRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{52}
+	return file_api_client_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetXAttrsRequest) GetPath() string {
@@ -3363,7 +3692,7 @@ type GetXAttrsResponse struct {
 
 func (x *GetXAttrsResponse) Reset() {
 	*x = GetXAttrsResponse{}
-	mi := &file_api_client_proto_msgTypes[53]
+	mi := &file_api_client_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3704,7 @@ func (x *GetXAttrsResponse) String() string {
 func (*GetXAttrsResponse) ProtoMessage() {}
 
 func (x *GetXAttrsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[53]
+	mi := &file_api_client_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3717,7 @@ func (x *GetXAttrsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetXAttrsResponse.ProtoReflect.Descriptor instead.
 func (*GetXAttrsResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{53}
+	return file_api_client_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetXAttrsResponse) GetHeader() *ResponseHeader {
@@ -3417,7 +3746,7 @@ type ListXAttrsRequest struct {
 
 func (x *ListXAttrsRequest) Reset() {
 	*x = ListXAttrsRequest{}
-	mi := &file_api_client_proto_msgTypes[54]
+	mi := &file_api_client_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3758,7 @@ func (x *ListXAttrsRequest) String() string {
 func (*ListXAttrsRequest) ProtoMessage() {}
 
 func (x *ListXAttrsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[54]
+	mi := &file_api_client_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3771,7 @@ func (x *ListXAttrsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListXAttrsRequest.ProtoReflect.Descriptor instead.
 func (*ListXAttrsRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{54}
+	return file_api_client_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListXAttrsRequest) GetPath() string {
@@ -3469,7 +3798,7 @@ type ListXAttrsResponse struct {
 
 func (x *ListXAttrsResponse) Reset() {
 	*x = ListXAttrsResponse{}
-	mi := &file_api_client_proto_msgTypes[55]
+	mi := &file_api_client_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3481,7 +3810,7 @@ func (x *ListXAttrsResponse) String() string {
 func (*ListXAttrsResponse) ProtoMessage() {}
 
 func (x *ListXAttrsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[55]
+	mi := &file_api_client_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3494,7 +3823,7 @@ func (x *ListXAttrsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListXAttrsResponse.ProtoReflect.Descriptor instead.
 func (*ListXAttrsResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{55}
+	return file_api_client_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListXAttrsResponse) GetHeader() *ResponseHeader {
@@ -3521,7 +3850,7 @@ type RemoveXAttrRequest struct {
 
 func (x *RemoveXAttrRequest) Reset() {
 	*x = RemoveXAttrRequest{}
-	mi := &file_api_client_proto_msgTypes[56]
+	mi := &file_api_client_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3533,7 +3862,7 @@ func (x *RemoveXAttrRequest) String() string {
 func (*RemoveXAttrRequest) ProtoMessage() {}
 
 func (x *RemoveXAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[56]
+	mi := &file_api_client_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3546,7 +3875,7 @@ func (x *RemoveXAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveXAttrRequest.ProtoReflect.Descriptor instead.
 func (*RemoveXAttrRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{56}
+	return file_api_client_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RemoveXAttrRequest) GetPath() string {
@@ -3572,7 +3901,7 @@ type RemoveXAttrResponse struct {
 
 func (x *RemoveXAttrResponse) Reset() {
 	*x = RemoveXAttrResponse{}
-	mi := &file_api_client_proto_msgTypes[57]
+	mi := &file_api_client_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +3913,7 @@ func (x *RemoveXAttrResponse) String() string {
 func (*RemoveXAttrResponse) ProtoMessage() {}
 
 func (x *RemoveXAttrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[57]
+	mi := &file_api_client_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +3926,7 @@ func (x *RemoveXAttrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveXAttrResponse.ProtoReflect.Descriptor instead.
 func (*RemoveXAttrResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{57}
+	return file_api_client_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RemoveXAttrResponse) GetHeader() *ResponseHeader {
@@ -3620,7 +3949,7 @@ type SetTimesRequest struct {
 
 func (x *SetTimesRequest) Reset() {
 	*x = SetTimesRequest{}
-	mi := &file_api_client_proto_msgTypes[58]
+	mi := &file_api_client_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3632,7 +3961,7 @@ func (x *SetTimesRequest) String() string {
 func (*SetTimesRequest) ProtoMessage() {}
 
 func (x *SetTimesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[58]
+	mi := &file_api_client_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3645,7 +3974,7 @@ func (x *SetTimesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTimesRequest.ProtoReflect.Descriptor instead.
 func (*SetTimesRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{58}
+	return file_api_client_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SetTimesRequest) GetPath() string {
@@ -3678,7 +4007,7 @@ type SetTimesResponse struct {
 
 func (x *SetTimesResponse) Reset() {
 	*x = SetTimesResponse{}
-	mi := &file_api_client_proto_msgTypes[59]
+	mi := &file_api_client_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +4019,7 @@ func (x *SetTimesResponse) String() string {
 func (*SetTimesResponse) ProtoMessage() {}
 
 func (x *SetTimesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[59]
+	mi := &file_api_client_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +4032,7 @@ func (x *SetTimesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTimesResponse.ProtoReflect.Descriptor instead.
 func (*SetTimesResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{59}
+	return file_api_client_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SetTimesResponse) GetHeader() *ResponseHeader {
@@ -3728,7 +4057,7 @@ type TruncateRequest struct {
 
 func (x *TruncateRequest) Reset() {
 	*x = TruncateRequest{}
-	mi := &file_api_client_proto_msgTypes[60]
+	mi := &file_api_client_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +4069,7 @@ func (x *TruncateRequest) String() string {
 func (*TruncateRequest) ProtoMessage() {}
 
 func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[60]
+	mi := &file_api_client_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +4082,7 @@ func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateRequest.ProtoReflect.Descriptor instead.
 func (*TruncateRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{60}
+	return file_api_client_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *TruncateRequest) GetPath() string {
@@ -3787,7 +4116,7 @@ type TruncateResponse struct {
 
 func (x *TruncateResponse) Reset() {
 	*x = TruncateResponse{}
-	mi := &file_api_client_proto_msgTypes[61]
+	mi := &file_api_client_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3799,7 +4128,7 @@ func (x *TruncateResponse) String() string {
 func (*TruncateResponse) ProtoMessage() {}
 
 func (x *TruncateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[61]
+	mi := &file_api_client_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3812,7 +4141,7 @@ func (x *TruncateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateResponse.ProtoReflect.Descriptor instead.
 func (*TruncateResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{61}
+	return file_api_client_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *TruncateResponse) GetHeader() *ResponseHeader {
@@ -3837,7 +4166,7 @@ type GetServerDefaultsRequest struct {
 
 func (x *GetServerDefaultsRequest) Reset() {
 	*x = GetServerDefaultsRequest{}
-	mi := &file_api_client_proto_msgTypes[62]
+	mi := &file_api_client_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +4178,7 @@ func (x *GetServerDefaultsRequest) String() string {
 func (*GetServerDefaultsRequest) ProtoMessage() {}
 
 func (x *GetServerDefaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[62]
+	mi := &file_api_client_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +4191,7 @@ func (x *GetServerDefaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerDefaultsRequest.ProtoReflect.Descriptor instead.
 func (*GetServerDefaultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{62}
+	return file_api_client_proto_rawDescGZIP(), []int{67}
 }
 
 // ServerDefaults are HDFS's FsServerDefaults, this namenode's figures.
@@ -3882,7 +4211,7 @@ type ServerDefaults struct {
 
 func (x *ServerDefaults) Reset() {
 	*x = ServerDefaults{}
-	mi := &file_api_client_proto_msgTypes[63]
+	mi := &file_api_client_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3894,7 +4223,7 @@ func (x *ServerDefaults) String() string {
 func (*ServerDefaults) ProtoMessage() {}
 
 func (x *ServerDefaults) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[63]
+	mi := &file_api_client_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3907,7 +4236,7 @@ func (x *ServerDefaults) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerDefaults.ProtoReflect.Descriptor instead.
 func (*ServerDefaults) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{63}
+	return file_api_client_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ServerDefaults) GetBlockSize() uint64 {
@@ -3976,7 +4305,7 @@ type GetServerDefaultsResponse struct {
 
 func (x *GetServerDefaultsResponse) Reset() {
 	*x = GetServerDefaultsResponse{}
-	mi := &file_api_client_proto_msgTypes[64]
+	mi := &file_api_client_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +4317,7 @@ func (x *GetServerDefaultsResponse) String() string {
 func (*GetServerDefaultsResponse) ProtoMessage() {}
 
 func (x *GetServerDefaultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[64]
+	mi := &file_api_client_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4330,7 @@ func (x *GetServerDefaultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerDefaultsResponse.ProtoReflect.Descriptor instead.
 func (*GetServerDefaultsResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{64}
+	return file_api_client_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetServerDefaultsResponse) GetHeader() *ResponseHeader {
@@ -4026,7 +4355,7 @@ type GetFsStatsRequest struct {
 
 func (x *GetFsStatsRequest) Reset() {
 	*x = GetFsStatsRequest{}
-	mi := &file_api_client_proto_msgTypes[65]
+	mi := &file_api_client_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4038,7 +4367,7 @@ func (x *GetFsStatsRequest) String() string {
 func (*GetFsStatsRequest) ProtoMessage() {}
 
 func (x *GetFsStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[65]
+	mi := &file_api_client_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4051,7 +4380,7 @@ func (x *GetFsStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFsStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetFsStatsRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{65}
+	return file_api_client_proto_rawDescGZIP(), []int{70}
 }
 
 // GetFsStatsResponse is HDFS's getFsStats, from the answering namenode's
@@ -4073,7 +4402,7 @@ type GetFsStatsResponse struct {
 
 func (x *GetFsStatsResponse) Reset() {
 	*x = GetFsStatsResponse{}
-	mi := &file_api_client_proto_msgTypes[66]
+	mi := &file_api_client_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4085,7 +4414,7 @@ func (x *GetFsStatsResponse) String() string {
 func (*GetFsStatsResponse) ProtoMessage() {}
 
 func (x *GetFsStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[66]
+	mi := &file_api_client_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4098,7 +4427,7 @@ func (x *GetFsStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFsStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetFsStatsResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{66}
+	return file_api_client_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GetFsStatsResponse) GetHeader() *ResponseHeader {
@@ -4175,7 +4504,7 @@ type AllowSnapshotRequest struct {
 
 func (x *AllowSnapshotRequest) Reset() {
 	*x = AllowSnapshotRequest{}
-	mi := &file_api_client_proto_msgTypes[67]
+	mi := &file_api_client_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4516,7 @@ func (x *AllowSnapshotRequest) String() string {
 func (*AllowSnapshotRequest) ProtoMessage() {}
 
 func (x *AllowSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[67]
+	mi := &file_api_client_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4529,7 @@ func (x *AllowSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllowSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*AllowSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{67}
+	return file_api_client_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *AllowSnapshotRequest) GetPath() string {
@@ -4219,7 +4548,7 @@ type AllowSnapshotResponse struct {
 
 func (x *AllowSnapshotResponse) Reset() {
 	*x = AllowSnapshotResponse{}
-	mi := &file_api_client_proto_msgTypes[68]
+	mi := &file_api_client_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +4560,7 @@ func (x *AllowSnapshotResponse) String() string {
 func (*AllowSnapshotResponse) ProtoMessage() {}
 
 func (x *AllowSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[68]
+	mi := &file_api_client_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +4573,7 @@ func (x *AllowSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllowSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*AllowSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{68}
+	return file_api_client_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *AllowSnapshotResponse) GetHeader() *ResponseHeader {
@@ -4265,7 +4594,7 @@ type DisallowSnapshotRequest struct {
 
 func (x *DisallowSnapshotRequest) Reset() {
 	*x = DisallowSnapshotRequest{}
-	mi := &file_api_client_proto_msgTypes[69]
+	mi := &file_api_client_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4277,7 +4606,7 @@ func (x *DisallowSnapshotRequest) String() string {
 func (*DisallowSnapshotRequest) ProtoMessage() {}
 
 func (x *DisallowSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[69]
+	mi := &file_api_client_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4290,7 +4619,7 @@ func (x *DisallowSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisallowSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*DisallowSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{69}
+	return file_api_client_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DisallowSnapshotRequest) GetPath() string {
@@ -4309,7 +4638,7 @@ type DisallowSnapshotResponse struct {
 
 func (x *DisallowSnapshotResponse) Reset() {
 	*x = DisallowSnapshotResponse{}
-	mi := &file_api_client_proto_msgTypes[70]
+	mi := &file_api_client_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +4650,7 @@ func (x *DisallowSnapshotResponse) String() string {
 func (*DisallowSnapshotResponse) ProtoMessage() {}
 
 func (x *DisallowSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[70]
+	mi := &file_api_client_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +4663,7 @@ func (x *DisallowSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisallowSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*DisallowSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{70}
+	return file_api_client_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DisallowSnapshotResponse) GetHeader() *ResponseHeader {
@@ -4357,7 +4686,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_api_client_proto_msgTypes[71]
+	mi := &file_api_client_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4698,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[71]
+	mi := &file_api_client_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4711,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{71}
+	return file_api_client_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CreateSnapshotRequest) GetPath() string {
@@ -4409,7 +4738,7 @@ type CreateSnapshotResponse struct {
 
 func (x *CreateSnapshotResponse) Reset() {
 	*x = CreateSnapshotResponse{}
-	mi := &file_api_client_proto_msgTypes[72]
+	mi := &file_api_client_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4421,7 +4750,7 @@ func (x *CreateSnapshotResponse) String() string {
 func (*CreateSnapshotResponse) ProtoMessage() {}
 
 func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[72]
+	mi := &file_api_client_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4434,7 +4763,7 @@ func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{72}
+	return file_api_client_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CreateSnapshotResponse) GetHeader() *ResponseHeader {
@@ -4461,7 +4790,7 @@ type DeleteSnapshotRequest struct {
 
 func (x *DeleteSnapshotRequest) Reset() {
 	*x = DeleteSnapshotRequest{}
-	mi := &file_api_client_proto_msgTypes[73]
+	mi := &file_api_client_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4473,7 +4802,7 @@ func (x *DeleteSnapshotRequest) String() string {
 func (*DeleteSnapshotRequest) ProtoMessage() {}
 
 func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[73]
+	mi := &file_api_client_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4486,7 +4815,7 @@ func (x *DeleteSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{73}
+	return file_api_client_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *DeleteSnapshotRequest) GetPath() string {
@@ -4512,7 +4841,7 @@ type DeleteSnapshotResponse struct {
 
 func (x *DeleteSnapshotResponse) Reset() {
 	*x = DeleteSnapshotResponse{}
-	mi := &file_api_client_proto_msgTypes[74]
+	mi := &file_api_client_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4524,7 +4853,7 @@ func (x *DeleteSnapshotResponse) String() string {
 func (*DeleteSnapshotResponse) ProtoMessage() {}
 
 func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[74]
+	mi := &file_api_client_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4537,7 +4866,7 @@ func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{74}
+	return file_api_client_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeleteSnapshotResponse) GetHeader() *ResponseHeader {
@@ -4558,7 +4887,7 @@ type RenameSnapshotRequest struct {
 
 func (x *RenameSnapshotRequest) Reset() {
 	*x = RenameSnapshotRequest{}
-	mi := &file_api_client_proto_msgTypes[75]
+	mi := &file_api_client_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4899,7 @@ func (x *RenameSnapshotRequest) String() string {
 func (*RenameSnapshotRequest) ProtoMessage() {}
 
 func (x *RenameSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[75]
+	mi := &file_api_client_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4912,7 @@ func (x *RenameSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RenameSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{75}
+	return file_api_client_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RenameSnapshotRequest) GetPath() string {
@@ -4616,7 +4945,7 @@ type RenameSnapshotResponse struct {
 
 func (x *RenameSnapshotResponse) Reset() {
 	*x = RenameSnapshotResponse{}
-	mi := &file_api_client_proto_msgTypes[76]
+	mi := &file_api_client_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4957,7 @@ func (x *RenameSnapshotResponse) String() string {
 func (*RenameSnapshotResponse) ProtoMessage() {}
 
 func (x *RenameSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[76]
+	mi := &file_api_client_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +4970,7 @@ func (x *RenameSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RenameSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{76}
+	return file_api_client_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RenameSnapshotResponse) GetHeader() *ResponseHeader {
@@ -4665,7 +4994,7 @@ type SnapshottableDirectory struct {
 
 func (x *SnapshottableDirectory) Reset() {
 	*x = SnapshottableDirectory{}
-	mi := &file_api_client_proto_msgTypes[77]
+	mi := &file_api_client_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4677,7 +5006,7 @@ func (x *SnapshottableDirectory) String() string {
 func (*SnapshottableDirectory) ProtoMessage() {}
 
 func (x *SnapshottableDirectory) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[77]
+	mi := &file_api_client_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4690,7 +5019,7 @@ func (x *SnapshottableDirectory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshottableDirectory.ProtoReflect.Descriptor instead.
 func (*SnapshottableDirectory) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{77}
+	return file_api_client_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *SnapshottableDirectory) GetStatus() *FileStatus {
@@ -4732,7 +5061,7 @@ type GetSnapshottableDirListingRequest struct {
 
 func (x *GetSnapshottableDirListingRequest) Reset() {
 	*x = GetSnapshottableDirListingRequest{}
-	mi := &file_api_client_proto_msgTypes[78]
+	mi := &file_api_client_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +5073,7 @@ func (x *GetSnapshottableDirListingRequest) String() string {
 func (*GetSnapshottableDirListingRequest) ProtoMessage() {}
 
 func (x *GetSnapshottableDirListingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[78]
+	mi := &file_api_client_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +5086,7 @@ func (x *GetSnapshottableDirListingRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use GetSnapshottableDirListingRequest.ProtoReflect.Descriptor instead.
 func (*GetSnapshottableDirListingRequest) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{78}
+	return file_api_client_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *GetSnapshottableDirListingRequest) GetRead() *ReadOptions {
@@ -4777,7 +5106,7 @@ type GetSnapshottableDirListingResponse struct {
 
 func (x *GetSnapshottableDirListingResponse) Reset() {
 	*x = GetSnapshottableDirListingResponse{}
-	mi := &file_api_client_proto_msgTypes[79]
+	mi := &file_api_client_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4789,7 +5118,7 @@ func (x *GetSnapshottableDirListingResponse) String() string {
 func (*GetSnapshottableDirListingResponse) ProtoMessage() {}
 
 func (x *GetSnapshottableDirListingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_client_proto_msgTypes[79]
+	mi := &file_api_client_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4802,7 +5131,7 @@ func (x *GetSnapshottableDirListingResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use GetSnapshottableDirListingResponse.ProtoReflect.Descriptor instead.
 func (*GetSnapshottableDirListingResponse) Descriptor() ([]byte, []int) {
-	return file_api_client_proto_rawDescGZIP(), []int{79}
+	return file_api_client_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GetSnapshottableDirListingResponse) GetHeader() *ResponseHeader {
@@ -4849,7 +5178,29 @@ const file_api_client_proto_rawDesc = "" +
 	"\x13lease_soft_limit_ms\x18\x03 \x01(\x03R\x10leaseSoftLimitMs\x12.\n" +
 	"\x05block\x18\x04 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
 	"\x05token\x18\x05 \x01(\fR\x05token\x12,\n" +
-	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\"\x94\x01\n" +
+	"\x12bytes_per_checksum\x18\x06 \x01(\rR\x10bytesPerChecksum\"]\n" +
+	"\x12PrepareFileRequest\x121\n" +
+	"\x06create\x18\x01 \x01(\v2\x19.blockfs.v1.CreateRequestR\x06create\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"o\n" +
+	"\fPreparedFile\x12\x19\n" +
+	"\binode_id\x18\x01 \x01(\x04R\ainodeId\x12.\n" +
+	"\x05block\x18\x02 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\"\xa7\x01\n" +
+	"\x13PrepareFileResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
+	"\x05files\x18\x02 \x03(\v2\x18.blockfs.v1.PreparedFileR\x05files\x12,\n" +
+	"\x12bytes_per_checksum\x18\x03 \x01(\rR\x10bytesPerChecksum\"\xf5\x01\n" +
+	"\x0ePutFileRequest\x121\n" +
+	"\x06create\x18\x01 \x01(\v2\x19.blockfs.v1.CreateRequestR\x06create\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\x12/\n" +
+	"\breceipts\x18\x05 \x03(\v2\x13.blockfs.v1.ReceiptR\breceipts\x12%\n" +
+	"\x0ewant_locations\x18\x06 \x01(\bR\rwantLocations\"\xb6\x01\n" +
+	"\x0fPutFileResponse\x122\n" +
+	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
+	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12?\n" +
+	"\alocated\x18\x03 \x01(\v2%.blockfs.v1.GetBlockLocationsResponseR\alocated\"\x94\x01\n" +
 	"\x0fAddBlockRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12-\n" +
@@ -5153,12 +5504,14 @@ const file_api_client_proto_rawDesc = "" +
 	"\x04read\x18\x01 \x01(\v2\x17.blockfs.v1.ReadOptionsR\x04read\"\x90\x01\n" +
 	"\"GetSnapshottableDirListingResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x126\n" +
-	"\x04dirs\x18\x02 \x03(\v2\".blockfs.v1.SnapshottableDirectoryR\x04dirs2\xd2\x17\n" +
+	"\x04dirs\x18\x02 \x03(\v2\".blockfs.v1.SnapshottableDirectoryR\x04dirs2\xe6\x18\n" +
 	"\rClientService\x12?\n" +
 	"\x06Mkdirs\x12\x19.blockfs.v1.MkdirsRequest\x1a\x1a.blockfs.v1.MkdirsResponse\x12?\n" +
 	"\x06Create\x12\x19.blockfs.v1.CreateRequest\x1a\x1a.blockfs.v1.CreateResponse\x12E\n" +
 	"\bAddBlock\x12\x1b.blockfs.v1.AddBlockRequest\x1a\x1c.blockfs.v1.AddBlockResponse\x12E\n" +
-	"\bComplete\x12\x1b.blockfs.v1.CompleteRequest\x1a\x1c.blockfs.v1.CompleteResponse\x12Q\n" +
+	"\bComplete\x12\x1b.blockfs.v1.CompleteRequest\x1a\x1c.blockfs.v1.CompleteResponse\x12N\n" +
+	"\vPrepareFile\x12\x1e.blockfs.v1.PrepareFileRequest\x1a\x1f.blockfs.v1.PrepareFileResponse\x12B\n" +
+	"\aPutFile\x12\x1a.blockfs.v1.PutFileRequest\x1a\x1b.blockfs.v1.PutFileResponse\x12Q\n" +
 	"\fAbandonBlock\x12\x1f.blockfs.v1.AbandonBlockRequest\x1a .blockfs.v1.AbandonBlockResponse\x12?\n" +
 	"\x06Append\x12\x19.blockfs.v1.AppendRequest\x1a\x1a.blockfs.v1.AppendResponse\x12`\n" +
 	"\x11GetBlockLocations\x12$.blockfs.v1.GetBlockLocationsRequest\x1a%.blockfs.v1.GetBlockLocationsResponse\x12N\n" +
@@ -5209,250 +5562,269 @@ func file_api_client_proto_rawDescGZIP() []byte {
 	return file_api_client_proto_rawDescData
 }
 
-var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_api_client_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_api_client_proto_goTypes = []any{
 	(*MkdirsRequest)(nil),                      // 0: blockfs.v1.MkdirsRequest
 	(*MkdirsResponse)(nil),                     // 1: blockfs.v1.MkdirsResponse
 	(*CreateRequest)(nil),                      // 2: blockfs.v1.CreateRequest
 	(*CreateResponse)(nil),                     // 3: blockfs.v1.CreateResponse
-	(*AddBlockRequest)(nil),                    // 4: blockfs.v1.AddBlockRequest
-	(*AddBlockResponse)(nil),                   // 5: blockfs.v1.AddBlockResponse
-	(*CompleteRequest)(nil),                    // 6: blockfs.v1.CompleteRequest
-	(*CompleteResponse)(nil),                   // 7: blockfs.v1.CompleteResponse
-	(*AbandonBlockRequest)(nil),                // 8: blockfs.v1.AbandonBlockRequest
-	(*AbandonBlockResponse)(nil),               // 9: blockfs.v1.AbandonBlockResponse
-	(*AppendRequest)(nil),                      // 10: blockfs.v1.AppendRequest
-	(*AppendResponse)(nil),                     // 11: blockfs.v1.AppendResponse
-	(*GetBlockLocationsRequest)(nil),           // 12: blockfs.v1.GetBlockLocationsRequest
-	(*GetBlockLocationsResponse)(nil),          // 13: blockfs.v1.GetBlockLocationsResponse
-	(*GetFileInfoRequest)(nil),                 // 14: blockfs.v1.GetFileInfoRequest
-	(*GetFileInfoResponse)(nil),                // 15: blockfs.v1.GetFileInfoResponse
-	(*ListStatusRequest)(nil),                  // 16: blockfs.v1.ListStatusRequest
-	(*ListStatusResponse)(nil),                 // 17: blockfs.v1.ListStatusResponse
-	(*DeleteRequest)(nil),                      // 18: blockfs.v1.DeleteRequest
-	(*DeleteResponse)(nil),                     // 19: blockfs.v1.DeleteResponse
-	(*RenameRequest)(nil),                      // 20: blockfs.v1.RenameRequest
-	(*RenameResponse)(nil),                     // 21: blockfs.v1.RenameResponse
-	(*SetPermissionRequest)(nil),               // 22: blockfs.v1.SetPermissionRequest
-	(*SetPermissionResponse)(nil),              // 23: blockfs.v1.SetPermissionResponse
-	(*SetOwnerRequest)(nil),                    // 24: blockfs.v1.SetOwnerRequest
-	(*SetOwnerResponse)(nil),                   // 25: blockfs.v1.SetOwnerResponse
-	(*ReportBadBlocksRequest)(nil),             // 26: blockfs.v1.ReportBadBlocksRequest
-	(*ReportBadBlocksResponse)(nil),            // 27: blockfs.v1.ReportBadBlocksResponse
-	(*ClusterStatusRequest)(nil),               // 28: blockfs.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),              // 29: blockfs.v1.ClusterStatusResponse
-	(*Member)(nil),                             // 30: blockfs.v1.Member
-	(*RenewLeaseRequest)(nil),                  // 31: blockfs.v1.RenewLeaseRequest
-	(*RenewLeaseResponse)(nil),                 // 32: blockfs.v1.RenewLeaseResponse
-	(*RecoverLeaseRequest)(nil),                // 33: blockfs.v1.RecoverLeaseRequest
-	(*RecoverLeaseResponse)(nil),               // 34: blockfs.v1.RecoverLeaseResponse
-	(*FsyncRequest)(nil),                       // 35: blockfs.v1.FsyncRequest
-	(*FsyncResponse)(nil),                      // 36: blockfs.v1.FsyncResponse
-	(*UpdateBlockForPipelineRequest)(nil),      // 37: blockfs.v1.UpdateBlockForPipelineRequest
-	(*UpdateBlockForPipelineResponse)(nil),     // 38: blockfs.v1.UpdateBlockForPipelineResponse
-	(*UpdatePipelineRequest)(nil),              // 39: blockfs.v1.UpdatePipelineRequest
-	(*UpdatePipelineResponse)(nil),             // 40: blockfs.v1.UpdatePipelineResponse
-	(*SetQuotaRequest)(nil),                    // 41: blockfs.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),                   // 42: blockfs.v1.SetQuotaResponse
-	(*ContentSummary)(nil),                     // 43: blockfs.v1.ContentSummary
-	(*GetContentSummaryRequest)(nil),           // 44: blockfs.v1.GetContentSummaryRequest
-	(*GetContentSummaryResponse)(nil),          // 45: blockfs.v1.GetContentSummaryResponse
-	(*QuotaUsage)(nil),                         // 46: blockfs.v1.QuotaUsage
-	(*GetQuotaUsageRequest)(nil),               // 47: blockfs.v1.GetQuotaUsageRequest
-	(*GetQuotaUsageResponse)(nil),              // 48: blockfs.v1.GetQuotaUsageResponse
-	(*XAttr)(nil),                              // 49: blockfs.v1.XAttr
-	(*SetXAttrRequest)(nil),                    // 50: blockfs.v1.SetXAttrRequest
-	(*SetXAttrResponse)(nil),                   // 51: blockfs.v1.SetXAttrResponse
-	(*GetXAttrsRequest)(nil),                   // 52: blockfs.v1.GetXAttrsRequest
-	(*GetXAttrsResponse)(nil),                  // 53: blockfs.v1.GetXAttrsResponse
-	(*ListXAttrsRequest)(nil),                  // 54: blockfs.v1.ListXAttrsRequest
-	(*ListXAttrsResponse)(nil),                 // 55: blockfs.v1.ListXAttrsResponse
-	(*RemoveXAttrRequest)(nil),                 // 56: blockfs.v1.RemoveXAttrRequest
-	(*RemoveXAttrResponse)(nil),                // 57: blockfs.v1.RemoveXAttrResponse
-	(*SetTimesRequest)(nil),                    // 58: blockfs.v1.SetTimesRequest
-	(*SetTimesResponse)(nil),                   // 59: blockfs.v1.SetTimesResponse
-	(*TruncateRequest)(nil),                    // 60: blockfs.v1.TruncateRequest
-	(*TruncateResponse)(nil),                   // 61: blockfs.v1.TruncateResponse
-	(*GetServerDefaultsRequest)(nil),           // 62: blockfs.v1.GetServerDefaultsRequest
-	(*ServerDefaults)(nil),                     // 63: blockfs.v1.ServerDefaults
-	(*GetServerDefaultsResponse)(nil),          // 64: blockfs.v1.GetServerDefaultsResponse
-	(*GetFsStatsRequest)(nil),                  // 65: blockfs.v1.GetFsStatsRequest
-	(*GetFsStatsResponse)(nil),                 // 66: blockfs.v1.GetFsStatsResponse
-	(*AllowSnapshotRequest)(nil),               // 67: blockfs.v1.AllowSnapshotRequest
-	(*AllowSnapshotResponse)(nil),              // 68: blockfs.v1.AllowSnapshotResponse
-	(*DisallowSnapshotRequest)(nil),            // 69: blockfs.v1.DisallowSnapshotRequest
-	(*DisallowSnapshotResponse)(nil),           // 70: blockfs.v1.DisallowSnapshotResponse
-	(*CreateSnapshotRequest)(nil),              // 71: blockfs.v1.CreateSnapshotRequest
-	(*CreateSnapshotResponse)(nil),             // 72: blockfs.v1.CreateSnapshotResponse
-	(*DeleteSnapshotRequest)(nil),              // 73: blockfs.v1.DeleteSnapshotRequest
-	(*DeleteSnapshotResponse)(nil),             // 74: blockfs.v1.DeleteSnapshotResponse
-	(*RenameSnapshotRequest)(nil),              // 75: blockfs.v1.RenameSnapshotRequest
-	(*RenameSnapshotResponse)(nil),             // 76: blockfs.v1.RenameSnapshotResponse
-	(*SnapshottableDirectory)(nil),             // 77: blockfs.v1.SnapshottableDirectory
-	(*GetSnapshottableDirListingRequest)(nil),  // 78: blockfs.v1.GetSnapshottableDirListingRequest
-	(*GetSnapshottableDirListingResponse)(nil), // 79: blockfs.v1.GetSnapshottableDirListingResponse
-	(*ResponseHeader)(nil),                     // 80: blockfs.v1.ResponseHeader
-	(*FileStatus)(nil),                         // 81: blockfs.v1.FileStatus
-	(*LocatedBlock)(nil),                       // 82: blockfs.v1.LocatedBlock
-	(*Block)(nil),                              // 83: blockfs.v1.Block
-	(*Receipt)(nil),                            // 84: blockfs.v1.Receipt
-	(*ReadOptions)(nil),                        // 85: blockfs.v1.ReadOptions
-	(*DatanodeInfo)(nil),                       // 86: blockfs.v1.DatanodeInfo
+	(*PrepareFileRequest)(nil),                 // 4: blockfs.v1.PrepareFileRequest
+	(*PreparedFile)(nil),                       // 5: blockfs.v1.PreparedFile
+	(*PrepareFileResponse)(nil),                // 6: blockfs.v1.PrepareFileResponse
+	(*PutFileRequest)(nil),                     // 7: blockfs.v1.PutFileRequest
+	(*PutFileResponse)(nil),                    // 8: blockfs.v1.PutFileResponse
+	(*AddBlockRequest)(nil),                    // 9: blockfs.v1.AddBlockRequest
+	(*AddBlockResponse)(nil),                   // 10: blockfs.v1.AddBlockResponse
+	(*CompleteRequest)(nil),                    // 11: blockfs.v1.CompleteRequest
+	(*CompleteResponse)(nil),                   // 12: blockfs.v1.CompleteResponse
+	(*AbandonBlockRequest)(nil),                // 13: blockfs.v1.AbandonBlockRequest
+	(*AbandonBlockResponse)(nil),               // 14: blockfs.v1.AbandonBlockResponse
+	(*AppendRequest)(nil),                      // 15: blockfs.v1.AppendRequest
+	(*AppendResponse)(nil),                     // 16: blockfs.v1.AppendResponse
+	(*GetBlockLocationsRequest)(nil),           // 17: blockfs.v1.GetBlockLocationsRequest
+	(*GetBlockLocationsResponse)(nil),          // 18: blockfs.v1.GetBlockLocationsResponse
+	(*GetFileInfoRequest)(nil),                 // 19: blockfs.v1.GetFileInfoRequest
+	(*GetFileInfoResponse)(nil),                // 20: blockfs.v1.GetFileInfoResponse
+	(*ListStatusRequest)(nil),                  // 21: blockfs.v1.ListStatusRequest
+	(*ListStatusResponse)(nil),                 // 22: blockfs.v1.ListStatusResponse
+	(*DeleteRequest)(nil),                      // 23: blockfs.v1.DeleteRequest
+	(*DeleteResponse)(nil),                     // 24: blockfs.v1.DeleteResponse
+	(*RenameRequest)(nil),                      // 25: blockfs.v1.RenameRequest
+	(*RenameResponse)(nil),                     // 26: blockfs.v1.RenameResponse
+	(*SetPermissionRequest)(nil),               // 27: blockfs.v1.SetPermissionRequest
+	(*SetPermissionResponse)(nil),              // 28: blockfs.v1.SetPermissionResponse
+	(*SetOwnerRequest)(nil),                    // 29: blockfs.v1.SetOwnerRequest
+	(*SetOwnerResponse)(nil),                   // 30: blockfs.v1.SetOwnerResponse
+	(*ReportBadBlocksRequest)(nil),             // 31: blockfs.v1.ReportBadBlocksRequest
+	(*ReportBadBlocksResponse)(nil),            // 32: blockfs.v1.ReportBadBlocksResponse
+	(*ClusterStatusRequest)(nil),               // 33: blockfs.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),              // 34: blockfs.v1.ClusterStatusResponse
+	(*Member)(nil),                             // 35: blockfs.v1.Member
+	(*RenewLeaseRequest)(nil),                  // 36: blockfs.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),                 // 37: blockfs.v1.RenewLeaseResponse
+	(*RecoverLeaseRequest)(nil),                // 38: blockfs.v1.RecoverLeaseRequest
+	(*RecoverLeaseResponse)(nil),               // 39: blockfs.v1.RecoverLeaseResponse
+	(*FsyncRequest)(nil),                       // 40: blockfs.v1.FsyncRequest
+	(*FsyncResponse)(nil),                      // 41: blockfs.v1.FsyncResponse
+	(*UpdateBlockForPipelineRequest)(nil),      // 42: blockfs.v1.UpdateBlockForPipelineRequest
+	(*UpdateBlockForPipelineResponse)(nil),     // 43: blockfs.v1.UpdateBlockForPipelineResponse
+	(*UpdatePipelineRequest)(nil),              // 44: blockfs.v1.UpdatePipelineRequest
+	(*UpdatePipelineResponse)(nil),             // 45: blockfs.v1.UpdatePipelineResponse
+	(*SetQuotaRequest)(nil),                    // 46: blockfs.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),                   // 47: blockfs.v1.SetQuotaResponse
+	(*ContentSummary)(nil),                     // 48: blockfs.v1.ContentSummary
+	(*GetContentSummaryRequest)(nil),           // 49: blockfs.v1.GetContentSummaryRequest
+	(*GetContentSummaryResponse)(nil),          // 50: blockfs.v1.GetContentSummaryResponse
+	(*QuotaUsage)(nil),                         // 51: blockfs.v1.QuotaUsage
+	(*GetQuotaUsageRequest)(nil),               // 52: blockfs.v1.GetQuotaUsageRequest
+	(*GetQuotaUsageResponse)(nil),              // 53: blockfs.v1.GetQuotaUsageResponse
+	(*XAttr)(nil),                              // 54: blockfs.v1.XAttr
+	(*SetXAttrRequest)(nil),                    // 55: blockfs.v1.SetXAttrRequest
+	(*SetXAttrResponse)(nil),                   // 56: blockfs.v1.SetXAttrResponse
+	(*GetXAttrsRequest)(nil),                   // 57: blockfs.v1.GetXAttrsRequest
+	(*GetXAttrsResponse)(nil),                  // 58: blockfs.v1.GetXAttrsResponse
+	(*ListXAttrsRequest)(nil),                  // 59: blockfs.v1.ListXAttrsRequest
+	(*ListXAttrsResponse)(nil),                 // 60: blockfs.v1.ListXAttrsResponse
+	(*RemoveXAttrRequest)(nil),                 // 61: blockfs.v1.RemoveXAttrRequest
+	(*RemoveXAttrResponse)(nil),                // 62: blockfs.v1.RemoveXAttrResponse
+	(*SetTimesRequest)(nil),                    // 63: blockfs.v1.SetTimesRequest
+	(*SetTimesResponse)(nil),                   // 64: blockfs.v1.SetTimesResponse
+	(*TruncateRequest)(nil),                    // 65: blockfs.v1.TruncateRequest
+	(*TruncateResponse)(nil),                   // 66: blockfs.v1.TruncateResponse
+	(*GetServerDefaultsRequest)(nil),           // 67: blockfs.v1.GetServerDefaultsRequest
+	(*ServerDefaults)(nil),                     // 68: blockfs.v1.ServerDefaults
+	(*GetServerDefaultsResponse)(nil),          // 69: blockfs.v1.GetServerDefaultsResponse
+	(*GetFsStatsRequest)(nil),                  // 70: blockfs.v1.GetFsStatsRequest
+	(*GetFsStatsResponse)(nil),                 // 71: blockfs.v1.GetFsStatsResponse
+	(*AllowSnapshotRequest)(nil),               // 72: blockfs.v1.AllowSnapshotRequest
+	(*AllowSnapshotResponse)(nil),              // 73: blockfs.v1.AllowSnapshotResponse
+	(*DisallowSnapshotRequest)(nil),            // 74: blockfs.v1.DisallowSnapshotRequest
+	(*DisallowSnapshotResponse)(nil),           // 75: blockfs.v1.DisallowSnapshotResponse
+	(*CreateSnapshotRequest)(nil),              // 76: blockfs.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),             // 77: blockfs.v1.CreateSnapshotResponse
+	(*DeleteSnapshotRequest)(nil),              // 78: blockfs.v1.DeleteSnapshotRequest
+	(*DeleteSnapshotResponse)(nil),             // 79: blockfs.v1.DeleteSnapshotResponse
+	(*RenameSnapshotRequest)(nil),              // 80: blockfs.v1.RenameSnapshotRequest
+	(*RenameSnapshotResponse)(nil),             // 81: blockfs.v1.RenameSnapshotResponse
+	(*SnapshottableDirectory)(nil),             // 82: blockfs.v1.SnapshottableDirectory
+	(*GetSnapshottableDirListingRequest)(nil),  // 83: blockfs.v1.GetSnapshottableDirListingRequest
+	(*GetSnapshottableDirListingResponse)(nil), // 84: blockfs.v1.GetSnapshottableDirListingResponse
+	(*ResponseHeader)(nil),                     // 85: blockfs.v1.ResponseHeader
+	(*FileStatus)(nil),                         // 86: blockfs.v1.FileStatus
+	(*LocatedBlock)(nil),                       // 87: blockfs.v1.LocatedBlock
+	(*Block)(nil),                              // 88: blockfs.v1.Block
+	(*Receipt)(nil),                            // 89: blockfs.v1.Receipt
+	(*ReadOptions)(nil),                        // 90: blockfs.v1.ReadOptions
+	(*DatanodeInfo)(nil),                       // 91: blockfs.v1.DatanodeInfo
 }
 var file_api_client_proto_depIdxs = []int32{
-	80,  // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
-	82,  // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
-	83,  // 4: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
-	80,  // 5: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	82,  // 6: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
-	83,  // 7: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
-	84,  // 8: blockfs.v1.CompleteRequest.receipts:type_name -> blockfs.v1.Receipt
-	80,  // 9: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	13,  // 10: blockfs.v1.CompleteResponse.located:type_name -> blockfs.v1.GetBlockLocationsResponse
-	83,  // 11: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
-	80,  // 12: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 13: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 14: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
-	83,  // 15: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
-	82,  // 16: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
-	85,  // 17: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 18: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	82,  // 19: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
-	86,  // 20: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	85,  // 21: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 22: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 23: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
-	85,  // 24: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 25: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 26: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
-	80,  // 27: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 28: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 29: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 30: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 31: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
-	30,  // 32: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
-	86,  // 33: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
-	80,  // 34: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 35: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 36: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
-	80,  // 37: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 38: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
-	80,  // 39: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	83,  // 40: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
-	83,  // 41: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
-	83,  // 42: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
-	80,  // 43: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 44: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
-	85,  // 45: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 46: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
-	43,  // 47: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
-	85,  // 48: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 49: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
-	46,  // 50: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
-	49,  // 51: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
-	80,  // 52: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
-	85,  // 53: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 54: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49,  // 55: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
-	85,  // 56: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 57: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	49,  // 58: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
-	80,  // 59: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 60: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 61: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 62: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	63,  // 63: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
-	80,  // 64: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 65: blockfs.v1.AllowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 66: blockfs.v1.DisallowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 67: blockfs.v1.CreateSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 68: blockfs.v1.DeleteSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	80,  // 69: blockfs.v1.RenameSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
-	81,  // 70: blockfs.v1.SnapshottableDirectory.status:type_name -> blockfs.v1.FileStatus
-	85,  // 71: blockfs.v1.GetSnapshottableDirListingRequest.read:type_name -> blockfs.v1.ReadOptions
-	80,  // 72: blockfs.v1.GetSnapshottableDirListingResponse.header:type_name -> blockfs.v1.ResponseHeader
-	77,  // 73: blockfs.v1.GetSnapshottableDirListingResponse.dirs:type_name -> blockfs.v1.SnapshottableDirectory
-	0,   // 74: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
-	2,   // 75: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
-	4,   // 76: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
-	6,   // 77: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
-	8,   // 78: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
-	10,  // 79: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
-	12,  // 80: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
-	14,  // 81: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
-	16,  // 82: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
-	18,  // 83: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
-	20,  // 84: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
-	22,  // 85: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
-	24,  // 86: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
-	26,  // 87: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
-	28,  // 88: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
-	31,  // 89: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
-	33,  // 90: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
-	35,  // 91: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
-	37,  // 92: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
-	39,  // 93: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
-	41,  // 94: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
-	44,  // 95: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
-	47,  // 96: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
-	50,  // 97: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
-	52,  // 98: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
-	54,  // 99: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
-	56,  // 100: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
-	58,  // 101: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
-	60,  // 102: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
-	62,  // 103: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
-	65,  // 104: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
-	67,  // 105: blockfs.v1.ClientService.AllowSnapshot:input_type -> blockfs.v1.AllowSnapshotRequest
-	69,  // 106: blockfs.v1.ClientService.DisallowSnapshot:input_type -> blockfs.v1.DisallowSnapshotRequest
-	71,  // 107: blockfs.v1.ClientService.CreateSnapshot:input_type -> blockfs.v1.CreateSnapshotRequest
-	73,  // 108: blockfs.v1.ClientService.DeleteSnapshot:input_type -> blockfs.v1.DeleteSnapshotRequest
-	75,  // 109: blockfs.v1.ClientService.RenameSnapshot:input_type -> blockfs.v1.RenameSnapshotRequest
-	78,  // 110: blockfs.v1.ClientService.GetSnapshottableDirListing:input_type -> blockfs.v1.GetSnapshottableDirListingRequest
-	1,   // 111: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
-	3,   // 112: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
-	5,   // 113: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
-	7,   // 114: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
-	9,   // 115: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
-	11,  // 116: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
-	13,  // 117: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
-	15,  // 118: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
-	17,  // 119: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
-	19,  // 120: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
-	21,  // 121: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
-	23,  // 122: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
-	25,  // 123: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
-	27,  // 124: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
-	29,  // 125: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
-	32,  // 126: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
-	34,  // 127: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
-	36,  // 128: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
-	38,  // 129: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
-	40,  // 130: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
-	42,  // 131: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
-	45,  // 132: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
-	48,  // 133: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
-	51,  // 134: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
-	53,  // 135: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
-	55,  // 136: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
-	57,  // 137: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
-	59,  // 138: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
-	61,  // 139: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
-	64,  // 140: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
-	66,  // 141: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
-	68,  // 142: blockfs.v1.ClientService.AllowSnapshot:output_type -> blockfs.v1.AllowSnapshotResponse
-	70,  // 143: blockfs.v1.ClientService.DisallowSnapshot:output_type -> blockfs.v1.DisallowSnapshotResponse
-	72,  // 144: blockfs.v1.ClientService.CreateSnapshot:output_type -> blockfs.v1.CreateSnapshotResponse
-	74,  // 145: blockfs.v1.ClientService.DeleteSnapshot:output_type -> blockfs.v1.DeleteSnapshotResponse
-	76,  // 146: blockfs.v1.ClientService.RenameSnapshot:output_type -> blockfs.v1.RenameSnapshotResponse
-	79,  // 147: blockfs.v1.ClientService.GetSnapshottableDirListing:output_type -> blockfs.v1.GetSnapshottableDirListingResponse
-	111, // [111:148] is the sub-list for method output_type
-	74,  // [74:111] is the sub-list for method input_type
-	74,  // [74:74] is the sub-list for extension type_name
-	74,  // [74:74] is the sub-list for extension extendee
-	0,   // [0:74] is the sub-list for field type_name
+	85,  // 0: blockfs.v1.MkdirsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 1: blockfs.v1.CreateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	86,  // 2: blockfs.v1.CreateResponse.status:type_name -> blockfs.v1.FileStatus
+	87,  // 3: blockfs.v1.CreateResponse.block:type_name -> blockfs.v1.LocatedBlock
+	2,   // 4: blockfs.v1.PrepareFileRequest.create:type_name -> blockfs.v1.CreateRequest
+	87,  // 5: blockfs.v1.PreparedFile.block:type_name -> blockfs.v1.LocatedBlock
+	85,  // 6: blockfs.v1.PrepareFileResponse.header:type_name -> blockfs.v1.ResponseHeader
+	5,   // 7: blockfs.v1.PrepareFileResponse.files:type_name -> blockfs.v1.PreparedFile
+	2,   // 8: blockfs.v1.PutFileRequest.create:type_name -> blockfs.v1.CreateRequest
+	88,  // 9: blockfs.v1.PutFileRequest.block:type_name -> blockfs.v1.Block
+	89,  // 10: blockfs.v1.PutFileRequest.receipts:type_name -> blockfs.v1.Receipt
+	85,  // 11: blockfs.v1.PutFileResponse.header:type_name -> blockfs.v1.ResponseHeader
+	86,  // 12: blockfs.v1.PutFileResponse.status:type_name -> blockfs.v1.FileStatus
+	18,  // 13: blockfs.v1.PutFileResponse.located:type_name -> blockfs.v1.GetBlockLocationsResponse
+	88,  // 14: blockfs.v1.AddBlockRequest.previous:type_name -> blockfs.v1.Block
+	85,  // 15: blockfs.v1.AddBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	87,  // 16: blockfs.v1.AddBlockResponse.block:type_name -> blockfs.v1.LocatedBlock
+	88,  // 17: blockfs.v1.CompleteRequest.blocks:type_name -> blockfs.v1.Block
+	89,  // 18: blockfs.v1.CompleteRequest.receipts:type_name -> blockfs.v1.Receipt
+	85,  // 19: blockfs.v1.CompleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	18,  // 20: blockfs.v1.CompleteResponse.located:type_name -> blockfs.v1.GetBlockLocationsResponse
+	88,  // 21: blockfs.v1.AbandonBlockRequest.block:type_name -> blockfs.v1.Block
+	85,  // 22: blockfs.v1.AbandonBlockResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 23: blockfs.v1.AppendResponse.header:type_name -> blockfs.v1.ResponseHeader
+	86,  // 24: blockfs.v1.AppendResponse.status:type_name -> blockfs.v1.FileStatus
+	88,  // 25: blockfs.v1.AppendResponse.blocks:type_name -> blockfs.v1.Block
+	87,  // 26: blockfs.v1.AppendResponse.last_block:type_name -> blockfs.v1.LocatedBlock
+	90,  // 27: blockfs.v1.GetBlockLocationsRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 28: blockfs.v1.GetBlockLocationsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	87,  // 29: blockfs.v1.GetBlockLocationsResponse.blocks:type_name -> blockfs.v1.LocatedBlock
+	91,  // 30: blockfs.v1.GetBlockLocationsResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	90,  // 31: blockfs.v1.GetFileInfoRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 32: blockfs.v1.GetFileInfoResponse.header:type_name -> blockfs.v1.ResponseHeader
+	86,  // 33: blockfs.v1.GetFileInfoResponse.status:type_name -> blockfs.v1.FileStatus
+	90,  // 34: blockfs.v1.ListStatusRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 35: blockfs.v1.ListStatusResponse.header:type_name -> blockfs.v1.ResponseHeader
+	86,  // 36: blockfs.v1.ListStatusResponse.entries:type_name -> blockfs.v1.FileStatus
+	85,  // 37: blockfs.v1.DeleteResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 38: blockfs.v1.RenameResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 39: blockfs.v1.SetPermissionResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 40: blockfs.v1.SetOwnerResponse.header:type_name -> blockfs.v1.ResponseHeader
+	88,  // 41: blockfs.v1.ReportBadBlocksRequest.blocks:type_name -> blockfs.v1.Block
+	35,  // 42: blockfs.v1.ClusterStatusResponse.members:type_name -> blockfs.v1.Member
+	91,  // 43: blockfs.v1.ClusterStatusResponse.datanodes:type_name -> blockfs.v1.DatanodeInfo
+	85,  // 44: blockfs.v1.RenewLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 45: blockfs.v1.RecoverLeaseResponse.header:type_name -> blockfs.v1.ResponseHeader
+	88,  // 46: blockfs.v1.FsyncRequest.block:type_name -> blockfs.v1.Block
+	85,  // 47: blockfs.v1.FsyncResponse.header:type_name -> blockfs.v1.ResponseHeader
+	88,  // 48: blockfs.v1.UpdateBlockForPipelineRequest.block:type_name -> blockfs.v1.Block
+	85,  // 49: blockfs.v1.UpdateBlockForPipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	88,  // 50: blockfs.v1.UpdateBlockForPipelineResponse.block:type_name -> blockfs.v1.Block
+	88,  // 51: blockfs.v1.UpdatePipelineRequest.old_block:type_name -> blockfs.v1.Block
+	88,  // 52: blockfs.v1.UpdatePipelineRequest.new_block:type_name -> blockfs.v1.Block
+	85,  // 53: blockfs.v1.UpdatePipelineResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 54: blockfs.v1.SetQuotaResponse.header:type_name -> blockfs.v1.ResponseHeader
+	90,  // 55: blockfs.v1.GetContentSummaryRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 56: blockfs.v1.GetContentSummaryResponse.header:type_name -> blockfs.v1.ResponseHeader
+	48,  // 57: blockfs.v1.GetContentSummaryResponse.summary:type_name -> blockfs.v1.ContentSummary
+	90,  // 58: blockfs.v1.GetQuotaUsageRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 59: blockfs.v1.GetQuotaUsageResponse.header:type_name -> blockfs.v1.ResponseHeader
+	51,  // 60: blockfs.v1.GetQuotaUsageResponse.usage:type_name -> blockfs.v1.QuotaUsage
+	54,  // 61: blockfs.v1.SetXAttrRequest.xattr:type_name -> blockfs.v1.XAttr
+	85,  // 62: blockfs.v1.SetXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	90,  // 63: blockfs.v1.GetXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 64: blockfs.v1.GetXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	54,  // 65: blockfs.v1.GetXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	90,  // 66: blockfs.v1.ListXAttrsRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 67: blockfs.v1.ListXAttrsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	54,  // 68: blockfs.v1.ListXAttrsResponse.xattrs:type_name -> blockfs.v1.XAttr
+	85,  // 69: blockfs.v1.RemoveXAttrResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 70: blockfs.v1.SetTimesResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 71: blockfs.v1.TruncateResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 72: blockfs.v1.GetServerDefaultsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	68,  // 73: blockfs.v1.GetServerDefaultsResponse.defaults:type_name -> blockfs.v1.ServerDefaults
+	85,  // 74: blockfs.v1.GetFsStatsResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 75: blockfs.v1.AllowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 76: blockfs.v1.DisallowSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 77: blockfs.v1.CreateSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 78: blockfs.v1.DeleteSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	85,  // 79: blockfs.v1.RenameSnapshotResponse.header:type_name -> blockfs.v1.ResponseHeader
+	86,  // 80: blockfs.v1.SnapshottableDirectory.status:type_name -> blockfs.v1.FileStatus
+	90,  // 81: blockfs.v1.GetSnapshottableDirListingRequest.read:type_name -> blockfs.v1.ReadOptions
+	85,  // 82: blockfs.v1.GetSnapshottableDirListingResponse.header:type_name -> blockfs.v1.ResponseHeader
+	82,  // 83: blockfs.v1.GetSnapshottableDirListingResponse.dirs:type_name -> blockfs.v1.SnapshottableDirectory
+	0,   // 84: blockfs.v1.ClientService.Mkdirs:input_type -> blockfs.v1.MkdirsRequest
+	2,   // 85: blockfs.v1.ClientService.Create:input_type -> blockfs.v1.CreateRequest
+	9,   // 86: blockfs.v1.ClientService.AddBlock:input_type -> blockfs.v1.AddBlockRequest
+	11,  // 87: blockfs.v1.ClientService.Complete:input_type -> blockfs.v1.CompleteRequest
+	4,   // 88: blockfs.v1.ClientService.PrepareFile:input_type -> blockfs.v1.PrepareFileRequest
+	7,   // 89: blockfs.v1.ClientService.PutFile:input_type -> blockfs.v1.PutFileRequest
+	13,  // 90: blockfs.v1.ClientService.AbandonBlock:input_type -> blockfs.v1.AbandonBlockRequest
+	15,  // 91: blockfs.v1.ClientService.Append:input_type -> blockfs.v1.AppendRequest
+	17,  // 92: blockfs.v1.ClientService.GetBlockLocations:input_type -> blockfs.v1.GetBlockLocationsRequest
+	19,  // 93: blockfs.v1.ClientService.GetFileInfo:input_type -> blockfs.v1.GetFileInfoRequest
+	21,  // 94: blockfs.v1.ClientService.ListStatus:input_type -> blockfs.v1.ListStatusRequest
+	23,  // 95: blockfs.v1.ClientService.Delete:input_type -> blockfs.v1.DeleteRequest
+	25,  // 96: blockfs.v1.ClientService.Rename:input_type -> blockfs.v1.RenameRequest
+	27,  // 97: blockfs.v1.ClientService.SetPermission:input_type -> blockfs.v1.SetPermissionRequest
+	29,  // 98: blockfs.v1.ClientService.SetOwner:input_type -> blockfs.v1.SetOwnerRequest
+	31,  // 99: blockfs.v1.ClientService.ReportBadBlocks:input_type -> blockfs.v1.ReportBadBlocksRequest
+	33,  // 100: blockfs.v1.ClientService.ClusterStatus:input_type -> blockfs.v1.ClusterStatusRequest
+	36,  // 101: blockfs.v1.ClientService.RenewLease:input_type -> blockfs.v1.RenewLeaseRequest
+	38,  // 102: blockfs.v1.ClientService.RecoverLease:input_type -> blockfs.v1.RecoverLeaseRequest
+	40,  // 103: blockfs.v1.ClientService.Fsync:input_type -> blockfs.v1.FsyncRequest
+	42,  // 104: blockfs.v1.ClientService.UpdateBlockForPipeline:input_type -> blockfs.v1.UpdateBlockForPipelineRequest
+	44,  // 105: blockfs.v1.ClientService.UpdatePipeline:input_type -> blockfs.v1.UpdatePipelineRequest
+	46,  // 106: blockfs.v1.ClientService.SetQuota:input_type -> blockfs.v1.SetQuotaRequest
+	49,  // 107: blockfs.v1.ClientService.GetContentSummary:input_type -> blockfs.v1.GetContentSummaryRequest
+	52,  // 108: blockfs.v1.ClientService.GetQuotaUsage:input_type -> blockfs.v1.GetQuotaUsageRequest
+	55,  // 109: blockfs.v1.ClientService.SetXAttr:input_type -> blockfs.v1.SetXAttrRequest
+	57,  // 110: blockfs.v1.ClientService.GetXAttrs:input_type -> blockfs.v1.GetXAttrsRequest
+	59,  // 111: blockfs.v1.ClientService.ListXAttrs:input_type -> blockfs.v1.ListXAttrsRequest
+	61,  // 112: blockfs.v1.ClientService.RemoveXAttr:input_type -> blockfs.v1.RemoveXAttrRequest
+	63,  // 113: blockfs.v1.ClientService.SetTimes:input_type -> blockfs.v1.SetTimesRequest
+	65,  // 114: blockfs.v1.ClientService.Truncate:input_type -> blockfs.v1.TruncateRequest
+	67,  // 115: blockfs.v1.ClientService.GetServerDefaults:input_type -> blockfs.v1.GetServerDefaultsRequest
+	70,  // 116: blockfs.v1.ClientService.GetFsStats:input_type -> blockfs.v1.GetFsStatsRequest
+	72,  // 117: blockfs.v1.ClientService.AllowSnapshot:input_type -> blockfs.v1.AllowSnapshotRequest
+	74,  // 118: blockfs.v1.ClientService.DisallowSnapshot:input_type -> blockfs.v1.DisallowSnapshotRequest
+	76,  // 119: blockfs.v1.ClientService.CreateSnapshot:input_type -> blockfs.v1.CreateSnapshotRequest
+	78,  // 120: blockfs.v1.ClientService.DeleteSnapshot:input_type -> blockfs.v1.DeleteSnapshotRequest
+	80,  // 121: blockfs.v1.ClientService.RenameSnapshot:input_type -> blockfs.v1.RenameSnapshotRequest
+	83,  // 122: blockfs.v1.ClientService.GetSnapshottableDirListing:input_type -> blockfs.v1.GetSnapshottableDirListingRequest
+	1,   // 123: blockfs.v1.ClientService.Mkdirs:output_type -> blockfs.v1.MkdirsResponse
+	3,   // 124: blockfs.v1.ClientService.Create:output_type -> blockfs.v1.CreateResponse
+	10,  // 125: blockfs.v1.ClientService.AddBlock:output_type -> blockfs.v1.AddBlockResponse
+	12,  // 126: blockfs.v1.ClientService.Complete:output_type -> blockfs.v1.CompleteResponse
+	6,   // 127: blockfs.v1.ClientService.PrepareFile:output_type -> blockfs.v1.PrepareFileResponse
+	8,   // 128: blockfs.v1.ClientService.PutFile:output_type -> blockfs.v1.PutFileResponse
+	14,  // 129: blockfs.v1.ClientService.AbandonBlock:output_type -> blockfs.v1.AbandonBlockResponse
+	16,  // 130: blockfs.v1.ClientService.Append:output_type -> blockfs.v1.AppendResponse
+	18,  // 131: blockfs.v1.ClientService.GetBlockLocations:output_type -> blockfs.v1.GetBlockLocationsResponse
+	20,  // 132: blockfs.v1.ClientService.GetFileInfo:output_type -> blockfs.v1.GetFileInfoResponse
+	22,  // 133: blockfs.v1.ClientService.ListStatus:output_type -> blockfs.v1.ListStatusResponse
+	24,  // 134: blockfs.v1.ClientService.Delete:output_type -> blockfs.v1.DeleteResponse
+	26,  // 135: blockfs.v1.ClientService.Rename:output_type -> blockfs.v1.RenameResponse
+	28,  // 136: blockfs.v1.ClientService.SetPermission:output_type -> blockfs.v1.SetPermissionResponse
+	30,  // 137: blockfs.v1.ClientService.SetOwner:output_type -> blockfs.v1.SetOwnerResponse
+	32,  // 138: blockfs.v1.ClientService.ReportBadBlocks:output_type -> blockfs.v1.ReportBadBlocksResponse
+	34,  // 139: blockfs.v1.ClientService.ClusterStatus:output_type -> blockfs.v1.ClusterStatusResponse
+	37,  // 140: blockfs.v1.ClientService.RenewLease:output_type -> blockfs.v1.RenewLeaseResponse
+	39,  // 141: blockfs.v1.ClientService.RecoverLease:output_type -> blockfs.v1.RecoverLeaseResponse
+	41,  // 142: blockfs.v1.ClientService.Fsync:output_type -> blockfs.v1.FsyncResponse
+	43,  // 143: blockfs.v1.ClientService.UpdateBlockForPipeline:output_type -> blockfs.v1.UpdateBlockForPipelineResponse
+	45,  // 144: blockfs.v1.ClientService.UpdatePipeline:output_type -> blockfs.v1.UpdatePipelineResponse
+	47,  // 145: blockfs.v1.ClientService.SetQuota:output_type -> blockfs.v1.SetQuotaResponse
+	50,  // 146: blockfs.v1.ClientService.GetContentSummary:output_type -> blockfs.v1.GetContentSummaryResponse
+	53,  // 147: blockfs.v1.ClientService.GetQuotaUsage:output_type -> blockfs.v1.GetQuotaUsageResponse
+	56,  // 148: blockfs.v1.ClientService.SetXAttr:output_type -> blockfs.v1.SetXAttrResponse
+	58,  // 149: blockfs.v1.ClientService.GetXAttrs:output_type -> blockfs.v1.GetXAttrsResponse
+	60,  // 150: blockfs.v1.ClientService.ListXAttrs:output_type -> blockfs.v1.ListXAttrsResponse
+	62,  // 151: blockfs.v1.ClientService.RemoveXAttr:output_type -> blockfs.v1.RemoveXAttrResponse
+	64,  // 152: blockfs.v1.ClientService.SetTimes:output_type -> blockfs.v1.SetTimesResponse
+	66,  // 153: blockfs.v1.ClientService.Truncate:output_type -> blockfs.v1.TruncateResponse
+	69,  // 154: blockfs.v1.ClientService.GetServerDefaults:output_type -> blockfs.v1.GetServerDefaultsResponse
+	71,  // 155: blockfs.v1.ClientService.GetFsStats:output_type -> blockfs.v1.GetFsStatsResponse
+	73,  // 156: blockfs.v1.ClientService.AllowSnapshot:output_type -> blockfs.v1.AllowSnapshotResponse
+	75,  // 157: blockfs.v1.ClientService.DisallowSnapshot:output_type -> blockfs.v1.DisallowSnapshotResponse
+	77,  // 158: blockfs.v1.ClientService.CreateSnapshot:output_type -> blockfs.v1.CreateSnapshotResponse
+	79,  // 159: blockfs.v1.ClientService.DeleteSnapshot:output_type -> blockfs.v1.DeleteSnapshotResponse
+	81,  // 160: blockfs.v1.ClientService.RenameSnapshot:output_type -> blockfs.v1.RenameSnapshotResponse
+	84,  // 161: blockfs.v1.ClientService.GetSnapshottableDirListing:output_type -> blockfs.v1.GetSnapshottableDirListingResponse
+	123, // [123:162] is the sub-list for method output_type
+	84,  // [84:123] is the sub-list for method input_type
+	84,  // [84:84] is the sub-list for extension type_name
+	84,  // [84:84] is the sub-list for extension extendee
+	0,   // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_api_client_proto_init() }
@@ -5467,7 +5839,7 @@ func file_api_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_client_proto_rawDesc), len(file_api_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   80,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,8 @@ const (
 	ClientService_Create_FullMethodName                     = "/blockfs.v1.ClientService/Create"
 	ClientService_AddBlock_FullMethodName                   = "/blockfs.v1.ClientService/AddBlock"
 	ClientService_Complete_FullMethodName                   = "/blockfs.v1.ClientService/Complete"
+	ClientService_PrepareFile_FullMethodName                = "/blockfs.v1.ClientService/PrepareFile"
+	ClientService_PutFile_FullMethodName                    = "/blockfs.v1.ClientService/PutFile"
 	ClientService_AbandonBlock_FullMethodName               = "/blockfs.v1.ClientService/AbandonBlock"
 	ClientService_Append_FullMethodName                     = "/blockfs.v1.ClientService/Append"
 	ClientService_GetBlockLocations_FullMethodName          = "/blockfs.v1.ClientService/GetBlockLocations"
@@ -68,6 +70,13 @@ type ClientServiceClient interface {
 	Create(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (*CreateResponse, error)
 	AddBlock(ctx context.Context, in *AddBlockRequest, opts ...grpc.CallOption) (*AddBlockResponse, error)
 	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error)
+	// A file of one block in one Raft entry (docs/ARCHITECTURE.md, "Round
+	// trips of a small file"): PrepareFile hands out the file's inode and
+	// block ids and the block's pipeline and write token with no Raft entry;
+	// the writer stores the block on every datanode of it, then PutFile
+	// creates the file complete, with that block, in one entry.
+	PrepareFile(ctx context.Context, in *PrepareFileRequest, opts ...grpc.CallOption) (*PrepareFileResponse, error)
+	PutFile(ctx context.Context, in *PutFileRequest, opts ...grpc.CallOption) (*PutFileResponse, error)
 	AbandonBlock(ctx context.Context, in *AbandonBlockRequest, opts ...grpc.CallOption) (*AbandonBlockResponse, error)
 	Append(ctx context.Context, in *AppendRequest, opts ...grpc.CallOption) (*AppendResponse, error)
 	GetBlockLocations(ctx context.Context, in *GetBlockLocationsRequest, opts ...grpc.CallOption) (*GetBlockLocationsResponse, error)
@@ -154,6 +163,26 @@ func (c *clientServiceClient) Complete(ctx context.Context, in *CompleteRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CompleteResponse)
 	err := c.cc.Invoke(ctx, ClientService_Complete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) PrepareFile(ctx context.Context, in *PrepareFileRequest, opts ...grpc.CallOption) (*PrepareFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PrepareFileResponse)
+	err := c.cc.Invoke(ctx, ClientService_PrepareFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientServiceClient) PutFile(ctx context.Context, in *PutFileRequest, opts ...grpc.CallOption) (*PutFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutFileResponse)
+	err := c.cc.Invoke(ctx, ClientService_PutFile_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -498,6 +527,13 @@ type ClientServiceServer interface {
 	Create(context.Context, *CreateRequest) (*CreateResponse, error)
 	AddBlock(context.Context, *AddBlockRequest) (*AddBlockResponse, error)
 	Complete(context.Context, *CompleteRequest) (*CompleteResponse, error)
+	// A file of one block in one Raft entry (docs/ARCHITECTURE.md, "Round
+	// trips of a small file"): PrepareFile hands out the file's inode and
+	// block ids and the block's pipeline and write token with no Raft entry;
+	// the writer stores the block on every datanode of it, then PutFile
+	// creates the file complete, with that block, in one entry.
+	PrepareFile(context.Context, *PrepareFileRequest) (*PrepareFileResponse, error)
+	PutFile(context.Context, *PutFileRequest) (*PutFileResponse, error)
 	AbandonBlock(context.Context, *AbandonBlockRequest) (*AbandonBlockResponse, error)
 	Append(context.Context, *AppendRequest) (*AppendResponse, error)
 	GetBlockLocations(context.Context, *GetBlockLocationsRequest) (*GetBlockLocationsResponse, error)
@@ -561,6 +597,12 @@ func (UnimplementedClientServiceServer) AddBlock(context.Context, *AddBlockReque
 }
 func (UnimplementedClientServiceServer) Complete(context.Context, *CompleteRequest) (*CompleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Complete not implemented")
+}
+func (UnimplementedClientServiceServer) PrepareFile(context.Context, *PrepareFileRequest) (*PrepareFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PrepareFile not implemented")
+}
+func (UnimplementedClientServiceServer) PutFile(context.Context, *PutFileRequest) (*PutFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutFile not implemented")
 }
 func (UnimplementedClientServiceServer) AbandonBlock(context.Context, *AbandonBlockRequest) (*AbandonBlockResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbandonBlock not implemented")
@@ -750,6 +792,42 @@ func _ClientService_Complete_Handler(srv interface{}, ctx context.Context, dec f
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ClientServiceServer).Complete(ctx, req.(*CompleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_PrepareFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).PrepareFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_PrepareFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).PrepareFile(ctx, req.(*PrepareFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClientService_PutFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServiceServer).PutFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClientService_PutFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServiceServer).PutFile(ctx, req.(*PutFileRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1370,6 +1448,14 @@ var ClientService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Complete",
 			Handler:    _ClientService_Complete_Handler,
+		},
+		{
+			MethodName: "PrepareFile",
+			Handler:    _ClientService_PrepareFile_Handler,
+		},
+		{
+			MethodName: "PutFile",
+			Handler:    _ClientService_PutFile_Handler,
 		},
 		{
 			MethodName: "AbandonBlock",

@@ -372,6 +372,145 @@ func (x *CreateCommand) GetFirstBlockTargets() []string {
 	return nil
 }
 
+// ReserveIdsCommand moves the inode and block id counters past count ids
+// each and takes one generation stamp: the proposing namenode hands those
+// ids to PrepareFile callers, one inode and one block per file, and no
+// other allocation ever uses them. The result's reserved says where the
+// ranges start. PutFile may use the ids until expires_unix_ms (by the
+// commands' clock), never after.
+type ReserveIdsCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	MtimeUnixMs   int64                  `protobuf:"varint,2,opt,name=mtime_unix_ms,json=mtimeUnixMs,proto3" json:"mtime_unix_ms,omitempty"`
+	ExpiresUnixMs int64                  `protobuf:"varint,3,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReserveIdsCommand) Reset() {
+	*x = ReserveIdsCommand{}
+	mi := &file_api_fsm_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReserveIdsCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveIdsCommand) ProtoMessage() {}
+
+func (x *ReserveIdsCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveIdsCommand.ProtoReflect.Descriptor instead.
+func (*ReserveIdsCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReserveIdsCommand) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ReserveIdsCommand) GetMtimeUnixMs() int64 {
+	if x != nil {
+		return x.MtimeUnixMs
+	}
+	return 0
+}
+
+func (x *ReserveIdsCommand) GetExpiresUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresUnixMs
+	}
+	return 0
+}
+
+// PutFileCommand creates create's file complete with one block, under the
+// reserved inode_id: the Create, AddBlock and Complete of a one-block file
+// in one apply, all or nothing. token_expires_unix_ms is the write
+// token's expiry: the command is refused after it, and the block id is
+// spent until then, so that the token makes one file at most.
+type PutFileCommand struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Create             *CreateCommand         `protobuf:"bytes,1,opt,name=create,proto3" json:"create,omitempty"`
+	InodeId            uint64                 `protobuf:"varint,2,opt,name=inode_id,json=inodeId,proto3" json:"inode_id,omitempty"`
+	Block              *Block                 `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	TokenExpiresUnixMs int64                  `protobuf:"varint,4,opt,name=token_expires_unix_ms,json=tokenExpiresUnixMs,proto3" json:"token_expires_unix_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PutFileCommand) Reset() {
+	*x = PutFileCommand{}
+	mi := &file_api_fsm_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutFileCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutFileCommand) ProtoMessage() {}
+
+func (x *PutFileCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutFileCommand.ProtoReflect.Descriptor instead.
+func (*PutFileCommand) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PutFileCommand) GetCreate() *CreateCommand {
+	if x != nil {
+		return x.Create
+	}
+	return nil
+}
+
+func (x *PutFileCommand) GetInodeId() uint64 {
+	if x != nil {
+		return x.InodeId
+	}
+	return 0
+}
+
+func (x *PutFileCommand) GetBlock() *Block {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *PutFileCommand) GetTokenExpiresUnixMs() int64 {
+	if x != nil {
+		return x.TokenExpiresUnixMs
+	}
+	return 0
+}
+
 type AddBlockCommand struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Caller      *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -388,7 +527,7 @@ type AddBlockCommand struct {
 
 func (x *AddBlockCommand) Reset() {
 	*x = AddBlockCommand{}
-	mi := &file_api_fsm_proto_msgTypes[3]
+	mi := &file_api_fsm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +539,7 @@ func (x *AddBlockCommand) String() string {
 func (*AddBlockCommand) ProtoMessage() {}
 
 func (x *AddBlockCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[3]
+	mi := &file_api_fsm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +552,7 @@ func (x *AddBlockCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBlockCommand.ProtoReflect.Descriptor instead.
 func (*AddBlockCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{3}
+	return file_api_fsm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AddBlockCommand) GetCaller() *Caller {
@@ -471,7 +610,7 @@ type CompleteCommand struct {
 
 func (x *CompleteCommand) Reset() {
 	*x = CompleteCommand{}
-	mi := &file_api_fsm_proto_msgTypes[4]
+	mi := &file_api_fsm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +622,7 @@ func (x *CompleteCommand) String() string {
 func (*CompleteCommand) ProtoMessage() {}
 
 func (x *CompleteCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[4]
+	mi := &file_api_fsm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +635,7 @@ func (x *CompleteCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteCommand.ProtoReflect.Descriptor instead.
 func (*CompleteCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{4}
+	return file_api_fsm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CompleteCommand) GetCaller() *Caller {
@@ -546,7 +685,7 @@ type AbandonBlockCommand struct {
 
 func (x *AbandonBlockCommand) Reset() {
 	*x = AbandonBlockCommand{}
-	mi := &file_api_fsm_proto_msgTypes[5]
+	mi := &file_api_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +697,7 @@ func (x *AbandonBlockCommand) String() string {
 func (*AbandonBlockCommand) ProtoMessage() {}
 
 func (x *AbandonBlockCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[5]
+	mi := &file_api_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +710,7 @@ func (x *AbandonBlockCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbandonBlockCommand.ProtoReflect.Descriptor instead.
 func (*AbandonBlockCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{5}
+	return file_api_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AbandonBlockCommand) GetCaller() *Caller {
@@ -618,7 +757,7 @@ type AppendCommand struct {
 
 func (x *AppendCommand) Reset() {
 	*x = AppendCommand{}
-	mi := &file_api_fsm_proto_msgTypes[6]
+	mi := &file_api_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +769,7 @@ func (x *AppendCommand) String() string {
 func (*AppendCommand) ProtoMessage() {}
 
 func (x *AppendCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[6]
+	mi := &file_api_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +782,7 @@ func (x *AppendCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendCommand.ProtoReflect.Descriptor instead.
 func (*AppendCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{6}
+	return file_api_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AppendCommand) GetCaller() *Caller {
@@ -693,7 +832,7 @@ type DeleteCommand struct {
 
 func (x *DeleteCommand) Reset() {
 	*x = DeleteCommand{}
-	mi := &file_api_fsm_proto_msgTypes[7]
+	mi := &file_api_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +844,7 @@ func (x *DeleteCommand) String() string {
 func (*DeleteCommand) ProtoMessage() {}
 
 func (x *DeleteCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[7]
+	mi := &file_api_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +857,7 @@ func (x *DeleteCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCommand.ProtoReflect.Descriptor instead.
 func (*DeleteCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{7}
+	return file_api_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteCommand) GetCaller() *Caller {
@@ -763,7 +902,7 @@ type RenameCommand struct {
 
 func (x *RenameCommand) Reset() {
 	*x = RenameCommand{}
-	mi := &file_api_fsm_proto_msgTypes[8]
+	mi := &file_api_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +914,7 @@ func (x *RenameCommand) String() string {
 func (*RenameCommand) ProtoMessage() {}
 
 func (x *RenameCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[8]
+	mi := &file_api_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +927,7 @@ func (x *RenameCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameCommand.ProtoReflect.Descriptor instead.
 func (*RenameCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{8}
+	return file_api_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RenameCommand) GetCaller() *Caller {
@@ -842,7 +981,7 @@ type SetMemberCommand struct {
 
 func (x *SetMemberCommand) Reset() {
 	*x = SetMemberCommand{}
-	mi := &file_api_fsm_proto_msgTypes[9]
+	mi := &file_api_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +993,7 @@ func (x *SetMemberCommand) String() string {
 func (*SetMemberCommand) ProtoMessage() {}
 
 func (x *SetMemberCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[9]
+	mi := &file_api_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +1006,7 @@ func (x *SetMemberCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMemberCommand.ProtoReflect.Descriptor instead.
 func (*SetMemberCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{9}
+	return file_api_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetMemberCommand) GetMember() *Member {
@@ -886,7 +1025,7 @@ type RemoveMemberCommand struct {
 
 func (x *RemoveMemberCommand) Reset() {
 	*x = RemoveMemberCommand{}
-	mi := &file_api_fsm_proto_msgTypes[10]
+	mi := &file_api_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1037,7 @@ func (x *RemoveMemberCommand) String() string {
 func (*RemoveMemberCommand) ProtoMessage() {}
 
 func (x *RemoveMemberCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[10]
+	mi := &file_api_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1050,7 @@ func (x *RemoveMemberCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberCommand.ProtoReflect.Descriptor instead.
 func (*RemoveMemberCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{10}
+	return file_api_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoveMemberCommand) GetId() string {
@@ -935,13 +1074,14 @@ type CommandResult struct {
 	RecoveryId    uint64                 `protobuf:"varint,10,opt,name=recovery_id,json=recoveryId,proto3" json:"recovery_id,omitempty"` // RecoverLease: the recovery started
 	Closed        bool                   `protobuf:"varint,11,opt,name=closed,proto3" json:"closed,omitempty"`                           // RecoverLease: the file was closed at once
 	Files         uint32                 `protobuf:"varint,12,opt,name=files,proto3" json:"files,omitempty"`                             // RenewLease: files held
+	Reserved      *Reserved              `protobuf:"bytes,13,opt,name=reserved,proto3" json:"reserved,omitempty"`                        // ReserveIds: the ranges reserved
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_api_fsm_proto_msgTypes[11]
+	mi := &file_api_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1093,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[11]
+	mi := &file_api_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1106,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{11}
+	return file_api_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CommandResult) GetErrorKind() uint32 {
@@ -1053,6 +1193,83 @@ func (x *CommandResult) GetFiles() uint32 {
 	return 0
 }
 
+func (x *CommandResult) GetReserved() *Reserved {
+	if x != nil {
+		return x.Reserved
+	}
+	return nil
+}
+
+// Reserved: count inode ids from first_inode and count block ids from
+// first_block, all under generation stamp gen_stamp.
+type Reserved struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FirstInode    uint64                 `protobuf:"varint,1,opt,name=first_inode,json=firstInode,proto3" json:"first_inode,omitempty"`
+	FirstBlock    uint64                 `protobuf:"varint,2,opt,name=first_block,json=firstBlock,proto3" json:"first_block,omitempty"`
+	GenStamp      uint64                 `protobuf:"varint,3,opt,name=gen_stamp,json=genStamp,proto3" json:"gen_stamp,omitempty"`
+	Count         uint64                 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reserved) Reset() {
+	*x = Reserved{}
+	mi := &file_api_fsm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reserved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reserved) ProtoMessage() {}
+
+func (x *Reserved) ProtoReflect() protoreflect.Message {
+	mi := &file_api_fsm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reserved.ProtoReflect.Descriptor instead.
+func (*Reserved) Descriptor() ([]byte, []int) {
+	return file_api_fsm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Reserved) GetFirstInode() uint64 {
+	if x != nil {
+		return x.FirstInode
+	}
+	return 0
+}
+
+func (x *Reserved) GetFirstBlock() uint64 {
+	if x != nil {
+		return x.FirstBlock
+	}
+	return 0
+}
+
+func (x *Reserved) GetGenStamp() uint64 {
+	if x != nil {
+		return x.GenStamp
+	}
+	return 0
+}
+
+func (x *Reserved) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 // BatchCommand carries several commands proposed concurrently, applied in
 // order as if each had its own log entry. Each element is a whole encoded
 // command (type byte + message); batches do not nest.
@@ -1065,7 +1282,7 @@ type BatchCommand struct {
 
 func (x *BatchCommand) Reset() {
 	*x = BatchCommand{}
-	mi := &file_api_fsm_proto_msgTypes[12]
+	mi := &file_api_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1294,7 @@ func (x *BatchCommand) String() string {
 func (*BatchCommand) ProtoMessage() {}
 
 func (x *BatchCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[12]
+	mi := &file_api_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1307,7 @@ func (x *BatchCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchCommand.ProtoReflect.Descriptor instead.
 func (*BatchCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{12}
+	return file_api_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BatchCommand) GetCommands() [][]byte {
@@ -1112,7 +1329,7 @@ type SetPermissionCommand struct {
 
 func (x *SetPermissionCommand) Reset() {
 	*x = SetPermissionCommand{}
-	mi := &file_api_fsm_proto_msgTypes[13]
+	mi := &file_api_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1341,7 @@ func (x *SetPermissionCommand) String() string {
 func (*SetPermissionCommand) ProtoMessage() {}
 
 func (x *SetPermissionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[13]
+	mi := &file_api_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1354,7 @@ func (x *SetPermissionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPermissionCommand.ProtoReflect.Descriptor instead.
 func (*SetPermissionCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{13}
+	return file_api_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetPermissionCommand) GetCaller() *Caller {
@@ -1180,7 +1397,7 @@ type SetOwnerCommand struct {
 
 func (x *SetOwnerCommand) Reset() {
 	*x = SetOwnerCommand{}
-	mi := &file_api_fsm_proto_msgTypes[14]
+	mi := &file_api_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1409,7 @@ func (x *SetOwnerCommand) String() string {
 func (*SetOwnerCommand) ProtoMessage() {}
 
 func (x *SetOwnerCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[14]
+	mi := &file_api_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1422,7 @@ func (x *SetOwnerCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetOwnerCommand.ProtoReflect.Descriptor instead.
 func (*SetOwnerCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{14}
+	return file_api_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetOwnerCommand) GetCaller() *Caller {
@@ -1251,7 +1468,7 @@ type RegisterKeyCommand struct {
 
 func (x *RegisterKeyCommand) Reset() {
 	*x = RegisterKeyCommand{}
-	mi := &file_api_fsm_proto_msgTypes[15]
+	mi := &file_api_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1480,7 @@ func (x *RegisterKeyCommand) String() string {
 func (*RegisterKeyCommand) ProtoMessage() {}
 
 func (x *RegisterKeyCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[15]
+	mi := &file_api_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1493,7 @@ func (x *RegisterKeyCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterKeyCommand.ProtoReflect.Descriptor instead.
 func (*RegisterKeyCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{15}
+	return file_api_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RegisterKeyCommand) GetPublicKey() []byte {
@@ -1305,7 +1522,7 @@ type PruneKeysCommand struct {
 
 func (x *PruneKeysCommand) Reset() {
 	*x = PruneKeysCommand{}
-	mi := &file_api_fsm_proto_msgTypes[16]
+	mi := &file_api_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1534,7 @@ func (x *PruneKeysCommand) String() string {
 func (*PruneKeysCommand) ProtoMessage() {}
 
 func (x *PruneKeysCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[16]
+	mi := &file_api_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1547,7 @@ func (x *PruneKeysCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneKeysCommand.ProtoReflect.Descriptor instead.
 func (*PruneKeysCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{16}
+	return file_api_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PruneKeysCommand) GetCutoffUnixMs() int64 {
@@ -1351,7 +1568,7 @@ type RenewLeaseCommand struct {
 
 func (x *RenewLeaseCommand) Reset() {
 	*x = RenewLeaseCommand{}
-	mi := &file_api_fsm_proto_msgTypes[17]
+	mi := &file_api_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1580,7 @@ func (x *RenewLeaseCommand) String() string {
 func (*RenewLeaseCommand) ProtoMessage() {}
 
 func (x *RenewLeaseCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[17]
+	mi := &file_api_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1593,7 @@ func (x *RenewLeaseCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseCommand.ProtoReflect.Descriptor instead.
 func (*RenewLeaseCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{17}
+	return file_api_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RenewLeaseCommand) GetCaller() *Caller {
@@ -1413,7 +1630,7 @@ type RecoverLeaseCommand struct {
 
 func (x *RecoverLeaseCommand) Reset() {
 	*x = RecoverLeaseCommand{}
-	mi := &file_api_fsm_proto_msgTypes[18]
+	mi := &file_api_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1642,7 @@ func (x *RecoverLeaseCommand) String() string {
 func (*RecoverLeaseCommand) ProtoMessage() {}
 
 func (x *RecoverLeaseCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[18]
+	mi := &file_api_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1655,7 @@ func (x *RecoverLeaseCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverLeaseCommand.ProtoReflect.Descriptor instead.
 func (*RecoverLeaseCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{18}
+	return file_api_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RecoverLeaseCommand) GetCaller() *Caller {
@@ -1517,7 +1734,7 @@ type CommitBlockSyncCommand struct {
 
 func (x *CommitBlockSyncCommand) Reset() {
 	*x = CommitBlockSyncCommand{}
-	mi := &file_api_fsm_proto_msgTypes[19]
+	mi := &file_api_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1746,7 @@ func (x *CommitBlockSyncCommand) String() string {
 func (*CommitBlockSyncCommand) ProtoMessage() {}
 
 func (x *CommitBlockSyncCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[19]
+	mi := &file_api_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1759,7 @@ func (x *CommitBlockSyncCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitBlockSyncCommand.ProtoReflect.Descriptor instead.
 func (*CommitBlockSyncCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{19}
+	return file_api_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommitBlockSyncCommand) GetDatanodeId() string {
@@ -1621,7 +1838,7 @@ type FsyncCommand struct {
 
 func (x *FsyncCommand) Reset() {
 	*x = FsyncCommand{}
-	mi := &file_api_fsm_proto_msgTypes[20]
+	mi := &file_api_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1850,7 @@ func (x *FsyncCommand) String() string {
 func (*FsyncCommand) ProtoMessage() {}
 
 func (x *FsyncCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[20]
+	mi := &file_api_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1863,7 @@ func (x *FsyncCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsyncCommand.ProtoReflect.Descriptor instead.
 func (*FsyncCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{20}
+	return file_api_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FsyncCommand) GetCaller() *Caller {
@@ -1691,7 +1908,7 @@ type UpdateBlockForPipelineCommand struct {
 
 func (x *UpdateBlockForPipelineCommand) Reset() {
 	*x = UpdateBlockForPipelineCommand{}
-	mi := &file_api_fsm_proto_msgTypes[21]
+	mi := &file_api_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1920,7 @@ func (x *UpdateBlockForPipelineCommand) String() string {
 func (*UpdateBlockForPipelineCommand) ProtoMessage() {}
 
 func (x *UpdateBlockForPipelineCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[21]
+	mi := &file_api_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1933,7 @@ func (x *UpdateBlockForPipelineCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateBlockForPipelineCommand.ProtoReflect.Descriptor instead.
 func (*UpdateBlockForPipelineCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{21}
+	return file_api_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateBlockForPipelineCommand) GetCaller() *Caller {
@@ -1763,7 +1980,7 @@ type UpdatePipelineCommand struct {
 
 func (x *UpdatePipelineCommand) Reset() {
 	*x = UpdatePipelineCommand{}
-	mi := &file_api_fsm_proto_msgTypes[22]
+	mi := &file_api_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1992,7 @@ func (x *UpdatePipelineCommand) String() string {
 func (*UpdatePipelineCommand) ProtoMessage() {}
 
 func (x *UpdatePipelineCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[22]
+	mi := &file_api_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +2005,7 @@ func (x *UpdatePipelineCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePipelineCommand.ProtoReflect.Descriptor instead.
 func (*UpdatePipelineCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{22}
+	return file_api_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdatePipelineCommand) GetCaller() *Caller {
@@ -1860,7 +2077,7 @@ type RevokedEntry struct {
 
 func (x *RevokedEntry) Reset() {
 	*x = RevokedEntry{}
-	mi := &file_api_fsm_proto_msgTypes[23]
+	mi := &file_api_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +2089,7 @@ func (x *RevokedEntry) String() string {
 func (*RevokedEntry) ProtoMessage() {}
 
 func (x *RevokedEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[23]
+	mi := &file_api_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +2102,7 @@ func (x *RevokedEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokedEntry.ProtoReflect.Descriptor instead.
 func (*RevokedEntry) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{23}
+	return file_api_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RevokedEntry) GetSerial() string {
@@ -1948,7 +2165,7 @@ type RevokeCommand struct {
 
 func (x *RevokeCommand) Reset() {
 	*x = RevokeCommand{}
-	mi := &file_api_fsm_proto_msgTypes[24]
+	mi := &file_api_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2177,7 @@ func (x *RevokeCommand) String() string {
 func (*RevokeCommand) ProtoMessage() {}
 
 func (x *RevokeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[24]
+	mi := &file_api_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2190,7 @@ func (x *RevokeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeCommand.ProtoReflect.Descriptor instead.
 func (*RevokeCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{24}
+	return file_api_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RevokeCommand) GetEntry() *RevokedEntry {
@@ -1994,7 +2211,7 @@ type UnrevokeCommand struct {
 
 func (x *UnrevokeCommand) Reset() {
 	*x = UnrevokeCommand{}
-	mi := &file_api_fsm_proto_msgTypes[25]
+	mi := &file_api_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2223,7 @@ func (x *UnrevokeCommand) String() string {
 func (*UnrevokeCommand) ProtoMessage() {}
 
 func (x *UnrevokeCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[25]
+	mi := &file_api_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2236,7 @@ func (x *UnrevokeCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnrevokeCommand.ProtoReflect.Descriptor instead.
 func (*UnrevokeCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{25}
+	return file_api_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UnrevokeCommand) GetEntry() *RevokedEntry {
@@ -2043,7 +2260,7 @@ type SetQuotaCommand struct {
 
 func (x *SetQuotaCommand) Reset() {
 	*x = SetQuotaCommand{}
-	mi := &file_api_fsm_proto_msgTypes[26]
+	mi := &file_api_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2272,7 @@ func (x *SetQuotaCommand) String() string {
 func (*SetQuotaCommand) ProtoMessage() {}
 
 func (x *SetQuotaCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[26]
+	mi := &file_api_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2285,7 @@ func (x *SetQuotaCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaCommand.ProtoReflect.Descriptor instead.
 func (*SetQuotaCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{26}
+	return file_api_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetQuotaCommand) GetCaller() *Caller {
@@ -2119,7 +2336,7 @@ type AdminStateEntry struct {
 
 func (x *AdminStateEntry) Reset() {
 	*x = AdminStateEntry{}
-	mi := &file_api_fsm_proto_msgTypes[27]
+	mi := &file_api_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2348,7 @@ func (x *AdminStateEntry) String() string {
 func (*AdminStateEntry) ProtoMessage() {}
 
 func (x *AdminStateEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[27]
+	mi := &file_api_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2361,7 @@ func (x *AdminStateEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminStateEntry.ProtoReflect.Descriptor instead.
 func (*AdminStateEntry) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{27}
+	return file_api_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AdminStateEntry) GetDatanodeId() string {
@@ -2206,7 +2423,7 @@ type SetAdminStateCommand struct {
 
 func (x *SetAdminStateCommand) Reset() {
 	*x = SetAdminStateCommand{}
-	mi := &file_api_fsm_proto_msgTypes[28]
+	mi := &file_api_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2435,7 @@ func (x *SetAdminStateCommand) String() string {
 func (*SetAdminStateCommand) ProtoMessage() {}
 
 func (x *SetAdminStateCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[28]
+	mi := &file_api_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2448,7 @@ func (x *SetAdminStateCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAdminStateCommand.ProtoReflect.Descriptor instead.
 func (*SetAdminStateCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{28}
+	return file_api_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetAdminStateCommand) GetEntries() []*AdminStateEntry {
@@ -2271,7 +2488,7 @@ type SetXAttrCommand struct {
 
 func (x *SetXAttrCommand) Reset() {
 	*x = SetXAttrCommand{}
-	mi := &file_api_fsm_proto_msgTypes[29]
+	mi := &file_api_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2500,7 @@ func (x *SetXAttrCommand) String() string {
 func (*SetXAttrCommand) ProtoMessage() {}
 
 func (x *SetXAttrCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[29]
+	mi := &file_api_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2513,7 @@ func (x *SetXAttrCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXAttrCommand.ProtoReflect.Descriptor instead.
 func (*SetXAttrCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{29}
+	return file_api_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetXAttrCommand) GetCaller() *Caller {
@@ -2352,7 +2569,7 @@ type RemoveXAttrCommand struct {
 
 func (x *RemoveXAttrCommand) Reset() {
 	*x = RemoveXAttrCommand{}
-	mi := &file_api_fsm_proto_msgTypes[30]
+	mi := &file_api_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2581,7 @@ func (x *RemoveXAttrCommand) String() string {
 func (*RemoveXAttrCommand) ProtoMessage() {}
 
 func (x *RemoveXAttrCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[30]
+	mi := &file_api_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2594,7 @@ func (x *RemoveXAttrCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveXAttrCommand.ProtoReflect.Descriptor instead.
 func (*RemoveXAttrCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{30}
+	return file_api_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RemoveXAttrCommand) GetCaller() *Caller {
@@ -2413,7 +2630,7 @@ type SetTimesCommand struct {
 
 func (x *SetTimesCommand) Reset() {
 	*x = SetTimesCommand{}
-	mi := &file_api_fsm_proto_msgTypes[31]
+	mi := &file_api_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2642,7 @@ func (x *SetTimesCommand) String() string {
 func (*SetTimesCommand) ProtoMessage() {}
 
 func (x *SetTimesCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[31]
+	mi := &file_api_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2655,7 @@ func (x *SetTimesCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTimesCommand.ProtoReflect.Descriptor instead.
 func (*SetTimesCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{31}
+	return file_api_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SetTimesCommand) GetCaller() *Caller {
@@ -2488,7 +2705,7 @@ type TruncateCommand struct {
 
 func (x *TruncateCommand) Reset() {
 	*x = TruncateCommand{}
-	mi := &file_api_fsm_proto_msgTypes[32]
+	mi := &file_api_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2717,7 @@ func (x *TruncateCommand) String() string {
 func (*TruncateCommand) ProtoMessage() {}
 
 func (x *TruncateCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[32]
+	mi := &file_api_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2730,7 @@ func (x *TruncateCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateCommand.ProtoReflect.Descriptor instead.
 func (*TruncateCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{32}
+	return file_api_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TruncateCommand) GetCaller() *Caller {
@@ -2568,7 +2785,7 @@ type AllowSnapshotCommand struct {
 
 func (x *AllowSnapshotCommand) Reset() {
 	*x = AllowSnapshotCommand{}
-	mi := &file_api_fsm_proto_msgTypes[33]
+	mi := &file_api_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2797,7 @@ func (x *AllowSnapshotCommand) String() string {
 func (*AllowSnapshotCommand) ProtoMessage() {}
 
 func (x *AllowSnapshotCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[33]
+	mi := &file_api_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2810,7 @@ func (x *AllowSnapshotCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllowSnapshotCommand.ProtoReflect.Descriptor instead.
 func (*AllowSnapshotCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{33}
+	return file_api_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AllowSnapshotCommand) GetCaller() *Caller {
@@ -2620,7 +2837,7 @@ type DisallowSnapshotCommand struct {
 
 func (x *DisallowSnapshotCommand) Reset() {
 	*x = DisallowSnapshotCommand{}
-	mi := &file_api_fsm_proto_msgTypes[34]
+	mi := &file_api_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2849,7 @@ func (x *DisallowSnapshotCommand) String() string {
 func (*DisallowSnapshotCommand) ProtoMessage() {}
 
 func (x *DisallowSnapshotCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[34]
+	mi := &file_api_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2862,7 @@ func (x *DisallowSnapshotCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisallowSnapshotCommand.ProtoReflect.Descriptor instead.
 func (*DisallowSnapshotCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{34}
+	return file_api_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DisallowSnapshotCommand) GetCaller() *Caller {
@@ -2674,7 +2891,7 @@ type CreateSnapshotCommand struct {
 
 func (x *CreateSnapshotCommand) Reset() {
 	*x = CreateSnapshotCommand{}
-	mi := &file_api_fsm_proto_msgTypes[35]
+	mi := &file_api_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2903,7 @@ func (x *CreateSnapshotCommand) String() string {
 func (*CreateSnapshotCommand) ProtoMessage() {}
 
 func (x *CreateSnapshotCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[35]
+	mi := &file_api_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2916,7 @@ func (x *CreateSnapshotCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotCommand.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{35}
+	return file_api_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateSnapshotCommand) GetCaller() *Caller {
@@ -2741,7 +2958,7 @@ type DeleteSnapshotCommand struct {
 
 func (x *DeleteSnapshotCommand) Reset() {
 	*x = DeleteSnapshotCommand{}
-	mi := &file_api_fsm_proto_msgTypes[36]
+	mi := &file_api_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2970,7 @@ func (x *DeleteSnapshotCommand) String() string {
 func (*DeleteSnapshotCommand) ProtoMessage() {}
 
 func (x *DeleteSnapshotCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[36]
+	mi := &file_api_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2983,7 @@ func (x *DeleteSnapshotCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotCommand.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{36}
+	return file_api_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteSnapshotCommand) GetCaller() *Caller {
@@ -2802,7 +3019,7 @@ type RenameSnapshotCommand struct {
 
 func (x *RenameSnapshotCommand) Reset() {
 	*x = RenameSnapshotCommand{}
-	mi := &file_api_fsm_proto_msgTypes[37]
+	mi := &file_api_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +3031,7 @@ func (x *RenameSnapshotCommand) String() string {
 func (*RenameSnapshotCommand) ProtoMessage() {}
 
 func (x *RenameSnapshotCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_api_fsm_proto_msgTypes[37]
+	mi := &file_api_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +3044,7 @@ func (x *RenameSnapshotCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameSnapshotCommand.ProtoReflect.Descriptor instead.
 func (*RenameSnapshotCommand) Descriptor() ([]byte, []int) {
-	return file_api_fsm_proto_rawDescGZIP(), []int{37}
+	return file_api_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RenameSnapshotCommand) GetCaller() *Caller {
@@ -2889,7 +3106,16 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x0eredirect_nonce\x18\n" +
 	" \x01(\tR\rredirectNonce\x127\n" +
 	"\x18redirect_expires_unix_ms\x18\v \x01(\x03R\x15redirectExpiresUnixMs\x12.\n" +
-	"\x13first_block_targets\x18\f \x03(\tR\x11firstBlockTargets\"\xd9\x01\n" +
+	"\x13first_block_targets\x18\f \x03(\tR\x11firstBlockTargets\"u\n" +
+	"\x11ReserveIdsCommand\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\"\n" +
+	"\rmtime_unix_ms\x18\x02 \x01(\x03R\vmtimeUnixMs\x12&\n" +
+	"\x0fexpires_unix_ms\x18\x03 \x01(\x03R\rexpiresUnixMs\"\xba\x01\n" +
+	"\x0ePutFileCommand\x121\n" +
+	"\x06create\x18\x01 \x01(\v2\x19.blockfs.v1.CreateCommandR\x06create\x12\x19\n" +
+	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
+	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x121\n" +
+	"\x15token_expires_unix_ms\x18\x04 \x01(\x03R\x12tokenExpiresUnixMs\"\xd9\x01\n" +
 	"\x0fAddBlockCommand\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.blockfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
@@ -2929,7 +3155,7 @@ const file_api_fsm_proto_rawDesc = "" +
 	"\x10SetMemberCommand\x12*\n" +
 	"\x06member\x18\x01 \x01(\v2\x12.blockfs.v1.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberCommand\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x9d\x03\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xcf\x03\n" +
 	"\rCommandResult\x12\x1d\n" +
 	"\n" +
 	"error_kind\x18\x01 \x01(\rR\terrorKind\x12\x1b\n" +
@@ -2946,7 +3172,15 @@ const file_api_fsm_proto_rawDesc = "" +
 	" \x01(\x04R\n" +
 	"recoveryId\x12\x16\n" +
 	"\x06closed\x18\v \x01(\bR\x06closed\x12\x14\n" +
-	"\x05files\x18\f \x01(\rR\x05files\"*\n" +
+	"\x05files\x18\f \x01(\rR\x05files\x120\n" +
+	"\breserved\x18\r \x01(\v2\x14.blockfs.v1.ReservedR\breserved\"\x7f\n" +
+	"\bReserved\x12\x1f\n" +
+	"\vfirst_inode\x18\x01 \x01(\x04R\n" +
+	"firstInode\x12\x1f\n" +
+	"\vfirst_block\x18\x02 \x01(\x04R\n" +
+	"firstBlock\x12\x1b\n" +
+	"\tgen_stamp\x18\x03 \x01(\x04R\bgenStamp\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\x04R\x05count\"*\n" +
 	"\fBatchCommand\x12\x1a\n" +
 	"\bcommands\x18\x01 \x03(\fR\bcommands\"\x8e\x01\n" +
 	"\x14SetPermissionCommand\x12*\n" +
@@ -3105,102 +3339,108 @@ func file_api_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_api_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_api_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_api_fsm_proto_goTypes = []any{
 	(AdminState)(0),                       // 0: blockfs.v1.AdminState
 	(*Caller)(nil),                        // 1: blockfs.v1.Caller
 	(*MkdirsCommand)(nil),                 // 2: blockfs.v1.MkdirsCommand
 	(*CreateCommand)(nil),                 // 3: blockfs.v1.CreateCommand
-	(*AddBlockCommand)(nil),               // 4: blockfs.v1.AddBlockCommand
-	(*CompleteCommand)(nil),               // 5: blockfs.v1.CompleteCommand
-	(*AbandonBlockCommand)(nil),           // 6: blockfs.v1.AbandonBlockCommand
-	(*AppendCommand)(nil),                 // 7: blockfs.v1.AppendCommand
-	(*DeleteCommand)(nil),                 // 8: blockfs.v1.DeleteCommand
-	(*RenameCommand)(nil),                 // 9: blockfs.v1.RenameCommand
-	(*SetMemberCommand)(nil),              // 10: blockfs.v1.SetMemberCommand
-	(*RemoveMemberCommand)(nil),           // 11: blockfs.v1.RemoveMemberCommand
-	(*CommandResult)(nil),                 // 12: blockfs.v1.CommandResult
-	(*BatchCommand)(nil),                  // 13: blockfs.v1.BatchCommand
-	(*SetPermissionCommand)(nil),          // 14: blockfs.v1.SetPermissionCommand
-	(*SetOwnerCommand)(nil),               // 15: blockfs.v1.SetOwnerCommand
-	(*RegisterKeyCommand)(nil),            // 16: blockfs.v1.RegisterKeyCommand
-	(*PruneKeysCommand)(nil),              // 17: blockfs.v1.PruneKeysCommand
-	(*RenewLeaseCommand)(nil),             // 18: blockfs.v1.RenewLeaseCommand
-	(*RecoverLeaseCommand)(nil),           // 19: blockfs.v1.RecoverLeaseCommand
-	(*CommitBlockSyncCommand)(nil),        // 20: blockfs.v1.CommitBlockSyncCommand
-	(*FsyncCommand)(nil),                  // 21: blockfs.v1.FsyncCommand
-	(*UpdateBlockForPipelineCommand)(nil), // 22: blockfs.v1.UpdateBlockForPipelineCommand
-	(*UpdatePipelineCommand)(nil),         // 23: blockfs.v1.UpdatePipelineCommand
-	(*RevokedEntry)(nil),                  // 24: blockfs.v1.RevokedEntry
-	(*RevokeCommand)(nil),                 // 25: blockfs.v1.RevokeCommand
-	(*UnrevokeCommand)(nil),               // 26: blockfs.v1.UnrevokeCommand
-	(*SetQuotaCommand)(nil),               // 27: blockfs.v1.SetQuotaCommand
-	(*AdminStateEntry)(nil),               // 28: blockfs.v1.AdminStateEntry
-	(*SetAdminStateCommand)(nil),          // 29: blockfs.v1.SetAdminStateCommand
-	(*SetXAttrCommand)(nil),               // 30: blockfs.v1.SetXAttrCommand
-	(*RemoveXAttrCommand)(nil),            // 31: blockfs.v1.RemoveXAttrCommand
-	(*SetTimesCommand)(nil),               // 32: blockfs.v1.SetTimesCommand
-	(*TruncateCommand)(nil),               // 33: blockfs.v1.TruncateCommand
-	(*AllowSnapshotCommand)(nil),          // 34: blockfs.v1.AllowSnapshotCommand
-	(*DisallowSnapshotCommand)(nil),       // 35: blockfs.v1.DisallowSnapshotCommand
-	(*CreateSnapshotCommand)(nil),         // 36: blockfs.v1.CreateSnapshotCommand
-	(*DeleteSnapshotCommand)(nil),         // 37: blockfs.v1.DeleteSnapshotCommand
-	(*RenameSnapshotCommand)(nil),         // 38: blockfs.v1.RenameSnapshotCommand
-	(*Block)(nil),                         // 39: blockfs.v1.Block
-	(*Member)(nil),                        // 40: blockfs.v1.Member
-	(*FileStatus)(nil),                    // 41: blockfs.v1.FileStatus
-	(*XAttr)(nil),                         // 42: blockfs.v1.XAttr
+	(*ReserveIdsCommand)(nil),             // 4: blockfs.v1.ReserveIdsCommand
+	(*PutFileCommand)(nil),                // 5: blockfs.v1.PutFileCommand
+	(*AddBlockCommand)(nil),               // 6: blockfs.v1.AddBlockCommand
+	(*CompleteCommand)(nil),               // 7: blockfs.v1.CompleteCommand
+	(*AbandonBlockCommand)(nil),           // 8: blockfs.v1.AbandonBlockCommand
+	(*AppendCommand)(nil),                 // 9: blockfs.v1.AppendCommand
+	(*DeleteCommand)(nil),                 // 10: blockfs.v1.DeleteCommand
+	(*RenameCommand)(nil),                 // 11: blockfs.v1.RenameCommand
+	(*SetMemberCommand)(nil),              // 12: blockfs.v1.SetMemberCommand
+	(*RemoveMemberCommand)(nil),           // 13: blockfs.v1.RemoveMemberCommand
+	(*CommandResult)(nil),                 // 14: blockfs.v1.CommandResult
+	(*Reserved)(nil),                      // 15: blockfs.v1.Reserved
+	(*BatchCommand)(nil),                  // 16: blockfs.v1.BatchCommand
+	(*SetPermissionCommand)(nil),          // 17: blockfs.v1.SetPermissionCommand
+	(*SetOwnerCommand)(nil),               // 18: blockfs.v1.SetOwnerCommand
+	(*RegisterKeyCommand)(nil),            // 19: blockfs.v1.RegisterKeyCommand
+	(*PruneKeysCommand)(nil),              // 20: blockfs.v1.PruneKeysCommand
+	(*RenewLeaseCommand)(nil),             // 21: blockfs.v1.RenewLeaseCommand
+	(*RecoverLeaseCommand)(nil),           // 22: blockfs.v1.RecoverLeaseCommand
+	(*CommitBlockSyncCommand)(nil),        // 23: blockfs.v1.CommitBlockSyncCommand
+	(*FsyncCommand)(nil),                  // 24: blockfs.v1.FsyncCommand
+	(*UpdateBlockForPipelineCommand)(nil), // 25: blockfs.v1.UpdateBlockForPipelineCommand
+	(*UpdatePipelineCommand)(nil),         // 26: blockfs.v1.UpdatePipelineCommand
+	(*RevokedEntry)(nil),                  // 27: blockfs.v1.RevokedEntry
+	(*RevokeCommand)(nil),                 // 28: blockfs.v1.RevokeCommand
+	(*UnrevokeCommand)(nil),               // 29: blockfs.v1.UnrevokeCommand
+	(*SetQuotaCommand)(nil),               // 30: blockfs.v1.SetQuotaCommand
+	(*AdminStateEntry)(nil),               // 31: blockfs.v1.AdminStateEntry
+	(*SetAdminStateCommand)(nil),          // 32: blockfs.v1.SetAdminStateCommand
+	(*SetXAttrCommand)(nil),               // 33: blockfs.v1.SetXAttrCommand
+	(*RemoveXAttrCommand)(nil),            // 34: blockfs.v1.RemoveXAttrCommand
+	(*SetTimesCommand)(nil),               // 35: blockfs.v1.SetTimesCommand
+	(*TruncateCommand)(nil),               // 36: blockfs.v1.TruncateCommand
+	(*AllowSnapshotCommand)(nil),          // 37: blockfs.v1.AllowSnapshotCommand
+	(*DisallowSnapshotCommand)(nil),       // 38: blockfs.v1.DisallowSnapshotCommand
+	(*CreateSnapshotCommand)(nil),         // 39: blockfs.v1.CreateSnapshotCommand
+	(*DeleteSnapshotCommand)(nil),         // 40: blockfs.v1.DeleteSnapshotCommand
+	(*RenameSnapshotCommand)(nil),         // 41: blockfs.v1.RenameSnapshotCommand
+	(*Block)(nil),                         // 42: blockfs.v1.Block
+	(*Member)(nil),                        // 43: blockfs.v1.Member
+	(*FileStatus)(nil),                    // 44: blockfs.v1.FileStatus
+	(*XAttr)(nil),                         // 45: blockfs.v1.XAttr
 }
 var file_api_fsm_proto_depIdxs = []int32{
 	1,  // 0: blockfs.v1.MkdirsCommand.caller:type_name -> blockfs.v1.Caller
 	1,  // 1: blockfs.v1.CreateCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 2: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 3: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
-	1,  // 4: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 5: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
-	1,  // 6: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 7: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
-	1,  // 8: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 9: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 10: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
-	40, // 11: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
-	41, // 12: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
-	39, // 13: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
-	39, // 14: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
-	39, // 15: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
-	1,  // 16: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 17: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 18: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 19: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 20: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
-	1,  // 21: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 22: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
-	1,  // 23: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 24: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
-	1,  // 25: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
-	39, // 26: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
-	39, // 27: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
-	24, // 28: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
-	24, // 29: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
-	1,  // 30: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
-	0,  // 31: blockfs.v1.AdminStateEntry.state:type_name -> blockfs.v1.AdminState
-	28, // 32: blockfs.v1.SetAdminStateCommand.entries:type_name -> blockfs.v1.AdminStateEntry
-	0,  // 33: blockfs.v1.SetAdminStateCommand.from:type_name -> blockfs.v1.AdminState
-	1,  // 34: blockfs.v1.SetXAttrCommand.caller:type_name -> blockfs.v1.Caller
-	42, // 35: blockfs.v1.SetXAttrCommand.xattr:type_name -> blockfs.v1.XAttr
-	1,  // 36: blockfs.v1.RemoveXAttrCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 37: blockfs.v1.SetTimesCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 38: blockfs.v1.TruncateCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 39: blockfs.v1.AllowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 40: blockfs.v1.DisallowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 41: blockfs.v1.CreateSnapshotCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 42: blockfs.v1.DeleteSnapshotCommand.caller:type_name -> blockfs.v1.Caller
-	1,  // 43: blockfs.v1.RenameSnapshotCommand.caller:type_name -> blockfs.v1.Caller
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	3,  // 2: blockfs.v1.PutFileCommand.create:type_name -> blockfs.v1.CreateCommand
+	42, // 3: blockfs.v1.PutFileCommand.block:type_name -> blockfs.v1.Block
+	1,  // 4: blockfs.v1.AddBlockCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 5: blockfs.v1.AddBlockCommand.previous:type_name -> blockfs.v1.Block
+	1,  // 6: blockfs.v1.CompleteCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 7: blockfs.v1.CompleteCommand.blocks:type_name -> blockfs.v1.Block
+	1,  // 8: blockfs.v1.AbandonBlockCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 9: blockfs.v1.AbandonBlockCommand.block:type_name -> blockfs.v1.Block
+	1,  // 10: blockfs.v1.AppendCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 11: blockfs.v1.DeleteCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 12: blockfs.v1.RenameCommand.caller:type_name -> blockfs.v1.Caller
+	43, // 13: blockfs.v1.SetMemberCommand.member:type_name -> blockfs.v1.Member
+	44, // 14: blockfs.v1.CommandResult.status:type_name -> blockfs.v1.FileStatus
+	42, // 15: blockfs.v1.CommandResult.block:type_name -> blockfs.v1.Block
+	42, // 16: blockfs.v1.CommandResult.removed:type_name -> blockfs.v1.Block
+	42, // 17: blockfs.v1.CommandResult.blocks:type_name -> blockfs.v1.Block
+	15, // 18: blockfs.v1.CommandResult.reserved:type_name -> blockfs.v1.Reserved
+	1,  // 19: blockfs.v1.SetPermissionCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 20: blockfs.v1.SetOwnerCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 21: blockfs.v1.RenewLeaseCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 22: blockfs.v1.RecoverLeaseCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 23: blockfs.v1.CommitBlockSyncCommand.block:type_name -> blockfs.v1.Block
+	1,  // 24: blockfs.v1.FsyncCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 25: blockfs.v1.FsyncCommand.block:type_name -> blockfs.v1.Block
+	1,  // 26: blockfs.v1.UpdateBlockForPipelineCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 27: blockfs.v1.UpdateBlockForPipelineCommand.block:type_name -> blockfs.v1.Block
+	1,  // 28: blockfs.v1.UpdatePipelineCommand.caller:type_name -> blockfs.v1.Caller
+	42, // 29: blockfs.v1.UpdatePipelineCommand.old_block:type_name -> blockfs.v1.Block
+	42, // 30: blockfs.v1.UpdatePipelineCommand.new_block:type_name -> blockfs.v1.Block
+	27, // 31: blockfs.v1.RevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
+	27, // 32: blockfs.v1.UnrevokeCommand.entry:type_name -> blockfs.v1.RevokedEntry
+	1,  // 33: blockfs.v1.SetQuotaCommand.caller:type_name -> blockfs.v1.Caller
+	0,  // 34: blockfs.v1.AdminStateEntry.state:type_name -> blockfs.v1.AdminState
+	31, // 35: blockfs.v1.SetAdminStateCommand.entries:type_name -> blockfs.v1.AdminStateEntry
+	0,  // 36: blockfs.v1.SetAdminStateCommand.from:type_name -> blockfs.v1.AdminState
+	1,  // 37: blockfs.v1.SetXAttrCommand.caller:type_name -> blockfs.v1.Caller
+	45, // 38: blockfs.v1.SetXAttrCommand.xattr:type_name -> blockfs.v1.XAttr
+	1,  // 39: blockfs.v1.RemoveXAttrCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 40: blockfs.v1.SetTimesCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 41: blockfs.v1.TruncateCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 42: blockfs.v1.AllowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 43: blockfs.v1.DisallowSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 44: blockfs.v1.CreateSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 45: blockfs.v1.DeleteSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	1,  // 46: blockfs.v1.RenameSnapshotCommand.caller:type_name -> blockfs.v1.Caller
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_api_fsm_proto_init() }
@@ -3210,14 +3450,14 @@ func file_api_fsm_proto_init() {
 	}
 	file_api_common_proto_init()
 	file_api_client_proto_init()
-	file_api_fsm_proto_msgTypes[19].OneofWrappers = []any{}
+	file_api_fsm_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_fsm_proto_rawDesc), len(file_api_fsm_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -209,3 +209,28 @@ func (m *Manager) NeededReplication(blockID uint64) (live, expected int) {
 	}
 	return s.tally(b).good, int(b.replication)
 }
+
+// Held returns how many live datanodes hold a replica of block blockID
+// with generation stamp genStamp, neither corrupt nor being deleted, as
+// reported, whether or not the namespace expects the block yet: PutFile
+// counts the replicas of the block its command is about to create.
+func (m *Manager) Held(blockID, genStamp uint64) int {
+	s := m.shard(blockID)
+	s.mu.Lock()
+	var ns []*node
+	if b := s.blocks.get(blockID); b != nil && !b.forgotten() {
+		for _, l := range s.locs(b) {
+			if g, _ := s.stampOf(b, l); g == genStamp && !l.has(locInvalidating|locCorrupt) {
+				ns = append(ns, s.node(l))
+			}
+		}
+	}
+	s.mu.Unlock()
+	held := 0
+	for _, n := range ns {
+		if n.snap.Load().State == Live {
+			held++
+		}
+	}
+	return held
+}

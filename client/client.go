@@ -89,6 +89,13 @@ type Config struct {
 	// the old version, whole. 0 (the default): every Open asks the
 	// namenode. See locCache.
 	LocationCacheTTL time.Duration
+	// PrepareAhead is how many files one PrepareFile call prepares for
+	// PutFile: the first is used at once, the others are kept for this
+	// client's next PutFiles of the same replication, block size and mode,
+	// for at most preparedTTL (putfile.go), as SeaweedFS's assign with a
+	// count hands out several file ids at once. 0 means 8; 1 prepares
+	// none ahead; at most 16.
+	PrepareAhead int
 }
 
 // DefaultConfig returns the defaults for the given namenodes.
@@ -119,6 +126,8 @@ func (c *Config) Validate() error {
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "lease renew interval must not be negative")
 	case c.LocationCacheTTL < 0:
 		return errs.New(errs.Invalid, "client.Config.Validate", "", "location cache TTL must not be negative")
+	case c.PrepareAhead < 0 || c.PrepareAhead > 16:
+		return errs.New(errs.Invalid, "client.Config.Validate", "", "prepare-ahead count must be in [0, 16]")
 	}
 	return nil
 }
@@ -140,6 +149,8 @@ type Client struct {
 	trash trashSettings
 	// locs caches files' read locations (nil: Config.LocationCacheTTL 0).
 	locs *locCache
+	// prepared are the files prepared ahead for PutFile (putfile.go).
+	prepared preparedPool
 }
 
 // New returns a client; connections are made lazily.

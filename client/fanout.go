@@ -40,6 +40,29 @@ func (w *Writer) fanOutOK() bool {
 // pipeline is opened (and a nil ack returned) for finishBlock to write it
 // the usual way.
 func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
+	ack, failed, lastErr := w.sideBySide()
+	if ack != nil {
+		return ack, nil
+	}
+	// Every replica failed: nothing of this block is stored anywhere, so
+	// the block goes down a pipeline as any other. The pipeline is tried
+	// on the same datanodes first (the failure may have been the token's:
+	// a datanode that had not yet heard of a new signing key); if that
+	// fails too, the block is given back and placed anew without every
+	// datanode that failed it, and placement answers Precondition rather
+	// than a wait when that leaves none (openCur).
+	if err := w.openCur(failed); err != nil {
+		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path,
+			Msg: "every replica failed side by side (" + strings.Join(failed, ", ") + ": " + lastErr.Error() + "), then the pipeline", Err: err}
+	}
+	return nil, nil
+}
+
+// sideBySide writes the current block to each of its datanodes at once,
+// one declared-length WriteBlock each, and returns the combined final ack
+// (nil if every replica failed, with the datanodes that failed and the
+// last error).
+func (w *Writer) sideBySide() (*api.WriteBlockAck, []string, error) {
 	b := w.cur
 	crc := chunks.CRC(b.buf)
 	b.crcs = packetCRCs(b.crcs[:0], 0, b.buf, b.bpc)
@@ -84,20 +107,9 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 		ack.StoredOn = append(ack.StoredOn, d.Id)
 		ack.Receipts = append(ack.Receipts, a.GetReceipts()...)
 	}
-	if len(ack.StoredOn) > 0 {
-		b.sent = b.end()
-		return ack, nil
+	if len(ack.StoredOn) == 0 {
+		return nil, failed, lastErr
 	}
-	// Every replica failed: nothing of this block is stored anywhere, so
-	// the block goes down a pipeline as any other. The pipeline is tried
-	// on the same datanodes first (the failure may have been the token's:
-	// a datanode that had not yet heard of a new signing key); if that
-	// fails too, the block is given back and placed anew without every
-	// datanode that failed it, and placement answers Precondition rather
-	// than a wait when that leaves none (openCur).
-	if err := w.openCur(failed); err != nil {
-		return nil, &errs.Error{Kind: errs.KindOf(err), Op: "WriteBlock", Path: w.path,
-			Msg: "every replica failed side by side (" + strings.Join(failed, ", ") + ": " + lastErr.Error() + "), then the pipeline", Err: err}
-	}
-	return nil, nil
+	b.sent = b.end()
+	return ack, nil, nil
 }

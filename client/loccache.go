@@ -175,4 +175,5 @@ var keepsLocations = map[string]bool{
 	// A file being written: Create, Append and Truncate drop its path.
 	"Create": true, "Append": true, "Truncate": true, "AddBlock": true, "Complete": true,
 	"AbandonBlock": true, "Fsync": true, "UpdateBlockForPipeline": true, "UpdatePipeline": true,
+	"PrepareFile": true, "PutFile": true, // PutFile drops its path as Create does
 }

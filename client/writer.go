@@ -271,13 +271,22 @@ func (w *Writer) Close() error {
 		located = r.GetLocated()
 		return err
 	})
-	if w.err == nil && located != nil && located.InodeId == w.inode && ExpandLocations(located) == nil {
-		if len(w.blocks) == 1 && len(located.Blocks) == 1 && w.readToken != nil && located.Blocks[0].Block.Id == w.blocks[0].Id {
-			located.Blocks[0].Token = w.readToken // readBlock prefers a block's own token
-		}
-		w.c.locs.put(w.path, located, gen)
+	if w.err == nil {
+		w.cacheLocations(located, gen)
 	}
 	return w.err
+}
+
+// cacheLocations puts the closed file's locations, as the namenode
+// answered them with the close, in the client's location cache.
+func (w *Writer) cacheLocations(located *api.GetBlockLocationsResponse, gen locGen) {
+	if located == nil || located.InodeId != w.inode || ExpandLocations(located) != nil {
+		return
+	}
+	if len(w.blocks) == 1 && len(located.Blocks) == 1 && w.readToken != nil && located.Blocks[0].Block.Id == w.blocks[0].Id {
+		located.Blocks[0].Token = w.readToken // readBlock prefers a block's own token
+	}
+	w.c.locs.put(w.path, located, gen)
 }
 
 // Abort drops the Writer without completing the file: its lease stops

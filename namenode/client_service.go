@@ -51,30 +51,11 @@ func (s *clientService) Mkdirs(ctx context.Context, req *api.MkdirsRequest) (res
 
 func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (resp *api.CreateResponse, err error) {
 	defer func() { s.n.audited(ctx, "create", req.Path, "", resp.GetStatus(), err) }()
-	p, err := parsePath("Create", req.Path)
+	p, cmd, err := s.n.createCommand(ctx, "Create", req)
 	if err != nil {
 		return nil, err
 	}
-	perm, err := permOrDefault("Create", req.Path, req.Mode, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	repl, bs := req.Replication, req.BlockSize
-	if repl == 0 {
-		repl = s.n.cfg.Namespace.DefaultReplication
-	}
-	if bs == 0 {
-		bs = s.n.cfg.Namespace.DefaultBlockSize
-	}
-	if msg := s.n.cfg.Namespace.BlockSizeProblem(bs); msg != "" {
-		return nil, errs.Newf(errs.Invalid, "Create", req.Path, "block size %d is %s", bs, msg)
-	}
-	c := s.n.caller(ctx)
-	cmd := &api.CreateCommand{
-		Caller: c, Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
-		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: s.n.nowMs(),
-		SoftLimitMs: s.n.cfg.Leases.SoftLimit.Milliseconds(),
-	}
+	c, repl, bs := cmd.Caller, cmd.Replication, cmd.BlockSize
 	red, _ := security.RedirectFromContext(ctx)
 	if red.Op == security.RedirectCreate {
 		cmd.RedirectNonce, cmd.RedirectExpiresUnixMs = red.Nonce, red.ExpiresAt.UnixMilli()
@@ -105,6 +86,35 @@ func (s *clientService) Create(ctx context.Context, req *api.CreateRequest) (res
 		resp.BytesPerChecksum = s.n.cfg.Namespace.BytesPerChecksum
 	}
 	return resp, nil
+}
+
+// createCommand checks a Create's arguments (op's, for PrepareFile and
+// PutFile too) and returns the command that creates the file, defaults
+// filled in.
+func (n *Namenode) createCommand(ctx context.Context, op string, req *api.CreateRequest) (namespace.Path, *api.CreateCommand, error) {
+	p, err := parsePath(op, req.GetPath())
+	if err != nil {
+		return p, nil, err
+	}
+	perm, err := permOrDefault(op, req.Path, req.Mode, 0o644)
+	if err != nil {
+		return p, nil, err
+	}
+	repl, bs := req.Replication, req.BlockSize
+	if repl == 0 {
+		repl = n.cfg.Namespace.DefaultReplication
+	}
+	if bs == 0 {
+		bs = n.cfg.Namespace.DefaultBlockSize
+	}
+	if msg := n.cfg.Namespace.BlockSizeProblem(bs); msg != "" {
+		return p, nil, errs.Newf(errs.Invalid, op, req.Path, "block size %d is %s", bs, msg)
+	}
+	return p, &api.CreateCommand{
+		Caller: n.caller(ctx), Path: req.Path, Perm: perm, Overwrite: req.Overwrite,
+		CreateParent: req.CreateParent, Replication: repl, BlockSize: bs, MtimeUnixMs: n.nowMs(),
+		SoftLimitMs: n.cfg.Leases.SoftLimit.Milliseconds(),
+	}, nil
 }
 
 // locatedWriteBlock is a block the FSM gave the file's writer, with its
@@ -202,8 +212,10 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	// Wait for the reports only for the file's own writer: anyone else is
 	// refused by the FSM at once and must not hold a handler meanwhile.
 	if s.isWriter(c, "Complete", p, req.InodeId) {
-		s.n.acceptReceipts(req)
-		if err := s.n.awaitMinReplication(ctx, c.User, req.Path, req.Blocks); err != nil {
+		if len(req.Blocks) > 0 {
+			s.n.acceptReceipts(req.InodeId, req.Blocks[len(req.Blocks)-1], req.Receipts)
+		}
+		if err := s.n.awaitMinReplication(ctx, "Complete", c.User, req.Path, req.Blocks, false); err != nil {
 			return nil, err
 		}
 	}
@@ -214,14 +226,23 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 		return nil, err
 	}
 	out := &api.CompleteResponse{Header: s.n.writeHeader(idx)}
-	if req.WantLocations { // what GetBlockLocations would answer now; none if c may not read it
-		user, groups := s.n.reader(ctx)
-		if loc, err := s.n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: req.Path}); err == nil && loc.InodeId == req.InodeId && s.n.fillReadTokens(user, loc) == nil {
-			out.Located = loc
-			s.n.audited(ctx, "open", req.Path, "", nil, nil) // read access handed out, as GetBlockLocations audits it
-		}
+	if req.WantLocations {
+		out.Located = s.n.closedLocations(ctx, req.Path, req.InodeId)
 	}
 	return out, nil
+}
+
+// closedLocations is what GetBlockLocations would answer now about the
+// file just closed (inode id at p), for a writer that asked for it; nil
+// if the caller may not read it.
+func (n *Namenode) closedLocations(ctx context.Context, p string, id uint64) *api.GetBlockLocationsResponse {
+	user, groups := n.reader(ctx)
+	loc, err := n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: p})
+	if err != nil || loc.InodeId != id || n.fillReadTokens(user, loc) != nil {
+		return nil
+	}
+	n.audited(ctx, "open", p, "", nil, nil) // read access handed out, as GetBlockLocations audits it
+	return loc
 }
 
 // Append reopens a closed file for the caller (the FSM checks w on it

@@ -9,7 +9,7 @@
 //
 // Namespace changes are typed commands (fsm.CmdType): one type byte, then
 // a protobuf message from api/fsm.proto. The leader proposes them to Raft,
-// coalescing concurrent proposals into batches (proposer.go); a follower
+// coalescing concurrent proposals into batches (package proposer); a follower
 // forwards the encoded command to the leader through
 // NamenodeInternal.Apply (propose.go). The FSM applies them
 // deterministically: the proposer fixes every input (mtime, caller, the

@@ -13,6 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blockfs/blockfs/namenode/idrange"
+
+	"github.com/blockfs/blockfs/namenode/proposer"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -57,7 +61,9 @@ type Namenode struct {
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
 	reads     *readindex.Batcher
-	proposer  *proposer
+	proposer  *proposer.Proposer
+	ids       *idrange.Cursor    // PrepareFile's ids (putfile.go)
+	tickets   *security.Verifier // PutFile's check of PrepareFile's tokens
 	keys      *security.KeyManager
 	issuer    *security.Issuer
 	revoked   *security.Revocations              // the FSM's deny list, checked on every call
@@ -153,6 +159,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: admit.Admit, HTTPStaticUser: cfg.Auth.HTTPStaticUser,
 	})
 	n.met = newMetrics(reg, n)
+	n.ids = idrange.New(n.reserveIDs, cfg.Now, cfg.Tokens.TokenLifetime)
+	if n.tickets, err = security.NewVerifier(cfg.Tokens, fsmKeys{n}, nil); err != nil {
+		return nil, err
+	}
 	if n.decom, err = decommission.New(decommission.Config{Blocks: bm, States: func() []*api.AdminStateEntry { return n.fsm.AdminStates() },
 		Propose: n.propose, ExcludeFile: cfg.HostsExclude, Self: "namenode/" + cfg.ID, Log: log}); err != nil {
 		return nil, err
@@ -185,7 +195,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		return nil, err
 	}
 	n.reads = readindex.New(n.raft, n.fsm.AppliedIndex)
-	n.proposer = newProposer(n, n.cfg.Raft.MaxInflightApplies, n.cfg.Raft.MaxBatch)
+	n.proposer = proposer.New(n.applyRaft, n.met.proposal, n.cfg.Raft.MaxInflightApplies, n.cfg.Raft.MaxBatch)
 	n.startGRPC()
 	if err := n.startHTTP(); err != nil {
 		return nil, err
@@ -502,7 +512,7 @@ func (n *Namenode) Close() error {
 			n.httpSrv.Close()
 		}
 		if n.proposer != nil {
-			n.proposer.close()
+			n.proposer.Close()
 		}
 		if n.raft != nil {
 			if err := n.raft.Shutdown().Error(); err != nil {

@@ -40,7 +40,7 @@ func (n *Namenode) applyLocal(ctx context.Context, op string, data []byte) (*api
 	if n.safe.On() && len(data) > 0 && fsm.CmdType(data[0]).ChangesNamespace() {
 		return nil, 0, n.safe.Refuse(op, time.Now())
 	}
-	return n.proposer.submit(ctx, op, data)
+	return n.proposer.Submit(ctx, op, data)
 }
 
 // applyRaft puts one log entry through Raft and returns the FSM's response.

@@ -115,6 +115,11 @@ type CreateOpts struct {
 	BlockSize    uint64 // > 0
 	Owner, Group string
 	MtimeMs      int64
+	// id and space are PutFile's: the file's reserved inode id (0:
+	// allocate one) and the space its block takes, checked against the
+	// quotas with the name.
+	id    ID
+	space int64
 	// UnderConstruction, if set, is asked about an existing file at p that
 	// is under construction and that the caller may write, before anything
 	// else is decided about it: an error it returns is Create's (the
@@ -167,9 +172,11 @@ func (t *Tree) create(c *Caller, op string, path Path, o CreateOpts) (FileInfo, 
 	if old == nil {
 		// The file and the missing directories above it; an overwrite
 		// replaces one name by another and frees the old file's space.
-		if err := checkQuota(op, p, n, nil, int64(strings.Count(rest, "/")+1), 0); err != nil {
+		if err := checkQuota(op, p, n, nil, int64(strings.Count(rest, "/")+1), o.space); err != nil {
 			return FileInfo{}, nil, err
 		}
+	} else if err := checkQuota(op, p, old.parent, nil, 0, o.space-fileSpace(old)); err != nil {
+		return FileInfo{}, nil, err
 	}
 
 	// Valid: change the tree.
@@ -184,6 +191,7 @@ func (t *Tree) create(c *Caller, op string, path Path, o CreateOpts) (FileInfo, 
 	}
 	f := newFile(strings.Clone(baseName(p)), o.Perm, o.Replication, o.BlockSize,
 		t.ownerGroup(orInherit(o.Owner, parent.og.owner), orInherit(o.Group, parent.og.group)), o.MtimeMs, w)
+	f.id = o.id
 	t.newInode(parent, f)
 	parent.mtime = o.MtimeMs
 	return f.info(p), removed, nil

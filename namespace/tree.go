@@ -246,10 +246,13 @@ func (n *inode) info(p string) FileInfo {
 	return fi
 }
 
-// newInode allocates an id for n, links it under parent and counts it.
+// newInode allocates an id for n (unless it has one: a reserved id,
+// PutFile), links it under parent and counts it.
 func (t *Tree) newInode(parent, n *inode) {
-	n.id = t.nextID
-	t.nextID++
+	if n.id == 0 {
+		n.id = t.nextID
+		t.nextID++
+	}
 	t.inodes.put(n)
 	t.insertChild(parent, n)
 	charge(parent, 1, 0) // a new inode has no blocks yet

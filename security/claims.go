@@ -11,12 +11,16 @@ import (
 
 // Claims is what a verified token grants.
 type Claims struct {
-	User      string    // sub
-	Inode     uint64    // ino
-	Access    Access    // acc
-	HasBlock  bool      // the token is scoped to one block (blk and gs present)
-	BlockID   uint64    // blk
-	GenStamp  uint64    // gs
+	User     string // sub
+	Inode    uint64 // ino
+	Access   Access // acc
+	HasBlock bool   // the token is scoped to one block (blk and gs present)
+	BlockID  uint64 // blk
+	GenStamp uint64 // gs
+	// Files is bn: the token covers files Inode+i with block BlockID+i
+	// (stamp GenStamp) for i < Files, PutFile's files prepared in one run
+	// (1 when absent: one block of one inode).
+	Files     uint64
 	KID       string    // header kid: the key that signed it
 	IssuedAt  time.Time // iat
 	NotBefore time.Time // nbf
@@ -39,7 +43,11 @@ type wireClaims struct {
 	Access   string  `json:"acc,omitempty"`
 	BlockID  *uint64 `json:"blk,omitempty"`
 	GenStamp *uint64 `json:"gs,omitempty"`
+	Files    uint64  `json:"bn,omitempty"`
 }
+
+// MaxFiles bounds a token's bn claim.
+const MaxFiles = 1 << 10
 
 // toClaims checks the payload's shape (every required claim present and
 // well formed) and converts it. It does not check times or scope.
@@ -66,6 +74,9 @@ func (w *wireClaims) toClaims(kid string) (Claims, error) {
 	if acc&Write != 0 && w.BlockID == nil {
 		return bad("write token without blk")
 	}
+	if w.Files != 0 && (w.BlockID == nil || w.Files > MaxFiles || *w.BlockID+w.Files < *w.BlockID || *w.Inode+w.Files < *w.Inode) {
+		return bad("bn without blk, or past its bound")
+	}
 	c := Claims{
 		User:      w.Subject,
 		Inode:     *w.Inode,
@@ -76,7 +87,7 @@ func (w *wireClaims) toClaims(kid string) (Claims, error) {
 		ExpiresAt: w.ExpiresAt.Time,
 	}
 	if w.BlockID != nil {
-		c.HasBlock, c.BlockID, c.GenStamp = true, *w.BlockID, *w.GenStamp
+		c.HasBlock, c.BlockID, c.GenStamp, c.Files = true, *w.BlockID, *w.GenStamp, max(w.Files, 1)
 	}
 	if !c.NotBefore.Before(c.ExpiresAt) {
 		return bad("nbf not before exp")

@@ -101,11 +101,22 @@ func (is *Issuer) times(now time.Time) (iat, exp time.Time) {
 // BlockToken signs a token scoped to one block of inode (per-block mode, and
 // the block-scoped tokens for replication). access must be non-empty.
 func (is *Issuer) BlockToken(user string, inode, blockID, genStamp uint64, access Access) ([]byte, error) {
+	return is.FilesToken(user, inode, blockID, genStamp, 1, access)
+}
+
+// FilesToken signs a token scoped to files files: inode inode+i with
+// block blockID+i, stamp genStamp, for i < files (1..MaxFiles; the bn
+// claim when more than 1): PutFile's files prepared in one run, whose
+// datanodes then verify one signature for all of them.
+func (is *Issuer) FilesToken(user string, inode, blockID, genStamp, files uint64, access Access) ([]byte, error) {
 	if err := checkUser("security.Issuer.BlockToken", user); err != nil {
 		return nil, err
 	}
 	if access == 0 || access&^accessAll != 0 {
 		return nil, errs.Newf(errs.Invalid, "security.Issuer.BlockToken", "", "bad access mode %d", access)
+	}
+	if files == 0 || files > MaxFiles {
+		return nil, errs.Newf(errs.Invalid, "security.Issuer.BlockToken", "", "%d files: want 1..%d", files, MaxFiles)
 	}
 	now := is.cfg.now()
 	kp, err := is.current(now)
@@ -116,6 +127,9 @@ func (is *Issuer) BlockToken(user string, inode, blockID, genStamp uint64, acces
 	w := newWireClaims(user, inode, access, iat, exp)
 	b, g := blockID, genStamp
 	w.BlockID, w.GenStamp = &b, &g
+	if files > 1 {
+		w.Files = files
+	}
 	kind := is.m.signedBlk
 	if access&Write != 0 {
 		kind = is.m.signedWr

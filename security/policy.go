@@ -81,6 +81,8 @@ func Policy() map[string]Rule {
 		api.ClientService_Create_FullMethodName:            {Roles: users, Write: true, Delegated: true},
 		api.ClientService_AddBlock_FullMethodName:          {Roles: users, Write: true, Delegated: true},
 		api.ClientService_Complete_FullMethodName:          {Roles: users, Write: true, Delegated: true},
+		api.ClientService_PrepareFile_FullMethodName:       {Roles: users, Write: true},
+		api.ClientService_PutFile_FullMethodName:           {Roles: users, Write: true},
 		api.ClientService_AbandonBlock_FullMethodName:      {Roles: users, Write: true, Delegated: true},
 		api.ClientService_Append_FullMethodName:            {Roles: users, Write: true, Delegated: true},
 		api.ClientService_GetBlockLocations_FullMethodName: {Roles: users, Delegated: true},

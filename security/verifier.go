@@ -197,14 +197,20 @@ func (v *Verifier) check(now time.Time, c *Claims, want Request) error {
 	if !c.Access.Has(want.Access) {
 		return v.reject(errs.Permission, reasonWrongMode, fmt.Sprintf("wrong access mode: token grants %q, request needs %q", c.Access.String(), want.Access.String()))
 	}
-	if c.Inode != want.Inode {
+	// A token for a run of files (bn) covers file i of it: inode Inode+i
+	// with block BlockID+i.
+	var off uint64
+	if c.HasBlock && want.BlockID >= c.BlockID && want.BlockID-c.BlockID < c.Files {
+		off = want.BlockID - c.BlockID
+	}
+	if c.Inode+off != want.Inode {
 		return v.reject(errs.Permission, reasonWrongInode, "wrong inode: token is for another file")
 	}
 	if want.Access&Write != 0 && !c.HasBlock {
 		return v.reject(errs.Permission, reasonWrongBlock, "wrong block: write token not scoped to a block")
 	}
 	if c.HasBlock {
-		if c.BlockID != want.BlockID {
+		if c.BlockID+off != want.BlockID {
 			return v.reject(errs.Permission, reasonWrongBlock, "wrong block: token is for another block")
 		}
 		// Generation stamps bind writes; a read of a block whose stamp was
@@ -222,4 +228,29 @@ func (v *Verifier) CacheLen() int {
 		return 0
 	}
 	return v.cache.len()
+}
+
+// Remember caches token as verified without checking its signature, for
+// a namenode that has just signed it itself (PrepareFile: the PutFile
+// that presents it back is then one cache hit, not a signature check).
+// Never give it bytes from the network. Without a cache it does nothing.
+func (v *Verifier) Remember(token []byte) error {
+	if v.cache == nil {
+		return nil
+	}
+	var w wireClaims
+	t, _, err := v.parser.ParseUnverified(string(token), &w)
+	if err != nil {
+		return errs.Wrap(errs.Internal, "security.Verifier.Remember", "", err)
+	}
+	kid, _ := t.Header["kid"].(string)
+	c, err := w.toClaims(kid)
+	if err != nil {
+		return err
+	}
+	now := v.cfg.now()
+	if _, evicted := v.cache.put(maphash.Bytes(v.seed, token), &verifiedEntry{token: string(token), claims: c}, now.UnixNano(), nil); evicted {
+		v.m.evictions.Inc()
+	}
+	return nil
 }

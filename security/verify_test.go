@@ -38,6 +38,9 @@ func TestAttackMatrix(t *testing.T) {
 	fileTok := func(t *testing.T, e *env) []byte { return must(t)(e.is.FileToken("alice", inode, Read)) }
 	writeTok := func(t *testing.T, e *env) []byte { return must(t)(e.is.WriteToken("alice", inode, blockID, gs)) }
 	writeReq := Request{Inode: inode, BlockID: blockID, GenStamp: gs, Access: Write}
+	runTok := func(t *testing.T, e *env) []byte {
+		return must(t)(e.is.FilesToken("alice", inode, blockID, gs, 4, Write|Read))
+	}
 	attacks := []attack{
 		{name: "tampered payload", token: func(t *testing.T, e *env) []byte {
 			h, p, s := splitJWT(t, fileTok(t, e))
@@ -167,6 +170,30 @@ func TestAttackMatrix(t *testing.T) {
 			p["exp"] = e.km.Current().NotAfter.Add(time.Hour).Unix()
 			return signMap(t, e.km.Current(), p)
 		}, want: readReq, kind: errs.Unauthenticated, reason: "validity window"},
+		// A run of 4 files (bn): file i is inode+i with block blockID+i.
+		{name: "run token, block past the run", token: runTok, want: Request{Inode: inode + 4, BlockID: blockID + 4, GenStamp: gs, Access: Write},
+			kind: errs.Permission, reason: "wrong inode"},
+		{name: "run token, block before the run", token: runTok, want: Request{Inode: inode - 1, BlockID: blockID - 1, GenStamp: gs, Access: Write},
+			kind: errs.Permission, reason: "wrong inode"},
+		{name: "run token, block of one file with another's inode", token: runTok, want: Request{Inode: inode + 1, BlockID: blockID + 2, GenStamp: gs, Access: Write},
+			kind: errs.Permission, reason: "wrong inode"},
+		{name: "run token, another stamp", token: runTok, want: Request{Inode: inode + 2, BlockID: blockID + 2, GenStamp: gs + 1, Access: Write},
+			kind: errs.Permission, reason: "wrong block"},
+		{name: "signed bn past its bound", token: func(t *testing.T, e *env) []byte {
+			_, p, _ := splitJWT(t, runTok(t, e))
+			p["bn"] = MaxFiles + 1
+			return signMap(t, e.km.Current(), p)
+		}, want: writeReq, kind: errs.Unauthenticated, reason: "malformed claims"},
+		{name: "signed bn wrapping the block ids", token: func(t *testing.T, e *env) []byte {
+			_, p, _ := splitJWT(t, runTok(t, e))
+			p["blk"] = uint64(1<<64 - 2)
+			return signMap(t, e.km.Current(), p)
+		}, want: writeReq, kind: errs.Unauthenticated, reason: "malformed claims"},
+		{name: "signed bn on a file token", token: func(t *testing.T, e *env) []byte {
+			_, p, _ := splitJWT(t, fileTok(t, e))
+			p["bn"] = 2
+			return signMap(t, e.km.Current(), p)
+		}, want: readReq, kind: errs.Unauthenticated, reason: "malformed claims"},
 	}
 	for _, cache := range []bool{false, true} {
 		for _, a := range attacks {
@@ -224,10 +251,27 @@ func TestVerifyAccepts(t *testing.T) {
 		{"write", func(t *testing.T, e *env) []byte { return must(t)(e.is.WriteToken("alice", inode, blockID, gs)) },
 			Request{Inode: inode, BlockID: blockID, GenStamp: gs, Access: Write},
 			func(t *testing.T, c Claims) {
-				if !c.HasBlock || c.BlockID != blockID || c.GenStamp != gs || c.Access != Write {
+				if !c.HasBlock || c.BlockID != blockID || c.GenStamp != gs || c.Access != Write || c.Files != 1 {
 					t.Fatalf("claims %+v", c)
 				}
 			}},
+		{"a run's first file", func(t *testing.T, e *env) []byte {
+			return must(t)(e.is.FilesToken("alice", inode, blockID, gs, 4, Write))
+		},
+			Request{Inode: inode, BlockID: blockID, GenStamp: gs, Access: Write}, nil},
+		{"a run's last file", func(t *testing.T, e *env) []byte {
+			return must(t)(e.is.FilesToken("alice", inode, blockID, gs, 4, Write|Read))
+		},
+			Request{Inode: inode + 3, BlockID: blockID + 3, GenStamp: gs, Access: Write},
+			func(t *testing.T, c Claims) {
+				if c.Files != 4 || c.BlockID != blockID || c.Inode != inode {
+					t.Fatalf("claims %+v", c)
+				}
+			}},
+		{"a run's file read back", func(t *testing.T, e *env) []byte {
+			return must(t)(e.is.FilesToken("alice", inode, blockID, gs, 4, Write|Read))
+		},
+			Request{Inode: inode + 2, BlockID: blockID + 2, Access: Read}, nil},
 	}
 	for _, cache := range []bool{false, true} {
 		for _, tc := range cases {

@@ -19,6 +19,9 @@
 // --location-cache TTL turns on every client's location cache
 // (client.Config.LocationCacheTTL): a file read back by its writer then
 // costs one datanode call.
+// --put writes each file with client.PutFile (one Raft entry per file:
+// PrepareFile, the block side by side, PutFile) instead of Create, Write
+// and Close; its one write step is "put".
 // --cpuprofile with --profile-phase write or read profiles one phase.
 //
 //	go run ./bench/smallfiles --files 20000 --clients 16 --replication 3
@@ -49,6 +52,7 @@ import (
 // step names, in the order a file takes them.
 var (
 	writeSteps = []string{"create", "write", "close"}
+	putSteps   = []string{"put"}
 	readSteps  = []string{"locate", "read"}
 )
 
@@ -78,9 +82,18 @@ type config struct {
 	files, size, jitter, clients, rounds int
 	replication                          uint32
 	firstBlock                           bool
+	put                                  bool // --put: client.PutFile
 	readBy                               string
 	locCache                             time.Duration
 	procs                                string // --procs
+}
+
+// writeSteps names the steps of a file's write.
+func (c config) writeSteps() []string {
+	if c.put {
+		return putSteps
+	}
+	return writeSteps
 }
 
 func main() {
@@ -92,6 +105,7 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 2, "rounds; every figure is the median")
 	repl := flag.Uint("replication", 3, "replicas per file")
 	flag.BoolVar(&cfg.firstBlock, "first-block", true, "have each Create allocate the file's first block (client.CreateOptions.FirstBlock); false: a separate AddBlock, as before")
+	flag.BoolVar(&cfg.put, "put", false, "write each file with client.PutFile (PrepareFile, the block side by side, PutFile: one Raft entry) instead of Create, Write and Close")
 	flag.StringVar(&cfg.readBy, "read-by", "any", "which client reads a file back: any (the next free one) or writer (the one that wrote it, as a program reading its own output does; with --location-cache it reads from its cache)")
 	flag.DurationVar(&cfg.locCache, "location-cache", 0, "client.Config.LocationCacheTTL of every client (0: off): a client reads back a file it wrote or opened with no namenode call")
 	namenodes := flag.String("namenodes", "", "comma-separated namenode gRPC addresses of a running cluster (simple auth); empty: an in-process cluster of 3 namenodes and 3 datanodes")
@@ -183,8 +197,15 @@ func main() {
 		wrote := make([][]int, cfg.clients) // by client: the files it wrote
 		var wmu sync.Mutex
 		w := profile(r, "write", func() Phase {
-			return run(ctx, clients, shared(cfg.files, cfg.clients), writeSteps, func(ctx context.Context, ci int, c *client.Client, i int, t *timer) error {
-				err := write(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}, t)
+			return run(ctx, clients, shared(cfg.files, cfg.clients), cfg.writeSteps(), func(ctx context.Context, ci int, c *client.Client, i int, t *timer) error {
+				p, o := fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}
+				var err error
+				if cfg.put {
+					err = c.PutFile(ctx, p, data[i], o)
+					t.mark()
+				} else {
+					err = write(ctx, c, p, data[i], o, t)
+				}
 				wmu.Lock()
 				wrote[ci] = append(wrote[ci], i)
 				wmu.Unlock()
@@ -210,7 +231,7 @@ func main() {
 	if *jsonOut != "" {
 		check(results.WriteJSON(*jsonOut, map[string]any{"rounds": rounds, "median": med,
 			"files": cfg.files, "size": cfg.size, "jitter": cfg.jitter, "clients": cfg.clients, "replication": cfg.replication,
-			"read_by": cfg.readBy, "location_cache": cfg.locCache.String()}))
+			"read_by": cfg.readBy, "location_cache": cfg.locCache.String(), "put": cfg.put}))
 	}
 	for _, r := range rounds {
 		if r.Write.Errors+r.Read.Errors > 0 {
@@ -407,14 +428,18 @@ func printTable(w io.Writer, cfg config, m Round) {
 	if cfg.procs != "" {
 		where = "processes"
 	}
-	fmt.Fprintf(tw, "blockfs (%s), %d clients, %d B files (+0..%d), read by %s, location cache %v\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
-		where, cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.readBy, cfg.locCache, cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
+	api := "Create/Write/Close"
+	if cfg.put {
+		api = "PutFile"
+	}
+	fmt.Fprintf(tw, "blockfs (%s, %s), %d clients, %d B files (+0..%d), read by %s, location cache %v\t%d\t%.0f\t%.0f\t%.1f / %.1f\t%.1f / %.1f\n",
+		where, api, cfg.clients, cfg.size, max(cfg.jitter-1, 0), cfg.readBy, cfg.locCache, cfg.replication, m.Write.FilesPerSec, m.Read.FilesPerSec,
 		m.Write.P50Ms, m.Write.P99Ms, m.Read.P50Ms, m.Read.P99Ms)
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "step\tp50 ms\tp99 ms\n")
-	for _, s := range writeSteps {
+	for _, s := range cfg.writeSteps() {
 		fmt.Fprintf(tw, "write: %s\t%.2f\t%.2f\n", s, m.Write.StepP50Ms[s], m.Write.StepP99Ms[s])
 	}
 	for _, s := range readSteps {

@@ -59,6 +59,10 @@ const (
 	CmdRemoveXAttr CmdType = 27
 	CmdSetTimes    CmdType = 28
 	CmdTruncate    CmdType = 29
+
+	// Small files in one entry (reserve.go).
+	CmdReserveIds CmdType = 41
+	CmdPutFile    CmdType = 42
 )
 
 // ChangesNamespace reports whether commands of type t change the
@@ -71,7 +75,8 @@ func (t CmdType) ChangesNamespace() bool {
 		CmdSetPermission, CmdSetOwner, CmdAppend, CmdRecoverLease, CmdFsync,
 		CmdUpdateBlockForPipeline, CmdUpdatePipeline, CmdSetQuota,
 		CmdSetXAttr, CmdRemoveXAttr, CmdSetTimes, CmdTruncate,
-		CmdAllowSnapshot, CmdDisallowSnapshot, CmdCreateSnapshot, CmdDeleteSnapshot, CmdRenameSnapshot:
+		CmdAllowSnapshot, CmdDisallowSnapshot, CmdCreateSnapshot, CmdDeleteSnapshot, CmdRenameSnapshot,
+		CmdReserveIds, CmdPutFile:
 		return true
 	}
 	return false
@@ -136,6 +141,9 @@ var commands = [...]command{
 	CmdRemoveXAttr: handle(func() *api.RemoveXAttrCommand { return &api.RemoveXAttrCommand{} }, (*FSM).applyRemoveXAttr),
 	CmdSetTimes:    handle(func() *api.SetTimesCommand { return &api.SetTimesCommand{} }, (*FSM).applySetTimes),
 	CmdTruncate:    handle(func() *api.TruncateCommand { return &api.TruncateCommand{} }, (*FSM).applyTruncate),
+
+	CmdReserveIds: handle(func() *api.ReserveIdsCommand { return &api.ReserveIdsCommand{} }, (*FSM).applyReserveIds),
+	CmdPutFile:    handle(func() *api.PutFileCommand { return &api.PutFileCommand{} }, (*FSM).applyPutFile),
 }
 
 // Encode frames msg as one log entry: type byte, then the protobuf,

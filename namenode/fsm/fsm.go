@@ -54,18 +54,21 @@ type state struct {
 	// admin is the datanodes' admin states by datanode id, Normal ones
 	// absent (admin.go).
 	admin map[string]*api.AdminStateEntry
+	// reserved are the id ranges PutFile may still use (reserve.go).
+	reserved *reservations
 }
 
 func newState(superuser, supergroup string) *state {
 	return &state{
-		tree:    namespace.New(namespace.DefaultLimits(), superuser, supergroup),
-		members: map[string]*api.Member{},
-		keys:    map[string][]byte{},
-		retries: newRetryCache(),
-		leases:  leases.New(),
-		nonces:  newSpentNonces(),
-		revoked: map[string]*api.RevokedEntry{},
-		admin:   map[string]*api.AdminStateEntry{},
+		tree:     namespace.New(namespace.DefaultLimits(), superuser, supergroup),
+		members:  map[string]*api.Member{},
+		keys:     map[string][]byte{},
+		retries:  newRetryCache(),
+		leases:   leases.New(),
+		nonces:   newSpentNonces(),
+		reserved: &reservations{},
+		revoked:  map[string]*api.RevokedEntry{},
+		admin:    map[string]*api.AdminStateEntry{},
 	}
 }
 

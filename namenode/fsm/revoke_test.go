@@ -169,7 +169,7 @@ func TestRevokeSurvivesSnapshot(t *testing.T) {
 	}
 	n := len(head.b)
 	// The head ends with the deny list's count and the admin states' (both 0).
-	v3 := append(append([]byte(snapshotMagicV3), cur[8:n-8]...), cur[n:]...)
+	v3 := withoutReservations(t, append(append([]byte(snapshotMagicV3), cur[8:n-8]...), cur[n:]...))
 	if err := g.Restore(io.NopCloser(bytes.NewReader(v3))); err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,16 @@ import (
 // --- snapshots ---
 
 // snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
-// BFSNAP05 adds the datanode admin states after the deny list (admin.go);
+// BFSNAP06 adds PutFile's id reservations after the spent nonces
+// (reserve.go); BFSNAP05 added the datanode admin states after the deny list (admin.go);
 // BFSNAP04 added the deny list after the keys (revoke.go); BFSNAP03 added
 // the spent redirect nonces after the lease table; BFSNAP02 the lease
 // table after the retry cache. Older snapshots still restore, with no
 // admin states (and, before BFSNAP04, an empty deny list; before
 // BFSNAP03, no spent nonces; from BFSNAP01, no leases).
 const (
-	snapshotMagic   = "BFSNAP05"
+	snapshotMagic   = "BFSNAP06"
+	snapshotMagicV5 = "BFSNAP05"
 	snapshotMagicV4 = "BFSNAP04"
 	snapshotMagicV3 = "BFSNAP03"
 	snapshotMagicV2 = "BFSNAP02"
@@ -57,6 +59,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, err
 	}
 	if err := f.st.nonces.writeTo(&lease); err != nil {
+		return nil, err
+	}
+	if err := f.st.reserved.writeTo(&lease); err != nil {
 		return nil, err
 	}
 	return &fsmSnapshot{mu: &f.mu, head: head.b, retries: f.st.retries.frozen(), leases: lease.b, view: f.st.tree.View(), snaps: f.snaps}, nil
@@ -155,8 +160,10 @@ func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 		version = 3
 	case snapshotMagicV4:
 		version = 4
-	case snapshotMagic:
+	case snapshotMagicV5:
 		version = 5
+	case snapshotMagic:
+		version = 6
 	default:
 		return nil, 0, corrupt("bad magic")
 	}
@@ -223,6 +230,12 @@ func readSnapshot(r *bufio.Reader) (*state, uint64, error) {
 			return nil, 0, err
 		}
 	}
+	st.reserved = &reservations{}
+	if version >= 6 {
+		if st.reserved, err = readReservations(r); err != nil {
+			return nil, 0, err
+		}
+	}
 	tree, err := namespace.ReadImage(r)
 	if err != nil {
 		return nil, 0, err
@@ -241,7 +254,7 @@ type fsmSnapshot struct {
 	mu      *rwlock.Mutex
 	head    []byte      // header, members, keys, deny list, admin states; encoded
 	retries *retryCache // the retry cache, frozen; marshalled by writeTo
-	leases  []byte      // the lease table and the spent nonces, encoded
+	leases  []byte      // the lease table, the spent nonces and the id reservations, encoded
 	view    *namespace.View
 	snaps   *SnapshotStore // the snapshot store, if known (snapfiles.go)
 }

@@ -459,12 +459,13 @@ func TestSnapshotBytesPinned(t *testing.T) {
 	for _, e := range pinnedAdminStates() {
 		applyAt(t, f, &idx, CmdSetAdminState, &api.SetAdminStateCommand{Entries: []*api.AdminStateEntry{e}})
 	}
+	applyAt(t, f, &idx, CmdReserveIds, &api.ReserveIdsCommand{Count: 100, MtimeUnixMs: 1, ExpiresUnixMs: 1 << 40})
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "2a07c0b4805594270eb409c7dd0fa9a446a8c7c701ddf967a002128e018af8c3" // BFSNAP05 (admin states) with namespace image version 4 (quotas)
+	const want = "53355f3d1a0237149007ea968603236f9f125a70d5e1ea8811a9b06fb3c07bb1" // BFSNAP06 (PutFile's reservations) with namespace image version 4 (quotas)
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}

@@ -92,6 +92,8 @@ func TestFloors(t *testing.T) {
 		{"node plumbing", []string{"internal/node/"}, append([]string{"api", "security", "internal/node/"}, base...)},
 		{"the FSM is a core of its own", []string{"namenode/fsm"}, libs},
 		{"the Raft store", []string{"namenode/raftstore"}, base},
+		{"the proposer", []string{"namenode/proposer"}, append([]string{"namenode/fsm"}, libs...)},
+		{"the id ranges", []string{"namenode/idrange"}, base},
 		{"the web UI door", []string{"namenode/webui"}, append([]string{"internal/node/"}, libs...)},
 		{"the WebHDFS door", []string{"webhdfs"}, append([]string{"client", "trash", "internal/node/"}, libs...)},
 		{"the HDFS data transfer door", []string{"datatransfer"}, append([]string{"api/hadoop/"}, base...)},

@@ -1,22 +1,32 @@
-package namenode
+// Package proposer coalesces the commands a leader proposes concurrently
+// into one Raft log entry (fsm.CmdBatch), with a bound on the entries in
+// flight.
+package proposer
 
 import (
 	"context"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode/fsm"
 )
 
-// proposer coalesces commands proposed concurrently on the leader into one
+// ApplyFunc puts one encoded log entry through Raft and returns the FSM's
+// response and the entry's index.
+type ApplyFunc func(op string, data []byte) (any, uint64, error)
+
+// Proposer coalesces commands proposed concurrently on the leader into one
 // Raft log entry (fsm.CmdBatch). At most maxInflight entries are in Raft at
 // once; while they are, new proposals queue up and go out together as the
 // next entry. Raft then pays its per-entry costs (encoding, a bolt put, a
 // future, channel hand-offs on the leader loop and on every follower) once
 // per batch rather than once per command.
-type proposer struct {
-	n        *Namenode
+type Proposer struct {
+	apply    ApplyFunc
+	sizes    prometheus.Observer // commands per entry
 	in       chan *proposal
 	inflight chan struct{}
 	maxBatch int
@@ -36,9 +46,12 @@ type proposalResult struct {
 	err error
 }
 
-func newProposer(n *Namenode, maxInflight, maxBatch int) *proposer {
-	p := &proposer{
-		n: n, in: make(chan *proposal, maxBatch), inflight: make(chan struct{}, maxInflight),
+// New starts a proposer putting entries through apply, at most maxInflight
+// at once and at most maxBatch commands each; sizes observes each entry's
+// commands. Close stops it.
+func New(apply ApplyFunc, sizes prometheus.Observer, maxInflight, maxBatch int) *Proposer {
+	p := &Proposer{
+		apply: apply, sizes: sizes, in: make(chan *proposal, maxBatch), inflight: make(chan struct{}, maxInflight),
 		maxBatch: maxBatch, stop: make(chan struct{}),
 	}
 	p.wg.Add(1)
@@ -46,10 +59,10 @@ func newProposer(n *Namenode, maxInflight, maxBatch int) *proposer {
 	return p
 }
 
-// submit proposes data and waits for its result. ctx only bounds the wait
+// Submit proposes data and waits for its result. ctx only bounds the wait
 // to enter the queue: once in Raft, the command's fate is Raft's. op names
 // the operation in the errors of the proposal itself.
-func (p *proposer) submit(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
+func (p *Proposer) Submit(ctx context.Context, op string, data []byte) (*api.CommandResult, uint64, error) {
 	pr := &proposal{op: op, data: data, done: make(chan proposalResult, 1)}
 	select {
 	case p.in <- pr:
@@ -62,7 +75,7 @@ func (p *proposer) submit(ctx context.Context, op string, data []byte) (*api.Com
 	return r.res, r.idx, r.err
 }
 
-func (p *proposer) run() {
+func (p *Proposer) run() {
 	defer p.wg.Done()
 	for {
 		var first *proposal
@@ -104,23 +117,23 @@ func (p *proposer) run() {
 			}
 		}
 		p.wg.Add(1)
-		go p.apply(batch)
+		go p.applyBatch(batch)
 	}
 }
 
-func (p *proposer) fail(batch []*proposal) {
+func (p *Proposer) fail(batch []*proposal) {
 	for _, pr := range batch {
 		pr.done <- proposalResult{err: errs.New(errs.Unavailable, pr.op, "", "namenode is stopping")}
 	}
 }
 
-// apply proposes one batch and hands every proposal its own result.
-func (p *proposer) apply(batch []*proposal) {
+// applyBatch proposes one batch and hands every proposal its own result.
+func (p *Proposer) applyBatch(batch []*proposal) {
 	defer p.wg.Done()
 	defer func() { <-p.inflight }()
-	p.n.met.proposal.Observe(float64(len(batch)))
+	p.sizes.Observe(float64(len(batch)))
 	if len(batch) == 1 {
-		res, idx, err := p.n.applyRaft(batch[0].op, batch[0].data)
+		res, idx, err := p.apply(batch[0].op, batch[0].data)
 		batch[0].done <- proposalResult{res: asResult(res), idx: idx, err: err}
 		return
 	}
@@ -133,7 +146,7 @@ func (p *proposer) apply(batch []*proposal) {
 	var out any
 	var idx uint64
 	if err == nil {
-		out, idx, err = p.n.applyRaft("", data)
+		out, idx, err = p.apply("", data)
 	}
 	results, ok := out.(fsm.BatchResult)
 	if err == nil && (!ok || len(results) != len(batch)) {
@@ -153,7 +166,9 @@ func asResult(v any) *api.CommandResult {
 	return r
 }
 
-func (p *proposer) close() {
+// Close fails the proposals still queued and waits for the entries in
+// flight.
+func (p *Proposer) Close() {
 	close(p.stop)
 	p.wg.Wait()
 }
