@@ -24,7 +24,8 @@ type capture struct {
 	cl     *client.Client
 	mu     sync.Mutex
 	puts   []*api.PutFileRequest
-	preps  int // PrepareFile calls
+	preps  int    // PrepareFile calls
+	prepBy string // the namenode that served the last PrepareFile
 	cc     *grpc.ClientConn
 	change func(*api.PutFileRequest)
 }
@@ -63,7 +64,13 @@ func newCapture(t *testing.T, c *localcluster.Cluster, user string) *capture {
 			k.cc = cc
 		}
 		k.mu.Unlock()
-		return invoker(ctx, method, req, reply, cc, opts...)
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if r, ok := reply.(*api.PrepareFileResponse); ok && err == nil {
+			k.mu.Lock()
+			k.prepBy = r.GetHeader().GetServedBy()
+			k.mu.Unlock()
+		}
+		return err
 	}))
 	if k.cl, err = client.New(cfg); err != nil {
 		t.Fatal(err)
@@ -228,4 +235,55 @@ func TestPutFile(t *testing.T) {
 			t.Fatalf("after the refusal: %v, want no file", err)
 		}
 	})
+}
+
+// TestPutFileAfterFailover: files prepared by a namenode that then
+// stopped (the leader, usually: the client moves to it) are still made: the reservation is in the
+// log, the token under a key every namenode knows, and the replicas,
+// whose receipts were for the stopped namenode's key, are counted on the
+// datanodes' reports.
+func TestPutFileAfterFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	k := newCapture(t, c, "root")
+	opts := client.CreateOptions{Replication: 3, BlockSize: blockSize}
+	first := randBytes(300)
+	if err := k.cl.PutFile(ctx, "/fo/a", first, opts); err != nil {
+		t.Fatal(err)
+	}
+	k.mu.Lock()
+	by := k.prepBy
+	k.mu.Unlock()
+	old := -1
+	for i, nn := range c.Namenodes() {
+		if nn.ID() == by {
+			old = i
+		}
+	}
+	if old < 0 {
+		t.Fatalf("PrepareFile served by %q, no namenode of the cluster", by)
+	}
+	if err := c.StopNamenode(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := randBytes(400)
+	if err := k.cl.PutFile(ctx, "/fo/b", second, opts); err != nil {
+		t.Fatalf("PutFile of a file the stopped leader prepared: %v", err)
+	}
+	k.mu.Lock()
+	preps := k.preps
+	k.mu.Unlock()
+	if preps != 1 {
+		t.Fatalf("%d PrepareFile calls, want 1: the second file must be one the old leader prepared", preps)
+	}
+	readBack(t, k.cl, "/fo/a", first)
+	readBack(t, k.cl, "/fo/b", second)
 }
