@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/blockfs/blockfs/api"
@@ -24,8 +25,9 @@ type capture struct {
 	cl     *client.Client
 	mu     sync.Mutex
 	puts   []*api.PutFileRequest
-	preps  int    // PrepareFile calls
-	prepBy string // the namenode that served the last PrepareFile
+	putMD  metadata.MD // the last PutFile's outgoing metadata (client and call id)
+	preps  int         // PrepareFile calls
+	prepBy string      // the namenode that served the last PrepareFile
 	cc     *grpc.ClientConn
 	change func(*api.PutFileRequest)
 }
@@ -59,6 +61,7 @@ func newCapture(t *testing.T, c *localcluster.Cluster, user string) *capture {
 				k.change(r)
 			}
 			k.puts = append(k.puts, proto.Clone(r).(*api.PutFileRequest))
+			k.putMD, _ = metadata.FromOutgoingContext(ctx)
 		}
 		if k.cc == nil || cc.Target() == c.NamenodeAddrs()[c.Leader()] {
 			k.cc = cc
@@ -133,6 +136,15 @@ func TestPutFile(t *testing.T) {
 		t.Fatalf("PutFile carried %d receipts, want one per replica and namenode", got)
 	}
 
+	t.Run("a retry of the call that made it", func(t *testing.T) {
+		alice.mu.Lock()
+		md := alice.putMD.Copy()
+		alice.mu.Unlock()
+		resp, err := api.NewClientServiceClient(alice.cc).PutFile(metadata.NewOutgoingContext(ctx, md), proto.Clone(put).(*api.PutFileRequest))
+		if err != nil || resp.GetStatus().GetInodeId() != put.InodeId {
+			t.Fatalf("retried PutFile: %v, %v; want the first answer again", resp, err)
+		}
+	})
 	refusals := []struct {
 		name   string
 		by     *capture

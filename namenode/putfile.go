@@ -94,7 +94,7 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 	case !cl.HasBlock || cl.User != cmd.Caller.User:
 		return nil, errs.New(errs.Permission, op, cmd.Path, "the write token is not the one PrepareFile gave this user for this file")
 	}
-	if err := s.n.fsm.CheckReserved(op, cmd.Path, req.InodeId, b.Id, b.GenStamp, cmd.MtimeUnixMs); err != nil {
+	if err := s.n.fsm.CheckReserved(cmd.Caller, op, cmd.Path, req.InodeId, b.Id, b.GenStamp, cmd.MtimeUnixMs); err != nil {
 		return nil, err
 	}
 	s.n.acceptReceipts(req.InodeId, b, req.Receipts)

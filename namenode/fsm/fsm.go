@@ -222,6 +222,17 @@ func (f *FSM) applyEntry(data []byte) any {
 // (commands.go) and its result, or its error as a result, is recorded.
 // Errors are results, never panics: a bad command must not stop the
 // state machine.
+// callerOf is the command's caller: its own, or its create's (PutFile).
+func callerOf(msg any) *api.Caller {
+	switch c := msg.(type) {
+	case interface{ GetCaller() *api.Caller }:
+		return c.GetCaller()
+	case interface{ GetCreate() *api.CreateCommand }:
+		return c.GetCreate().GetCaller()
+	}
+	return nil
+}
+
 func (f *FSM) applyOne(data []byte) *api.CommandResult {
 	t, msg, err := Decode(data)
 	if err != nil {
@@ -232,11 +243,9 @@ func (f *FSM) applyOne(data []byte) *api.CommandResult {
 	}
 	var key callKey
 	named := false
-	if c, ok := msg.(interface{ GetCaller() *api.Caller }); ok {
-		if key, named = keyOf(c.GetCaller()); named {
-			if prev, ok := f.st.retries.get(key); ok {
-				return prev
-			}
+	if key, named = keyOf(callerOf(msg)); named {
+		if prev, ok := f.st.retries.get(key); ok {
+			return prev
 		}
 	}
 	res, err := commands[t].apply(f, msg)

@@ -68,9 +68,15 @@ func (r *reservations) find(op, path string, inode, blockID, genStamp uint64, no
 // CheckReserved is PutFile's check of its ids, as of nowMs and this
 // node's state, before the replicas are waited for and the command
 // proposed: a PutFile replayed, or of a reservation gone, is refused at
-// once. The apply checks again.
-func (f *FSM) CheckReserved(op, path string, inode, blockID, genStamp uint64, nowMs int64) error {
+// once. A retry of a call c already applied passes, for the retry cache
+// to answer it. The apply checks again.
+func (f *FSM) CheckReserved(c *api.Caller, op, path string, inode, blockID, genStamp uint64, nowMs int64) error {
 	defer f.mu.RLock().RUnlock()
+	if key, named := keyOf(c); named {
+		if _, done := f.st.retries.get(key); done {
+			return nil
+		}
+	}
 	_, err := f.st.reserved.find(op, path, inode, blockID, genStamp, nowMs)
 	return err
 }
