@@ -440,9 +440,11 @@ func (x *ReserveIdsCommand) GetExpiresUnixMs() int64 {
 
 // PutFileCommand creates create's file complete with one block, under the
 // reserved inode_id: the Create, AddBlock and Complete of a one-block file
-// in one apply, all or nothing. token_expires_unix_ms is the write
-// token's expiry: the command is refused after it, and the block id is
-// spent until then, so that the token makes one file at most.
+// in one apply, all or nothing. token_expires_unix_ms is the deadline
+// the leader set: the write token's expiry, or half its unknown-replica
+// grace after the token's issue if sooner; the command is refused after
+// it (by its own mtime), and the reservation's bitmap lets each file's
+// ids make one file at most.
 type PutFileCommand struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	Create             *CreateCommand         `protobuf:"bytes,1,opt,name=create,proto3" json:"create,omitempty"`

@@ -23,7 +23,10 @@ type Config struct {
 	ReplicationTimeout time.Duration
 	// UnknownReplicaGrace: a reported replica of a block the namespace does
 	// not know is deleted by ComputeWork only after this long. It must
-	// exceed the time a newly elected leader needs to apply its log.
+	// exceed the time a newly elected leader needs to apply its log. A
+	// PutFile is taken for at most half of it after its file was prepared
+	// (the namenode's putDeadline), and a client keeps files prepared
+	// ahead for 2 s: keep it above 4 s, or PutFiles of those are refused.
 	UnknownReplicaGrace time.Duration
 	// MaxCommandsPerHeartbeat bounds the commands one PendingCommands call
 	// returns.

@@ -65,9 +65,11 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 }
 
 // preparedTTL is how long a file prepared ahead is used: well within the
-// token's lifetime, and short enough that its datanodes were chosen from
-// a recent view of the cluster.
-const preparedTTL = 5 * time.Second
+// time the namenode takes its PutFile (the token's lifetime, or half the
+// namenode's unknown-replica grace: 5 s in localcluster), and short
+// enough that its datanodes were chosen from a recent view of the
+// cluster.
+const preparedTTL = 2 * time.Second
 
 // preparedPool holds the files prepared ahead, by the kind of file they
 // were prepared for (what their placement and token depend on).

@@ -95,7 +95,10 @@ func TestPutFile(t *testing.T) {
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
-		Namenode: func(i int, nc *namenode.Config) { nc.Namespace.CompleteWait = 300 * time.Millisecond },
+		Namenode: func(i int, nc *namenode.Config) {
+			nc.Namespace.CompleteWait = 300 * time.Millisecond
+			nc.Blocks.UnknownReplicaGrace = 8 * time.Second // PutFile's deadline: 4 s after the token's issue
+		},
 		Datanode: func(i int, dc *datanode.Config) {
 			dc.IncrementalReportDelay = time.Hour
 			dc.FollowerReportDelay = time.Hour
@@ -231,6 +234,18 @@ func TestPutFile(t *testing.T) {
 		_, err := api.NewClientServiceClient(k.cc).PrepareFile(ctx, &api.PrepareFileRequest{Create: &api.CreateRequest{Path: "/pf/x"}, Count: 17})
 		if err = errs.FromStatus(err, nil); !errs.Is(err, errs.Invalid) {
 			t.Fatalf("PrepareFile of 17: %v, want Invalid", err)
+		}
+	})
+	t.Run("past its deadline", func(t *testing.T) {
+		k := newCapture(t, c, "dave")
+		var once sync.Once // each attempt has a deadline of its own: sleep before the first only
+		k.change = func(*api.PutFileRequest) { once.Do(func() { time.Sleep(5 * time.Second) }) }
+		err := k.cl.PutFile(ctx, "/pf/late", data, opts)
+		if !errs.Is(err, errs.Permission) {
+			t.Fatalf("PutFile 5 s after its token's issue, with half the grace 4 s: %v, want Permission", err)
+		}
+		if _, err := root.Stat(ctx, "/pf/late"); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("after the refusal: %v, want no file", err)
 		}
 	})
 	// Last: the client moves on to another namenode after this one.

@@ -2,6 +2,7 @@ package namenode
 
 import (
 	"context"
+	"time"
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
@@ -94,6 +95,10 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 	case !cl.HasBlock || cl.User != cmd.Caller.User:
 		return nil, errs.New(errs.Permission, op, cmd.Path, "the write token is not the one PrepareFile gave this user for this file")
 	}
+	deadline := s.n.putDeadline(cl)
+	if cmd.MtimeUnixMs > deadline.UnixMilli() {
+		return nil, errs.Newf(errs.Permission, op, cmd.Path, "the file was prepared too long ago (PutFile is taken until %s); prepare it again", deadline.UTC().Format(time.RFC3339))
+	}
 	if err := s.n.fsm.CheckReserved(cmd.Caller, op, cmd.Path, req.InodeId, b.Id, b.GenStamp, cmd.MtimeUnixMs); err != nil {
 		return nil, err
 	}
@@ -102,7 +107,7 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 		return nil, err
 	}
 	res, idx, err := s.n.proposeTakingOver(ctx, op, fsm.CmdPutFile, &api.PutFileCommand{
-		Create: cmd, InodeId: req.InodeId, Block: b, TokenExpiresUnixMs: cl.ExpiresAt.UnixMilli(),
+		Create: cmd, InodeId: req.InodeId, Block: b, TokenExpiresUnixMs: deadline.UnixMilli(),
 	}, cmd.Caller, p)
 	if err != nil {
 		return nil, err
@@ -112,6 +117,18 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 		resp.Located = s.n.closedLocations(ctx, cmd.Path, req.InodeId)
 	}
 	return resp, nil
+}
+
+// putDeadline is when the FSM stops taking a PutFile of the file cl's
+// token prepared: the token's expiry, or half the unknown-replica grace
+// after its issue if that is sooner, so that the leader never deletes the
+// replicas of a block, unknown until its PutFile, that a PutFile may
+// still make a file of (they were first reported after the issue).
+func (n *Namenode) putDeadline(cl security.Claims) time.Time {
+	if d := cl.IssuedAt.Add(n.cfg.Blocks.UnknownReplicaGrace / 2); d.Before(cl.ExpiresAt) {
+		return d
+	}
+	return cl.ExpiresAt
 }
 
 // reserveIDs reserves the next range of PrepareFile's ids. PutFile may
