@@ -13,7 +13,6 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/datanode"
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
@@ -93,21 +92,10 @@ func newCapture(t *testing.T, c *localcluster.Cluster, user string) *capture {
 func TestPutFile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{
-		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
-		Namenode: func(i int, nc *namenode.Config) {
-			nc.Namespace.CompleteWait = 300 * time.Millisecond
-			nc.Blocks.UnknownReplicaGrace = 8 * time.Second // PutFile's deadline: 4 s after the token's issue
-		},
-		Datanode: func(i int, dc *datanode.Config) {
-			dc.IncrementalReportDelay = time.Hour
-			dc.FollowerReportDelay = time.Hour
-		},
+	c := startHeldReports(t, ctx, func(nc *namenode.Config) {
+		nc.Namespace.CompleteWait = 300 * time.Millisecond
+		nc.Blocks.UnknownReplicaGrace = 8 * time.Second // PutFile's deadline: 4 s after the token's issue
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	root, err := c.Client()
 	if err != nil {
 		t.Fatal(err)

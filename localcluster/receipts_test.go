@@ -15,17 +15,14 @@ import (
 	"github.com/blockfs/blockfs/namenode"
 )
 
-// TestCompleteTakesReceipts: with the datanodes' incremental reports held
-// back far longer than a Complete waits, a file still completes on its
-// replicas' receipts, and the leader lists them at once; a Complete whose
-// receipts were taken away, altered, or moved to another datanode finds
-// no replica and fails, as it would with no receipts at all.
-func TestCompleteTakesReceipts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// startHeldReports starts an mTLS cluster of 3 namenodes (set up by nn)
+// and 3 datanodes whose incremental reports wait an hour: far longer than
+// any Complete or PutFile waits, so replicas count only on receipts.
+func startHeldReports(t *testing.T, ctx context.Context, nn func(*namenode.Config)) *localcluster.Cluster {
+	t.Helper()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
-		Namenode: func(i int, nc *namenode.Config) { nc.Namespace.CompleteWait = 200 * time.Millisecond },
+		Namenode: func(i int, nc *namenode.Config) { nn(nc) },
 		Datanode: func(i int, dc *datanode.Config) {
 			dc.IncrementalReportDelay = time.Hour
 			dc.FollowerReportDelay = time.Hour
@@ -35,6 +32,18 @@ func TestCompleteTakesReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestCompleteTakesReceipts: with the datanodes' incremental reports held
+// back far longer than a Complete waits, a file still completes on its
+// replicas' receipts, and the leader lists them at once; a Complete whose
+// receipts were taken away, altered, or moved to another datanode finds
+// no replica and fails, as it would with no receipts at all.
+func TestCompleteTakesReceipts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := startHeldReports(t, ctx, func(nc *namenode.Config) { nc.Namespace.CompleteWait = 200 * time.Millisecond })
 
 	cases := []struct {
 		name   string
@@ -118,21 +127,10 @@ func TestCompleteTakesReceipts(t *testing.T) {
 func TestRevokedDatanodeReceipts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{
-		Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
-		Namenode: func(i int, nc *namenode.Config) {
-			nc.Namespace.CompleteWait = 200 * time.Millisecond
-			nc.Namespace.MinReplication = 3
-		},
-		Datanode: func(i int, dc *datanode.Config) {
-			dc.IncrementalReportDelay = time.Hour
-			dc.FollowerReportDelay = time.Hour
-		},
+	c := startHeldReports(t, ctx, func(nc *namenode.Config) {
+		nc.Namespace.CompleteWait = 200 * time.Millisecond
+		nc.Namespace.MinReplication = 3
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	cl, err := c.Client()
 	if err != nil {
 		t.Fatal(err)
