@@ -93,6 +93,21 @@ func unbalanced(t *testing.T, ctx context.Context, namenodes int) (*localcluster
 	if err := lc.WaitDatanodes(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The balancer reads usage from heartbeats: wait until every namenode
+	// has had one from the full datanode since the writes (on a fast
+	// machine the writes end before its next heartbeat).
+	for _, nn := range lc.Namenodes() {
+		for used := uint64(0); used < 1<<20; {
+			used = 0
+			for _, d := range nn.Blocks().Datanodes() {
+				used = max(used, d.Used)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("namenode %s never heard the full datanode's usage", nn.ID())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	return lc, cl
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -199,6 +200,10 @@ func (e *env) bar(size int64, desc string) io.Writer {
 		progressbar.OptionClearOnFinish())
 }
 
+// smallPut is the largest local file put writes with client.PutFile (the
+// client's default FanOutMax).
+const smallPut = 64 << 10
+
 func cmdPut(e *env, fs *flag.FlagSet, args []string) error {
 	local, remote := args[0], args[1]
 	if err := checkPath("put", remote); err != nil {
@@ -233,7 +238,23 @@ func cmdPut(e *env, fs *flag.FlagSet, args []string) error {
 	}
 	repl, _ := strconv.ParseUint(fs.Lookup("replication").Value.String(), 10, 32)
 	bs, _ := strconv.ParseUint(fs.Lookup("blocksize").Value.String(), 10, 64)
-	w, err := e.cl.Create(e.ctx, remote, client.CreateOptions{Overwrite: flagBool(fs, "f"), Replication: uint32(repl), BlockSize: bs})
+	o := client.CreateOptions{Overwrite: flagBool(fs, "f"), Replication: uint32(repl), BlockSize: bs}
+	if size > 0 && size <= smallPut {
+		// A small file goes in one Raft entry (client.PutFile), whole.
+		data, err := io.ReadAll(io.LimitReader(in, size+1))
+		if err != nil {
+			return &pathErr{"put", local, localErr(err)}
+		}
+		if int64(len(data)) == size {
+			if err := e.cl.PutFile(e.ctx, remote, data, o); err != nil {
+				return &pathErr{"put", remote, err}
+			}
+			_, err := e.bar(size, "put "+remote).Write(data)
+			return err
+		}
+		in = io.MultiReader(bytes.NewReader(data), in) // it grew meanwhile: stream it
+	}
+	w, err := e.cl.Create(e.ctx, remote, o)
 	if err != nil {
 		return &pathErr{"put", remote, err}
 	}

@@ -517,3 +517,50 @@ func TestPutRefusedBlockSize(t *testing.T) {
 		})
 	}
 }
+
+// TestPutSmallFileInOneEntry: a local file of one small block is put with
+// PutFile (one Raft entry: no Create, no Complete), reads back whole, and
+// keeps put's rules: -f to replace, the same message without it.
+func TestPutSmallFileInOneEntry(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "small")
+	data := make([]byte, 3000)
+	rand.Read(data)
+	os.WriteFile(local, data, 0o644)
+	calls := func(method string) (n uint64) {
+		for _, nn := range cluster.Namenodes() {
+			mfs, err := nn.Registry().Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() != "blockfs_namenode_rpc_duration_seconds" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "method" && strings.HasSuffix(l.GetValue(), "/"+method) {
+							n += m.GetHistogram().GetSampleCount()
+						}
+					}
+				}
+			}
+		}
+		return n
+	}
+	puts, creates := calls("PutFile"), calls("Create")
+	must(t, dfs(t, "", "put", local, "/small"))
+	if got := calls("PutFile") - puts; got != 1 {
+		t.Fatalf("%d PutFile calls for a small put, want 1", got)
+	}
+	if got := calls("Create") - creates; got != 0 {
+		t.Fatalf("%d Create calls for a small put, want none", got)
+	}
+	if r := must(t, dfs(t, "", "cat", "/small")); r.stdout != string(data) {
+		t.Fatal("cat differs from what was put")
+	}
+	if r := dfs(t, "", "put", local, "/small"); r.code != 1 || !strings.Contains(r.stderr, "dfs: put /small: already exists") {
+		t.Errorf("put over existing: %+v", r)
+	}
+	must(t, dfs(t, "", "put", "-f", local, "/small"))
+}
