@@ -43,6 +43,7 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 	}
 	crc := ack.Crc32C
 	blk := &api.Block{Id: f.Block.Block.Id, GenStamp: f.Block.Block.GenStamp, Length: ack.Length, Crc32C: &crc}
+	c.locs.drop(p, nil) // an overwrite: before the call, and after it if it failed
 	gen := c.locs.generation(p)
 	var located *api.GetBlockLocationsResponse
 	err = c.call(ctx, "PutFile", func(ctx context.Context, nn api.ClientServiceClient) error {
@@ -52,8 +53,8 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 		located = r.GetLocated()
 		return err
 	})
-	c.locs.drop(p, nil) // an overwrite: after the call, whatever its outcome
 	if err != nil {
+		c.locs.drop(p, nil) // it may have been applied
 		return err
 	}
 	w.blocks = []*api.Block{blk}

@@ -268,12 +268,17 @@ func TestLocationCache(t *testing.T) {
 	t.Run("no namenode needed", func(t *testing.T) {
 		p, v := "/lc/nonn", randBytes(1000)
 		write(a, p, v)
+		pp, pv := "/lc/nonn-put", randBytes(900) // made in one Raft entry: PutFile
+		if err := a.PutFile(ctx, pp, pv, opts); err != nil {
+			t.Fatal(err)
+		}
 		for i := range c.Namenodes() {
 			if err := c.StopNamenode(i); err != nil {
 				t.Fatal(err)
 			}
 		}
 		readEqual(t, a, p, v)
+		readEqual(t, a, pp, pv)
 		// An uncached client must ask a namenode, and there is none.
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
