@@ -448,8 +448,11 @@ type PrepareFileResponse struct {
 	Header           *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
 	Files            []*PreparedFile        `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
 	BytesPerChecksum uint32                 `protobuf:"varint,3,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The block size the files get (the request's, or the namenode's
+	// default): a file of more bytes is not PutFile's.
+	BlockSize     uint64 `protobuf:"varint,4,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PrepareFileResponse) Reset() {
@@ -499,6 +502,13 @@ func (x *PrepareFileResponse) GetFiles() []*PreparedFile {
 func (x *PrepareFileResponse) GetBytesPerChecksum() uint32 {
 	if x != nil {
 		return x.BytesPerChecksum
+	}
+	return 0
+}
+
+func (x *PrepareFileResponse) GetBlockSize() uint64 {
+	if x != nil {
+		return x.BlockSize
 	}
 	return 0
 }
@@ -5185,11 +5195,13 @@ const file_api_client_proto_rawDesc = "" +
 	"\fPreparedFile\x12\x19\n" +
 	"\binode_id\x18\x01 \x01(\x04R\ainodeId\x12.\n" +
 	"\x05block\x18\x02 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
-	"\x05token\x18\x03 \x01(\fR\x05token\"\xa7\x01\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\"\xc6\x01\n" +
 	"\x13PrepareFileResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x05files\x18\x02 \x03(\v2\x18.blockfs.v1.PreparedFileR\x05files\x12,\n" +
-	"\x12bytes_per_checksum\x18\x03 \x01(\rR\x10bytesPerChecksum\"\xf5\x01\n" +
+	"\x12bytes_per_checksum\x18\x03 \x01(\rR\x10bytesPerChecksum\x12\x1d\n" +
+	"\n" +
+	"block_size\x18\x04 \x01(\x04R\tblockSize\"\xf5\x01\n" +
 	"\x0ePutFileRequest\x121\n" +
 	"\x06create\x18\x01 \x01(\v2\x19.blockfs.v1.CreateRequestR\x06create\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +

@@ -29,9 +29,12 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 		Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
 		Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
 	}
-	f, bpc, err := c.prepare(ctx, creq)
+	f, bpc, bs, err := c.prepare(ctx, creq)
 	if err != nil {
 		return err
+	}
+	if uint64(len(data)) > bs { // the namenode's default block size is smaller
+		return c.WriteFile(ctx, p, data, o)
 	}
 	w := &Writer{c: c, ctx: ctx, path: p, inode: f.InodeId, closed: true,
 		cur: &blockWrite{lb: f.Block, token: f.Token, bpc: bpc, buf: data}}
@@ -85,14 +88,15 @@ type prepKind struct {
 }
 
 type preparedFile struct {
-	f   *api.PreparedFile
-	bpc int
-	at  time.Time
+	f         *api.PreparedFile
+	bpc       int
+	blockSize uint64
+	at        time.Time
 }
 
 // prepare returns a prepared file for creq's kind: one kept from an
 // earlier call if fresh, else the first of a new PrepareFile's.
-func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.PreparedFile, int, error) {
+func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.PreparedFile, int, uint64, error) {
 	k := prepKind{replication: creq.Replication, mode: creq.Mode, blockSize: creq.BlockSize}
 	pp := &c.prepared
 	pp.mu.Lock()
@@ -101,7 +105,7 @@ func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.Pre
 		pp.m[k] = q[:len(q)-1]
 		if time.Since(x.at) < preparedTTL {
 			pp.mu.Unlock()
-			return x.f, x.bpc, nil
+			return x.f, x.bpc, x.blockSize, nil
 		}
 	}
 	pp.mu.Unlock()
@@ -117,16 +121,16 @@ func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.Pre
 		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	bpc := int(resp.BytesPerChecksum)
+	bpc, bs := int(resp.BytesPerChecksum), resp.BlockSize
 	fs := resp.Files
-	if len(fs) == 0 || !chunks.Valid(bpc) {
-		return nil, 0, errs.Newf(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared %d files with %d bytes per checksum", len(fs), bpc)
+	if len(fs) == 0 || !chunks.Valid(bpc) || bs == 0 {
+		return nil, 0, 0, errs.Newf(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared %d files with %d bytes per checksum, blocks of %d", len(fs), bpc, bs)
 	}
 	for _, f := range fs {
 		if f.GetBlock().GetBlock() == nil {
-			return nil, 0, errs.New(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared a file without a block")
+			return nil, 0, 0, errs.New(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared a file without a block")
 		}
 	}
 	if len(fs) > 1 {
@@ -136,9 +140,9 @@ func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.Pre
 			pp.m = map[prepKind][]preparedFile{}
 		}
 		for _, f := range fs[1:] {
-			pp.m[k] = append(pp.m[k], preparedFile{f: f, bpc: bpc, at: now})
+			pp.m[k] = append(pp.m[k], preparedFile{f: f, bpc: bpc, blockSize: bs, at: now})
 		}
 		pp.mu.Unlock()
 	}
-	return fs[0], bpc, nil
+	return fs[0], bpc, bs, nil
 }

@@ -260,7 +260,8 @@ func TestPutFile(t *testing.T) {
 func TestPutFileAfterFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true})
+	c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3, Dir: t.TempDir(), MTLS: true,
+		Namenode: func(i int, nc *namenode.Config) { nc.Namespace.DefaultBlockSize = 2 * blockSize }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,4 +302,15 @@ func TestPutFileAfterFailover(t *testing.T) {
 	}
 	readBack(t, k.cl, "/fo/a", first)
 	readBack(t, k.cl, "/fo/b", second)
+
+	// Larger than the namenode's default block size, which the client
+	// learns from PrepareFile: written as WriteFile writes it, in blocks.
+	big := randBytes(5 * blockSize)
+	if err := k.cl.PutFile(ctx, "/fo/big", big, client.CreateOptions{Replication: 3}); err != nil {
+		t.Fatalf("PutFile of 3 default blocks: %v", err)
+	}
+	if locs, err := k.cl.GetBlockLocations(ctx, "/fo/big", 0, 0); err != nil || len(locs.Blocks) != 3 {
+		t.Fatalf("locations %s, %v: want 3 blocks of 2 KiB", describe(locs), err)
+	}
+	readBack(t, k.cl, "/fo/big", big)
 }

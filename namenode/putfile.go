@@ -40,7 +40,7 @@ func (s *clientService) PrepareFile(ctx context.Context, req *api.PrepareFileReq
 	if cmd.Perm&0o400 != 0 { // the caller will own the file: the token reads it back too, as Create's
 		acc |= security.Read
 	}
-	out := &api.PrepareFileResponse{Header: s.n.writeHeader(0), BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum}
+	out := &api.PrepareFileResponse{Header: s.n.writeHeader(0), BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum, BlockSize: cmd.BlockSize}
 	for want := uint64(max(req.Count, 1)); uint64(len(out.Files)) < want; {
 		// A run of consecutive ids shares one token (its bn claim): the
 		// datanodes verify one signature for all its files.
