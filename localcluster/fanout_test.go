@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blockfs/blockfs/internal/testutil/promsum"
+
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/localcluster"
 )
@@ -12,26 +16,11 @@ import (
 // cluster's live datanodes.
 func writeStreams(t *testing.T, c *localcluster.Cluster, how string) float64 {
 	t.Helper()
-	var sum float64
+	var gs []prometheus.Gatherer
 	for _, d := range c.Datanodes() {
-		mfs, err := d.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "blockfs_datanode_write_streams_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "how" && l.GetValue() == how {
-						sum += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
+		gs = append(gs, d.Registry())
 	}
-	return sum
+	return promsum.Sum(t, gs, "blockfs_datanode_write_streams_total", "how", func(v string) bool { return v == how })
 }
 
 // pipelineOf creates p for a small write and returns its Writer and the

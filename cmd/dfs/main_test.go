@@ -17,8 +17,10 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/blockfs/blockfs/client"
+	"github.com/blockfs/blockfs/internal/testutil/promsum"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const testBlock = 64 << 10
@@ -527,26 +529,12 @@ func TestPutSmallFileInOneEntry(t *testing.T) {
 	data := make([]byte, 3000)
 	rand.Read(data)
 	os.WriteFile(local, data, 0o644)
-	calls := func(method string) (n uint64) {
+	calls := func(method string) uint64 {
+		var gs []prometheus.Gatherer
 		for _, nn := range cluster.Namenodes() {
-			mfs, err := nn.Registry().Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, mf := range mfs {
-				if mf.GetName() != "blockfs_namenode_rpc_duration_seconds" {
-					continue
-				}
-				for _, m := range mf.GetMetric() {
-					for _, l := range m.GetLabel() {
-						if l.GetName() == "method" && strings.HasSuffix(l.GetValue(), "/"+method) {
-							n += m.GetHistogram().GetSampleCount()
-						}
-					}
-				}
-			}
+			gs = append(gs, nn.Registry())
 		}
-		return n
+		return uint64(promsum.Sum(t, gs, "blockfs_namenode_rpc_duration_seconds", "method", func(v string) bool { return strings.HasSuffix(v, "/"+method) }))
 	}
 	puts, creates := calls("PutFile"), calls("Create")
 	must(t, dfs(t, "", "put", local, "/small"))
