@@ -268,6 +268,29 @@ func TestPutFileAfterFailover(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	k := newCapture(t, c, "root")
 	opts := client.CreateOptions{Replication: 3, BlockSize: blockSize}
+
+	// Through a follower only: it reserves its ids through the leader (a
+	// forwarded ReserveIds) and forwards the PutFile.
+	lead, err := c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcfg, err := c.ClientConfig("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcfg.Namenodes = []string{c.NamenodeAddrs()[(lead+1)%3]}
+	fl, err := client.New(fcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	viaFollower := randBytes(200)
+	if err := fl.PutFile(ctx, "/fo/follower", viaFollower, opts); err != nil {
+		t.Fatalf("PutFile through a follower: %v", err)
+	}
+	readBack(t, fl, "/fo/follower", viaFollower)
+
 	first := randBytes(300)
 	if err := k.cl.PutFile(ctx, "/fo/a", first, opts); err != nil {
 		t.Fatal(err)

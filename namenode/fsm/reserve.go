@@ -81,8 +81,15 @@ func (f *FSM) CheckReserved(c *api.Caller, op, path string, inode, blockID, genS
 	return err
 }
 
+// maxReserveLife bounds a range's life: a proposer (any member namenode,
+// forwarding) cannot keep ids reserved for longer.
+const maxReserveLife = 24 * 60 * 60 * 1000 // ms
+
 func (f *FSM) applyReserveIds(c *api.ReserveIdsCommand) (*api.CommandResult, error) {
 	const op = "ReserveIds"
+	if c.ExpiresUnixMs <= c.MtimeUnixMs || c.ExpiresUnixMs-c.MtimeUnixMs > maxReserveLife {
+		return nil, errs.Newf(errs.Invalid, op, "", "reservation from %d to %d ms: want a life of 1 ms to 24 h", c.MtimeUnixMs, c.ExpiresUnixMs)
+	}
 	f.st.reserved.prune(c.MtimeUnixMs)
 	if len(f.st.reserved.rs) >= maxReserved {
 		return nil, errs.Newf(errs.Exhausted, op, "", "%d id reservations are live, the most allowed", maxReserved)

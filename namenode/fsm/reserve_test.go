@@ -7,6 +7,7 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/namespace"
 )
 
 // TestPutFileReservations: PutFile takes ids only from a live reservation,
@@ -22,6 +23,16 @@ func TestPutFileReservations(t *testing.T) {
 	rv := res.GetReserved()
 	if res.ErrorMsg != "" || rv.GetCount() != 4 {
 		t.Fatalf("reserve: %v %v", res.ErrorMsg, rv)
+	}
+	for _, bad := range []*api.ReserveIdsCommand{
+		{Count: 4, MtimeUnixMs: 10, ExpiresUnixMs: 10},                // no life
+		{Count: 4, MtimeUnixMs: 10, ExpiresUnixMs: 10 + 25*3600*1000}, // past 24 h
+		{Count: 0, MtimeUnixMs: 10, ExpiresUnixMs: 1000},
+		{Count: namespace.MaxReserve + 1, MtimeUnixMs: 10, ExpiresUnixMs: 1000},
+	} {
+		if r := permApply(t, f, CmdReserveIds, bad); permKind(r) != errs.Invalid {
+			t.Fatalf("reserve %v: %v, want Invalid", bad, r)
+		}
 	}
 	crc := uint32(7)
 	put := func(f *FSM, path string, i uint64, now int64) *api.CommandResult {
