@@ -459,13 +459,16 @@ func TestSnapshotBytesPinned(t *testing.T) {
 	for _, e := range pinnedAdminStates() {
 		applyAt(t, f, &idx, CmdSetAdminState, &api.SetAdminStateCommand{Entries: []*api.AdminStateEntry{e}})
 	}
-	applyAt(t, f, &idx, CmdReserveIds, &api.ReserveIdsCommand{Count: 100, MtimeUnixMs: 1, ExpiresUnixMs: 1 << 40})
+	applyAt(t, f, &idx, CmdReserveIds, &api.ReserveIdsCommand{Count: 100, MtimeUnixMs: 1, ExpiresUnixMs: 1 + 3600*1000})
+	if len(f.st.reserved.rs) != 1 {
+		t.Fatal("the reservation was refused: the pinned state lacks its section")
+	}
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	img := snapshotBytes(t, snap)
-	const want = "53355f3d1a0237149007ea968603236f9f125a70d5e1ea8811a9b06fb3c07bb1" // BFSNAP06 (PutFile's reservations) with namespace image version 4 (quotas)
+	const want = "a86c8778bdbb78ed67faa6ecf0d5e4c61d3d4132e1390ad947b1166c76d9b40e" // BFSNAP06 (PutFile's reservations) with namespace image version 4 (quotas)
 	if got := fmt.Sprintf("%x", sha256.Sum256(img)); got != want {
 		t.Fatalf("snapshot of %d bytes hashes to %s, want %s", len(img), got, want)
 	}

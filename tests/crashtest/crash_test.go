@@ -372,6 +372,11 @@ func TestProcessCrash(t *testing.T) {
 	checkAgreement(vctx, t, c)
 
 	// 3. fsck: no missing or corrupt block once re-replication settles.
+	// Polling stops 10 s before the verification's deadline, so that the
+	// last fsck is a full answer rather than a call the deadline cut.
+	dl, _ := vctx.Deadline()
+	poll, cancelPoll := context.WithDeadline(vctx, dl.Add(-10*time.Second))
+	defer cancelPoll()
 	var rep, last *client.FsckReport
 	for {
 		rep, err = cl.Fsck(vctx, "/")
@@ -381,7 +386,7 @@ func TestProcessCrash(t *testing.T) {
 		if err == nil {
 			last = rep
 		}
-		if vctx.Err() != nil {
+		if poll.Err() != nil {
 			if err != nil {
 				if last != nil {
 					t.Logf("last fsck report: %d missing, %d corrupt, %d under-replicated of %d blocks, %d under construction; problems: %+v",
@@ -396,7 +401,7 @@ func TestProcessCrash(t *testing.T) {
 			t.Logf("fsck: still %d under-replicated blocks (not missing) at the deadline", rep.Under)
 			break
 		}
-		sleepCtx(vctx, 500*time.Millisecond)
+		sleepCtx(poll, 500*time.Millisecond)
 	}
 	t.Logf("fsck: %d files, %d blocks, %d under construction, healthy", rep.Files, rep.Blocks, rep.UnderConstruction)
 }
