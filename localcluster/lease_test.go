@@ -13,6 +13,7 @@ import (
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/testutil/promsum"
 	"github.com/blockfs/blockfs/localcluster"
 	"github.com/blockfs/blockfs/namenode"
 )
@@ -478,23 +479,7 @@ func TestRecoveryOutlivesFailures(t *testing.T) {
 // reg (0 when there is none).
 func metricValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return promsum.Sum(t, []prometheus.Gatherer{reg}, name, label, func(v string) bool { return v == value })
 }
 
 // TestStaleReplicaAfterAppend: a datanode that was down while an append

@@ -208,6 +208,7 @@ func TestPutFile(t *testing.T) {
 	})
 	t.Run("prepared ahead", func(t *testing.T) {
 		k := newCapture(t, c, "carol")
+		misses, _ := verifyCounts(t, c)
 		for i := range 8 { // PrepareAhead's default: one call for all
 			if err := k.cl.PutFile(ctx, fmt.Sprintf("/pf/c%d", i), data, opts); err != nil {
 				t.Fatal(err)
@@ -218,6 +219,11 @@ func TestPutFile(t *testing.T) {
 		k.mu.Unlock()
 		if preps != 1 {
 			t.Fatalf("%d PrepareFile calls for 8 files, want 1", preps)
+		}
+		// One token for the run: each datanode checks its signature once
+		// for the 8 blocks it stores (24 writes, at most 3 misses).
+		if m, _ := verifyCounts(t, c); m-misses > 3 {
+			t.Fatalf("%v signature checks on the datanodes for 8 files of one run, want at most 3", m-misses)
 		}
 		_, err := api.NewClientServiceClient(k.cc).PrepareFile(ctx, &api.PrepareFileRequest{Create: &api.CreateRequest{Path: "/pf/x"}, Count: 17})
 		if err = errs.FromStatus(err, nil); !errs.Is(err, errs.Invalid) {

@@ -65,8 +65,9 @@ func (n *Namenode) awaitMinReplication(ctx context.Context, op, user, p string, 
 }
 
 // acceptReceipts counts as reported each replica of block b (of inode
-// inode, the last of a Complete's blocks or a PutFile's) that a receipt under this namenode's key vouches for (the
-// datanode's own report, carried by the writer: security's ReplicaFacts),
+// inode: the last of a Complete's blocks, or a PutFile's) that a receipt
+// under this namenode's key vouches for (the datanode's own report,
+// carried by the writer: security's ReplicaFacts),
 // so the wait below finds them at once rather than after the reports'
 // trip. A receipt that does not check out, or names a datanode whose
 // identity is revoked, counts for nothing; past the

@@ -13,10 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blockfs/blockfs/namenode/idrange"
-
-	"github.com/blockfs/blockfs/namenode/proposer"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -33,6 +29,8 @@ import (
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namenode/decommission"
 	"github.com/blockfs/blockfs/namenode/fsm"
+	"github.com/blockfs/blockfs/namenode/idrange"
+	"github.com/blockfs/blockfs/namenode/proposer"
 	"github.com/blockfs/blockfs/namenode/raftstore"
 	"github.com/blockfs/blockfs/namenode/readindex"
 	"github.com/blockfs/blockfs/namenode/reports"

@@ -97,9 +97,7 @@ func (v *Verifier) Verify(token []byte, want Request) (Claims, error) {
 		return Claims{}, err
 	}
 	if v.cache != nil && !now.After(c.ExpiresAt.Add(v.cfg.ClockSkew)) {
-		if _, evicted := v.cache.put(h, &verifiedEntry{token: string(token), claims: c}, now.UnixNano(), nil); evicted {
-			v.m.evictions.Inc()
-		}
+		v.keep(h, token, c, now)
 	}
 	if err := v.check(now, &c, want); err != nil {
 		return Claims{}, err
@@ -248,9 +246,13 @@ func (v *Verifier) Remember(token []byte) error {
 	if err != nil {
 		return err
 	}
-	now := v.cfg.now()
-	if _, evicted := v.cache.put(maphash.Bytes(v.seed, token), &verifiedEntry{token: string(token), claims: c}, now.UnixNano(), nil); evicted {
+	v.keep(maphash.Bytes(v.seed, token), token, c, v.cfg.now())
+	return nil
+}
+
+// keep caches token (hash h) as verified with claims c.
+func (v *Verifier) keep(h uint64, token []byte, c Claims, now time.Time) {
+	if _, evicted := v.cache.put(h, &verifiedEntry{token: string(token), claims: c}, now.UnixNano(), nil); evicted {
 		v.m.evictions.Inc()
 	}
-	return nil
 }

@@ -463,3 +463,28 @@ func TestErrorsDoNotLeakKeys(t *testing.T) {
 	}
 	_ = json.Valid
 }
+
+// TestRememberedTokenIsAHit: a token its own namenode remembers right
+// after signing it verifies from the cache, with every claim still
+// checked against the request; an unsigned token handed to Verify alone
+// is still refused.
+func TestRememberedTokenIsAHit(t *testing.T) {
+	e := newEnv(t, nil)
+	tok := must(t)(e.is.FilesToken("alice", inode, blockID, gs, 4, Write))
+	if err := e.v.Remember(tok); err != nil {
+		t.Fatal(err)
+	}
+	hits, misses := counterValue(t, e.v.m.hits), counterValue(t, e.v.m.misses)
+	if _, err := e.v.Verify(tok, Request{Inode: inode + 2, BlockID: blockID + 2, GenStamp: gs, Access: Write}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.v.Verify(tok, Request{Inode: inode + 1, BlockID: blockID + 2, GenStamp: gs, Access: Write})
+	wantErr(t, err, errs.Permission, "wrong inode")
+	if h, m := counterValue(t, e.v.m.hits), counterValue(t, e.v.m.misses); h != hits+2 || m != misses {
+		t.Fatalf("hits %v -> %v, misses %v -> %v: want two hits and no miss", hits, h, misses, m)
+	}
+	h, p, s := splitJWT(t, tok)
+	p["sub"] = "mallory"
+	_, err = e.v.Verify(joinJWT(t, h, p, s), Request{Inode: inode, BlockID: blockID, GenStamp: gs, Access: Write})
+	wantErr(t, err, errs.Unauthenticated, "bad signature")
+}

@@ -222,17 +222,6 @@ func (f *FSM) applyEntry(data []byte) any {
 // (commands.go) and its result, or its error as a result, is recorded.
 // Errors are results, never panics: a bad command must not stop the
 // state machine.
-// callerOf is the command's caller: its own, or its create's (PutFile).
-func callerOf(msg any) *api.Caller {
-	switch c := msg.(type) {
-	case interface{ GetCaller() *api.Caller }:
-		return c.GetCaller()
-	case interface{ GetCreate() *api.CreateCommand }:
-		return c.GetCreate().GetCaller()
-	}
-	return nil
-}
-
 func (f *FSM) applyOne(data []byte) *api.CommandResult {
 	t, msg, err := Decode(data)
 	if err != nil {
@@ -258,4 +247,15 @@ func (f *FSM) applyOne(data []byte) *api.CommandResult {
 		f.st.retries.put(key, res)
 	}
 	return res
+}
+
+// callerOf is the command's caller: its own, or its create's (PutFile).
+func callerOf(msg any) *api.Caller {
+	switch c := msg.(type) {
+	case interface{ GetCaller() *api.Caller }:
+		return c.GetCaller()
+	case interface{ GetCreate() *api.CreateCommand }:
+		return c.GetCreate().GetCaller()
+	}
+	return nil
 }

@@ -22,12 +22,13 @@ import (
 
 // snapshotMagic starts every FSM snapshot; see docs/FORMATS.md.
 // BFSNAP06 adds PutFile's id reservations after the spent nonces
-// (reserve.go); BFSNAP05 added the datanode admin states after the deny list (admin.go);
-// BFSNAP04 added the deny list after the keys (revoke.go); BFSNAP03 added
-// the spent redirect nonces after the lease table; BFSNAP02 the lease
-// table after the retry cache. Older snapshots still restore, with no
-// admin states (and, before BFSNAP04, an empty deny list; before
-// BFSNAP03, no spent nonces; from BFSNAP01, no leases).
+// (reserve.go); BFSNAP05 added the datanode admin states after the deny
+// list (admin.go); BFSNAP04 added the deny list after the keys
+// (revoke.go); BFSNAP03 added the spent redirect nonces after the lease
+// table; BFSNAP02 the lease table after the retry cache. Older snapshots
+// still restore, with no reservations (and, before BFSNAP05, no admin
+// states; before BFSNAP04, an empty deny list; before BFSNAP03, no spent
+// nonces; from BFSNAP01, no leases).
 const (
 	snapshotMagic   = "BFSNAP06"
 	snapshotMagicV5 = "BFSNAP05"

@@ -1,6 +1,6 @@
 // Package promsum sums a metric over several registries, for tests that
-// count what servers did: a counter's value, or a histogram's sample
-// count, over the series whose label matches.
+// count what servers did: a counter's or a gauge's value, or a
+// histogram's sample count, over the series whose label matches.
 package promsum
 
 import (
@@ -10,7 +10,8 @@ import (
 )
 
 // Sum returns metric name summed over gs, over the series whose label
-// label satisfies match: counters by value, histograms by sample count.
+// label satisfies match: counters and gauges by value, histograms by
+// sample count.
 func Sum(t testing.TB, gs []prometheus.Gatherer, name, label string, match func(string) bool) float64 {
 	t.Helper()
 	var sum float64
@@ -26,7 +27,7 @@ func Sum(t testing.TB, gs []prometheus.Gatherer, name, label string, match func(
 			for _, m := range mf.GetMetric() {
 				for _, l := range m.GetLabel() {
 					if l.GetName() == label && match(l.GetValue()) {
-						sum += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+						sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 					}
 				}
 			}
