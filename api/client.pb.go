@@ -450,9 +450,14 @@ type PrepareFileResponse struct {
 	BytesPerChecksum uint32                 `protobuf:"varint,3,opt,name=bytes_per_checksum,json=bytesPerChecksum,proto3" json:"bytes_per_checksum,omitempty"`
 	// The block size the files get (the request's, or the namenode's
 	// default): a file of more bytes is not PutFile's.
-	BlockSize     uint64 `protobuf:"varint,4,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BlockSize uint64 `protobuf:"varint,4,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	// How many replicas of a block PutFile needs reported before it creates
+	// the file (the namenode's MinReplication): the client may send PutFile
+	// once that many replicas acknowledged and wait for the others meanwhile.
+	// 0 (a namenode before the field): wait for every replica first.
+	MinReplication uint32 `protobuf:"varint,5,opt,name=min_replication,json=minReplication,proto3" json:"min_replication,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PrepareFileResponse) Reset() {
@@ -513,6 +518,13 @@ func (x *PrepareFileResponse) GetBlockSize() uint64 {
 	return 0
 }
 
+func (x *PrepareFileResponse) GetMinReplication() uint32 {
+	if x != nil {
+		return x.MinReplication
+	}
+	return 0
+}
+
 // PutFileRequest: create is the file (path, mode, overwrite, ...);
 // inode_id, block (with its final length, at most the block size, and its
 // CRC32C) and token as one PreparedFile gave them; the replicas' receipts (WriteBlockAck.receipts) as in CompleteRequest.
@@ -524,6 +536,11 @@ type PutFileRequest struct {
 	Token         []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	Receipts      []*Receipt             `protobuf:"bytes,5,rep,name=receipts,proto3" json:"receipts,omitempty"`
 	WantLocations bool                   `protobuf:"varint,6,opt,name=want_locations,json=wantLocations,proto3" json:"want_locations,omitempty"` // as in CompleteRequest
+	// The datanodes of the block still being written when PutFile was sent
+	// (it goes once min_replication replicas are stored): the leader counts
+	// them as replicas on their way until they report, or for its
+	// replication timeout, so the block is not re-replicated meanwhile.
+	Writing       []string `protobuf:"bytes,7,rep,name=writing,proto3" json:"writing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -598,6 +615,13 @@ func (x *PutFileRequest) GetWantLocations() bool {
 		return x.WantLocations
 	}
 	return false
+}
+
+func (x *PutFileRequest) GetWriting() []string {
+	if x != nil {
+		return x.Writing
+	}
+	return nil
 }
 
 type PutFileResponse struct {
@@ -5195,20 +5219,22 @@ const file_api_client_proto_rawDesc = "" +
 	"\fPreparedFile\x12\x19\n" +
 	"\binode_id\x18\x01 \x01(\x04R\ainodeId\x12.\n" +
 	"\x05block\x18\x02 \x01(\v2\x18.blockfs.v1.LocatedBlockR\x05block\x12\x14\n" +
-	"\x05token\x18\x03 \x01(\fR\x05token\"\xc6\x01\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\"\xef\x01\n" +
 	"\x13PrepareFileResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x05files\x18\x02 \x03(\v2\x18.blockfs.v1.PreparedFileR\x05files\x12,\n" +
 	"\x12bytes_per_checksum\x18\x03 \x01(\rR\x10bytesPerChecksum\x12\x1d\n" +
 	"\n" +
-	"block_size\x18\x04 \x01(\x04R\tblockSize\"\xf5\x01\n" +
+	"block_size\x18\x04 \x01(\x04R\tblockSize\x12'\n" +
+	"\x0fmin_replication\x18\x05 \x01(\rR\x0eminReplication\"\x8f\x02\n" +
 	"\x0ePutFileRequest\x121\n" +
 	"\x06create\x18\x01 \x01(\v2\x19.blockfs.v1.CreateRequestR\x06create\x12\x19\n" +
 	"\binode_id\x18\x02 \x01(\x04R\ainodeId\x12'\n" +
 	"\x05block\x18\x03 \x01(\v2\x11.blockfs.v1.BlockR\x05block\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\fR\x05token\x12/\n" +
 	"\breceipts\x18\x05 \x03(\v2\x13.blockfs.v1.ReceiptR\breceipts\x12%\n" +
-	"\x0ewant_locations\x18\x06 \x01(\bR\rwantLocations\"\xb6\x01\n" +
+	"\x0ewant_locations\x18\x06 \x01(\bR\rwantLocations\x12\x18\n" +
+	"\awriting\x18\a \x03(\tR\awriting\"\xb6\x01\n" +
 	"\x0fPutFileResponse\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.blockfs.v1.ResponseHeaderR\x06header\x12.\n" +
 	"\x06status\x18\x02 \x01(\v2\x16.blockfs.v1.FileStatusR\x06status\x12?\n" +

@@ -36,7 +36,7 @@ func NewCollector(m *Manager) prometheus.Collector {
 			g("replicas", "Good replicas of expected blocks on live datanodes.", func(s *Stats) float64 { return float64(s.Replicas) }),
 			g("under_replicated", "Blocks waiting to be scheduled for replication.", func(s *Stats) float64 { return float64(s.UnderReplicated) }),
 			g("over_replicated", "Blocks with more good replicas than expected.", func(s *Stats) float64 { return float64(s.OverReplicated) }),
-			g("pending_replication", "Replications scheduled and not yet completed.", func(s *Stats) float64 { return float64(s.PendingReplication) }),
+			g("pending_replication", "Replications scheduled and not yet completed, with blocks whose replicas a writer left still being written (until they report).", func(s *Stats) float64 { return float64(s.PendingReplication) }),
 			g("pending_deletion", "Replica deletions not yet sent to datanodes.", func(s *Stats) float64 { return float64(s.PendingDeletion) }),
 			g("corrupt_replicas", "Corrupt or stale replicas not yet scheduled for deletion.", func(s *Stats) float64 { return float64(s.Corrupt) }),
 			g("unknown", "Reported blocks the namespace does not know.", func(s *Stats) float64 { return float64(s.Unknown) }),

@@ -128,8 +128,12 @@ func (s *shard) tally(b *blockInfo) tally {
 // pending is a scheduled replication.
 type pending struct {
 	expiry  time.Time
-	source  *node
+	source  *node // nil for expectOnly
 	targets []*node
+	// expectOnly: the targets are replicas a writer left being written
+	// (ExpectReplicas), not a replication this namenode ordered; they are
+	// counted as on their way, never taken as evidence (writtenHere).
+	expectOnly bool
 }
 
 // outstanding counts targets that are live and do not yet hold a good
@@ -166,6 +170,9 @@ type shard struct {
 	// nanoseconds of their first report.
 	unknown map[uint64]int64
 	pending map[uint64]*pending
+	// expect: replicas a writer left being written, for blocks not yet
+	// complete (ExpectReplicas); taken into pending once they are.
+	expect map[uint64]*pending
 	// writing: the datanode ids of each block's recorded pipeline
 	// (pipeline.go); dropped when the block is forgotten, or complete and
 	// every live member holds a verified replica.
@@ -197,6 +204,7 @@ func (s *shard) init(m *Manager) {
 	s.corrupt = make(map[uint64]struct{})
 	s.unknown = make(map[uint64]int64)
 	s.pending = make(map[uint64]*pending)
+	s.expect = make(map[uint64]*pending)
 	s.writing = make(map[uint64][]string)
 	s.suspect = make(map[uint64]struct{})
 	s.verifying = make(map[uint64]time.Time)
@@ -206,7 +214,9 @@ func (s *shard) init(m *Manager) {
 
 func (s *shard) dropPending(id uint64, p *pending) {
 	delete(s.pending, id)
-	p.source.streams.Add(-1)
+	if p.source != nil {
+		p.source.streams.Add(-1)
+	}
 }
 
 // settle brings the counters and queues in line with b after a mutation;
@@ -258,6 +268,7 @@ func (s *shard) settle1(id uint64, b *blockInfo, before tally) {
 	delete(s.unknown, id)
 	need := int(b.replication)
 	inflight := 0
+	s.takeExpected(id, b)
 	if p := s.pending[id]; p != nil {
 		if inflight = s.outstanding(p, b); inflight == 0 {
 			s.dropPending(id, p)

@@ -48,7 +48,7 @@ func (s *shard) writtenHere(id uint64, b *blockInfo, l loc) bool {
 	if !s.isGood(b, l) {
 		return false
 	}
-	if p := s.pending[id]; p != nil {
+	if p := s.pending[id]; p != nil && !p.expectOnly {
 		for _, t := range p.targets {
 			if t.num == l.num() {
 				return true

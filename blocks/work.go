@@ -54,6 +54,7 @@ func (m *Manager) ComputeWork() {
 		s.mu.Lock()
 		s.expireVerifies(now)
 		s.verifySuspects(due)
+		s.expireExpected(now)
 		for id, p := range s.pending {
 			if !now.Before(p.expiry) {
 				s.dropPending(id, p)

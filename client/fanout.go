@@ -1,6 +1,7 @@
 package client
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/blockfs/blockfs/api"
@@ -63,6 +64,34 @@ func (w *Writer) fanOut() (*api.WriteBlockAck, error) {
 // (nil if every replica failed, with the datanodes that failed and the
 // last error).
 func (w *Writer) sideBySide() (*api.WriteBlockAck, []string, error) {
+	f := w.startSideBySide()
+	f.await(len(f.streams))
+	return f.result()
+}
+
+// fanWrite is one block being written side by side: every replica's
+// stream started, each replica's final ack gathered as it arrives, so a
+// caller may act on the first replicas stored while the others finish.
+type fanWrite struct {
+	w       *Writer
+	streams []*blockstream.Writer
+	results chan fanResult // one per replica, in the order they end
+	left    int            // results not yet taken
+	ack     *api.WriteBlockAck
+	failed  []string
+	lastErr error
+}
+
+type fanResult struct {
+	i   int
+	ack *api.WriteBlockAck
+	err error
+}
+
+// startSideBySide sends the current block to each of its datanodes, one
+// declared-length WriteBlock each, and returns at once; each replica's
+// final ack is awaited on its own.
+func (w *Writer) startSideBySide() *fanWrite {
 	b := w.cur
 	crc := chunks.CRC(b.buf)
 	b.crcs = packetCRCs(b.crcs[:0], 0, b.buf, b.bpc)
@@ -73,43 +102,72 @@ func (w *Writer) sideBySide() (*api.WriteBlockAck, []string, error) {
 		BytesPerChecksum: uint32(b.bpc),
 	}
 	nodes := b.lb.Locations
-	streams := make([]*blockstream.Writer, len(nodes))
-	errsBy := make([]error, len(nodes))
+	f := &fanWrite{w: w, streams: make([]*blockstream.Writer, len(nodes)), results: make(chan fanResult, len(nodes)),
+		left: len(nodes), ack: &api.WriteBlockAck{Last: true, Length: uint64(len(b.buf)), Crc32C: crc}}
 	for i, d := range nodes {
 		conn, err := w.c.conn("WriteBlock", d.Addr)
 		if err == nil {
-			streams[i], err = blockstream.Start(w.ctx, api.NewDataServiceClient(conn), hdr, 1)
+			f.streams[i], err = blockstream.Start(w.ctx, api.NewDataServiceClient(conn), hdr, 1)
 		}
 		if err == nil {
-			err = streams[i].Send(b.buf, b.crcs, true)
-		}
-		errsBy[i] = err
-	}
-	ack := &api.WriteBlockAck{Last: true, Length: uint64(len(b.buf)), Crc32C: crc}
-	var failed []string
-	var lastErr error
-	for i, d := range nodes {
-		err := errsBy[i]
-		var a *api.WriteBlockAck
-		if err == nil {
-			a, err = streams[i].Finish()
-			if err == nil && (a.GetLength() != ack.Length || a.GetCrc32C() != crc) {
-				err = errs.Newf(errs.Corrupt, "WriteBlock", blockName(b.lb.Block.Id), "datanode %s acknowledged %d bytes with CRC32C %08x; sent %d with %08x", d.Id, a.GetLength(), a.GetCrc32C(), ack.Length, crc)
-			}
+			err = f.streams[i].Send(b.buf, b.crcs, true)
 		}
 		if err != nil {
-			if streams[i] != nil {
-				streams[i].Abort()
-			}
-			failed, lastErr = append(failed, d.Id), err
+			f.results <- fanResult{i: i, err: err}
 			continue
 		}
-		ack.StoredOn = append(ack.StoredOn, d.Id)
-		ack.Receipts = append(ack.Receipts, a.GetReceipts()...)
+		go func(i int, s *blockstream.Writer) {
+			a, err := s.Finish()
+			f.results <- fanResult{i: i, ack: a, err: err}
+		}(i, f.streams[i])
 	}
-	if len(ack.StoredOn) == 0 {
-		return nil, failed, lastErr
+	return f
+}
+
+// await takes replicas' results until n replicas are stored or none is
+// left to wait for.
+func (f *fanWrite) await(n int) {
+	b := f.w.cur
+	for f.left > 0 && len(f.ack.StoredOn) < n {
+		r := <-f.results
+		f.left--
+		d := b.lb.Locations[r.i]
+		err, a := r.err, r.ack
+		if err == nil && (a.GetLength() != f.ack.Length || a.GetCrc32C() != f.ack.Crc32C) {
+			err = errs.Newf(errs.Corrupt, "WriteBlock", blockName(b.lb.Block.Id), "datanode %s acknowledged %d bytes with CRC32C %08x; sent %d with %08x", d.Id, a.GetLength(), a.GetCrc32C(), f.ack.Length, f.ack.Crc32C)
+		}
+		if err != nil {
+			if f.streams[r.i] != nil {
+				f.streams[r.i].Abort()
+			}
+			f.failed, f.lastErr = append(f.failed, d.Id), err
+			continue
+		}
+		f.ack.StoredOn = append(f.ack.StoredOn, d.Id)
+		f.ack.Receipts = append(f.ack.Receipts, a.GetReceipts()...)
 	}
-	b.sent = b.end()
-	return ack, nil, nil
+}
+
+// writing returns the datanodes whose results are not in yet.
+func (f *fanWrite) writing() []string {
+	var out []string
+	for _, d := range f.w.cur.lb.Locations {
+		if !slices.Contains(f.ack.StoredOn, d.Id) && !slices.Contains(f.failed, d.Id) {
+			out = append(out, d.Id)
+		}
+	}
+	return out
+}
+
+// result is the combined final ack of the replicas stored so far (nil if
+// none was, with the datanodes that failed and the last error). Once
+// every replica's result was taken, the block counts as sent.
+func (f *fanWrite) result() (*api.WriteBlockAck, []string, error) {
+	if len(f.ack.StoredOn) == 0 {
+		return nil, f.failed, f.lastErr
+	}
+	if f.left == 0 {
+		f.w.cur.sent = f.w.cur.end()
+	}
+	return f.ack, nil, nil
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,16 +30,27 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 		Path: p, Mode: o.Perm, Overwrite: o.Overwrite, CreateParent: !o.NonRecursive,
 		Replication: o.Replication, BlockSize: o.BlockSize, ClientName: c.cfg.User,
 	}
-	f, bpc, bs, err := c.prepare(ctx, creq)
+	pf, err := c.prepare(ctx, creq)
 	if err != nil {
 		return err
 	}
-	if uint64(len(data)) > bs { // the namenode's default block size is smaller
+	if uint64(len(data)) > pf.blockSize { // the namenode's default block size is smaller
 		return c.WriteFile(ctx, p, data, o)
 	}
+	f := pf.f
 	w := &Writer{c: c, ctx: ctx, path: p, inode: f.InodeId, closed: true,
-		cur: &blockWrite{lb: f.Block, token: f.Token, bpc: bpc, buf: data}}
-	ack, _, _ := w.sideBySide()
+		cur: &blockWrite{lb: f.Block, token: f.Token, bpc: pf.bpc, buf: data}}
+	// PutFile goes as soon as the replicas the namenode needs are stored;
+	// the others finish meanwhile, and PutFile returns only once every
+	// replica did (stored or failed), as when it waited for all first.
+	fw := w.startSideBySide()
+	defer fw.await(len(fw.streams))
+	need := len(fw.streams)
+	if pf.minRepl > 0 {
+		need = min(need, pf.minRepl)
+	}
+	fw.await(need)
+	ack, _, _ := fw.result()
 	if ack == nil {
 		// Nothing is stored anywhere and nothing was created: the usual
 		// write, with its pipeline recovery, takes over.
@@ -49,9 +61,10 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 	c.locs.drop(p, nil) // an overwrite: before the call, and after it if it failed
 	gen := c.locs.generation(p)
 	var located *api.GetBlockLocationsResponse
+	receipts, writing := slices.Clone(ack.Receipts), fw.writing() // more arrive while the call is out
 	err = c.call(ctx, "PutFile", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.PutFile(ctx, &api.PutFileRequest{Create: creq, InodeId: f.InodeId, Block: blk, Token: f.Token,
-			Receipts: ack.Receipts, WantLocations: c.locs != nil}, trailerOpt(ctx))
+			Receipts: receipts, Writing: writing, WantLocations: c.locs != nil}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		located = r.GetLocated()
 		return err
@@ -91,12 +104,13 @@ type preparedFile struct {
 	f         *api.PreparedFile
 	bpc       int
 	blockSize uint64
+	minRepl   int // PrepareFileResponse.min_replication
 	at        time.Time
 }
 
 // prepare returns a prepared file for creq's kind: one kept from an
 // earlier call if fresh, else the first of a new PrepareFile's.
-func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.PreparedFile, int, uint64, error) {
+func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (preparedFile, error) {
 	k := prepKind{replication: creq.Replication, mode: creq.Mode, blockSize: creq.BlockSize}
 	pp := &c.prepared
 	pp.mu.Lock()
@@ -105,7 +119,7 @@ func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.Pre
 		pp.m[k] = q[:len(q)-1]
 		if time.Since(x.at) < preparedTTL {
 			pp.mu.Unlock()
-			return x.f, x.bpc, x.blockSize, nil
+			return x, nil
 		}
 	}
 	pp.mu.Unlock()
@@ -121,28 +135,31 @@ func (c *Client) prepare(ctx context.Context, creq *api.CreateRequest) (*api.Pre
 		return err
 	})
 	if err != nil {
-		return nil, 0, 0, err
+		return preparedFile{}, err
 	}
 	bpc, bs := int(resp.BytesPerChecksum), resp.BlockSize
 	fs := resp.Files
 	if len(fs) == 0 || !chunks.Valid(bpc) || bs == 0 {
-		return nil, 0, 0, errs.Newf(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared %d files with %d bytes per checksum, blocks of %d", len(fs), bpc, bs)
+		return preparedFile{}, errs.Newf(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared %d files with %d bytes per checksum, blocks of %d", len(fs), bpc, bs)
 	}
 	for _, f := range fs {
 		if f.GetBlock().GetBlock() == nil {
-			return nil, 0, 0, errs.New(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared a file without a block")
+			return preparedFile{}, errs.New(errs.Internal, "client.Client.PutFile", creq.Path, "namenode prepared a file without a block")
 		}
 	}
+	now := time.Now()
+	first := preparedFile{f: fs[0], bpc: bpc, blockSize: bs, minRepl: int(resp.MinReplication), at: now}
 	if len(fs) > 1 {
-		now := time.Now()
 		pp.mu.Lock()
 		if pp.m == nil {
 			pp.m = map[prepKind][]preparedFile{}
 		}
 		for _, f := range fs[1:] {
-			pp.m[k] = append(pp.m[k], preparedFile{f: f, bpc: bpc, blockSize: bs, at: now})
+			x := first
+			x.f = f
+			pp.m[k] = append(pp.m[k], x)
 		}
 		pp.mu.Unlock()
 	}
-	return fs[0], bpc, bs, nil
+	return first, nil
 }

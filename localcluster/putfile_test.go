@@ -85,7 +85,7 @@ func newCapture(t *testing.T, c *localcluster.Cluster, user string) *capture {
 }
 
 // TestPutFile: a small file made in one Raft entry reads back whole, on
-// its replicas' receipts alone (the datanodes' reports are held back far
+// its first replica's receipts alone (the datanodes' reports are held back far
 // longer than a Complete waits); the PutFile that made it cannot make it
 // again, nor anything after the file is deleted, nor for another user,
 // nor with its block or inode changed; a refused PutFile creates nothing.
@@ -119,8 +119,10 @@ func TestPutFile(t *testing.T) {
 	if err != nil || st.Owner != "alice" || st.Length != 700 {
 		t.Fatalf("status %v, %v: want alice's complete file of 700 bytes", st, err)
 	}
-	if locs, err := alice.cl.GetBlockLocations(ctx, "/pf/a", 0, 0); err != nil || len(locs.Blocks) != 1 || len(locs.Blocks[0].Locations) != 3 {
-		t.Fatalf("locations %s, %v: want 3 replicas on their receipts", describe(locs), err)
+	// PutFile went once the first replica was stored (MinReplication 1),
+	// with that replica's receipts; the others are the datanodes' reports'.
+	if locs, err := alice.cl.GetBlockLocations(ctx, "/pf/a", 0, 0); err != nil || len(locs.Blocks) != 1 || len(locs.Blocks[0].Locations) < 1 {
+		t.Fatalf("locations %s, %v: want the first replicas on their receipts", describe(locs), err)
 	}
 	put := alice.last()
 	if got := len(put.Receipts); got < 3 {

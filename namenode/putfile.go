@@ -12,6 +12,10 @@ import (
 	"github.com/blockfs/blockfs/security"
 )
 
+// maxWriting bounds the datanodes a PutFile names as still writing its
+// block: more than any replication.
+const maxWriting = 32
+
 // reserveBatch is how many files' ids one ReserveIds entry reserves.
 const reserveBatch = 1024
 
@@ -40,7 +44,8 @@ func (s *clientService) PrepareFile(ctx context.Context, req *api.PrepareFileReq
 	if cmd.Perm&0o400 != 0 { // the caller will own the file: the token reads it back too, as Create's
 		acc |= security.Read
 	}
-	out := &api.PrepareFileResponse{Header: s.n.writeHeader(0), BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum, BlockSize: cmd.BlockSize}
+	out := &api.PrepareFileResponse{Header: s.n.writeHeader(0), BytesPerChecksum: s.n.cfg.Namespace.BytesPerChecksum, BlockSize: cmd.BlockSize,
+		MinReplication: uint32(s.n.cfg.Namespace.MinReplication)}
 	for want := uint64(max(req.Count, 1)); uint64(len(out.Files)) < want; {
 		// A run of consecutive ids shares one token (its bn claim): the
 		// datanodes verify one signature for all its files.
@@ -106,10 +111,15 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 	if err := s.n.awaitMinReplication(ctx, op, cmd.Caller.User, cmd.Path, []*api.Block{b}, true); err != nil {
 		return nil, err
 	}
+	// The replicas still being written count as on their way from the
+	// apply on (blocks.Manager.ExpectReplicas), not from this call's
+	// return, which may come well after the apply on a busy machine.
+	s.n.blocks.ExpectReplicas(b.Id, req.Writing[:min(len(req.Writing), maxWriting)])
 	res, idx, err := s.n.proposeTakingOver(ctx, op, fsm.CmdPutFile, &api.PutFileCommand{
 		Create: cmd, InodeId: req.InodeId, Block: b, TokenExpiresUnixMs: deadline.UnixMilli(),
 	}, cmd.Caller, p)
 	if err != nil {
+		s.n.blocks.DropExpected(b.Id)
 		return nil, err
 	}
 	resp = &api.PutFileResponse{Header: s.n.writeHeader(idx), Status: res.Status}
