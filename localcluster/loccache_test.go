@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/blockfs/blockfs/client"
 	"github.com/blockfs/blockfs/errs"
+	"github.com/blockfs/blockfs/internal/testutil/promsum"
 	"github.com/blockfs/blockfs/localcluster"
 )
 
@@ -65,6 +68,16 @@ func readEqualLen(t *testing.T, cl *client.Client, p string, n int) {
 }
 
 // verifyCounts sums the datanodes' verified-token cache misses and hits.
+// signed sums blockfs_security_tokens_signed_total over the namenodes.
+func signed(t *testing.T, c *localcluster.Cluster) float64 {
+	t.Helper()
+	var gs []prometheus.Gatherer
+	for _, n := range c.Namenodes() {
+		gs = append(gs, n.Registry())
+	}
+	return promsum.Sum(t, gs, "blockfs_security_tokens_signed_total", "kind", func(string) bool { return true })
+}
+
 func verifyCounts(t *testing.T, c *localcluster.Cluster) (misses, hits float64) {
 	t.Helper()
 	for _, d := range c.Datanodes() {
@@ -155,6 +168,28 @@ func TestLocationCache(t *testing.T) {
 		m2, h2 := verifyCounts(t, c)
 		if m2 != misses || h2 < hits+2 {
 			t.Fatalf("verify cache misses %v -> %v, hits %v -> %v: want no miss, a hit per read", misses, m2, hits, h2)
+		}
+	})
+
+	t.Run("PutFile signs no read token", func(t *testing.T) {
+		// The write token PrepareFile signed reads the owner's file too:
+		// PutFile hands it back with the locations rather than signing
+		// another (the first PutFile prepares the next files' tokens).
+		if err := a.PutFile(ctx, "/lc/put-0", randBytes(500), opts); err != nil {
+			t.Fatal(err)
+		}
+		before := signed(t, c)
+		v := randBytes(700)
+		if err := a.PutFile(ctx, "/lc/put-1", v, opts); err != nil {
+			t.Fatal(err)
+		}
+		if got := signed(t, c) - before; got != 0 {
+			t.Fatalf("%v tokens signed for a PutFile of a prepared file: want none", got)
+		}
+		misses, _ := verifyCounts(t, c)
+		readEqual(t, a, "/lc/put-1", v)
+		if m2, _ := verifyCounts(t, c); m2 != misses {
+			t.Fatalf("verify cache misses %v -> %v: the read presents the token the datanodes verified at the write", misses, m2)
 		}
 	})
 

@@ -227,18 +227,27 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 	}
 	out := &api.CompleteResponse{Header: s.n.writeHeader(idx)}
 	if req.WantLocations {
-		out.Located = s.n.closedLocations(ctx, req.Path, req.InodeId)
+		out.Located = s.n.closedLocations(ctx, req.Path, req.InodeId, nil)
 	}
 	return out, nil
 }
 
 // closedLocations is what GetBlockLocations would answer now about the
 // file just closed (inode id at p), for a writer that asked for it; nil
-// if the caller may not read it.
-func (n *Namenode) closedLocations(ctx context.Context, p string, id uint64) *api.GetBlockLocationsResponse {
+// if the caller may not read it. A one-block file whose writer holds a
+// token that reads it (PutFile's, checked) gets that token back rather
+// than a new signature.
+func (n *Namenode) closedLocations(ctx context.Context, p string, id uint64, tok []byte) *api.GetBlockLocationsResponse {
 	user, groups := n.reader(ctx)
 	loc, err := n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: p})
-	if err != nil || loc.InodeId != id || n.fillReadTokens(user, loc) != nil {
+	if err != nil || loc.InodeId != id {
+		return nil
+	}
+	if tok != nil && len(loc.BlockIds) == 1 && n.cfg.Tokens.Mode == security.PerBlock {
+		loc.BlockTokens = append(loc.BlockTokens[:0], tok)
+	} else if tok != nil && len(loc.BlockIds) == 1 {
+		loc.Token = tok
+	} else if n.fillReadTokens(user, loc) != nil {
 		return nil
 	}
 	n.audited(ctx, "open", p, "", nil, nil) // read access handed out, as GetBlockLocations audits it

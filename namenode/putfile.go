@@ -124,7 +124,11 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 	}
 	resp = &api.PutFileResponse{Header: s.n.writeHeader(idx), Status: res.Status}
 	if req.WantLocations {
-		resp.Located = s.n.closedLocations(ctx, cmd.Path, req.InodeId)
+		var readTok []byte // the caller's token reads the file back too when it grants Read
+		if cl.Access&security.Read != 0 {
+			readTok = req.Token
+		}
+		resp.Located = s.n.closedLocations(ctx, cmd.Path, req.InodeId, readTok)
 	}
 	return resp, nil
 }
