@@ -111,10 +111,11 @@ func (s *clientService) PutFile(ctx context.Context, req *api.PutFileRequest) (r
 	if err := s.n.awaitMinReplication(ctx, op, cmd.Caller.User, cmd.Path, []*api.Block{b}, true); err != nil {
 		return nil, err
 	}
-	// The replicas still being written count as on their way from the
-	// apply on (blocks.Manager.ExpectReplicas), not from this call's
-	// return, which may come well after the apply on a busy machine.
-	s.n.blocks.ExpectReplicas(b.Id, req.Writing[:min(len(req.Writing), maxWriting)])
+	// Replicas still being written count as on their way from the apply on
+	// (not this call's return), on the leader: it plans replication.
+	if s.n.isReadyLeader() {
+		s.n.blocks.ExpectReplicas(b.Id, req.Writing[:min(len(req.Writing), maxWriting)])
+	}
 	res, idx, err := s.n.proposeTakingOver(ctx, op, fsm.CmdPutFile, &api.PutFileCommand{
 		Create: cmd, InodeId: req.InodeId, Block: b, TokenExpiresUnixMs: deadline.UnixMilli(),
 	}, cmd.Caller, p)
