@@ -70,6 +70,10 @@ type Phase struct {
 	// phase per file: with the in-process cluster, every node's and
 	// client's, the figure least moved by other load on the machine.
 	CPUMsPerFile float64 `json:"cpu_ms_per_file"`
+	// ClusterCPUMsPerFile is, with --procs, the 6 server processes' CPU
+	// time (user + system) in the phase per file: what a file costs the
+	// cluster, a second view of a change beside the rate.
+	ClusterCPUMsPerFile float64 `json:"cluster_cpu_ms_per_file,omitempty"`
 }
 
 // Round is one round's write and read phases.
@@ -124,6 +128,7 @@ func main() {
 
 	ctx := context.Background()
 	addrs := strings.Split(*namenodes, ",")
+	var clusterCPU func() time.Duration // the server processes' CPU time, with --procs
 	switch {
 	case cfg.procs != "" && *namenodes != "":
 		log.Fatal("--procs and --namenodes are exclusive")
@@ -134,7 +139,7 @@ func main() {
 		pc, err := startProcs(ctx, cfg.procs, dir)
 		check(err)
 		defer pc.stop()
-		addrs = pc.addrs
+		addrs, clusterCPU = pc.addrs, pc.cpuTime
 	case *namenodes == "":
 		c, err := localcluster.Start(ctx, localcluster.Config{Namenodes: 3, Datanodes: 3})
 		check(err)
@@ -197,7 +202,7 @@ func main() {
 		wrote := make([][]int, cfg.clients) // by client: the files it wrote
 		var wmu sync.Mutex
 		w := profile(r, "write", func() Phase {
-			return run(ctx, clients, shared(cfg.files, cfg.clients), cfg.writeSteps(), func(ctx context.Context, ci int, c *client.Client, i int, t *timer) error {
+			return run(ctx, clients, shared(cfg.files, cfg.clients), cfg.writeSteps(), clusterCPU, func(ctx context.Context, ci int, c *client.Client, i int, t *timer) error {
 				p, o := fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), client.CreateOptions{Perm: 0o644, Replication: cfg.replication, FirstBlock: cfg.firstBlock}
 				var err error
 				if cfg.put {
@@ -217,7 +222,7 @@ func main() {
 			queues = byClient(wrote)
 		}
 		rd := profile(r, "read", func() Phase {
-			return run(ctx, clients, queues, readSteps, func(ctx context.Context, _ int, c *client.Client, i int, t *timer) error {
+			return run(ctx, clients, queues, readSteps, clusterCPU, func(ctx context.Context, _ int, c *client.Client, i int, t *timer) error {
 				return read(ctx, c, fmt.Sprintf("%s/c%d/f%d", base, i%cfg.clients, i), data[i], t)
 			})
 		})
@@ -333,8 +338,9 @@ func byClient(lists [][]int) []chan int {
 }
 
 // run does the queued files' op over the clients, client k taking files
-// from queues[k], and returns the phase's figures.
-func run(ctx context.Context, clients []*client.Client, queues []chan int, steps []string, op func(context.Context, int, *client.Client, int, *timer) error) Phase {
+// from queues[k], and returns the phase's figures; clusterCPU (nil: none
+// apart from this process) is the servers' CPU time.
+func run(ctx context.Context, clients []*client.Client, queues []chan int, steps []string, clusterCPU func() time.Duration, op func(context.Context, int, *client.Client, int, *timer) error) Phase {
 	var (
 		mu    sync.Mutex
 		total []time.Duration
@@ -350,7 +356,13 @@ func run(ctx context.Context, clients []*client.Client, queues []chan int, steps
 			n += len(q)
 		}
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	ccpu := func() time.Duration {
+		if clusterCPU == nil {
+			return 0
+		}
+		return clusterCPU()
+	}
+	start, cpu0, ccpu0 := time.Now(), cpuTime(), ccpu()
 	for ci, c := range clients {
 		wg.Go(func() {
 			for i := range queues[ci] {
@@ -375,10 +387,10 @@ func run(ctx context.Context, clients []*client.Client, queues []chan int, steps
 		})
 	}
 	wg.Wait()
-	el, cpu := time.Since(start), cpuTime()-cpu0
+	el, cpu, cc := time.Since(start), cpuTime()-cpu0, ccpu()-ccpu0
 	ph := Phase{FilesPerSec: float64(n-errs) / el.Seconds(), P50Ms: pct(total, 50), P90Ms: pct(total, 90), P99Ms: pct(total, 99),
 		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs,
-		CPUMsPerFile: float64(cpu.Microseconds()) / 1000 / float64(n)}
+		CPUMsPerFile: float64(cpu.Microseconds()) / 1000 / float64(n), ClusterCPUMsPerFile: float64(cc.Microseconds()) / 1000 / float64(n)}
 	for k, s := range steps {
 		ph.StepP50Ms[s], ph.StepP99Ms[s] = pct(per[k], 50), pct(per[k], 99)
 	}
@@ -403,14 +415,15 @@ func medianPhase(rs []Round, get func(Round) Phase) Phase {
 		return results.Median(xs)
 	}
 	ph := Phase{
-		FilesPerSec:  f(func(p Phase) float64 { return p.FilesPerSec }),
-		P50Ms:        f(func(p Phase) float64 { return p.P50Ms }),
-		P90Ms:        f(func(p Phase) float64 { return p.P90Ms }),
-		P99Ms:        f(func(p Phase) float64 { return p.P99Ms }),
-		Errors:       int(f(func(p Phase) float64 { return float64(p.Errors) })),
-		CPUMsPerFile: f(func(p Phase) float64 { return p.CPUMsPerFile }),
-		StepP50Ms:    map[string]float64{},
-		StepP99Ms:    map[string]float64{},
+		FilesPerSec:         f(func(p Phase) float64 { return p.FilesPerSec }),
+		P50Ms:               f(func(p Phase) float64 { return p.P50Ms }),
+		P90Ms:               f(func(p Phase) float64 { return p.P90Ms }),
+		P99Ms:               f(func(p Phase) float64 { return p.P99Ms }),
+		Errors:              int(f(func(p Phase) float64 { return float64(p.Errors) })),
+		CPUMsPerFile:        f(func(p Phase) float64 { return p.CPUMsPerFile }),
+		ClusterCPUMsPerFile: f(func(p Phase) float64 { return p.ClusterCPUMsPerFile }),
+		StepP50Ms:           map[string]float64{},
+		StepP99Ms:           map[string]float64{},
 	}
 	for s := range get(rs[0]).StepP50Ms {
 		ph.StepP50Ms[s] = f(func(p Phase) float64 { return p.StepP50Ms[s] })
@@ -447,6 +460,10 @@ func printTable(w io.Writer, cfg config, m Round) {
 	}
 	fmt.Fprintf(tw, "write: CPU ms per file\t%.2f\t(this process)\n", m.Write.CPUMsPerFile)
 	fmt.Fprintf(tw, "read: CPU ms per file\t%.2f\t(this process)\n", m.Read.CPUMsPerFile)
+	if cfg.procs != "" {
+		fmt.Fprintf(tw, "write: cluster CPU ms per file\t%.2f\t(the 6 server processes)\n", m.Write.ClusterCPUMsPerFile)
+		fmt.Fprintf(tw, "read: cluster CPU ms per file\t%.2f\t(the 6 server processes)\n", m.Read.ClusterCPUMsPerFile)
+	}
 	fmt.Fprintf(tw, "rounds\t%d\t%d files each; medians\n", cfg.rounds, cfg.files)
 	tw.Flush()
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -157,6 +159,33 @@ func (pc *procCluster) waitWritable(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// cpuTime is the CPU time (user + system) the cluster's processes have
+// used, from /proc/<pid>/stat (utime and stime, in USER_HZ ticks of 10 ms;
+// fields 14 and 15, counted past the command name's closing parenthesis,
+// which may hold spaces). A process gone or unreadable counts 0.
+func (pc *procCluster) cpuTime() time.Duration {
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	var total time.Duration
+	for _, p := range pc.procs {
+		if p.Process == nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		for _, v := range f[11:13] { // utime, stime
+			n, _ := strconv.ParseInt(v, 10, 64)
+			total += time.Duration(n) * tick
+		}
+	}
+	return total
 }
 
 // stop ends every node (SIGTERM, then SIGKILL after 5 s) and waits.

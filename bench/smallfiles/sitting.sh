@@ -2,7 +2,9 @@
 # sitting.sh measures blockfs and SeaweedFS on small files in one sitting,
 # interleaved, as issue 25 compares them: ROUNDS times, each setup once in
 # turn (every run on a fresh cluster), then the median of each setup's
-# runs. A setup is LABEL=COMMAND: a bench/smallfiles binary with its flags
+# runs (with --procs also the 6 server processes' CPU ms a write: what a
+# file costs the cluster, beside the rate). A setup is
+# LABEL=COMMAND: a bench/smallfiles binary with its flags
 # (run with --rounds 1 --json), or "seaweed" for bench/smallfiles/seaweed.sh
 # (WEED, FILES, CLIENTS; SWFLAGS are put before it, e.g. "FSYNC=0 WARM=500").
 # Every run takes /tmp/bench.lock for itself, so other benchmarks on the
@@ -46,7 +48,8 @@ path, label, r, load = sys.argv[1:]
 try:
     m = json.load(open(path))["median"]
     w, rd = m["write"]["files_per_sec"], m["read"]["files_per_sec"]
-    print(f"{label}\t{r}\t{load}\t{w:.0f}\t{rd:.0f}\t{m['write']['cpu_ms_per_file']:.2f}\t{m['read']['cpu_ms_per_file']:.2f}")
+    cw, cr = m["write"].get("cluster_cpu_ms_per_file", float("nan")), m["read"].get("cluster_cpu_ms_per_file", float("nan"))
+    print(f"{label}\t{r}\t{load}\t{w:.0f}\t{rd:.0f}\t{m['write']['cpu_ms_per_file']:.2f}\t{m['read']['cpu_ms_per_file']:.2f}\t{cw:.2f}\t{cr:.2f}")
 except Exception as e:
     print(f"{label}\t{r}\t{load}\tnan\tnan\t# {e}")
 PY
@@ -61,9 +64,12 @@ import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     f = line.rstrip("\n").split("\t")
-    rows.setdefault(f[0], []).append((float(f[3]), float(f[4])))
+    cw = float(f[7]) if len(f) > 7 else float("nan")
+    rows.setdefault(f[0], []).append((float(f[3]), float(f[4]), cw))
 for label, v in rows.items():
     w = statistics.median(x[0] for x in v)
     r = statistics.median(x[1] for x in v)
-    print(f"{label}\t{w:.0f}\t{r:.0f}\truns: " + ", ".join(f"{a:.0f}/{b:.0f}" for a, b in v))
+    cw = statistics.median(x[2] for x in v)
+    cpu = "" if cw != cw else f"\tcluster CPU ms a write {cw:.2f}"
+    print(f"{label}\t{w:.0f}\t{r:.0f}{cpu}\truns: " + ", ".join(f"{a:.0f}/{b:.0f}" for a, b, _ in v))
 PY
