@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -61,10 +60,9 @@ func (c *Client) PutFile(ctx context.Context, p string, data []byte, o CreateOpt
 	c.locs.drop(p, nil) // an overwrite: before the call, and after it if it failed
 	gen := c.locs.generation(p)
 	var located *api.GetBlockLocationsResponse
-	receipts, writing := slices.Clone(ack.Receipts), fw.writing() // more arrive while the call is out
 	err = c.call(ctx, "PutFile", func(ctx context.Context, nn api.ClientServiceClient) error {
 		r, err := nn.PutFile(ctx, &api.PutFileRequest{Create: creq, InodeId: f.InodeId, Block: blk, Token: f.Token,
-			Receipts: receipts, Writing: writing, WantLocations: c.locs != nil}, trailerOpt(ctx))
+			Receipts: ack.Receipts, Writing: fw.writing(), WantLocations: c.locs != nil}, trailerOpt(ctx))
 		c.saw(r.GetHeader())
 		located = r.GetLocated()
 		return err

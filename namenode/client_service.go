@@ -236,16 +236,14 @@ func (s *clientService) Complete(ctx context.Context, req *api.CompleteRequest) 
 // file just closed (inode id at p), for a writer that asked for it; nil
 // if the caller may not read it. A one-block file whose writer holds a
 // token that reads it (PutFile's, checked) gets that token back rather
-// than a new signature.
+// than a new signature, except in per-block mode (a token per block).
 func (n *Namenode) closedLocations(ctx context.Context, p string, id uint64, tok []byte) *api.GetBlockLocationsResponse {
 	user, groups := n.reader(ctx)
 	loc, err := n.blockLocations(user, groups, &api.GetBlockLocationsRequest{Path: p})
 	if err != nil || loc.InodeId != id {
 		return nil
 	}
-	if tok != nil && len(loc.BlockIds) == 1 && n.cfg.Tokens.Mode == security.PerBlock {
-		loc.BlockTokens = append(loc.BlockTokens[:0], tok)
-	} else if tok != nil && len(loc.BlockIds) == 1 {
+	if tok != nil && len(loc.BlockIds) == 1 && n.cfg.Tokens.Mode != security.PerBlock {
 		loc.Token = tok
 	} else if n.fillReadTokens(user, loc) != nil {
 		return nil

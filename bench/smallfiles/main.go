@@ -128,7 +128,7 @@ func main() {
 
 	ctx := context.Background()
 	addrs := strings.Split(*namenodes, ",")
-	var clusterCPU func() time.Duration // the server processes' CPU time, with --procs
+	clusterCPU := func() time.Duration { return 0 } // the server processes' CPU time, with --procs
 	switch {
 	case cfg.procs != "" && *namenodes != "":
 		log.Fatal("--procs and --namenodes are exclusive")
@@ -338,8 +338,8 @@ func byClient(lists [][]int) []chan int {
 }
 
 // run does the queued files' op over the clients, client k taking files
-// from queues[k], and returns the phase's figures; clusterCPU (nil: none
-// apart from this process) is the servers' CPU time.
+// from queues[k], and returns the phase's figures; clusterCPU is the
+// servers' CPU time (0 when they run in this process).
 func run(ctx context.Context, clients []*client.Client, queues []chan int, steps []string, clusterCPU func() time.Duration, op func(context.Context, int, *client.Client, int, *timer) error) Phase {
 	var (
 		mu    sync.Mutex
@@ -356,13 +356,7 @@ func run(ctx context.Context, clients []*client.Client, queues []chan int, steps
 			n += len(q)
 		}
 	}
-	ccpu := func() time.Duration {
-		if clusterCPU == nil {
-			return 0
-		}
-		return clusterCPU()
-	}
-	start, cpu0, ccpu0 := time.Now(), cpuTime(), ccpu()
+	start, cpu0, ccpu0 := time.Now(), cpuTime(), clusterCPU()
 	for ci, c := range clients {
 		wg.Go(func() {
 			for i := range queues[ci] {
@@ -387,7 +381,7 @@ func run(ctx context.Context, clients []*client.Client, queues []chan int, steps
 		})
 	}
 	wg.Wait()
-	el, cpu, cc := time.Since(start), cpuTime()-cpu0, ccpu()-ccpu0
+	el, cpu, cc := time.Since(start), cpuTime()-cpu0, clusterCPU()-ccpu0
 	ph := Phase{FilesPerSec: float64(n-errs) / el.Seconds(), P50Ms: pct(total, 50), P90Ms: pct(total, 90), P99Ms: pct(total, 99),
 		StepP50Ms: map[string]float64{}, StepP99Ms: map[string]float64{}, Errors: errs,
 		CPUMsPerFile: float64(cpu.Microseconds()) / 1000 / float64(n), ClusterCPUMsPerFile: float64(cc.Microseconds()) / 1000 / float64(n)}
