@@ -25,6 +25,7 @@ import (
 	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/hadoopipc"
 	"github.com/blockfs/blockfs/internal/base/caps"
+	"github.com/blockfs/blockfs/internal/node/fairshare"
 	"github.com/blockfs/blockfs/internal/node/serve"
 	"github.com/blockfs/blockfs/leases"
 	"github.com/blockfs/blockfs/namenode/decommission"
@@ -82,6 +83,7 @@ type Namenode struct {
 	// leaseWatch times lease holders on the leader's monotonic clock.
 	leaseWatch leases.Watch
 	authz      *security.Authorizer
+	admit      *fairshare.Admission // the write rate and the fair scheduler, behind authz
 	groups     *security.GroupMapping
 	members    memberCache
 	// raftAdmit says who may speak Raft to this node (raftadmit.go); nil
@@ -151,10 +153,10 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 	n := &Namenode{cfg: cfg, log: log, reg: reg, blocks: bm, keys: km, issuer: issuer, groups: groups, topo: topo, safe: safemode.New(cfg.SafeMode),
 		stop: make(chan struct{}), peers: newPeerConns(cfg.Auth.PeerTLS, peerIdentity(cfg)), revoked: new(security.Revocations),
 		receipts: security.NewReceiptKeys(reg)}
-	admit := newAdmission(cfg.Limits, authEnv{n}.IsSuperuser, reg) // the write rate and the fair scheduler (package fairshare)
+	n.admit = newAdmission(cfg.Limits, authEnv{n}.IsSuperuser, reg)
 	n.authz = security.NewAuthorizer(security.AuthConfig{
 		Simple: cfg.Auth.Mode == AuthSimple, TrustDomain: cfg.Auth.TrustDomain, Env: authEnv{n}, Registry: reg, Revoked: n.revoked,
-		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: admit.Admit, HTTPStaticUser: cfg.Auth.HTTPStaticUser,
+		Redirects: security.NewRedirectVerifier(cfg.Tokens, fsmKeys{n}), Admit: n.admit.Admit, HTTPStaticUser: cfg.Auth.HTTPStaticUser,
 	})
 	n.met = newMetrics(reg, n)
 	n.ids = idrange.New(n.reserveIDs, cfg.Now, cfg.Tokens.TokenLifetime)
@@ -202,7 +204,7 @@ func Start(ctx context.Context, cfg Config, lis net.Listener) (_ *Namenode, err 
 		return nil, err
 	}
 	n.wg.Add(8)
-	go func() { defer n.wg.Done(); admit.Run(n.stop) }()
+	go func() { defer n.wg.Done(); n.admit.Run(n.stop) }()
 	go n.adminLoop()
 	go n.reapReportsLoop()
 	go n.watchLeadership()

@@ -12,16 +12,13 @@ import (
 	"github.com/blockfs/blockfs/security"
 )
 
-// maxWriting bounds the datanodes a PutFile names as still writing its
-// block: more than any replication.
-const maxWriting = 32
-
-// reserveBatch is how many files' ids one ReserveIds entry reserves.
-const reserveBatch = 1024
-
-// maxPrepare bounds the files one PrepareFile prepares: each costs a
-// placement and a signature, for one call of the write rate.
-const maxPrepare = 16
+const (
+	maxWriting   = 32   // the most datanodes a PutFile names as still writing its block: more than any replication
+	reserveBatch = 1024 // how many files' ids one ReserveIds entry reserves
+	// maxPrepare bounds the files one PrepareFile prepares: each costs a
+	// placement, and a token of the caller's write rate as a Create does.
+	maxPrepare = 16
+)
 
 // PrepareFile hands out one-block files' ids from this namenode's
 // reservation (no Raft entry but one per reserveBatch files), chooses each
@@ -36,6 +33,9 @@ func (s *clientService) PrepareFile(ctx context.Context, req *api.PrepareFileReq
 	}
 	if req.Count > maxPrepare {
 		return nil, errs.Newf(errs.Invalid, op, cmd.Path, "count %d: at most %d files a call", req.Count, maxPrepare)
+	}
+	if err := s.n.admit.Charge(cmd.Caller.User, int(req.Count)-1, api.ClientService_PrepareFile_FullMethodName); err != nil {
+		return nil, err
 	}
 	if s.n.safe.On() {
 		return nil, s.n.safe.Refuse(op, s.n.cfg.Now())

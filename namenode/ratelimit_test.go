@@ -2,6 +2,7 @@ package namenode_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +138,41 @@ func hasRetryInfo(err error) bool {
 		}
 	}
 	return false
+}
+
+// TestPrepareFileChargedPerFile: a PrepareFile of n files takes n tokens
+// of its user's write bucket, as n Creates would, all or none; a refused
+// one takes none, and the superuser pays nothing.
+func TestPrepareFileChargedPerFile(t *testing.T) {
+	x := startCluster(t, 1, func(_ int, c *namenode.Config) {
+		c.Limits.WriteRatePerUser, c.Limits.WriteBurstPerUser = 1, 20 // no refill within the test
+	})
+	nn := x.c.Namenode(x.leader())
+	c := x.client(x.leader())
+	if _, err := c.Mkdirs(x.root(), &api.MkdirsRequest{Path: "/pub", Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	limited := func(err error) bool {
+		return status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "write rate limit")
+	}
+	for i, tc := range []struct {
+		user    string
+		count   uint32 // 0 prepares one file
+		limited bool
+	}{
+		{"alice", 16, false}, // 16 of 20 tokens
+		{"alice", 16, true},  // 1 at admission, 15 more refused: 3 left
+		{"alice", 3, false},  // 1 and 2: none left
+		{"alice", 0, true},
+		{"root", 16, false},
+		{"root", 16, false},
+	} {
+		_, err := c.PrepareFile(x.as(tc.user), &api.PrepareFileRequest{Create: &api.CreateRequest{Path: fmt.Sprintf("/pub/f%d", i)}, Count: tc.count})
+		if limited(err) != tc.limited {
+			t.Fatalf("call %d (%s, %d files): %v, want rate limited %v", i, tc.user, tc.count, err, tc.limited)
+		}
+	}
+	if got := metricValue(t, nn, "blockfs_namenode_rate_limited_total", "PrepareFile"); got != 2 {
+		t.Errorf("rate-limited PrepareFile counted %v, want 2", got)
+	}
 }

@@ -72,8 +72,13 @@ func (l *Limiter) Enabled() bool { return l != nil && l.cfg.Rate > 0 }
 // Allow takes one token of key's bucket at now and returns 0, or takes
 // nothing and returns how long until a token will be there (the retry
 // hint of a refusal, always positive).
-func (l *Limiter) Allow(key string, now time.Time) time.Duration {
-	if !l.Enabled() {
+func (l *Limiter) Allow(key string, now time.Time) time.Duration { return l.AllowN(key, 1, now) }
+
+// AllowN is Allow for n tokens at once (a call that stands for n
+// operations): all of them or none. n <= 0 takes nothing; n above the
+// burst never fits, and the hint is then the longest there is.
+func (l *Limiter) AllowN(key string, n int, now time.Time) time.Duration {
+	if !l.Enabled() || n <= 0 {
 		return 0
 	}
 	s := &l.shards[maphash.String(l.seed, key)%shards]
@@ -91,7 +96,7 @@ func (l *Limiter) Allow(key string, now time.Time) time.Duration {
 	// reservation would hand back a token that call's reservation already
 	// counted on, and a burst of concurrent calls would get past Burst.
 	defer s.mu.Unlock()
-	r := e.lim.ReserveN(now, 1)
+	r := e.lim.ReserveN(now, n)
 	if !r.OK() {
 		return time.Duration(math.MaxInt64)
 	}
@@ -140,8 +145,11 @@ func (l *Limiter) Len() int {
 // Admit is Allow at the current time as an error: nil, or an Exhausted
 // error for op that carries the retry hint (errs.Error.RetryAfter, sent
 // as a google.rpc.RetryInfo detail) and says it in its message.
-func (l *Limiter) Admit(key, op string) error {
-	d := l.Allow(key, time.Now())
+func (l *Limiter) Admit(key, op string) error { return l.AdmitN(key, 1, op) }
+
+// AdmitN is AllowN at the current time as Admit's error.
+func (l *Limiter) AdmitN(key string, n int, op string) error {
+	d := l.AllowN(key, n, time.Now())
 	if d == 0 {
 		return nil
 	}

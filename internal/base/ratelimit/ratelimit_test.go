@@ -110,3 +110,39 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("%d admitted concurrently, want the burst of 100", admitted)
 	}
 }
+
+// TestAllowN: n tokens are taken all or none, a refusal spends nothing,
+// n <= 0 is free, and more than the burst never fits.
+func TestAllowN(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	tests := []struct {
+		name  string
+		cfg   Config
+		ns    []int // one call each at t0, one key
+		want  []bool
+		hints []time.Duration // for refusals: the hint wanted (0: any positive)
+	}{
+		{"off admits all", Config{}, []int{100, 100}, []bool{true, true}, nil},
+		{"burst in two calls", Config{Rate: 10, Burst: 20, MaxKeys: 10}, []int{16, 4, 1}, []bool{true, true, false}, []time.Duration{0, 0, 100 * time.Millisecond}},
+		{"all or none", Config{Rate: 10, Burst: 20, MaxKeys: 10}, []int{16, 16, 4}, []bool{true, false, true}, []time.Duration{0, 1200 * time.Millisecond, 0}},
+		{"n <= 0 is free", Config{Rate: 10, Burst: 1, MaxKeys: 10}, []int{1, 0, -3, 1}, []bool{true, true, true, false}, nil},
+		{"above the burst never fits", Config{Rate: 10, Burst: 4, MaxKeys: 10}, []int{5, 4}, []bool{false, true}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := New(tt.cfg)
+			for i, n := range tt.ns {
+				d := l.AllowN("alice", n, t0)
+				if got := d == 0; got != tt.want[i] {
+					t.Fatalf("call %d (n=%d): admitted %v (hint %v), want %v", i, n, got, d, tt.want[i])
+				}
+				if d < 0 {
+					t.Fatalf("call %d: negative hint %v", i, d)
+				}
+				if tt.hints != nil && tt.hints[i] != 0 && d != tt.hints[i] {
+					t.Fatalf("call %d (n=%d): hint %v, want %v", i, n, d, tt.hints[i])
+				}
+			}
+		})
+	}
+}

@@ -74,5 +74,19 @@ func (a *Admission) Admit(id security.Identity, method string, write bool) error
 		Msg: fmt.Sprintf("%s is backed off while the namenode is loaded and lighter users are waiting: retry after %v", id.Name, d.Round(time.Millisecond))}
 }
 
+// Charge takes n more tokens of user's write bucket for a call Admit
+// admitted that stands for n more writes (a PrepareFile of n+1 files), or
+// refuses the call as Admit does, taking none. Exempt users pay nothing.
+func (a *Admission) Charge(user string, n int, method string) error {
+	if a.exempt(user) {
+		return nil
+	}
+	if err := a.limit.AdmitN(user, n, method); err != nil {
+		a.limited.WithLabelValues(path.Base(method)).Inc()
+		return err
+	}
+	return nil
+}
+
 // Run runs the scheduler's windows until stop is closed.
 func (a *Admission) Run(stop <-chan struct{}) { a.sched.Run(stop) }
