@@ -26,7 +26,8 @@ type Config struct {
 	// exceed the time a newly elected leader needs to apply its log. A
 	// PutFile is taken for at most half of it after its file was prepared
 	// (the namenode's putDeadline), and a client keeps files prepared
-	// ahead for 2 s: keep it above 4 s, or PutFiles of those are refused.
+	// ahead for 2 s: under 4 s PutFiles of those would be refused, and
+	// the namenode's Config.Validate refuses it.
 	UnknownReplicaGrace time.Duration
 	// MaxCommandsPerHeartbeat bounds the commands one PendingCommands call
 	// returns.

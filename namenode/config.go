@@ -107,6 +107,12 @@ func (c *Config) Validate() error {
 		return badConfig("namenode.Config.Validate", "max request size must be positive")
 	case c.WorkInterval <= 0:
 		return badConfig("namenode.Config.Validate", "work interval must be positive")
+	case c.Raft.Insecure && c.Auth.Mode != AuthSimple:
+		return badConfig("namenode.Config.Validate", "insecure raft applies only to auth simple; under mtls Raft always runs over mTLS")
+	case c.TrashInterval < 0 || c.TrashCheckpoint < 0 || c.TrashCheckpoint > c.TrashInterval:
+		return badConfig("namenode.Config.Validate", "--trash-interval %v and --trash-checkpoint-interval %v: want 0 or more, the checkpoint interval at most the trash interval", c.TrashInterval, c.TrashCheckpoint)
+	case c.Blocks.UnknownReplicaGrace < 4*time.Second: // PutFile takes a prepared file for half of it; clients keep them 2 s
+		return badConfig("namenode.Config.Validate", "unknown replica grace %v: want at least 4s, or PutFiles of files prepared ahead are refused", c.Blocks.UnknownReplicaGrace)
 	}
 	if err := c.Raft.Validate(); err != nil {
 		return err
@@ -123,9 +129,6 @@ func (c *Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
-	if c.Raft.Insecure && c.Auth.Mode != AuthSimple {
-		return badConfig("namenode.Config.Validate", "insecure raft applies only to auth simple; under mtls Raft always runs over mTLS")
-	}
 	if err := c.Tokens.Validate(); err != nil {
 		return err
 	}
@@ -137,9 +140,6 @@ func (c *Config) Validate() error {
 	}
 	if err := c.SafeMode.Validate(); err != nil {
 		return err
-	}
-	if c.TrashInterval < 0 || c.TrashCheckpoint < 0 || c.TrashCheckpoint > c.TrashInterval {
-		return badConfig("namenode.Config.Validate", "--trash-interval %v and --trash-checkpoint-interval %v: want 0 or more, the checkpoint interval at most the trash interval", c.TrashInterval, c.TrashCheckpoint)
 	}
 	return c.Blocks.Validate()
 }
