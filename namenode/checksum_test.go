@@ -3,7 +3,6 @@ package namenode_test
 import (
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/blockfs/blockfs/api"
 	"github.com/blockfs/blockfs/client"
-	"github.com/blockfs/blockfs/errs"
 	"github.com/blockfs/blockfs/namenode"
 )
 
@@ -55,39 +53,6 @@ func TestCreateBlockSizeLimits(t *testing.T) {
 				t.Fatal(serr)
 			}
 		})
-	}
-}
-
-// TestConfigRefusesBadChecksumSettings: the namenode does not start with a
-// bytes-per-checksum that is not a power of two in [64, 1 MiB], or block
-// size limits that allow nothing.
-func TestConfigRefusesBadChecksumSettings(t *testing.T) {
-	cases := []struct {
-		name   string
-		adjust func(c *namenode.Config)
-		msg    string
-	}{
-		{"bpc not a power of two", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 500 }, "bytes per checksum 500"},
-		{"bpc too small", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 32 }, "bytes per checksum 32"},
-		{"bpc too large", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 2 << 20 }, "bytes per checksum 2097152"},
-		{"min above max", func(c *namenode.Config) { c.Namespace.MinBlockSize, c.Namespace.MaxBlockSize = 2<<20, 1<<20 }, "want 0 < min <= max"},
-		{"default above max", func(c *namenode.Config) { c.Namespace.DefaultBlockSize = 2 << 30 }, "above the maximum"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := namenode.DefaultConfig()
-			cfg.ID, cfg.DataDir, cfg.Auth.Mode = "nn", t.TempDir(), namenode.AuthSimple
-			c.adjust(&cfg)
-			err := cfg.Validate()
-			if errs.KindOf(err) != errs.Invalid || !strings.Contains(fmt.Sprint(err), c.msg) {
-				t.Fatalf("got %v, want Invalid mentioning %q", err, c.msg)
-			}
-		})
-	}
-	ok := namenode.DefaultConfig()
-	ok.ID, ok.DataDir, ok.Auth.Mode = "nn", t.TempDir(), namenode.AuthSimple
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("default config: %v", err)
 	}
 }
 

@@ -11,7 +11,10 @@ import (
 )
 
 // TestConfigValidate: settings that would leave a namenode unable to do
-// its job are refused at start with Invalid, naming the setting.
+// its job are refused at start with Invalid, naming the setting: a
+// bytes-per-checksum that is not a power of two in [64, 1 MiB], block
+// size limits that allow nothing, an unknown-replica grace PutFile cannot
+// live with, and the rest.
 func TestConfigValidate(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -19,6 +22,11 @@ func TestConfigValidate(t *testing.T) {
 		msg    string // "" = valid
 	}{
 		{"defaults", func(*namenode.Config) {}, ""},
+		{"bpc not a power of two", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 500 }, "bytes per checksum 500"},
+		{"bpc too small", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 32 }, "bytes per checksum 32"},
+		{"bpc too large", func(c *namenode.Config) { c.Namespace.BytesPerChecksum = 2 << 20 }, "bytes per checksum 2097152"},
+		{"min above max", func(c *namenode.Config) { c.Namespace.MinBlockSize, c.Namespace.MaxBlockSize = 2<<20, 1<<20 }, "want 0 < min <= max"},
+		{"default above max", func(c *namenode.Config) { c.Namespace.DefaultBlockSize = 2 << 30 }, "above the maximum"},
 		{"grace at its least", func(c *namenode.Config) { c.Blocks.UnknownReplicaGrace = 4 * time.Second }, ""},
 		{"grace below PutFile's need", func(c *namenode.Config) { c.Blocks.UnknownReplicaGrace = 3 * time.Second }, "unknown replica grace 3s"},
 		{"no grace", func(c *namenode.Config) { c.Blocks.UnknownReplicaGrace = 0 }, "unknown replica grace 0s"},
