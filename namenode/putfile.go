@@ -34,11 +34,11 @@ func (s *clientService) PrepareFile(ctx context.Context, req *api.PrepareFileReq
 	if req.Count > maxPrepare {
 		return nil, errs.Newf(errs.Invalid, op, cmd.Path, "count %d: at most %d files a call", req.Count, maxPrepare)
 	}
-	if err := s.n.admit.Charge(cmd.Caller.User, int(req.Count)-1, api.ClientService_PrepareFile_FullMethodName); err != nil {
-		return nil, err
-	}
 	if s.n.safe.On() {
 		return nil, s.n.safe.Refuse(op, s.n.cfg.Now())
+	}
+	if err := s.n.admit.Charge(cmd.Caller.User, int(req.Count)-1, api.ClientService_PrepareFile_FullMethodName); err != nil {
+		return nil, err
 	}
 	acc := security.Write
 	if cmd.Perm&0o400 != 0 { // the caller will own the file: the token reads it back too, as Create's

@@ -60,8 +60,7 @@ func (a *Admission) Admit(id security.Identity, method string, write bool) error
 		return nil
 	}
 	if write {
-		if err := a.limit.Admit(id.Name, method); err != nil {
-			a.limited.WithLabelValues(path.Base(method)).Inc()
+		if err := a.take(id.Name, 1, method); err != nil {
 			return err
 		}
 	}
@@ -81,11 +80,17 @@ func (a *Admission) Charge(user string, n int, method string) error {
 	if a.exempt(user) {
 		return nil
 	}
-	if err := a.limit.AdmitN(user, n, method); err != nil {
+	return a.take(user, n, method)
+}
+
+// take takes n tokens of user's write bucket for method, or counts the
+// refusal and returns it.
+func (a *Admission) take(user string, n int, method string) error {
+	err := a.limit.AdmitN(user, n, method)
+	if err != nil {
 		a.limited.WithLabelValues(path.Base(method)).Inc()
-		return err
 	}
-	return nil
+	return err
 }
 
 // Run runs the scheduler's windows until stop is closed.
